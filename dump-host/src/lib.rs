@@ -1,0 +1,2 @@
+//! `dump-host`: opdump on a host with `std`.
+#![deny(missing_docs)]

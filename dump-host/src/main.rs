@@ -1,0 +1,2 @@
+//! The `opdump` command-line tool.
+fn main() {}
