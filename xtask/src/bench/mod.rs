@@ -1,5 +1,169 @@
-//! `cargo xtask bench-stats` (being written).
+//! `cargo xtask bench-stats`: throughput benchmarks, always in release.
+//!
+//! Each benchmark module pushes [`Row`]s; this module prints them as a table and writes
+//! `target/bench-stats/summary.csv` with columns
+//! `kernel,dtype,bytes,threads,gbps,vs_read,vs_numpy`.
+//!
+//! Timing: every cell is the median of at least [`Opts::runs`] runs (the machine is a noisy
+//! 2-core VM, so medians, never means or bests).
 
-pub fn run(_args: &[String]) -> Result<(), String> {
-    Err("bench-stats is not written yet".into())
+use std::{fmt::Write as _, path::PathBuf, time::Instant};
+
+/// Options shared by all benchmark modules.
+#[derive(Clone, Debug)]
+pub struct Opts {
+    /// `--quick`: small sizes and few runs, for CI smoke runs (no thresholds).
+    pub quick: bool,
+    /// `--device NAME`: also benchmark a device backend (`cuda`).
+    pub device: Option<String>,
+    /// Runs per cell (the median is reported).
+    pub runs: usize,
+}
+
+impl Opts {
+    /// Tensor sizes in bytes for this run.
+    pub fn sizes(&self) -> Vec<usize> {
+        if self.quick {
+            vec![4 << 10, 1 << 20]
+        } else {
+            vec![4 << 10, 1 << 20, 64 << 20, 512 << 20]
+        }
+    }
+}
+
+/// One result cell.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// What was measured (`stats`, `stats+md5`, `md5`, `widen`, `naive`, `read`, `numpy`, ...).
+    pub kernel: String,
+    /// Input dtype name (`float32`, ...), or `bytes` for dtype-free kernels.
+    pub dtype: String,
+    /// Input size in bytes.
+    pub bytes: usize,
+    /// Threads used.
+    pub threads: usize,
+    /// Median GB/s of input bytes (10^9 bytes per second).
+    pub gbps: f64,
+    /// Ratio to the plain memory-read baseline of the same size in the same run.
+    pub vs_read: Option<f64>,
+    /// Ratio to numpy's equivalent of the same size and dtype in the same run.
+    pub vs_numpy: Option<f64>,
+}
+
+/// Median GB/s of `bytes` processed by `f`, over `runs` runs after one warm-up run.
+pub fn median_gbps(bytes: usize, runs: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut secs: Vec<f64> = (0..runs.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    secs.sort_by(f64::total_cmp);
+    let median = secs[secs.len() / 2].max(1e-12);
+    bytes as f64 / median / 1e9
+}
+
+/// Runs `f` enough times to take at least ~`min_secs` (for tiny inputs) and returns GB/s.
+pub fn median_gbps_batched(bytes: usize, runs: usize, mut f: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    f();
+    let one = t.elapsed().as_secs_f64().max(1e-9);
+    let reps = ((2e-3 / one) as usize).clamp(1, 1_000_000);
+    median_gbps(bytes * reps, runs, || {
+        for _ in 0..reps {
+            f();
+        }
+    })
+}
+
+fn parse(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        quick: false,
+        device: None,
+        runs: 7,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => o.quick = true,
+            "--device" => {
+                o.device = Some(it.next().ok_or("--device needs a value (cuda)")?.clone())
+            }
+            "-h" | "--help" => {
+                return Err("usage: cargo xtask bench-stats [--quick] [--device cuda]".into());
+            }
+            other => return Err(format!("bench-stats: unknown argument `{other}`")),
+        }
+    }
+    if o.quick {
+        o.runs = 5;
+    }
+    Ok(o)
+}
+
+/// Entry point of `cargo xtask bench-stats`.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let opts = parse(args)?;
+    let mut rows = Vec::new();
+    // Benchmark modules register here, each pushing its rows.
+    let _ = &opts;
+    print_table(&rows);
+    write_csv(&mut rows)?;
+    Ok(())
+}
+
+fn fmt_ratio(r: Option<f64>) -> String {
+    r.map_or_else(|| "-".into(), |r| format!("{r:.2}"))
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<22} {:<9} {:>10} {:>3} {:>9} {:>8} {:>9}",
+        "kernel", "dtype", "bytes", "thr", "GB/s", "vs_read", "vs_numpy"
+    );
+    for r in rows {
+        println!(
+            "{:<22} {:<9} {:>10} {:>3} {:>9.3} {:>8} {:>9}",
+            r.kernel,
+            r.dtype,
+            r.bytes,
+            r.threads,
+            r.gbps,
+            fmt_ratio(r.vs_read),
+            fmt_ratio(r.vs_numpy)
+        );
+    }
+}
+
+fn write_csv(rows: &mut [Row]) -> Result<(), String> {
+    let dir = target_dir().join("bench-stats");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let mut out = String::from("kernel,dtype,bytes,threads,gbps,vs_read,vs_numpy\n");
+    for r in rows.iter() {
+        let opt = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.4}"));
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{:.4},{},{}",
+            r.kernel,
+            r.dtype,
+            r.bytes,
+            r.threads,
+            r.gbps,
+            opt(r.vs_read),
+            opt(r.vs_numpy)
+        );
+    }
+    let path = dir.join("summary.csv");
+    std::fs::write(&path, out).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// The workspace's target directory (honours `CARGO_TARGET_DIR`).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
 }
