@@ -1,1 +1,466 @@
-//! (being written)
+//! Allocation-free number formatting, byte-identical to what MindSpore writes.
+//!
+//! MindSpore prints statistics with a default C++ `ostream`, which is C `printf("%g")` with
+//! precision 6. [`g`] reproduces glibc's output exactly for every `f64`, including `inf`,
+//! `-inf`, `nan` / `-nan` (chosen by the sign bit, as glibc does), `-0`, subnormals and the
+//! switch to exponent form (`1e+06`, `1e-05`). Counts are plain unsigned decimal: [`u64_str`].
+//!
+//! Both return small inline buffers; nothing allocates.
+//!
+//! ```
+//! use dump_core::fmt::{g, u64_str, G};
+//!
+//! assert_eq!(g(9.539392014169456).as_str(), "9.53939");
+//! assert_eq!(g(1e6).as_str(), "1e+06");
+//! assert_eq!(g(0.00001).as_str(), "1e-05");
+//! assert_eq!(g(65504.0).as_str(), "65504");
+//! assert_eq!(g(-f64::NAN).as_str(), "-nan");
+//! assert_eq!(u64_str(18446744073709551615).as_str(), "18446744073709551615");
+//! assert_eq!(format!("{}", G(23.643180835073778)), "23.6432");
+//! ```
+
+use core::fmt::Write;
+
+/// Significant digits of `%g` without an explicit precision.
+const PRECISION: i32 = 6;
+
+/// Longest `%g` output: `-1.23457e-308` is 13 bytes.
+const GBUF_CAP: usize = 16;
+
+/// The text of one `%g`-formatted number, held inline (at most 16 bytes).
+#[derive(Clone, Copy)]
+pub struct GBuf {
+    buf: [u8; GBUF_CAP],
+    len: u8,
+}
+
+impl GBuf {
+    /// The formatted text.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII bytes are ever pushed (digits, '-', '+', '.', 'e', letters of inf/nan).
+        core::str::from_utf8(&self.buf[..self.len as usize]).unwrap_or("")
+    }
+
+    const fn new() -> GBuf {
+        GBuf {
+            buf: [0; GBUF_CAP],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, b: u8) {
+        // Callers never exceed the capacity (see GBUF_CAP); ignore rather than panic anyway.
+        if let Some(slot) = self.buf.get_mut(self.len as usize) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    fn push_all(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.push(b);
+        }
+    }
+}
+
+impl core::fmt::Debug for GBuf {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl core::fmt::Display for GBuf {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl PartialEq<str> for GBuf {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for GBuf {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// A fixed-capacity `core::fmt::Write` sink for core's `{:.5e}` output.
+struct Scratch {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl Write for Scratch {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len + s.len();
+        let dst = self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?;
+        dst.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// Formats `v` as C `printf("%g", v)` does (glibc, precision 6).
+///
+/// ```
+/// assert_eq!(dump_core::fmt::g(1.0 / 3.0).as_str(), "0.333333");
+/// assert_eq!(dump_core::fmt::g(f64::MAX).as_str(), "1.79769e+308");
+/// assert_eq!(dump_core::fmt::g(-0.0).as_str(), "-0");
+/// assert_eq!(dump_core::fmt::g(f64::NEG_INFINITY).as_str(), "-inf");
+/// ```
+pub fn g(v: f64) -> GBuf {
+    let mut out = GBuf::new();
+    if v.is_sign_negative() {
+        out.push(b'-');
+    }
+    if v.is_nan() {
+        out.push_all(b"nan");
+        return out;
+    }
+    if v.is_infinite() {
+        out.push_all(b"inf");
+        return out;
+    }
+    // core's exact `{:e}` formatting rounds the exact binary value correctly (ties to even),
+    // as glibc does in the default rounding mode, so its six digits are %g's six digits.
+    let mut s = Scratch {
+        buf: [0; 32],
+        len: 0,
+    };
+    if write!(s, "{:.5e}", v.abs()).is_err() {
+        // Unreachable: `d.ddddde-ddd` is at most 12 bytes.
+        out.push_all(b"nan");
+        return out;
+    }
+    let text = &s.buf[..s.len];
+    // text = "d.ddddde<exp>"; exp is "-?[0-9]+".
+    let mut digits = [b'0'; PRECISION as usize];
+    digits[0] = text[0];
+    digits[1..].copy_from_slice(&text[2..2 + (PRECISION as usize - 1)]);
+    let exp_text = &text[2 + PRECISION as usize..];
+    let (neg_exp, exp_digits) = match exp_text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, exp_text),
+    };
+    let mut x: i32 = 0;
+    for &d in exp_digits {
+        x = x * 10 + i32::from(d - b'0');
+    }
+    if neg_exp {
+        x = -x;
+    }
+
+    // Significant digits after stripping trailing zeros (at least one).
+    let mut nd = digits.len();
+    while nd > 1 && digits[nd - 1] == b'0' {
+        nd -= 1;
+    }
+    let digits = &digits[..nd];
+
+    if (-4..PRECISION).contains(&x) {
+        // Style f with precision P - 1 - X, then trailing zeros removed.
+        if x < 0 {
+            out.push_all(b"0.");
+            for _ in 0..(-x - 1) {
+                out.push(b'0');
+            }
+            out.push_all(digits);
+        } else {
+            let int_len = x as usize + 1;
+            for i in 0..int_len {
+                out.push(digits.get(i).copied().unwrap_or(b'0'));
+            }
+            if digits.len() > int_len {
+                out.push(b'.');
+                out.push_all(&digits[int_len..]);
+            }
+        }
+    } else {
+        // Style e with precision P - 1, then trailing zeros removed; exponent >= 2 digits.
+        out.push(digits[0]);
+        if digits.len() > 1 {
+            out.push(b'.');
+            out.push_all(&digits[1..]);
+        }
+        out.push(b'e');
+        out.push(if x < 0 { b'-' } else { b'+' });
+        let ax = x.unsigned_abs();
+        if ax >= 100 {
+            out.push(b'0' + (ax / 100) as u8);
+        }
+        out.push(b'0' + (ax / 10 % 10) as u8);
+        out.push(b'0' + (ax % 10) as u8);
+    }
+    out
+}
+
+/// An `f64` that displays as C `printf("%g")` (see [`g`]).
+///
+/// ```
+/// assert_eq!(format!("{}", dump_core::fmt::G(65504.0)), "65504");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct G(pub f64);
+
+impl core::fmt::Display for G {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.pad(g(self.0).as_str())
+    }
+}
+
+/// Longest `u64` in decimal: 20 digits.
+const U64BUF_CAP: usize = 20;
+
+/// The decimal text of one `u64`, held inline.
+#[derive(Clone, Copy)]
+pub struct U64Buf {
+    buf: [u8; U64BUF_CAP],
+    start: u8,
+}
+
+impl U64Buf {
+    /// The formatted text.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII digits are ever stored.
+        core::str::from_utf8(&self.buf[self.start as usize..]).unwrap_or("")
+    }
+}
+
+impl core::fmt::Debug for U64Buf {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl core::fmt::Display for U64Buf {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// Formats `v` as plain unsigned decimal (C `%llu`), without allocating.
+///
+/// ```
+/// assert_eq!(dump_core::fmt::u64_str(0).as_str(), "0");
+/// assert_eq!(dump_core::fmt::u64_str(20480).as_str(), "20480");
+/// ```
+pub fn u64_str(mut v: u64) -> U64Buf {
+    let mut out = U64Buf {
+        buf: [b'0'; U64BUF_CAP],
+        start: U64BUF_CAP as u8,
+    };
+    loop {
+        out.start -= 1;
+        out.buf[out.start as usize] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::ffi::{c_char, c_int};
+
+    unsafe extern "C" {
+        fn snprintf(buf: *mut c_char, n: usize, fmt: *const c_char, ...) -> c_int;
+    }
+
+    /// C's `printf("%g", v)` from the platform libc.
+    fn c_g(v: f64) -> String {
+        let mut buf = [0u8; 64];
+        // SAFETY: `buf` is writable for its full length, which is passed as `n`; the format is
+        // a NUL-terminated literal taking exactly one double, and one f64 is passed.
+        let n = unsafe { snprintf(buf.as_mut_ptr().cast(), buf.len(), c"%g".as_ptr(), v) };
+        assert!(n > 0 && (n as usize) < buf.len(), "snprintf returned {n}");
+        String::from_utf8(buf[..n as usize].to_vec()).expect("ascii")
+    }
+
+    fn c_llu(v: u64) -> String {
+        let mut buf = [0u8; 32];
+        // SAFETY: as in `c_g`; `%llu` takes one unsigned long long, and a u64 is passed.
+        let n = unsafe { snprintf(buf.as_mut_ptr().cast(), buf.len(), c"%llu".as_ptr(), v) };
+        assert!(n > 0 && (n as usize) < buf.len(), "snprintf returned {n}");
+        String::from_utf8(buf[..n as usize].to_vec()).expect("ascii")
+    }
+
+    fn check(v: f64) {
+        let ours = g(v);
+        let theirs = c_g(v);
+        assert_eq!(
+            ours.as_str(),
+            theirs,
+            "value {v:e} (bits {:#018x})",
+            v.to_bits()
+        );
+    }
+
+    /// splitmix64: deterministic, good enough for test vectors.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+    }
+
+    #[test]
+    fn spec_vectors() {
+        let cases: &[(f64, &str)] = &[
+            (9.539392014169456, "9.53939"),
+            (23.643180835073778, "23.6432"),
+            (8.0, "8"),
+            (1e6, "1e+06"),
+            (1e-5, "1e-05"),
+            (65504.0, "65504"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+            (-f64::NAN, "-nan"),
+            (f64::MAX, "1.79769e+308"),
+            (f64::MIN_POSITIVE, "2.22507e-308"),
+            (5e-324, "4.94066e-324"),
+            (123456.0, "123456"),
+            (1234567.0, "1.23457e+06"),
+            (0.0001, "0.0001"),
+            (0.000123456789, "0.000123457"),
+            (-3.5, "-3.5"),
+            (100.0, "100"),
+        ];
+        for &(v, want) in cases {
+            assert_eq!(g(v).as_str(), want, "{v:e}");
+            assert_eq!(format!("{}", G(v)), want);
+        }
+        assert_eq!(format!("{:>6}", G(1.5)), "   1.5");
+    }
+
+    #[test]
+    fn nan_sign_follows_sign_bit() {
+        // x86 arithmetic NaNs (inf - inf) have the sign bit set: glibc prints "-nan".
+        let pos = f64::from_bits(0x7ff8_0000_0000_0001);
+        let neg = f64::from_bits(0xfff0_0000_0000_0001);
+        assert_eq!(g(pos).as_str(), "nan");
+        assert_eq!(g(neg).as_str(), "-nan");
+        check(pos);
+        check(neg);
+    }
+
+    #[test]
+    fn edge_vectors_match_c() {
+        let mut v = Vec::new();
+        for e in -330..=310 {
+            let p = 10f64.powi(e);
+            let q: f64 = format!("1e{e}").parse().expect("literal");
+            for base in [p, q] {
+                v.extend([
+                    base,
+                    -base,
+                    base * 0.5,
+                    base * 1.5,
+                    base * 9.999995,
+                    base * 9.9999949,
+                    base * 9.9999951,
+                    base * 0.99999949999,
+                    base * 0.9999995,
+                    f64::from_bits(base.to_bits().wrapping_add(1)),
+                    f64::from_bits(base.to_bits().wrapping_sub(1)),
+                ]);
+            }
+        }
+        v.extend([
+            0.5e-4,
+            0.5e-5,
+            0.999995e-4,
+            0.9999949e-4,
+            0.9999951e-4,
+            999999.5,
+            999999.4999,
+            999998.5,
+            999_995.0,
+            9.999995,
+            9.999985,
+            0.5,
+            1.5,
+            2.5,
+            0.125,
+            1.0000005,
+            1.0000015,
+            12345.65,
+            12345.75,
+            0.00012345649999,
+            f64::MAX,
+            f64::MIN,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE,
+            f64::EPSILON,
+            5e-324,
+            -5e-324,
+            1e-310,
+            65504.0,
+            65505.0,
+            f64::from(f32::MAX),
+            f64::from(f32::MIN_POSITIVE),
+            f64::from(f32::from_bits(1)),
+        ]);
+        for i in 0..=2000u32 {
+            v.push(f64::from(i) * 0.5);
+            v.push(999_000.0 + f64::from(i) * 0.5);
+        }
+        for x in v {
+            check(x);
+        }
+    }
+
+    #[test]
+    fn random_bits_match_c() {
+        let mut rng = Rng(0x0dd0_face_2026_1122);
+        for _ in 0..1_000_000 {
+            check(f64::from_bits(rng.next()));
+        }
+        // f32 and f16-range values are what statistics mostly print.
+        for _ in 0..200_000 {
+            let b = rng.next();
+            check(f64::from(f32::from_bits(b as u32)));
+            check(f64::from(half::f16::from_bits((b >> 32) as u16)));
+        }
+        // Values near the fixed/exponent switch points, with random low digits.
+        for _ in 0..200_000 {
+            let b = rng.next();
+            let mant = (b >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+            let e = (b % 16) as i32 - 8;
+            check((1.0 + 9.0 * mant) * 10f64.powi(e));
+        }
+    }
+
+    #[test]
+    fn u64_matches_c() {
+        let mut rng = Rng(7);
+        let mut vals = vec![0, 1, 9, 10, 99, 100, u64::MAX, u64::MAX - 1, 1 << 63];
+        for i in 0..64 {
+            vals.push(1u64 << i);
+            vals.push((1u64 << i) - 1);
+        }
+        for p in 0..20 {
+            vals.push(10u64.pow(p));
+            vals.push(10u64.pow(p) - 1);
+        }
+        for _ in 0..100_000 {
+            vals.push(rng.next() >> (rng.next() % 64));
+        }
+        for x in vals {
+            assert_eq!(u64_str(x).as_str(), c_llu(x));
+        }
+        assert_eq!(format!("{:>3}", u64_str(7)), "  7");
+    }
+}
