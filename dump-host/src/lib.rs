@@ -1,2 +1,4 @@
 //! `dump-host`: opdump on a host with `std`.
 #![deny(missing_docs)]
+
+pub mod writer;
