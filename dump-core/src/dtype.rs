@@ -94,8 +94,8 @@ impl DType {
     /// `None` on arithmetic overflow.
     pub const fn storage_bytes(self, elems: usize) -> Option<usize> {
         match self {
-            DType::UInt1 => Some(elems / 8 + (elems % 8 != 0) as usize),
-            DType::Int4 => Some(elems / 2 + (elems % 2) as usize),
+            DType::UInt1 => Some(elems.div_ceil(8)),
+            DType::Int4 => Some(elems.div_ceil(2)),
             _ => elems.checked_mul(self.bits() as usize / 8),
         }
     }
