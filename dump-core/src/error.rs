@@ -23,6 +23,14 @@ pub enum Error {
         /// Bytes (or elements) available.
         available: usize,
     },
+    /// A byte buffer whose length is not a whole number of elements (for example an odd
+    /// number of bytes of 16-bit data).
+    Misaligned {
+        /// Bytes given.
+        len: usize,
+        /// Bytes per element: the length must be a multiple of this.
+        multiple: usize,
+    },
     /// The operation is not defined for this dtype (for example statistics of complex data).
     Unsupported(DType),
     /// A size computation overflowed `usize`.
@@ -47,6 +55,10 @@ impl core::fmt::Display for Error {
             Error::BufferTooSmall { needed, available } => {
                 write!(f, "output buffer too small: need {needed}, have {available}")
             }
+            Error::Misaligned { len, multiple } => write!(
+                f,
+                "buffer of {len} bytes is not a whole number of {multiple}-byte elements"
+            ),
             Error::Unsupported(d) => write!(f, "operation not supported for dtype {d}"),
             Error::Overflow => f.write_str("tensor size overflows usize"),
             Error::InvalidIteration { at } => write!(

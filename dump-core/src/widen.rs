@@ -1,1 +1,545 @@
-//! (being written)
+//! Widening kernels: the conversions MindSpore applies when it saves a tensor (spec §9).
+//!
+//! | from | to | rule |
+//! |------|----|------|
+//! | bfloat16 | float32 | the 16 bits become the high half of the float32 (`bits << 16`) |
+//! | float16 | float32 | exact IEEE conversion; subnormals exact; NaN sign and payload kept |
+//! | int4 | int8 | two per byte, low nibble first, sign-extended from bit 3 |
+//! | uint1 | uint8 | eight per byte, most significant bit first; the last byte emits `elems % 8` bits |
+//!
+//! All kernels work on raw little-endian bytes, write into a caller buffer, never allocate, and
+//! return the number of bytes written. Bad lengths give an [`Error`], never a panic.
+//!
+//! NaN payloads are kept bit for bit, signalling NaNs included: a float16 signalling NaN widens
+//! to a float32 signalling NaN with the same payload (shifted left by 13), never quietened.
+//!
+//! # Chunking
+//!
+//! Every kernel is stateless, so a tensor may be widened in pieces (for streaming writers, tiles
+//! or threads) and the concatenated outputs equal the output of one call:
+//!
+//! - bf16 / f16: split the source at any **even** byte offset; the output of the piece starting at
+//!   source byte `o` goes to output byte `2 * o`.
+//! - int4: split at any byte; every piece but the last must pass `elems = 2 * bytes`, the last
+//!   passes the remaining element count (which may be odd). Output of the piece starting at
+//!   source byte `o` goes to output byte `2 * o`.
+//! - uint1: split at any byte; every piece but the last passes `elems = 8 * bytes`, the last the
+//!   remaining count. Output of the piece starting at source byte `o` goes to output byte `8 * o`.
+//!
+//! # Speed
+//!
+//! The bf16 and f16 kernels process fixed blocks that LLVM vectorises for the baseline target.
+//! With the `std` feature on x86-64, f16 uses the F16C instruction `vcvtph2ps` (AVX2 + F16C) when
+//! the running CPU has it; without `std` it does so only if the target enables `f16c` and `avx2`
+//! at compile time.
+//!
+//! ```
+//! use dump_core::widen::{bf16_to_f32, f16_to_f32, int4_to_int8, uint1_to_uint8};
+//!
+//! // bfloat16 1.0 is 0x3f80; float16 1.0 is 0x3c00 (little-endian bytes).
+//! let mut out = [0u8; 4];
+//! assert_eq!(bf16_to_f32(&[0x80, 0x3f], &mut out), Ok(4));
+//! assert_eq!(f32::from_le_bytes(out), 1.0);
+//! assert_eq!(f16_to_f32(&[0x00, 0x3c], &mut out), Ok(4));
+//! assert_eq!(f32::from_le_bytes(out), 1.0);
+//!
+//! // int4 [1, -1, 7] packed low nibble first: 0xF1, 0x07.
+//! let mut i8s = [0u8; 3];
+//! assert_eq!(int4_to_int8(&[0xf1, 0x07], 3, &mut i8s), Ok(3));
+//! assert_eq!(i8s.map(|b| b as i8), [1, -1, 7]);
+//!
+//! // uint1 [1, 0, 1] packed MSB first: 0b1010_0000.
+//! let mut u8s = [0u8; 3];
+//! assert_eq!(uint1_to_uint8(&[0b1010_0000], 3, &mut u8s), Ok(3));
+//! assert_eq!(u8s, [1, 0, 1]);
+//! ```
+
+use crate::{DType, Error};
+
+/// Elements per block of the portable 16-bit kernels: large enough for full vectors, small
+/// enough that the tail loop stays short.
+const BLOCK: usize = 16;
+
+/// Checks a 16-bit-to-32-bit conversion and returns the output byte count.
+fn check_half(src: &[u8], dst: &[u8]) -> Result<usize, Error> {
+    if !src.len().is_multiple_of(2) {
+        return Err(Error::Misaligned {
+            len: src.len(),
+            multiple: 2,
+        });
+    }
+    let needed = src.len().checked_mul(2).ok_or(Error::Overflow)?;
+    if dst.len() < needed {
+        return Err(Error::BufferTooSmall {
+            needed,
+            available: dst.len(),
+        });
+    }
+    Ok(needed)
+}
+
+/// Widens bfloat16 to float32: every 16-bit value becomes the high half of a float32.
+///
+/// `src` holds little-endian bf16 values (its length must be even); `dst` receives little-endian
+/// f32 values and must hold at least `2 * src.len()` bytes. Returns the bytes written
+/// (`2 * src.len()`). Exact for every bit pattern, NaN sign and payload included.
+pub fn bf16_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+    let out_len = check_half(src, dst)?;
+    let dst = &mut dst[..out_len];
+    let mut s_blocks = src.chunks_exact(2 * BLOCK);
+    let mut d_blocks = dst.chunks_exact_mut(4 * BLOCK);
+    for (s, d) in (&mut s_blocks).zip(&mut d_blocks) {
+        for (si, di) in s.chunks_exact(2).zip(d.chunks_exact_mut(4)) {
+            let bits = u32::from(u16::from_le_bytes([si[0], si[1]])) << 16;
+            di.copy_from_slice(&bits.to_le_bytes());
+        }
+    }
+    bf16_scalar(s_blocks.remainder(), d_blocks.into_remainder());
+    Ok(out_len)
+}
+
+fn bf16_scalar(src: &[u8], dst: &mut [u8]) {
+    for (si, di) in src.chunks_exact(2).zip(dst.chunks_exact_mut(4)) {
+        let bits = u32::from(u16::from_le_bytes([si[0], si[1]])) << 16;
+        di.copy_from_slice(&bits.to_le_bytes());
+    }
+}
+
+/// float16 bits to float32 bits, exact, branch-free (so that blocks vectorise).
+///
+/// Normal numbers rebias the exponent (+112); Inf/NaN get the all-ones exponent with the
+/// payload shifted into place (signalling NaNs stay signalling); subnormals are renormalised by
+/// an exact float subtraction: `(2^-14 * (1 + m/1024)) - 2^-14 = m * 2^-24`.
+#[inline(always)]
+fn f16_bits_to_f32_bits(h: u16) -> u32 {
+    let h = u32::from(h);
+    let sign = (h & 0x8000) << 16;
+    let shifted = (h & 0x7fff) << 13; // exponent and mantissa in f32 position, bias 15
+    let exp = shifted & 0x0f80_0000;
+    let normal = shifted + (112 << 23);
+    let infnan = shifted + (224 << 23);
+    // 2^-14 * (1 + m/1024) minus 2^-14.
+    let sub = (f32::from_bits(shifted + (113 << 23)) - f32::from_bits(113 << 23)).to_bits();
+    let mag = if exp == 0x0f80_0000 {
+        infnan
+    } else if exp == 0 {
+        sub
+    } else {
+        normal
+    };
+    sign | mag
+}
+
+fn f16_portable(src: &[u8], dst: &mut [u8]) {
+    let mut s_blocks = src.chunks_exact(2 * BLOCK);
+    let mut d_blocks = dst.chunks_exact_mut(4 * BLOCK);
+    for (s, d) in (&mut s_blocks).zip(&mut d_blocks) {
+        for (si, di) in s.chunks_exact(2).zip(d.chunks_exact_mut(4)) {
+            let bits = f16_bits_to_f32_bits(u16::from_le_bytes([si[0], si[1]]));
+            di.copy_from_slice(&bits.to_le_bytes());
+        }
+    }
+    f16_scalar(s_blocks.remainder(), d_blocks.into_remainder());
+}
+
+fn f16_scalar(src: &[u8], dst: &mut [u8]) {
+    for (si, di) in src.chunks_exact(2).zip(dst.chunks_exact_mut(4)) {
+        let bits = f16_bits_to_f32_bits(u16::from_le_bytes([si[0], si[1]]));
+        di.copy_from_slice(&bits.to_le_bytes());
+    }
+}
+
+/// `true` when the F16C kernel may run: detected at run time with `std`, else at compile time.
+#[cfg(target_arch = "x86_64")]
+fn has_f16c() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("f16c") && std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(all(target_feature = "f16c", target_feature = "avx2"))
+    }
+}
+
+/// F16C kernel: `vcvtph2ps` on 8 values at a time, then signalling NaNs are restored (the
+/// instruction sets their quiet bit; MindSpore's software conversion does not).
+///
+/// # Safety
+/// The CPU must support AVX2 and F16C. `dst` must hold at least `2 * src.len()` bytes and
+/// `src.len()` must be even.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn f16_to_f32_f16c(src: &[u8], dst: &mut [u8]) {
+    use core::arch::x86_64::{
+        __m128i, __m256i, _mm_loadu_si128, _mm256_and_si256, _mm256_andnot_si256,
+        _mm256_castps_si256, _mm256_cmpeq_epi32, _mm256_cmpgt_epi32, _mm256_cvtepu16_epi32,
+        _mm256_cvtph_ps, _mm256_set1_epi32, _mm256_storeu_si256,
+    };
+    let mut s_blocks = src.chunks_exact(16);
+    let mut d_blocks = dst.chunks_exact_mut(32);
+    let abs_mask = _mm256_set1_epi32(0x7fff);
+    let inf = _mm256_set1_epi32(0x7c00);
+    let quiet16 = _mm256_set1_epi32(0x0200);
+    let quiet32 = _mm256_set1_epi32(0x0040_0000);
+    for (s, d) in (&mut s_blocks).zip(&mut d_blocks) {
+        // SAFETY: `s` is exactly 16 readable bytes; the load is unaligned.
+        let h = unsafe { _mm_loadu_si128(s.as_ptr().cast::<__m128i>()) };
+        let f = _mm256_castps_si256(_mm256_cvtph_ps(h));
+        let w = _mm256_cvtepu16_epi32(h);
+        let is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(w, abs_mask), inf);
+        let is_quiet = _mm256_cmpeq_epi32(_mm256_and_si256(w, quiet16), quiet16);
+        let is_snan = _mm256_andnot_si256(is_quiet, is_nan);
+        let out = _mm256_andnot_si256(_mm256_and_si256(is_snan, quiet32), f);
+        // SAFETY: `d` is exactly 32 writable bytes; the store is unaligned.
+        unsafe { _mm256_storeu_si256(d.as_mut_ptr().cast::<__m256i>(), out) };
+    }
+    f16_scalar(s_blocks.remainder(), d_blocks.into_remainder());
+}
+
+/// Widens IEEE float16 to float32, exactly.
+///
+/// `src` holds little-endian f16 values (its length must be even); `dst` receives little-endian
+/// f32 values and must hold at least `2 * src.len()` bytes. Returns the bytes written
+/// (`2 * src.len()`). Subnormals convert exactly; NaN sign and payload are kept.
+pub fn f16_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+    let out_len = check_half(src, dst)?;
+    let dst = &mut dst[..out_len];
+    #[cfg(target_arch = "x86_64")]
+    if has_f16c() {
+        // SAFETY: AVX2 and F16C are present (checked above); lengths were checked by
+        // `check_half` and `dst` was cut to exactly `2 * src.len()` bytes.
+        unsafe { f16_to_f32_f16c(src, dst) };
+        return Ok(out_len);
+    }
+    f16_portable(src, dst);
+    Ok(out_len)
+}
+
+/// Widens packed int4 to int8: low nibble first, each nibble sign-extended from bit 3.
+///
+/// `src.len()` must equal `DType::Int4.storage_bytes(elems)` (`ceil(elems / 2)`); with odd
+/// `elems` the final high nibble is ignored. `dst` must hold at least `elems` bytes. Writes
+/// `elems` int8 values and returns `elems`.
+pub fn int4_to_int8(src: &[u8], elems: usize, dst: &mut [u8]) -> Result<usize, Error> {
+    DType::Int4.check_len(src.len(), elems)?;
+    if dst.len() < elems {
+        return Err(Error::BufferTooSmall {
+            needed: elems,
+            available: dst.len(),
+        });
+    }
+    let dst = &mut dst[..elems];
+    let mut pairs = dst.chunks_exact_mut(2);
+    for (&b, d) in src.iter().zip(&mut pairs) {
+        d[0] = (((b << 4) as i8) >> 4) as u8;
+        d[1] = ((b as i8) >> 4) as u8;
+    }
+    if let (Some(last), Some(&b)) = (pairs.into_remainder().first_mut(), src.last()) {
+        *last = (((b << 4) as i8) >> 4) as u8;
+    }
+    Ok(elems)
+}
+
+/// Widens packed uint1 to uint8 (0 or 1 per byte), most significant bit first.
+///
+/// `src.len()` must equal `DType::UInt1.storage_bytes(elems)` (`ceil(elems / 8)`). For the last,
+/// partial byte exactly `elems % 8` values are emitted, from bit 7 down (MindSpore 2.10 emits
+/// `8 - elems % 8` there, a bug this does not copy; see `docs/compat.md`). `dst` must hold at
+/// least `elems` bytes. Returns `elems`.
+pub fn uint1_to_uint8(src: &[u8], elems: usize, dst: &mut [u8]) -> Result<usize, Error> {
+    DType::UInt1.check_len(src.len(), elems)?;
+    if dst.len() < elems {
+        return Err(Error::BufferTooSmall {
+            needed: elems,
+            available: dst.len(),
+        });
+    }
+    let dst = &mut dst[..elems];
+    let mut octets = dst.chunks_exact_mut(8);
+    for (&b, d) in src.iter().zip(&mut octets) {
+        for (i, o) in d.iter_mut().enumerate() {
+            *o = (b >> (7 - i)) & 1;
+        }
+    }
+    let rest = octets.into_remainder();
+    if let (false, Some(&b)) = (rest.is_empty(), src.last()) {
+        for (i, o) in rest.iter_mut().enumerate() {
+            *o = (b >> (7 - i)) & 1;
+        }
+    }
+    Ok(elems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Naive bf16 reference.
+    fn ref_bf16(h: u16) -> u32 {
+        u32::from(h) << 16
+    }
+
+    /// Naive f16 reference, written independently of the kernel: decode the value with f64
+    /// arithmetic (exact for every f16) and narrow to f32 (exact), or build the NaN by fields.
+    fn ref_f16(h: u16) -> u32 {
+        let sign = h >> 15;
+        let exp = i32::from((h >> 10) & 0x1f);
+        let man = u32::from(h & 0x3ff);
+        if exp == 31 {
+            let s = u32::from(sign) << 31;
+            return s | 0x7f80_0000 | (man << 13);
+        }
+        let mag = if exp == 0 {
+            f64::from(man) * 2f64.powi(-24)
+        } else {
+            (1.0 + f64::from(man) / 1024.0) * 2f64.powi(exp - 15)
+        };
+        let v = if sign == 1 { -mag } else { mag };
+        (v as f32).to_bits()
+    }
+
+    fn all_u16_bytes() -> Vec<u8> {
+        (0..=u16::MAX).flat_map(u16::to_le_bytes).collect()
+    }
+
+    fn words(dst: &[u8]) -> impl Iterator<Item = u32> + '_ {
+        dst.chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+    }
+
+    #[test]
+    fn bf16_exhaustive() {
+        let src = all_u16_bytes();
+        let mut dst = vec![0xAAu8; src.len() * 2];
+        assert_eq!(bf16_to_f32(&src, &mut dst), Ok(src.len() * 2));
+        for (h, w) in (0..=u16::MAX).zip(words(&dst)) {
+            assert_eq!(w, ref_bf16(h), "bf16 {h:#06x}");
+        }
+    }
+
+    #[test]
+    fn f16_exhaustive_all_paths() {
+        let src = all_u16_bytes();
+        let mut dst = vec![0xAAu8; src.len() * 2];
+        assert_eq!(f16_to_f32(&src, &mut dst), Ok(src.len() * 2));
+        let mut port = vec![0x55u8; src.len() * 2];
+        f16_portable(&src, &mut port);
+        for ((h, w), p) in (0..=u16::MAX).zip(words(&dst)).zip(words(&port)) {
+            let want = ref_f16(h);
+            assert_eq!(w, want, "dispatch f16 {h:#06x}");
+            assert_eq!(p, want, "portable f16 {h:#06x}");
+            // Cross-check the finite values against the `half` crate.
+            let hv = half::f16::from_bits(h);
+            if !hv.is_nan() {
+                assert_eq!(w, hv.to_f32().to_bits(), "half f16 {h:#06x}");
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("f16c") && std::is_x86_feature_detected!("avx2") {
+            let mut simd = vec![0x11u8; src.len() * 2];
+            // SAFETY: features detected just above; `simd` is 2 * src.len() bytes.
+            unsafe { f16_to_f32_f16c(&src, &mut simd) };
+            assert_eq!(simd, port);
+        } else {
+            println!("note: CPU lacks AVX2/F16C, F16C kernel not exercised");
+        }
+    }
+
+    #[test]
+    fn known_values() {
+        let cases: &[(u16, f32)] = &[
+            (0x3c00, 1.0),
+            (0xc000, -2.0),
+            (0x7bff, 65504.0),
+            (0x0001, 5.960_464_5e-8),
+            (0x03ff, 6.097_555e-5),
+            (0x0400, 6.103_515_6e-5),
+            (0x8000, -0.0),
+            (0x7c00, f32::INFINITY),
+            (0xfc00, f32::NEG_INFINITY),
+        ];
+        for &(h, want) in cases {
+            let mut d = [0u8; 4];
+            f16_to_f32(&h.to_le_bytes(), &mut d).unwrap();
+            assert_eq!(f32::from_le_bytes(d).to_bits(), want.to_bits(), "{h:#06x}");
+        }
+        // Signalling NaN with sign and payload: 0xfd55 -> 0xffaaa000, quiet bit still clear.
+        let mut d = [0u8; 4];
+        f16_to_f32(&0xfd55u16.to_le_bytes(), &mut d).unwrap();
+        assert_eq!(u32::from_le_bytes(d), 0xffaa_a000);
+        bf16_to_f32(&0xff81u16.to_le_bytes(), &mut d).unwrap();
+        assert_eq!(u32::from_le_bytes(d), 0xff81_0000);
+    }
+
+    #[test]
+    fn bad_lengths_are_errors() {
+        let mut d = [0u8; 8];
+        for f in [bf16_to_f32, f16_to_f32] {
+            assert_eq!(
+                f(&[1, 2, 3], &mut d),
+                Err(Error::Misaligned {
+                    len: 3,
+                    multiple: 2
+                })
+            );
+            assert_eq!(
+                f(&[0; 6], &mut d),
+                Err(Error::BufferTooSmall {
+                    needed: 12,
+                    available: 8
+                })
+            );
+            assert_eq!(f(&[], &mut []), Ok(0));
+        }
+        assert_eq!(
+            int4_to_int8(&[0; 2], 5, &mut d),
+            Err(Error::LengthMismatch {
+                expected: 3,
+                actual: 2
+            })
+        );
+        assert_eq!(
+            int4_to_int8(&[0; 5], 9, &mut d),
+            Err(Error::BufferTooSmall {
+                needed: 9,
+                available: 8
+            })
+        );
+        assert_eq!(
+            uint1_to_uint8(&[0; 1], 9, &mut d),
+            Err(Error::LengthMismatch {
+                expected: 2,
+                actual: 1
+            })
+        );
+        assert_eq!(
+            uint1_to_uint8(&[0; 2], 9, &mut d),
+            Err(Error::BufferTooSmall {
+                needed: 9,
+                available: 8
+            })
+        );
+        assert_eq!(int4_to_int8(&[], 0, &mut []), Ok(0));
+        assert_eq!(uint1_to_uint8(&[], 0, &mut []), Ok(0));
+    }
+
+    #[test]
+    fn int4_all_bytes() {
+        let src: Vec<u8> = (0..=255).collect();
+        let mut d = vec![0u8; 512];
+        assert_eq!(int4_to_int8(&src, 512, &mut d), Ok(512));
+        for (b, pair) in src.iter().zip(d.chunks_exact(2)) {
+            let lo = i32::from(b & 0xf);
+            let hi = i32::from(b >> 4);
+            let sx = |n: i32| if n >= 8 { n - 16 } else { n };
+            assert_eq!(i32::from(pair[0] as i8), sx(lo), "byte {b:#04x} low");
+            assert_eq!(i32::from(pair[1] as i8), sx(hi), "byte {b:#04x} high");
+        }
+        // Odd count: the final high nibble (0xF here) is ignored.
+        let mut d3 = [0xEEu8; 4];
+        assert_eq!(int4_to_int8(&[0x8f, 0xf7], 3, &mut d3), Ok(3));
+        assert_eq!(d3, [0xff, 0xf8, 0x07, 0xEE]);
+    }
+
+    #[test]
+    fn uint1_last_partial_byte() {
+        // 11 elements: 1 full byte + 3 leading bits of the second byte.
+        let src = [0b1011_0001, 0b1100_0000];
+        let mut d = [9u8; 12];
+        assert_eq!(uint1_to_uint8(&src, 11, &mut d), Ok(11));
+        assert_eq!(d, [1, 0, 1, 1, 0, 0, 0, 1, 1, 1, 0, 9]);
+        for r in 1..8usize {
+            let mut d = [9u8; 9];
+            assert_eq!(uint1_to_uint8(&[0xff], r, &mut d), Ok(r));
+            assert!(d[..r].iter().all(|&x| x == 1) && d[r..].iter().all(|&x| x == 9));
+        }
+    }
+
+    fn ref_int4(src: &[u8], elems: usize) -> Vec<u8> {
+        (0..elems)
+            .map(|i| {
+                let n = if i % 2 == 0 {
+                    src[i / 2] & 0xf
+                } else {
+                    src[i / 2] >> 4
+                };
+                (if n >= 8 { n as i8 - 16 } else { n as i8 }) as u8
+            })
+            .collect()
+    }
+
+    fn ref_uint1(src: &[u8], elems: usize) -> Vec<u8> {
+        (0..elems)
+            .map(|i| (src[i / 8] >> (7 - i % 8)) & 1)
+            .collect()
+    }
+
+    /// Sorted split points in `0..=len`, restricted to multiples of `step`.
+    fn splits(len: usize, cuts: &[usize], step: usize) -> Vec<usize> {
+        let mut v: Vec<usize> = cuts.iter().map(|c| c % (len + 1) / step * step).collect();
+        v.push(0);
+        v.push(len);
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    proptest! {
+        #[test]
+        fn half_chunked_equals_whole(
+            src in proptest::collection::vec(any::<u8>(), 0..600).prop_map(|mut v| {
+                v.truncate(v.len() / 2 * 2);
+                v
+            }),
+            cuts in proptest::collection::vec(any::<usize>(), 0..6),
+        ) {
+            let n = src.len();
+            let mut want_bf = vec![0u8; 2 * n];
+            let mut want_f = vec![0u8; 2 * n];
+            for (i, c) in src.chunks_exact(2).enumerate() {
+                let h = u16::from_le_bytes([c[0], c[1]]);
+                want_bf[4 * i..4 * i + 4].copy_from_slice(&ref_bf16(h).to_le_bytes());
+                want_f[4 * i..4 * i + 4].copy_from_slice(&ref_f16(h).to_le_bytes());
+            }
+            let pts = splits(n, &cuts, 2);
+            let mut got_bf = vec![0u8; 2 * n];
+            let mut got_f = vec![0u8; 2 * n];
+            for w in pts.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                prop_assert_eq!(bf16_to_f32(&src[a..b], &mut got_bf[2 * a..]), Ok(2 * (b - a)));
+                prop_assert_eq!(f16_to_f32(&src[a..b], &mut got_f[2 * a..]), Ok(2 * (b - a)));
+            }
+            prop_assert_eq!(got_bf, want_bf);
+            prop_assert_eq!(got_f, want_f);
+        }
+
+        #[test]
+        fn packed_chunked_equals_whole(
+            src in proptest::collection::vec(any::<u8>(), 0..200),
+            drop_int4 in 0usize..2,
+            drop_uint1 in 0usize..8,
+            cuts in proptest::collection::vec(any::<usize>(), 0..6),
+        ) {
+            let n = src.len();
+            let e4 = (2 * n).saturating_sub(drop_int4);
+            let e1 = (8 * n).saturating_sub(drop_uint1);
+            let e4 = if n == 0 { 0 } else { e4 };
+            let e1 = if n == 0 { 0 } else { e1 };
+            let pts = splits(n, &cuts, 1);
+            let mut got4 = vec![0u8; e4];
+            let mut got1 = vec![0u8; e1];
+            for w in pts.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                let last = b == n;
+                let k4 = if last { e4 - 2 * a } else { 2 * (b - a) };
+                let k1 = if last { e1 - 8 * a } else { 8 * (b - a) };
+                prop_assert_eq!(int4_to_int8(&src[a..b], k4, &mut got4[2 * a..]), Ok(k4));
+                prop_assert_eq!(uint1_to_uint8(&src[a..b], k1, &mut got1[8 * a..]), Ok(k1));
+            }
+            prop_assert_eq!(got4, ref_int4(&src, e4));
+            prop_assert_eq!(got1, ref_uint1(&src, e1));
+        }
+    }
+}
