@@ -1,0 +1,2 @@
+//! `dump-device-cuda`: NVIDIA GPU support for opdump.
+#![deny(missing_docs)]
