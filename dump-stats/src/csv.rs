@@ -1,0 +1,450 @@
+//! `statistic.csv` header and rows, byte-identical to MindSpore 2.10 (spec §6 and §7).
+//!
+//! - Header: `Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape`,
+//!   then `,` + the title of every category in order, then `\n` (no trailing comma).
+//! - Row: every field followed by `,`, then `\n` (so a row ends with `,\n` and has one field more
+//!   than the header). Shape is the only quoted field: `"(2,3)"`, `"(3)"`, `"()"`.
+//! - Host values: `%g` for max/min/avg/l2norm, plain decimal counts, lowercase hex digests.
+//! - Device values ([`write_device_row`]): `%g` floats, decimal integers, `True`/`False`, `null`.
+//!
+//! The writers take any [`core::fmt::Write`] and never allocate; [`write_row_to_slice`] fills a
+//! caller buffer. With `alloc`, [`header_string`], [`row_string`] and [`device_row_string`] return
+//! owned strings.
+
+use crate::{Category, CategorySet, Error, TensorStats, precision::DeviceStats};
+use core::fmt::Write;
+use dump_core::{
+    DType,
+    fmt::{g, u64_str},
+};
+
+/// The fixed first ten columns of the header.
+pub const BASE_HEADER: &str =
+    "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape";
+
+/// Whether a tensor is a kernel input or output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Io {
+    /// `input`.
+    Input,
+    /// `output`.
+    Output,
+}
+
+impl Io {
+    /// `input` or `output`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Io::Input => "input",
+            Io::Output => "output",
+        }
+    }
+}
+
+/// The first ten fields of a row: who the tensor belongs to and what it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowMeta<'a> {
+    /// Primitive name (`Add`, `Parameter`, ...).
+    pub op_type: &'a str,
+    /// Sanitised op name, as in the `.npy` file name (`Default_Add-op0`).
+    pub op_name: &'a str,
+    /// Task ID (`0` on CPU/GPU).
+    pub task_id: u64,
+    /// Stream ID (`0` on CPU/GPU).
+    pub stream_id: u64,
+    /// The paired `.npy` file's timestamp (µs since the Unix epoch).
+    pub timestamp: u64,
+    /// Input or output.
+    pub io: Io,
+    /// Input/output index.
+    pub slot: u64,
+    /// Bytes of the host tensor as loaded; see [`data_size`].
+    pub data_size: u64,
+    /// Element type (printed lowercase: `float16`, `bfloat16`, `int4`).
+    pub dtype: DType,
+    /// Dimensions (of the sample, for sampled tensors).
+    pub shape: &'a [usize],
+}
+
+/// MindSpore's `Data Size` of `elems` elements of `dtype` as loaded on the host: the packed
+/// storage (`bf16`: 2n, `int4`: n/2 rounded up, `uint1`: n/8 rounded up). For a sampled
+/// tensor pass the sample's element count. `None` on overflow.
+pub const fn data_size(dtype: DType, elems: usize) -> Option<u64> {
+    match dtype.storage_bytes(elems) {
+        Some(b) => Some(b as u64),
+        None => None,
+    }
+}
+
+/// Writes the header line (with its `\n`).
+pub fn write_header<W: Write>(w: &mut W, categories: &CategorySet) -> Result<(), Error> {
+    w.write_str(BASE_HEADER)?;
+    for c in categories {
+        w.write_char(',')?;
+        w.write_str(c.title())?;
+    }
+    w.write_char('\n')?;
+    Ok(())
+}
+
+fn write_meta<W: Write>(w: &mut W, m: &RowMeta<'_>) -> Result<(), Error> {
+    w.write_str(m.op_type)?;
+    w.write_char(',')?;
+    w.write_str(m.op_name)?;
+    w.write_char(',')?;
+    for v in [m.task_id, m.stream_id, m.timestamp] {
+        w.write_str(u64_str(v).as_str())?;
+        w.write_char(',')?;
+    }
+    w.write_str(m.io.as_str())?;
+    w.write_char(',')?;
+    for v in [m.slot, m.data_size] {
+        w.write_str(u64_str(v).as_str())?;
+        w.write_char(',')?;
+    }
+    w.write_str(m.dtype.name())?;
+    w.write_str(",\"(")?;
+    for (i, d) in m.shape.iter().enumerate() {
+        if i > 0 {
+            w.write_char(',')?;
+        }
+        w.write_str(u64_str(*d as u64).as_str())?;
+    }
+    w.write_str(")\",")?;
+    Ok(())
+}
+
+fn write_hex<W: Write>(w: &mut W, bytes: &[u8]) -> Result<(), Error> {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for &b in bytes {
+        w.write_char(char::from(DIGITS[usize::from(b >> 4)]))?;
+        w.write_char(char::from(DIGITS[usize::from(b & 15)]))?;
+    }
+    Ok(())
+}
+
+/// Writes one host-statistics row (with its trailing `,\n`).
+///
+/// Returns `Ok(false)` and writes nothing for an empty tensor (`stats.summary` is `None`):
+/// MindSpore writes no row for it. A digest column whose digest is missing from `stats` gives
+/// [`Error::MissingHash`], also before anything is written.
+pub fn write_row<W: Write>(
+    w: &mut W,
+    meta: &RowMeta<'_>,
+    categories: &CategorySet,
+    stats: &TensorStats,
+) -> Result<bool, Error> {
+    let Some(s) = stats.summary.as_ref() else {
+        return Ok(false);
+    };
+    if categories.needs_md5() && stats.md5.is_none() {
+        return Err(Error::MissingHash(Category::Md5));
+    }
+    if categories.needs_sha1() && stats.sha1.is_none() {
+        return Err(Error::MissingHash(Category::Sha1));
+    }
+    write_meta(w, meta)?;
+    for c in categories {
+        let count = |v: u64| u64_str(v);
+        match c {
+            Category::Max => w.write_str(g(s.max_value()).as_str())?,
+            Category::Min => w.write_str(g(s.min_value()).as_str())?,
+            Category::Avg => w.write_str(g(s.avg()).as_str())?,
+            Category::L2Norm => w.write_str(g(s.l2norm()).as_str())?,
+            Category::Count => w.write_str(count(s.count).as_str())?,
+            Category::NegativeZeroCount => w.write_str(count(s.neg).as_str())?,
+            Category::PositiveZeroCount => w.write_str(count(s.pos).as_str())?,
+            Category::NanCount => w.write_str(count(s.nan).as_str())?,
+            Category::NegativeInfCount => w.write_str(count(s.neg_inf).as_str())?,
+            Category::PositiveInfCount => w.write_str(count(s.pos_inf).as_str())?,
+            Category::ZeroCount => w.write_str(count(s.zero).as_str())?,
+            Category::Md5 => write_hex(w, stats.md5.as_ref().map_or(&[][..], |d| &d[..]))?,
+            Category::Sha1 => write_hex(w, stats.sha1.as_ref().map_or(&[][..], |d| &d[..]))?,
+        }
+        w.write_char(',')?;
+    }
+    w.write_char('\n')?;
+    Ok(true)
+}
+
+/// Writes one device-statistics row (spec §7; trailing `,\n`). Only max, min, avg and l2norm
+/// columns are allowed (use [`CategorySet::split_device`]); any other gives
+/// [`Error::NotADeviceCategory`] before anything is written. Device rows are written for
+/// non-empty tensors only: call it only when [`device_statistics`](crate::device_statistics)
+/// returned `Some`.
+pub fn write_device_row<W: Write>(
+    w: &mut W,
+    meta: &RowMeta<'_>,
+    categories: &CategorySet,
+    stats: &DeviceStats,
+) -> Result<(), Error> {
+    if let Some(c) = categories.iter().find(|c| !c.is_device()) {
+        return Err(Error::NotADeviceCategory(c));
+    }
+    write_meta(w, meta)?;
+    for c in categories {
+        write!(w, "{},", stats.get(*c)?)?;
+    }
+    w.write_char('\n')?;
+    Ok(())
+}
+
+/// A `core::fmt::Write` over a byte slice that keeps counting when it runs out of room, so
+/// that the error can say how many bytes were needed.
+struct SliceWriter<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl Write for SliceWriter<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len + s.len();
+        if end <= self.buf.len() {
+            self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        }
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// [`write_row`] into `buf`: `Ok(Some(len))` with the row in `buf[..len]`, `Ok(None)` for an
+/// empty tensor, [`Error::BufferTooSmall`] (with the bytes needed) when it does not fit.
+pub fn write_row_to_slice(
+    buf: &mut [u8],
+    meta: &RowMeta<'_>,
+    categories: &CategorySet,
+    stats: &TensorStats,
+) -> Result<Option<usize>, Error> {
+    let available = buf.len();
+    let mut w = SliceWriter { buf, len: 0 };
+    if !write_row(&mut w, meta, categories, stats)? {
+        return Ok(None);
+    }
+    if w.len > available {
+        return Err(Error::BufferTooSmall {
+            needed: w.len,
+            available,
+        });
+    }
+    Ok(Some(w.len))
+}
+
+/// The header line as an owned string.
+#[cfg(feature = "alloc")]
+pub fn header_string(categories: &CategorySet) -> alloc::string::String {
+    let mut s = alloc::string::String::with_capacity(BASE_HEADER.len() + 16 * categories.len());
+    // Writing into a String cannot fail.
+    let _ = write_header(&mut s, categories);
+    s
+}
+
+/// One host row as an owned string; `Ok(None)` for an empty tensor.
+#[cfg(feature = "alloc")]
+pub fn row_string(
+    meta: &RowMeta<'_>,
+    categories: &CategorySet,
+    stats: &TensorStats,
+) -> Result<Option<alloc::string::String>, Error> {
+    let mut s = alloc::string::String::with_capacity(128 + 16 * categories.len());
+    Ok(write_row(&mut s, meta, categories, stats)?.then_some(s))
+}
+
+/// One device row as an owned string.
+#[cfg(feature = "alloc")]
+pub fn device_row_string(
+    meta: &RowMeta<'_>,
+    categories: &CategorySet,
+    stats: &DeviceStats,
+) -> Result<alloc::string::String, Error> {
+    let mut s = alloc::string::String::with_capacity(128 + 16 * categories.len());
+    write_device_row(&mut s, meta, categories, stats)?;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DeviceValue, Precision, device_statistics};
+    use dump_core::{Summary, stats::summarize_reference};
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn stats_of(v: &[f32]) -> TensorStats {
+        TensorStats {
+            summary: summarize_reference(DType::Float32, &f32_bytes(v), v.len()).unwrap(),
+            md5: None,
+            sha1: None,
+        }
+    }
+
+    fn meta<'a>(name: &'a str, io: Io, slot: u64, ts: u64, shape: &'a [usize]) -> RowMeta<'a> {
+        RowMeta {
+            op_type: "Add",
+            op_name: name,
+            task_id: 0,
+            stream_id: 0,
+            timestamp: ts,
+            io,
+            slot,
+            data_size: data_size(DType::Float32, shape.iter().product()).unwrap(),
+            dtype: DType::Float32,
+            shape,
+        }
+    }
+
+    /// MindSpore's check_statistic_dump (spec §10): Add of two (2,3) f32 tensors, default
+    /// categories. MindSpore's test reads min/max/l2norm `1/6/9.53939`, `7/12/23.6432`,
+    /// `8/18/32.9242`.
+    #[test]
+    fn mindspore_add_example_bytes() {
+        let cats = CategorySet::default();
+        let mut out = header_string(&cats);
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let y = [7.0, 8.0, 9.0, 10.0, 11.0, 12.0];
+        let z: Vec<f32> = x.iter().zip(&y).map(|(a, b)| a + b).collect();
+        let shape = [2, 3];
+        for (io, slot, ts, v) in [
+            (Io::Input, 0, 1795332154537630, &x[..]),
+            (Io::Input, 1, 1795332154537672, &y[..]),
+            (Io::Output, 0, 1795332154537718, &z[..]),
+        ] {
+            let row = row_string(
+                &meta("Default_Add-op0", io, slot, ts, &shape),
+                &cats,
+                &stats_of(v),
+            )
+            .unwrap()
+            .unwrap();
+            out.push_str(&row);
+        }
+        assert_eq!(
+            out,
+            "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,\
+             Max Value,Min Value,L2Norm Value\n\
+             Add,Default_Add-op0,0,0,1795332154537630,input,0,24,float32,\"(2,3)\",6,1,9.53939,\n\
+             Add,Default_Add-op0,0,0,1795332154537672,input,1,24,float32,\"(2,3)\",12,7,23.6432,\n\
+             Add,Default_Add-op0,0,0,1795332154537718,output,0,24,float32,\"(2,3)\",18,8,32.9242,\n"
+        );
+    }
+
+    #[test]
+    fn every_column_and_shapes() {
+        let all = CategorySet::parse(crate::category::VALID_NAMES).unwrap();
+        assert_eq!(
+            header_string(&all),
+            format!(
+                "{BASE_HEADER},Max Value,Min Value,Avg Value,Count,Negative Zero Count,\
+                 Positive Zero Count,NaN Count,Negative Inf Count,Positive Inf Count,Zero Count,\
+                 MD5,L2Norm Value,SHA1\n"
+            )
+        );
+        let mut st = stats_of(&[-0.0, 0.0, f32::INFINITY, -3.0, 1e6, 1e-5]);
+        st.md5 = Some([0xab; 16]);
+        st.sha1 = Some([0x01; 20]);
+        let shape: [usize; 1] = [6];
+        let row = row_string(&meta("n", Io::Output, 2, 7, &shape), &all, &st)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            row,
+            format!(
+                "Add,n,0,0,7,output,2,24,float32,\"(6)\",inf,-3,inf,6,1,3,0,0,1,2,{},inf,{},\n",
+                "ab".repeat(16),
+                "01".repeat(20)
+            )
+        );
+        let scalar = stats_of(&[65504.0]);
+        let row = row_string(
+            &meta("s", Io::Input, 0, 1, &[]),
+            &CategorySet::default(),
+            &scalar,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(
+            row.ends_with("float32,\"()\",65504,65504,65504,\n"),
+            "{row}"
+        );
+        assert_eq!(
+            header_string(&CategorySet::new()),
+            format!("{BASE_HEADER}\n")
+        );
+    }
+
+    #[test]
+    fn empty_tensor_gives_no_row_and_missing_hash_is_an_error() {
+        let cats = CategorySet::parse(["md5"]).unwrap();
+        let empty = TensorStats::default();
+        let m = meta("e", Io::Input, 0, 0, &[0]);
+        assert_eq!(row_string(&m, &cats, &empty), Ok(None));
+        let mut buf = [0u8; 8];
+        assert_eq!(write_row_to_slice(&mut buf, &m, &cats, &empty), Ok(None));
+        let one = stats_of(&[1.0]);
+        assert_eq!(
+            row_string(&m, &cats, &one),
+            Err(Error::MissingHash(Category::Md5))
+        );
+        let mut s = String::new();
+        assert!(write_row(&mut s, &m, &cats, &one).is_err());
+        assert!(s.is_empty(), "nothing written before the error");
+    }
+
+    #[test]
+    fn slice_writer_reports_needed_bytes() {
+        let cats = CategorySet::default();
+        let st = stats_of(&[1.0, 2.0]);
+        let shape = [2];
+        let m = meta("Default_Add-op0", Io::Input, 0, 5, &shape);
+        let expected = row_string(&m, &cats, &st).unwrap().unwrap();
+        let mut big = [0u8; 256];
+        let n = write_row_to_slice(&mut big, &m, &cats, &st)
+            .unwrap()
+            .unwrap();
+        assert_eq!(&big[..n], expected.as_bytes());
+        let mut small = [0u8; 10];
+        assert_eq!(
+            write_row_to_slice(&mut small, &m, &cats, &st),
+            Err(Error::BufferTooSmall {
+                needed: expected.len(),
+                available: 10
+            })
+        );
+    }
+
+    #[test]
+    fn device_rows() {
+        let cats = CategorySet::parse(["l2norm", "avg", "max", "min"]).unwrap();
+        let b = [1u8, 0];
+        let shape = [2];
+        let m = RowMeta {
+            dtype: DType::Bool,
+            data_size: 2,
+            ..meta("Default_Equal-op0", Io::Output, 0, 9, &shape)
+        };
+        let d = device_statistics(DType::Bool, &b, 2, Precision::High)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            device_row_string(&m, &cats, &d).unwrap(),
+            "Add,Default_Equal-op0,0,0,9,output,0,2,bool,\"(2)\",null,null,True,False,\n"
+        );
+        let bad = CategorySet::parse(["max", "count"]).unwrap();
+        assert_eq!(
+            device_row_string(&m, &bad, &d),
+            Err(Error::NotADeviceCategory(Category::Count))
+        );
+        assert_eq!(DeviceValue::Int(-7).to_string(), "-7");
+    }
+
+    #[test]
+    fn data_sizes() {
+        assert_eq!(data_size(DType::BFloat16, 5), Some(10));
+        assert_eq!(data_size(DType::Int4, 64), Some(32));
+        assert_eq!(data_size(DType::Float32, usize::MAX), None);
+        let _ = Summary::EMPTY;
+    }
+}
