@@ -1,0 +1,94 @@
+//! `opdump check [CONFIG.json] [--device cpu|gpu|ascend]`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::Error;
+use crate::config::env::{DUMP_CONFIG_VAR, check_json_suffix, dump_config_path};
+use crate::config::{Device, DumpConfig, Env, ParseOptions};
+
+use super::{EXIT_INVALID, EXIT_OK};
+
+/// Arguments of `opdump check`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The config file. Without it, the file named by the MINDSPORE_DUMP_CONFIG environment
+    /// variable is checked (with MindSpore's rules: it must exist and end in `.json`).
+    pub config: Option<PathBuf>,
+    /// The device the config is checked for; some rules depend on it (dump_mode 2, device
+    /// statistics and sampling need Ascend; support_device is ignored on CPU).
+    #[arg(long, default_value = "cpu", value_parser = parse_device)]
+    pub device: Device,
+}
+
+fn parse_device(s: &str) -> Result<Device, String> {
+    s.parse()
+}
+
+/// Runs `check`; returns the exit code.
+pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let opts = ParseOptions::new(args.device, env);
+    let path = match &args.config {
+        Some(p) => {
+            if let Err(msg) = check_json_suffix(&p.to_string_lossy()) {
+                let _ = writeln!(
+                    err,
+                    "warning: {}: MindSpore would refuse this file through {DUMP_CONFIG_VAR}: {msg}",
+                    p.display()
+                );
+            }
+            p.clone()
+        }
+        None => match dump_config_path(env) {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                let _ = writeln!(
+                    err,
+                    "error: no config file given and {DUMP_CONFIG_VAR} is not set (usage: opdump check CONFIG.json)"
+                );
+                return EXIT_INVALID;
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                return EXIT_INVALID;
+            }
+        },
+    };
+    match DumpConfig::load(&path, &opts) {
+        Ok(v) => {
+            let text = serde_json::to_string_pretty(&v.config.to_effective_json())
+                .unwrap_or_else(|e| format!("{{\"error\": \"cannot print config: {e}\"}}"));
+            let _ = writeln!(out, "{text}");
+            for w in v.warnings.warnings() {
+                let _ = writeln!(err, "{w}");
+            }
+            let n = v.warnings.warnings().count();
+            let _ = writeln!(
+                err,
+                "ok: {} is a valid dump config for {} ({n} warning{})",
+                path.display(),
+                args.device,
+                if n == 1 { "" } else { "s" }
+            );
+            EXIT_OK
+        }
+        Err(Error::Config(d)) => {
+            for item in d.all() {
+                let _ = writeln!(err, "{item}");
+            }
+            let n = d.errors().count();
+            let _ = writeln!(
+                err,
+                "invalid: {} has {n} error{} (for {})",
+                path.display(),
+                if n == 1 { "" } else { "s" },
+                args.device
+            );
+            EXIT_INVALID
+        }
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            EXIT_INVALID
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! The `opdump` command line: argument parsing (clap derive) and dispatch. Every subcommand is
+//! a module with an `Args` struct and a `run` function returning the exit code; output goes to
+//! the given writers so tests can run commands in-process, and nothing here panics.
+//!
+//! Exit codes: 0 success, 2 invalid input (bad config, unreadable file, bad arguments).
+
+pub mod check;
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::Env;
+
+/// Exit code for success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code for invalid input: a rejected config, an unreadable file, bad arguments.
+pub const EXIT_INVALID: i32 = 2;
+
+/// opdump: MindSpore-compatible operator dump for Rust ML runtimes.
+#[derive(Debug, Parser)]
+#[command(name = "opdump", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate a MindSpore data_dump.json and print the effective config.
+    ///
+    /// A valid config is printed to stdout as JSON with every default filled in and
+    /// MindSpore's coercions applied; warnings go to stderr; exit code 0. An invalid config
+    /// prints every error (with its JSON path) to stderr and exits with 2.
+    Check(check::Args),
+}
+
+/// Runs the command line `args` (program name first) with `env` as the environment, writing
+/// to `out` and `err`; returns the process exit code.
+pub fn run<I, T>(args: I, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            // --help and --version are "errors" for clap but succeed.
+            let code = if e.use_stderr() {
+                EXIT_INVALID
+            } else {
+                EXIT_OK
+            };
+            let text = e.render().to_string();
+            let _ = if e.use_stderr() {
+                err.write_all(text.as_bytes())
+            } else {
+                out.write_all(text.as_bytes())
+            };
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Check(a) => check::run(&a, env, out, err),
+    }
+}

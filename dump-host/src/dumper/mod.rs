@@ -1,0 +1,280 @@
+//! The [`Dumper`]: what a runtime calls on every kernel.
+//!
+//! ```no_run
+//! use dump_core::DType;
+//! use dump_host::{Dumper, TensorRef};
+//!
+//! # fn main() -> Result<(), dump_host::Error> {
+//! let mut dumper = Dumper::from_env()?; // MINDSPORE_DUMP_CONFIG; disabled when unset
+//! dumper.begin_graph(0, &["Default/network/conv1-Conv2d/Conv2D-op0"])?;
+//! let x = [1.0f32, 2.0, 3.0, 4.0];
+//! let bytes: &[u8] = bytemuck::cast_slice(&x);
+//! let step = dumper.begin_step();
+//! if let Some(k) = step.kernel("Conv2D", "Default/network/conv1-Conv2d/Conv2D-op0") {
+//!     k.input(0, TensorRef::host(DType::Float32, &[2, 2], bytes))?;
+//!     k.output(0, TensorRef::host(DType::Float32, &[2, 2], bytes))?;
+//! }
+//! step.finish()?;
+//! dumper.close()?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Cost model: [`Step::kernel`] answers "not wanted" from an iteration flag computed once per
+//! step and the kernel filter (a few string comparisons, no allocation, no tensor touched).
+//! Statistics are computed on the calling thread (large tensors split over the stats engine's
+//! threads); `.npy` files are written by background threads through a byte-bounded queue.
+
+mod emit;
+mod metadata;
+mod plan;
+mod step;
+mod tensor;
+
+use std::{
+    collections::HashSet,
+    path::PathBuf,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use dump_core::iteration::IterationSpec;
+use dump_stats::engine::Engine;
+
+pub use plan::{DumpPlan, MS_VERSION};
+pub use step::{Kernel, Step};
+pub use tensor::{DeviceTensor, TensorRef};
+
+use crate::{
+    Error,
+    layout::DumpTree,
+    writer::{CsvAppender, Writer},
+};
+
+pub(crate) struct Shared {
+    pub(crate) plan: DumpPlan,
+    pub(crate) tree: DumpTree,
+    pub(crate) writer: Writer,
+    pub(crate) csv: CsvAppender,
+    pub(crate) csv_header: String,
+    pub(crate) engine: Engine,
+    pub(crate) dirs: Mutex<HashSet<PathBuf>>,
+    pub(crate) last_ts: AtomicU64,
+    pub(crate) overflowed: AtomicU64,
+    pub(crate) files: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+    pub(crate) rows: AtomicU64,
+}
+
+/// What a dump produced, returned by [`Dumper::close`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DumpReport {
+    /// `.npy` files written.
+    pub files: u64,
+    /// Bytes of `.npy` files written.
+    pub bytes: u64,
+    /// `statistic.csv` rows written.
+    pub rows: u64,
+    /// `kernels` entries that never matched a kernel (reported like MindSpore's
+    /// `[DataDump] Unused Kernel in json: <k>`).
+    pub unused_kernels: Vec<String>,
+}
+
+/// Dumps the kernels of a running model as MindSpore 2.10 does.
+///
+/// Create it with [`from_env`](Dumper::from_env), [`from_plan`](Dumper::from_plan) or
+/// (see the config module) from a config file. Call [`begin_graph`](Dumper::begin_graph) once
+/// per graph, [`begin_step`](Dumper::begin_step) for each step, and [`close`](Dumper::close) at
+/// the end (dropping the Dumper closes it too, ignoring errors).
+pub struct Dumper {
+    shared: Option<Arc<Shared>>,
+    iteration: String,
+    graph: u32,
+    next_step: u64,
+    closed: bool,
+}
+
+impl std::fmt::Debug for Dumper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dumper")
+            .field("enabled", &self.shared.is_some())
+            .field("graph", &self.graph)
+            .field("next_step", &self.next_step)
+            .finish()
+    }
+}
+
+impl Dumper {
+    /// A Dumper that dumps nothing (what [`from_env`](Dumper::from_env) gives when
+    /// `MINDSPORE_DUMP_CONFIG` is unset). Every kernel is "not wanted".
+    pub fn disabled() -> Self {
+        Dumper {
+            shared: None,
+            iteration: String::new(),
+            graph: 0,
+            next_step: 0,
+            closed: true,
+        }
+    }
+
+    /// Starts dumping with a resolved plan: writes `.dump_metadata/` and starts the writer.
+    pub fn from_plan(plan: DumpPlan) -> Result<Self, Error> {
+        IterationSpec::parse(&plan.iteration).map_err(|e| Error::Plan(format!(
+            "iteration {:?}: {e}",
+            plan.iteration
+        )))?;
+        if !plan.device_selected() {
+            eprintln!(
+                "[opdump] Dump is not enabled. device_id:{} not in support_device {:?}",
+                plan.device_id, plan.support_device
+            );
+            return Ok(Self::disabled());
+        }
+        let tree = DumpTree::new(&plan.root, plan.rank, &plan.net);
+        let csv_header = dump_stats::csv::header_string(&plan.categories);
+        let writer = Writer::new(&plan.writer);
+        let shared = Shared {
+            tree,
+            writer,
+            csv: CsvAppender::new(),
+            csv_header,
+            engine: Engine::with_available_parallelism(),
+            dirs: Mutex::new(HashSet::new()),
+            last_ts: AtomicU64::new(0),
+            overflowed: AtomicU64::new(0),
+            files: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            rows: AtomicU64::new(0),
+            plan,
+        };
+        shared.write_metadata();
+        Ok(Dumper {
+            iteration: shared.plan.iteration.clone(),
+            next_step: shared.plan.initial_iteration,
+            shared: Some(Arc::new(shared)),
+            graph: 0,
+            closed: false,
+        })
+    }
+
+    /// `true` when this Dumper writes anything at all.
+    pub fn is_enabled(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// The plan this Dumper runs on (`None` when disabled).
+    pub fn plan(&self) -> Option<&DumpPlan> {
+        self.shared.as_deref().map(|s| &s.plan)
+    }
+
+    /// Starts (or switches to) graph `graph_id` and writes its execution order
+    /// (`ms_execution_order_graph_{id}.csv`, one full scope name per kernel).
+    pub fn begin_graph(&mut self, graph_id: u32, execution_order: &[&str]) -> Result<(), Error> {
+        self.graph = graph_id;
+        if let Some(s) = &self.shared {
+            s.write_execution_order(graph_id, execution_order);
+        }
+        Ok(())
+    }
+
+    /// Sets the step counter (MindSpore's `_set_init_iter`): the next step is `step`.
+    pub fn set_step(&mut self, step: u64) {
+        self.next_step = step;
+    }
+
+    /// The step number the next [`begin_step`](Dumper::begin_step) will use.
+    pub fn next_step(&self) -> u64 {
+        self.next_step
+    }
+
+    /// Starts the next step of the current graph. Whether it dumps anything is decided here,
+    /// once, from `iteration`.
+    pub fn begin_step(&mut self) -> Step<'_> {
+        let n = self.next_step;
+        self.next_step += 1;
+        let active = match &self.shared {
+            None => false,
+            Some(s) => {
+                s.plan.op_debug_mode == crate::config::OpDebugMode::Exception
+                    || n <= u32::MAX as u64
+                        && IterationSpec::parse(&self.iteration)
+                            .map(|spec| spec.matches(n as u32))
+                            .unwrap_or(false)
+            }
+        };
+        Step::new(self.shared.as_deref(), self.graph, n, active)
+    }
+
+    /// Dumps a constant of graph `graph_id` into `{net}/{graph}/constants/` (as
+    /// `Parameter.{name}...`). Call it once per constant when the graph is built.
+    pub fn constant(&self, graph_id: u32, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
+        let Some(s) = &self.shared else { return Ok(()) };
+        if !s.plan.saved_data.tensors() {
+            return Ok(());
+        }
+        let who = emit::Owner {
+            op_type: "Parameter",
+            full_name: name,
+            io: crate::layout::Io::Output,
+            slot: 0,
+        };
+        s.emit(&s.tree.constants_dir(graph_id), who, &t)
+    }
+
+    /// Files, bytes and rows written so far.
+    pub fn progress(&self) -> DumpReport {
+        match &self.shared {
+            None => DumpReport::default(),
+            Some(s) => DumpReport {
+                files: s.files.load(Ordering::Relaxed),
+                bytes: s.bytes.load(Ordering::Relaxed),
+                rows: s.rows.load(Ordering::Relaxed),
+                unused_kernels: Vec::new(),
+            },
+        }
+    }
+
+    /// Waits until every queued file is written; returns the write failures since the last
+    /// flush.
+    pub fn flush(&self) -> Result<(), Error> {
+        match &self.shared {
+            None => Ok(()),
+            Some(s) => s.writer.flush().map_err(Error::Write),
+        }
+    }
+
+    /// Flushes everything, stops the writer threads, reports kernels in `kernels` that never
+    /// matched, and returns what was written (or the write failures).
+    pub fn close(&mut self) -> Result<DumpReport, Error> {
+        if self.closed {
+            return Ok(self.progress());
+        }
+        self.closed = true;
+        let Some(s) = self.shared.as_ref() else {
+            return Ok(DumpReport::default());
+        };
+        let flushed = s.writer.flush();
+        s.csv.close_all();
+        let mut report = self.progress();
+        report.unused_kernels = s
+            .plan
+            .kernels
+            .unused_entries()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        for k in &report.unused_kernels {
+            eprintln!("[DataDump] Unused Kernel in json: {k}");
+        }
+        flushed.map_err(Error::Write)?;
+        Ok(report)
+    }
+}
+
+impl Drop for Dumper {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}

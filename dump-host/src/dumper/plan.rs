@@ -1,0 +1,78 @@
+//! [`DumpPlan`]: the resolved settings a [`crate::Dumper`] runs on (config + environment +
+//! run-time options), in the form the hot path wants.
+
+use std::path::PathBuf;
+
+use dump_npy::Bf16Mode;
+use dump_stats::CategorySet;
+
+use crate::{
+    config::{Device, InputOutput, KernelFilter, OpDebugMode, SavedData},
+    layout::DTypeSpelling,
+    writer::WriterConfig,
+};
+
+/// Everything the Dumper needs to know, resolved.
+#[derive(Debug)]
+pub struct DumpPlan {
+    /// Dump root (`path`, or `$MS_DIAGNOSTIC_DATA_PATH/debug_dump`).
+    pub root: PathBuf,
+    /// Rank id (`rank_{id}` directory).
+    pub rank: u32,
+    /// `net_name`.
+    pub net: String,
+    /// The `iteration` spec text (`all`, `0|5-8`).
+    pub iteration: String,
+    /// `initial_iteration`: the first value of the step counter.
+    pub initial_iteration: u64,
+    /// Which of inputs/outputs are dumped.
+    pub input_output: InputOutput,
+    /// `.npy` files, statistics, or both.
+    pub saved_data: SavedData,
+    /// Normal, overflow (3) or exception (4) dump.
+    pub op_debug_mode: OpDebugMode,
+    /// Overflowing kernels to dump before stopping (0 = no limit).
+    pub overflow_number: u32,
+    /// statistic.csv columns, in order.
+    pub categories: CategorySet,
+    /// `sample_mode` 1: dump only the first `sample_num` elements.
+    pub sample: Option<usize>,
+    /// Write `{type}.{scope}.json` kernel-argument files.
+    pub save_kernel_args: bool,
+    /// Which kernels are dumped.
+    pub kernels: KernelFilter,
+    /// The backend the config targets (decides the dtype spelling in file names).
+    pub device: Device,
+    /// Device id of this process (checked against `support_device` off CPU).
+    pub device_id: u32,
+    /// `support_device` (ignored on CPU).
+    pub support_device: Vec<u32>,
+    /// The config file's bytes, copied into `.dump_metadata/data_dump.json`.
+    pub config_bytes: Vec<u8>,
+    /// `ms_version` in `.dump_metadata/config.json`.
+    pub ms_version: String,
+    /// How bf16 tensors are stored (default: widened to `<f4` so numpy can load them).
+    pub bf16: Bf16Mode,
+    /// Background writer settings (threads, memory budget).
+    pub writer: WriterConfig,
+}
+
+/// The MindSpore version opdump's output corresponds to, written as `ms_version` in
+/// `.dump_metadata/config.json`.
+pub const MS_VERSION: &str = "2.10.0";
+
+impl DumpPlan {
+    /// The dtype spelling of file names for the configured backend.
+    pub fn spelling(&self) -> DTypeSpelling {
+        match self.device {
+            Device::Cpu => DTypeSpelling::Cpu,
+            Device::Gpu | Device::Ascend => DTypeSpelling::Device,
+        }
+    }
+
+    /// Whether this process's device is selected: always on CPU, elsewhere when `device_id` is
+    /// in `support_device` (MindSpore silently disables the dump otherwise).
+    pub fn device_selected(&self) -> bool {
+        self.device == Device::Cpu || self.support_device.contains(&self.device_id)
+    }
+}

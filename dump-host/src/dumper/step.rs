@@ -1,0 +1,287 @@
+//! [`Step`] and [`Kernel`]: the per-step and per-kernel handles a runtime uses.
+//!
+//! Both are `Sync`: several threads may report kernels of one step at once.
+
+use std::{
+    path::PathBuf,
+    sync::{Mutex, atomic::Ordering},
+};
+
+use dump_core::{DType, stats::summarize};
+
+use super::{Shared, TensorRef, emit::Owner};
+use crate::{
+    Error,
+    config::{DumpMode, OpDebugMode},
+    layout::Io,
+};
+
+/// One step of one graph. Created by [`crate::Dumper::begin_step`].
+pub struct Step<'d> {
+    shared: Option<&'d Shared>,
+    graph: u32,
+    iteration: u64,
+    active: bool,
+    dir: PathBuf,
+    used: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for Step<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Step")
+            .field("graph", &self.graph)
+            .field("iteration", &self.iteration)
+            .field("active", &self.active)
+            .finish()
+    }
+}
+
+/// A tensor kept back in overflow mode until the kernel's outputs are known.
+struct Pending {
+    io: Io,
+    slot: u32,
+    dtype: DType,
+    shape: Vec<usize>,
+    format: String,
+    bytes: Vec<u8>,
+}
+
+/// One wanted kernel of a step. Created by [`Step::kernel`]; report its tensors with
+/// [`input`](Kernel::input) and [`output`](Kernel::output).
+///
+/// In overflow mode (`op_debug_mode` 3) the tensors are held until the `Kernel` is dropped (or
+/// [`finish`](Kernel::finish)ed) and written only if a floating-point output holds NaN or Inf.
+pub struct Kernel<'s> {
+    step: &'s Step<'s>,
+    shared: &'s Shared,
+    op_type: &'s str,
+    full_name: &'s str,
+    pending: Option<Mutex<Vec<Pending>>>,
+    args_written: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for Kernel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("op_type", &self.op_type)
+            .field("full_name", &self.full_name)
+            .finish()
+    }
+}
+
+impl<'d> Step<'d> {
+    pub(crate) fn new(shared: Option<&'d Shared>, graph: u32, iteration: u64, active: bool) -> Self {
+        let dir = shared.map_or_else(PathBuf::new, |s| s.tree.iteration_dir(graph, iteration));
+        Step {
+            shared,
+            graph,
+            iteration,
+            active,
+            dir,
+            used: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The step number (the iteration directory's name).
+    pub fn iteration(&self) -> u64 {
+        self.iteration
+    }
+
+    /// Whether this step dumps anything (`iteration` matched and dumping is enabled).
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// The iteration directory of this step.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    fn live(&self) -> Option<&'d Shared> {
+        if self.active { self.shared } else { None }
+    }
+
+    /// `Some` when kernel `full_name` (primitive `op_type`) is to be dumped this step. Cheap when
+    /// the answer is no: no tensor is touched and nothing is allocated.
+    pub fn kernel<'s>(&'s self, op_type: &'s str, full_name: &'s str) -> Option<Kernel<'s>> {
+        let s = self.live()?;
+        match s.plan.op_debug_mode {
+            OpDebugMode::Exception => return None,
+            OpDebugMode::Overflow => {
+                let n = s.plan.overflow_number as u64;
+                if n != 0 && s.overflowed.load(Ordering::Relaxed) >= n {
+                    return None;
+                }
+            }
+            OpDebugMode::Off => {
+                if !s.plan.kernels.matches(full_name) {
+                    return None;
+                }
+            }
+        }
+        self.used.store(true, Ordering::Relaxed);
+        Some(Kernel {
+            step: self,
+            shared: s,
+            op_type,
+            full_name,
+            pending: (s.plan.op_debug_mode == OpDebugMode::Overflow).then(|| Mutex::new(Vec::new())),
+            args_written: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Dumps a parameter (or graph input) as `Parameter.{name}...output.0` — call it at the end
+    /// of the step with the post-step value, as MindSpore does. Skipped when `input_output` is
+    /// inputs-only and, with `dump_mode` 1, when `kernels` does not select `name`.
+    pub fn parameter(&self, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
+        let Some(s) = self.live() else { return Ok(()) };
+        if s.plan.op_debug_mode != OpDebugMode::Off || !s.plan.input_output.outputs() && s.plan.input_output.inputs() && !s.plan.input_output.outputs() {
+            return Ok(());
+        }
+        if s.plan.kernels_mode() == DumpMode::Kernels && !s.plan.kernels.matches(name) {
+            return Ok(());
+        }
+        self.used.store(true, Ordering::Relaxed);
+        let who = Owner {
+            op_type: "Parameter",
+            full_name: name,
+            io: Io::Output,
+            slot: 0,
+        };
+        s.emit(&self.dir, who, &t)
+    }
+
+    /// Exception dump (`op_debug_mode` 4): the runtime reports a kernel that failed; its inputs
+    /// are dumped (never its outputs), whatever `iteration` says.
+    pub fn kernel_failed(&self, op_type: &str, full_name: &str, inputs: &[TensorRef<'_>]) -> Result<(), Error> {
+        let Some(s) = self.shared else { return Ok(()) };
+        if s.plan.op_debug_mode != OpDebugMode::Exception {
+            return Ok(());
+        }
+        self.used.store(true, Ordering::Relaxed);
+        for (slot, t) in inputs.iter().enumerate() {
+            let who = Owner {
+                op_type,
+                full_name,
+                io: Io::Input,
+                slot: slot as u32,
+            };
+            s.emit(&self.dir, who, t)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the step: records it in `ms_global_execution_order_graph_{g}.csv` when anything
+    /// was dumped, and returns the write failures seen so far (without waiting for queued
+    /// writes; [`crate::Dumper::close`] waits).
+    pub fn finish(self) -> Result<(), Error> {
+        let Some(s) = self.live() else { return Ok(()) };
+        if self.used.load(Ordering::Relaxed) && s.plan.op_debug_mode != OpDebugMode::Exception {
+            s.append_global_order(self.graph, self.iteration);
+        }
+        match s.writer.errors().take() {
+            (0, _) => Ok(()),
+            (count, failures) => Err(Error::Write(crate::writer::WriteErrors { count, failures })),
+        }
+    }
+}
+
+impl Kernel<'_> {
+    /// Dumps input `slot`.
+    pub fn input(&self, slot: u32, t: TensorRef<'_>) -> Result<(), Error> {
+        if !self.shared.plan.input_output.inputs() {
+            return Ok(());
+        }
+        self.tensor(Io::Input, slot, &t)
+    }
+
+    /// Dumps output `slot`.
+    pub fn output(&self, slot: u32, t: TensorRef<'_>) -> Result<(), Error> {
+        if !self.shared.plan.input_output.outputs() && self.pending.is_none() {
+            return Ok(());
+        }
+        self.tensor(Io::Output, slot, &t)
+    }
+
+    /// Records the kernel's arguments (`save_kernel_args`): written as `{type}.{scope}.json` in
+    /// the iteration directory, keys sorted, values as strings (`"True"`, `"False"`, numbers).
+    pub fn args(&self, args: &[(&str, &str)]) {
+        if self.shared.plan.save_kernel_args && !self.args_written.swap(true, Ordering::Relaxed) {
+            self.shared.write_kernel_args(&self.step.dir, self.full_name, args);
+        }
+    }
+
+    fn tensor(&self, io: Io, slot: u32, t: &TensorRef<'_>) -> Result<(), Error> {
+        if let Some(p) = &self.pending {
+            let bytes = t.contiguous().map_err(|message| Error::Tensor {
+                kernel: self.full_name.to_owned(),
+                io: io.as_str(),
+                slot,
+                message,
+            })?;
+            p.lock().unwrap_or_else(|e| e.into_inner()).push(Pending {
+                io,
+                slot,
+                dtype: t.dtype,
+                shape: t.shape.to_vec(),
+                format: t.format.to_owned(),
+                bytes: bytes.into_owned(),
+            });
+            return Ok(());
+        }
+        let who = Owner {
+            op_type: self.op_type,
+            full_name: self.full_name,
+            io,
+            slot,
+        };
+        self.shared.emit(&self.step.dir, who, t)
+    }
+
+    /// Ends the kernel (dropping it does the same): in overflow mode, writes its held tensors
+    /// if an output overflowed.
+    pub fn finish(self) {}
+
+    fn settle_overflow(&mut self) {
+        let Some(p) = self.pending.take() else { return };
+        let held = p.into_inner().unwrap_or_else(|e| e.into_inner());
+        let s = self.shared;
+        let overflow = held.iter().any(|t| {
+            t.io == Io::Output
+                && t.dtype.is_float()
+                && t.bytes.len() == t.dtype.storage_bytes(t.shape.iter().product()).unwrap_or(usize::MAX)
+                && matches!(
+                    summarize(t.dtype, &t.bytes, t.shape.iter().product()),
+                    Ok(Some(sm)) if sm.nan + sm.pos_inf + sm.neg_inf > 0
+                )
+        });
+        if !overflow {
+            return;
+        }
+        let n = s.plan.overflow_number as u64;
+        let before = s.overflowed.fetch_add(1, Ordering::Relaxed);
+        if n != 0 && before >= n {
+            return;
+        }
+        for t in &held {
+            let who = Owner {
+                op_type: self.op_type,
+                full_name: self.full_name,
+                io: t.io,
+                slot: t.slot,
+            };
+            let r = TensorRef::host(t.dtype, &t.shape, &t.bytes).with_format(&t.format);
+            // Errors here are tensor errors already checked when held; I/O errors are recorded.
+            let _ = s.emit(&self.step.dir, who, &r);
+        }
+    }
+}
+
+impl Drop for Kernel<'_> {
+    fn drop(&mut self) {
+        self.settle_overflow();
+        if self.shared.plan.save_kernel_args && !self.args_written.load(Ordering::Relaxed) {
+            self.shared.write_kernel_args(&self.step.dir, self.full_name, &[]);
+        }
+    }
+}
