@@ -41,7 +41,11 @@ pub(crate) fn element_f64(dtype: DType, data: &[u8], i: usize) -> f64 {
         DType::Bool => (data[i] != 0) as u8 as f64,
         DType::Int4 => {
             let byte = data[i / 2];
-            let nib = if i.is_multiple_of(2) { byte & 0x0f } else { byte >> 4 };
+            let nib = if i.is_multiple_of(2) {
+                byte & 0x0f
+            } else {
+                byte >> 4
+            };
             (((nib << 4) as i8) >> 4) as f64
         }
         DType::UInt1 => ((data[i / 8] >> (7 - i % 8)) & 1) as f64,

@@ -114,8 +114,16 @@ impl Summary {
             self.last_nan = later.last_nan;
         }
         self.count += later.count;
-        self.max = if later.max > self.max { later.max } else { self.max };
-        self.min = if later.min < self.min { later.min } else { self.min };
+        self.max = if later.max > self.max {
+            later.max
+        } else {
+            self.max
+        };
+        self.min = if later.min < self.min {
+            later.min
+        } else {
+            self.min
+        };
         self.sum += later.sum;
         self.sum_sq += later.sum_sq;
         self.nan += later.nan;
@@ -133,12 +141,20 @@ impl Summary {
 
     /// The maximum, or the (last) NaN if the tensor holds any NaN.
     pub fn max_value(&self) -> f64 {
-        if self.nan != 0 { self.last_nan } else { self.max }
+        if self.nan != 0 {
+            self.last_nan
+        } else {
+            self.max
+        }
     }
 
     /// The minimum, or the (last) NaN if the tensor holds any NaN.
     pub fn min_value(&self) -> f64 {
-        if self.nan != 0 { self.last_nan } else { self.min }
+        if self.nan != 0 {
+            self.last_nan
+        } else {
+            self.min
+        }
     }
 
     /// `sum / count`, or the (first) NaN if the tensor holds any NaN.
@@ -191,7 +207,10 @@ mod tests {
     #[test]
     fn counts_and_signed_zero() {
         let s = of(&[-0.0, 0.0, f64::INFINITY, f64::NEG_INFINITY, -3.0, 5.0]);
-        assert_eq!((s.zero, s.pos, s.neg, s.pos_inf, s.neg_inf), (2, 2, 2, 1, 1));
+        assert_eq!(
+            (s.zero, s.pos, s.neg, s.pos_inf, s.neg_inf),
+            (2, 2, 2, 1, 1)
+        );
         assert!(s.avg().is_nan(), "inf + -inf is NaN");
     }
 
@@ -205,7 +224,10 @@ mod tests {
             assert_eq!(a.count, whole.count);
             assert_eq!(a.first_nan.to_bits(), whole.first_nan.to_bits());
             assert_eq!(a.last_nan.to_bits(), whole.last_nan.to_bits());
-            assert_eq!((a.max, a.min, a.nan, a.zero), (whole.max, whole.min, whole.nan, whole.zero));
+            assert_eq!(
+                (a.max, a.min, a.nan, a.zero),
+                (whole.max, whole.min, whole.nan, whole.zero)
+            );
         }
     }
 }

@@ -1,0 +1,255 @@
+//! AVX2 + FMA (+ F16C) kernels for `float32`, `bfloat16` and `float16`, and the AVX2 builds of
+//! the portable integer/`float64` kernels.
+//!
+//! Each step takes 16 values (two `ymm` of `f32`) and does, per 8 values: three compares
+//! (unordered, `> 0`, `< 0`) subtracted into `u32` lane counters, `maxps`/`minps` (operand
+//! order makes a NaN input return the accumulator, so NaN never enters the extrema), an
+//! `andnot` that zeroes NaN, and `vcvtps2pd` into four `f64` lanes for `sum` (add) and
+//! `sum_sq` (FMA). Eight independent `f64` accumulators hide the add/FMA latency.
+//! `bfloat16` widens in-register by interleaving zero low halves (element order inside a step
+//! does not matter for statistics); `float16` uses `vcvtph2ps`. A software prefetch
+//! [`PREFETCH`] bytes ahead keeps DRAM streams busy for tensors beyond L2.
+//!
+//! Everything here is only reached after the caller has verified AVX2, FMA and F16C (runtime
+//! detection with `std`, `cfg(target_feature)` without).
+
+use core::arch::x86_64::*;
+
+use super::{Summary, portable};
+
+/// Prefetch distance in bytes (a few KiB ahead; the hardware prefetcher does not cross 4 KiB
+/// pages on its own early enough at this per-element cost).
+const PREFETCH: usize = 2048;
+/// Steps between flushes of the `u32` lane counters (each lane counts at most 2 per step).
+const FLUSH_STEPS: usize = 1 << 24;
+
+struct Acc {
+    mx: [__m256; 2],
+    mn: [__m256; 2],
+    s: [__m256d; 4],
+    q: [__m256d; 4],
+    nan: __m256i,
+    pos: __m256i,
+    neg: __m256i,
+}
+
+impl Acc {
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn new() -> Acc {
+        let inf = _mm256_set1_ps(f32::INFINITY);
+        let ninf = _mm256_set1_ps(f32::NEG_INFINITY);
+        let z = _mm256_setzero_pd();
+        Acc {
+            mx: [ninf; 2],
+            mn: [inf; 2],
+            s: [z; 4],
+            q: [z; 4],
+            nan: _mm256_setzero_si256(),
+            pos: _mm256_setzero_si256(),
+            neg: _mm256_setzero_si256(),
+        }
+    }
+
+    /// Adds 8 values; `k` (0 or 1) picks the accumulator set.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn lane<const K: usize>(&mut self, x: __m256) {
+        let zero = _mm256_setzero_ps();
+        let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
+        self.nan = _mm256_sub_epi32(self.nan, _mm256_castps_si256(nan));
+        let gt = _mm256_cmp_ps::<_CMP_GT_OQ>(x, zero);
+        self.pos = _mm256_sub_epi32(self.pos, _mm256_castps_si256(gt));
+        let lt = _mm256_cmp_ps::<_CMP_LT_OQ>(x, zero);
+        self.neg = _mm256_sub_epi32(self.neg, _mm256_castps_si256(lt));
+        // maxps/minps return the second operand when either is NaN: NaN x keeps the old value.
+        self.mx[K] = _mm256_max_ps(x, self.mx[K]);
+        self.mn[K] = _mm256_min_ps(x, self.mn[K]);
+        let c = _mm256_andnot_ps(nan, x);
+        let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(c));
+        let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(c));
+        self.s[2 * K] = _mm256_add_pd(self.s[2 * K], lo);
+        self.s[2 * K + 1] = _mm256_add_pd(self.s[2 * K + 1], hi);
+        self.q[2 * K] = _mm256_fmadd_pd(lo, lo, self.q[2 * K]);
+        self.q[2 * K + 1] = _mm256_fmadd_pd(hi, hi, self.q[2 * K + 1]);
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn step(&mut self, x0: __m256, x1: __m256) {
+        self.lane::<0>(x0);
+        self.lane::<1>(x1);
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn flush_counts(&mut self, s: &mut Summary) {
+        s.nan += hsum_u32(self.nan);
+        s.pos += hsum_u32(self.pos);
+        s.neg += hsum_u32(self.neg);
+        self.nan = _mm256_setzero_si256();
+        self.pos = _mm256_setzero_si256();
+        self.neg = _mm256_setzero_si256();
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn finish(mut self, s: &mut Summary) {
+        self.flush_counts(s);
+        let mx = to_f32s(_mm256_max_ps(self.mx[0], self.mx[1]));
+        let mn = to_f32s(_mm256_min_ps(self.mn[0], self.mn[1]));
+        for (&a, &b) in mx.iter().zip(mn.iter()) {
+            if a as f64 > s.max {
+                s.max = a as f64;
+            }
+            if (b as f64) < s.min {
+                s.min = b as f64;
+            }
+        }
+        let sum = _mm256_add_pd(
+            _mm256_add_pd(self.s[0], self.s[1]),
+            _mm256_add_pd(self.s[2], self.s[3]),
+        );
+        let sq = _mm256_add_pd(
+            _mm256_add_pd(self.q[0], self.q[1]),
+            _mm256_add_pd(self.q[2], self.q[3]),
+        );
+        s.sum += to_f64s(sum).iter().sum::<f64>();
+        s.sum_sq += to_f64s(sq).iter().sum::<f64>();
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn hsum_u32(v: __m256i) -> u64 {
+    // SAFETY: __m256i and [u32; 8] have the same size and every bit pattern is valid for both.
+    let a: [u32; 8] = unsafe { core::mem::transmute(v) };
+    a.iter().map(|&x| x as u64).sum()
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn to_f32s(v: __m256) -> [f32; 8] {
+    // SAFETY: __m256 and [f32; 8] have the same size and every bit pattern is valid for both.
+    unsafe { core::mem::transmute(v) }
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn to_f64s(v: __m256d) -> [f64; 4] {
+    // SAFETY: __m256d and [f64; 4] have the same size and every bit pattern is valid for both.
+    unsafe { core::mem::transmute(v) }
+}
+
+/// The common driver: `steps` steps of `STEP` bytes each from `data`; `body` loads the bytes
+/// behind a pointer and feeds them to the accumulators. Returns the bytes consumed.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn drive<const STEP: usize>(
+    data: &[u8],
+    s: &mut Summary,
+    body: impl Fn(&mut Acc, *const u8),
+) -> usize {
+    let steps = data.len() / STEP;
+    let p = data.as_ptr();
+    let mut acc = Acc::new();
+    let mut i = 0;
+    while i < steps {
+        let end = steps.min(i + FLUSH_STEPS);
+        while i < end {
+            let q = p.wrapping_add(i * STEP);
+            // Prefetch never faults, so reading ahead past the end of `data` is harmless.
+            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH) as *const i8);
+            body(&mut acc, q);
+            i += 1;
+        }
+        acc.flush_counts(s);
+    }
+    acc.finish(s);
+    steps * STEP
+}
+
+/// Raw partial (see `portable.rs`) of little-endian `f32` data; `data.len() % 4 == 0`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn f32_raw(data: &[u8]) -> Summary {
+    let mut s = Summary::EMPTY;
+    let done = drive::<64>(data, &mut s, |acc, q| {
+        // SAFETY: `drive` only passes pointers with STEP (64) readable bytes of `data` behind
+        // them; loadu has no alignment requirement.
+        let (x0, x1) = unsafe {
+            (
+                _mm256_loadu_ps(q as *const f32),
+                _mm256_loadu_ps(q.add(32) as *const f32),
+            )
+        };
+        acc.step(x0, x1);
+    });
+    for e in data[done..].chunks_exact(4) {
+        portable::push_raw(&mut s, f32::from_le_bytes([e[0], e[1], e[2], e[3]]) as f64);
+    }
+    s
+}
+
+/// Raw partial of little-endian `bfloat16` data; `data.len() % 2 == 0`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn bf16_raw(data: &[u8]) -> Summary {
+    let mut s = Summary::EMPTY;
+    let done = drive::<64>(data, &mut s, |acc, q| {
+        // SAFETY: `drive` only passes pointers with STEP (64) readable bytes of `data` behind
+        // them; loadu has no alignment requirement.
+        let (a, b) = unsafe {
+            (
+                _mm256_loadu_si256(q as *const __m256i),
+                _mm256_loadu_si256(q.add(32) as *const __m256i),
+            )
+        };
+        // A bf16 is the high half of an f32: interleave zero low halves under each value.
+        // This permutes values inside the step, which statistics do not care about.
+        let z = _mm256_setzero_si256();
+        let f = |lo: __m256i| _mm256_castsi256_ps(lo);
+        acc.step(
+            f(_mm256_unpacklo_epi16(z, a)),
+            f(_mm256_unpackhi_epi16(z, a)),
+        );
+        acc.step(
+            f(_mm256_unpacklo_epi16(z, b)),
+            f(_mm256_unpackhi_epi16(z, b)),
+        );
+    });
+    for e in data[done..].chunks_exact(2) {
+        let bits = (u16::from_le_bytes([e[0], e[1]]) as u32) << 16;
+        portable::push_raw(&mut s, f32::from_bits(bits) as f64);
+    }
+    s
+}
+
+/// Raw partial of little-endian IEEE `float16` data; `data.len() % 2 == 0`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn f16_raw(data: &[u8]) -> Summary {
+    let mut s = Summary::EMPTY;
+    let done = drive::<64>(data, &mut s, |acc, q| {
+        // SAFETY: `drive` only passes pointers with STEP (64) readable bytes of `data` behind
+        // them; loadu has no alignment requirement.
+        let h = unsafe {
+            [
+                _mm_loadu_si128(q as *const __m128i),
+                _mm_loadu_si128(q.add(16) as *const __m128i),
+                _mm_loadu_si128(q.add(32) as *const __m128i),
+                _mm_loadu_si128(q.add(48) as *const __m128i),
+            ]
+        };
+        acc.step(_mm256_cvtph_ps(h[0]), _mm256_cvtph_ps(h[1]));
+        acc.step(_mm256_cvtph_ps(h[2]), _mm256_cvtph_ps(h[3]));
+    });
+    for e in data[done..].chunks_exact(2) {
+        let v = half::f16::from_bits(u16::from_le_bytes([e[0], e[1]]));
+        portable::push_raw(&mut s, v.to_f64());
+    }
+    s
+}
+
+/// The portable kernels compiled for AVX2 + FMA (integers and `float64`).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn other_raw(dtype: crate::DType, data: &[u8]) -> Summary {
+    super::portable::raw(dtype, data)
+}
