@@ -1,0 +1,163 @@
+//! `std` helpers: whole-file reading into an owned [`NpyFile`], and writing to a path.
+
+use std::{
+    fs::File,
+    io::{self, Read},
+    path::Path,
+};
+
+use dump_core::DType;
+
+use crate::{Error, IoSink, WriteOptions, header_len_from_prefix, parse_header, write_npy};
+
+/// An `.npy` file read into memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NpyFile {
+    /// Major format version: 1, 2 or 3.
+    pub version: u8,
+    /// The descr as written in the header.
+    pub descr: String,
+    /// The dtype the descr names.
+    pub dtype: DType,
+    /// `true` for Fortran (column-major) data order.
+    pub fortran_order: bool,
+    /// The dimensions, outermost first.
+    pub shape: Vec<usize>,
+    /// Header length, i.e. where the data starts in the file.
+    pub data_offset: usize,
+    /// The data bytes, exactly as stored.
+    pub data: Vec<u8>,
+}
+
+/// Reads and validates a whole `.npy` file.
+///
+/// Never allocates more than the file's real size: the header length is checked against
+/// [`crate::MAX_HEADER_LEN`] and the file size before its buffer is allocated, and the data
+/// length the header announces must equal the rest of the file. Format errors come back as
+/// [`io::ErrorKind::InvalidData`] wrapping an [`Error`].
+pub fn read_file(path: impl AsRef<Path>) -> io::Result<NpyFile> {
+    let mut f = File::open(path.as_ref())?;
+    let file_len = f.metadata()?.len();
+    read_from(&mut f, file_len)
+}
+
+/// [`read_file`] over any reader that yields exactly `total_len` bytes.
+pub fn read_from(reader: &mut impl Read, total_len: u64) -> io::Result<NpyFile> {
+    let total = usize::try_from(total_len).map_err(|_| Error::ShapeOverflow)?;
+    let mut prefix = [0u8; 12];
+    let prefix_len = total.min(12);
+    reader.read_exact(&mut prefix[..prefix_len])?;
+    let header_len = header_len_from_prefix(&prefix[..prefix_len])?;
+    if header_len > total {
+        return Err(Error::Truncated {
+            what: "header",
+            needed: header_len,
+            available: total,
+        }
+        .into());
+    }
+    let mut header = vec![0u8; header_len];
+    header[..prefix_len].copy_from_slice(&prefix[..prefix_len]);
+    reader.read_exact(&mut header[prefix_len..])?;
+    let h = parse_header(&header)?;
+    let actual = total - header_len;
+    if h.data_len() != actual {
+        return Err(Error::DataLength {
+            expected: h.data_len(),
+            actual,
+        }
+        .into());
+    }
+    let mut data = vec![0u8; actual];
+    reader.read_exact(&mut data)?;
+    Ok(NpyFile {
+        version: h.version(),
+        descr: h.descr().to_owned(),
+        dtype: h.dtype(),
+        fortran_order: h.fortran_order(),
+        shape: h.dims().collect(),
+        data_offset: h.data_offset(),
+        data,
+    })
+}
+
+/// Creates (or truncates) `path` and writes the tensor as `.npy` with [`write_npy`]; returns
+/// the file size.
+pub fn write_file(
+    path: impl AsRef<Path>,
+    dtype: DType,
+    shape: &[usize],
+    data: &[u8],
+    opts: WriteOptions,
+) -> io::Result<usize> {
+    // Validate before touching the file system.
+    crate::NpyLayout::new(dtype, shape, data.len(), opts)?;
+    let mut sink = IoSink(File::create(path.as_ref())?);
+    write_npy(&mut sink, dtype, shape, data, opts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unwrap_npy_error(e: io::Error) -> Error {
+        *e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<Error>())
+            .expect("an opdump Error inside the io::Error")
+    }
+
+    #[test]
+    fn reads_what_it_writes() {
+        let dir = std::env::temp_dir().join(format!("dump-npy-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.npy");
+        let data: Vec<u8> = (0..48u8).collect();
+        let n = write_file(&path, DType::Float64, &[2, 3], &data, WriteOptions::new()).unwrap();
+        assert_eq!(n, 128 + 48);
+        let f = read_file(&path).unwrap();
+        assert_eq!(
+            (
+                f.version,
+                f.descr.as_str(),
+                f.dtype,
+                f.fortran_order,
+                f.data_offset
+            ),
+            (1, "<f8", DType::Float64, false, 128)
+        );
+        assert_eq!(f.shape, [2, 3]);
+        assert_eq!(f.data, data);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn hostile_lengths_are_errors_before_allocation() {
+        // Claims a 1 MiB header in a 12-byte "file".
+        let claim = b"\x93NUMPY\x02\x00\xf4\xff\x0f\x00";
+        let e = read_from(&mut &claim[..], claim.len() as u64).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(matches!(
+            unwrap_npy_error(e),
+            Error::Truncated { what: "header", .. }
+        ));
+        // Claims 2^60 elements with a tiny file.
+        let mut file = vec![0u8; 128];
+        crate::encode_header("<f8", &[1 << 60], &mut file).unwrap();
+        let e = read_from(&mut &file[..], 128).unwrap_err();
+        assert_eq!(
+            unwrap_npy_error(e),
+            Error::DataLength {
+                expected: 8 << 60,
+                actual: 0
+            }
+        );
+        // Too short to hold even the prefix.
+        let e = read_from(&mut &b"\x93NU"[..], 3).unwrap_err();
+        assert!(matches!(unwrap_npy_error(e), Error::Truncated { .. }));
+        // Validation happens before the file is created.
+        let bad = std::env::temp_dir().join("dump-npy-never-created.npy");
+        let e = write_file(&bad, DType::Float32, &[3], &[0; 4], WriteOptions::new()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(!bad.exists());
+    }
+}

@@ -1,0 +1,446 @@
+//! The streaming `.npy` writer: header, then the tensor bytes, widened on the fly where numpy
+//! has no matching type.
+//!
+//! | dtype | written as | how |
+//! |---|---|---|
+//! | `bfloat16` | `<f4` (default) or `<E2` ([`Bf16Mode::Raw`]) | exact widening `bits << 16` |
+//! | `int4` | `|i1` | low nibble first, sign-extended |
+//! | `uint1` | `|u1` | most significant bit first, 0/1 bytes |
+//! | others | their own descr | bytes copied as given |
+//!
+//! Widening goes through a fixed scratch buffer ([`SCRATCH_LEN`] bytes on the stack for
+//! [`write_npy`], or the caller's for [`write_npy_with_scratch`]); nothing allocates.
+
+use dump_core::{DType, widen};
+
+use crate::{Bf16Mode, Error, NpySink, WriteOptions, header};
+
+/// Bytes of the stack buffer [`write_npy`] widens through.
+pub const SCRATCH_LEN: usize = 32 * 1024;
+
+/// The smallest scratch buffer [`write_npy_with_scratch`] accepts.
+pub const MIN_SCRATCH_LEN: usize = 8;
+
+/// How the tensor bytes are widened on their way to the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Widening {
+    /// bf16 to f32.
+    Bf16ToF32,
+    /// Packed int4 to one int8 per element.
+    Int4ToI8,
+    /// Packed uint1 to one uint8 (0/1) per element.
+    UInt1ToU8,
+}
+
+/// Everything about a `.npy` file that follows from dtype, shape, data length and options,
+/// computed (and validated) before a single byte is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NpyLayout {
+    dtype: DType,
+    descr: &'static str,
+    elems: usize,
+    header_len: usize,
+    data_len: usize,
+    widening: Option<Widening>,
+}
+
+impl NpyLayout {
+    /// Validates `data_len` bytes of `dtype` with logical `shape` and plans the file.
+    ///
+    /// Errors: [`Error::ShapeOverflow`] when the element count or the output size overflows,
+    /// [`Error::Core`] with `LengthMismatch` when `data_len` is not the storage of the shape,
+    /// and the header errors of [`crate::header_len`].
+    pub fn new(
+        dtype: DType,
+        shape: &[usize],
+        data_len: usize,
+        opts: WriteOptions,
+    ) -> Result<Self, Error> {
+        let elems = shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or(Error::ShapeOverflow)?;
+        match dtype.check_len(data_len, elems) {
+            Ok(()) => {}
+            Err(dump_core::Error::Overflow) => return Err(Error::ShapeOverflow),
+            Err(e) => return Err(Error::Core(e)),
+        }
+        let (descr, widening, out_size) = match (dtype, opts.bf16) {
+            (DType::BFloat16, Bf16Mode::Widen) => ("<f4", Some(Widening::Bf16ToF32), 4),
+            (DType::Int4, _) => ("|i1", Some(Widening::Int4ToI8), 1),
+            (DType::UInt1, _) => ("|u1", Some(Widening::UInt1ToU8), 1),
+            (d, _) => (
+                d.npy_descr().ok_or(Error::NoDescr(d))?,
+                None,
+                d.size().ok_or(Error::NoDescr(d))?,
+            ),
+        };
+        let data_len = elems.checked_mul(out_size).ok_or(Error::ShapeOverflow)?;
+        let header_len = header::header_len(descr, shape)?;
+        header_len
+            .checked_add(data_len)
+            .ok_or(Error::ShapeOverflow)?;
+        Ok(NpyLayout {
+            dtype,
+            descr,
+            elems,
+            header_len,
+            data_len,
+            widening,
+        })
+    }
+
+    /// The descr written into the header (`<f4` for widened bf16, `|i1` for int4, ...).
+    pub fn descr(&self) -> &'static str {
+        self.descr
+    }
+
+    /// The dtype of the input bytes.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Number of elements (product of the shape; 1 for a 0-d tensor).
+    pub fn elems(&self) -> usize {
+        self.elems
+    }
+
+    /// Header bytes, i.e. the data offset.
+    pub fn header_len(&self) -> usize {
+        self.header_len
+    }
+
+    /// Data bytes in the file (after widening).
+    pub fn data_len(&self) -> usize {
+        self.data_len
+    }
+
+    /// Size of the whole file (cannot overflow: checked by [`NpyLayout::new`]).
+    pub fn file_len(&self) -> usize {
+        self.header_len + self.data_len
+    }
+
+    /// `true` when the data is converted on the way (bf16 widened, int4, uint1).
+    pub fn widens(&self) -> bool {
+        self.widening.is_some()
+    }
+}
+
+/// Writes `data` (the storage of a `dtype` tensor with logical `shape`, C order) as a `.npy`
+/// file into `sink`, widening through a [`SCRATCH_LEN`]-byte stack buffer. Returns the number
+/// of bytes written.
+///
+/// ```
+/// use dump_core::DType;
+/// use dump_npy::{write_npy, WriteOptions};
+///
+/// let bf16: Vec<u8> = [1.0f32, -2.5].iter().flat_map(|v| ((v.to_bits() >> 16) as u16).to_le_bytes()).collect();
+/// let mut file = Vec::new();
+/// let n = write_npy(&mut file, DType::BFloat16, &[2], &bf16, WriteOptions::default()).unwrap();
+/// assert_eq!(n, 128 + 8);
+/// assert!(file[10..].starts_with(b"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }"));
+/// assert_eq!(&file[128..], [1.0f32.to_le_bytes(), (-2.5f32).to_le_bytes()].concat());
+/// ```
+pub fn write_npy<S: NpySink + ?Sized>(
+    sink: &mut S,
+    dtype: DType,
+    shape: &[usize],
+    data: &[u8],
+    opts: WriteOptions,
+) -> Result<usize, S::Error> {
+    let layout = NpyLayout::new(dtype, shape, data.len(), opts)?;
+    header::write_header(sink, layout.descr, shape)?;
+    match layout.widening {
+        None if data.is_empty() => {}
+        None => sink.write_all(data)?,
+        Some(w) => write_widened(sink, w, layout.elems, data, &mut [0u8; SCRATCH_LEN])?,
+    }
+    Ok(layout.file_len())
+}
+
+/// [`write_npy`] with a caller-provided scratch buffer (at least [`MIN_SCRATCH_LEN`] bytes),
+/// for small stacks; larger buffers mean fewer, larger `write_all` calls.
+pub fn write_npy_with_scratch<S: NpySink + ?Sized>(
+    sink: &mut S,
+    dtype: DType,
+    shape: &[usize],
+    data: &[u8],
+    opts: WriteOptions,
+    scratch: &mut [u8],
+) -> Result<usize, S::Error> {
+    let layout = NpyLayout::new(dtype, shape, data.len(), opts)?;
+    if layout.widens() && scratch.len() < MIN_SCRATCH_LEN {
+        return Err(Error::Core(dump_core::Error::BufferTooSmall {
+            needed: MIN_SCRATCH_LEN,
+            available: scratch.len(),
+        })
+        .into());
+    }
+    header::write_header(sink, layout.descr, shape)?;
+    match layout.widening {
+        None if data.is_empty() => {}
+        None => sink.write_all(data)?,
+        Some(w) => write_widened(sink, w, layout.elems, data, scratch)?,
+    }
+    Ok(layout.file_len())
+}
+
+/// Streams the widened data in chunks that respect each kernel's alignment rules: even byte
+/// offsets for bf16, even element counts for int4 and multiples of 8 for uint1 (except the
+/// last chunk).
+fn write_widened<S: NpySink + ?Sized>(
+    sink: &mut S,
+    widening: Widening,
+    total: usize,
+    data: &[u8],
+    scratch: &mut [u8],
+) -> Result<(), S::Error> {
+    let mut done = 0usize;
+    while done < total {
+        let out_len = match widening {
+            Widening::Bf16ToF32 => {
+                let n = (total - done).min(scratch.len() / 4);
+                let src = &data[done * 2..(done + n) * 2];
+                let written =
+                    widen::bf16_to_f32(src, &mut scratch[..n * 4]).map_err(Error::Core)?;
+                done += n;
+                written
+            }
+            Widening::Int4ToI8 => {
+                let n = (total - done).min(scratch.len() & !1);
+                let start = done / 2;
+                let src = &data[start..start + n.div_ceil(2)];
+                let written =
+                    widen::int4_to_int8(src, n, &mut scratch[..n]).map_err(Error::Core)?;
+                done += n;
+                written
+            }
+            Widening::UInt1ToU8 => {
+                let n = (total - done).min(scratch.len() & !7);
+                let start = done / 8;
+                let src = &data[start..start + n.div_ceil(8)];
+                let written =
+                    widen::uint1_to_uint8(src, n, &mut scratch[..n]).map_err(Error::Core)?;
+                done += n;
+                written
+            }
+        };
+        sink.write_all(&scratch[..out_len])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SliceSink;
+
+    fn bf16_bytes(vals: &[f32]) -> Vec<u8> {
+        vals.iter()
+            .flat_map(|v| ((v.to_bits() >> 16) as u16).to_le_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn plain_dtypes_are_copied_after_the_header() {
+        let data: Vec<u8> = (0..24u8).collect();
+        let mut out = Vec::new();
+        let n = write_npy(&mut out, DType::Int32, &[2, 3], &data, WriteOptions::new()).unwrap();
+        assert_eq!(n, 128 + 24);
+        assert_eq!(&out[128..], &data[..]);
+        assert!(
+            out[10..].starts_with(b"{'descr': '<i4', 'fortran_order': False, 'shape': (2,3,), }")
+        );
+    }
+
+    #[test]
+    fn bf16_raw_and_widened() {
+        let vals = [
+            1.0f32,
+            -0.0,
+            f32::INFINITY,
+            f32::from_bits(0x7fc1_0000),
+            3.140625,
+        ];
+        let src = bf16_bytes(&vals);
+        let mut raw = Vec::new();
+        write_npy(
+            &mut raw,
+            DType::BFloat16,
+            &[5],
+            &src,
+            WriteOptions::MINDSPORE_CPU,
+        )
+        .unwrap();
+        assert!(raw[10..].starts_with(b"{'descr': '<E2'"));
+        assert_eq!(&raw[128..], &src[..]);
+        // Tiny scratch: many chunks, each even.
+        for scratch_len in [8, 9, 12, 64] {
+            let mut scratch = vec![0u8; scratch_len];
+            let mut wide = Vec::new();
+            write_npy_with_scratch(
+                &mut wide,
+                DType::BFloat16,
+                &[5],
+                &src,
+                WriteOptions::new(),
+                &mut scratch,
+            )
+            .unwrap();
+            assert!(wide[10..].starts_with(b"{'descr': '<f4'"));
+            let want: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+            assert_eq!(&wide[128..], &want[..], "scratch {scratch_len}");
+        }
+    }
+
+    #[test]
+    fn int4_and_uint1_widen_with_logical_shape() {
+        // int4: elements 1, -1, 7, -8, 0 packed low nibble first.
+        let int4 = [0xF1u8, 0x87, 0x00];
+        for scratch_len in [8, 10, SCRATCH_LEN] {
+            let mut scratch = vec![0u8; scratch_len];
+            let mut out = Vec::new();
+            write_npy_with_scratch(
+                &mut out,
+                DType::Int4,
+                &[5],
+                &int4,
+                WriteOptions::new(),
+                &mut scratch,
+            )
+            .unwrap();
+            assert!(
+                out[10..].starts_with(b"{'descr': '|i1', 'fortran_order': False, 'shape': (5,), }")
+            );
+            assert_eq!(&out[128..], &[1u8, 0xFF, 7, 0xF8, 0][..]);
+        }
+        // uint1: 11 elements, MSB first.
+        let bits = [0b1010_0001u8, 0b1100_0000];
+        let want = [1u8, 0, 1, 0, 0, 0, 0, 1, 1, 1, 0];
+        for scratch_len in [8, 15, 16] {
+            let mut scratch = vec![0u8; scratch_len];
+            let mut out = Vec::new();
+            write_npy_with_scratch(
+                &mut out,
+                DType::UInt1,
+                &[11, 1],
+                &bits,
+                WriteOptions::new(),
+                &mut scratch,
+            )
+            .unwrap();
+            assert!(
+                out[10..]
+                    .starts_with(b"{'descr': '|u1', 'fortran_order': False, 'shape': (11,1,), }")
+            );
+            assert_eq!(&out[128..], &want[..]);
+        }
+    }
+
+    #[test]
+    fn validation_errors_never_write() {
+        let mut buf = [0u8; 512];
+        let mut sink = SliceSink::new(&mut buf);
+        assert_eq!(
+            write_npy(
+                &mut sink,
+                DType::Float32,
+                &[2, 3],
+                &[0u8; 23],
+                WriteOptions::new()
+            ),
+            Err(Error::Core(dump_core::Error::LengthMismatch {
+                expected: 24,
+                actual: 23
+            }))
+        );
+        assert_eq!(
+            write_npy(
+                &mut sink,
+                DType::Float64,
+                &[usize::MAX, 2],
+                &[],
+                WriteOptions::new()
+            ),
+            Err(Error::ShapeOverflow)
+        );
+        assert_eq!(
+            write_npy(
+                &mut sink,
+                DType::Float64,
+                &[usize::MAX / 4],
+                &[],
+                WriteOptions::new()
+            ),
+            Err(Error::ShapeOverflow)
+        );
+        assert_eq!(
+            write_npy(&mut sink, DType::Int4, &[3], &[0u8; 1], WriteOptions::new()),
+            Err(Error::Core(dump_core::Error::LengthMismatch {
+                expected: 2,
+                actual: 1
+            }))
+        );
+        let mut tiny = [0u8; 7];
+        assert_eq!(
+            write_npy_with_scratch(
+                &mut sink,
+                DType::UInt1,
+                &[8],
+                &[1],
+                WriteOptions::new(),
+                &mut tiny
+            ),
+            Err(Error::Core(dump_core::Error::BufferTooSmall {
+                needed: 8,
+                available: 7
+            }))
+        );
+        assert!(sink.is_empty());
+        // A sink that is too small reports its own error.
+        let mut small = [0u8; 130];
+        let mut sink = SliceSink::new(&mut small);
+        assert!(matches!(
+            write_npy(
+                &mut sink,
+                DType::Float32,
+                &[1, 1],
+                &[0u8; 4],
+                WriteOptions::new()
+            ),
+            Err(Error::Core(dump_core::Error::BufferTooSmall { .. }))
+        ));
+    }
+
+    #[test]
+    fn zero_sized_and_scalar() {
+        let mut out = Vec::new();
+        assert_eq!(
+            write_npy(
+                &mut out,
+                DType::BFloat16,
+                &[3, 0, 2],
+                &[],
+                WriteOptions::new()
+            ),
+            Ok(128)
+        );
+        assert!(
+            out[10..].starts_with(b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,0,2,), }")
+        );
+        let mut out = Vec::new();
+        assert_eq!(
+            write_npy(&mut out, DType::Bool, &[], &[1], WriteOptions::new()),
+            Ok(129)
+        );
+        assert_eq!(out[128], 1);
+        let l = NpyLayout::new(DType::UInt1, &[9], 2, WriteOptions::new()).unwrap();
+        assert_eq!(
+            (l.descr(), l.elems(), l.data_len(), l.file_len()),
+            ("|u1", 9, 9, 137)
+        );
+        assert!(l.widens());
+        assert_eq!(l.dtype(), DType::UInt1);
+        assert_eq!(l.header_len(), 128);
+    }
+}
