@@ -1,0 +1,224 @@
+//! Files written by opdump, loaded by numpy (one python3 process for all files).
+//!
+//! For every dtype numpy can load and a spread of shapes (0-d, 1-d, zero-sized, rank 8,
+//! rank 64, and a version 2.0 header above 65535 bytes), the test writes a file with
+//! [`dump_npy::write_file`] and a `.src` file with the raw input bytes. Python rebuilds the
+//! expected array from the raw bytes with its own, independent conversion (bf16 `<< 16`,
+//! int4 nibbles, `np.unpackbits`) and compares dtype, shape and bytes exactly.
+//! Without python3 + numpy the test prints SKIP and passes (CI installs numpy).
+
+use std::{fmt::Write as _, path::PathBuf, process::Command};
+
+use dump_core::DType;
+use dump_npy::{WriteOptions, write_file};
+
+const CHECK_PY: &str = r#"
+import json, sys
+import numpy as np
+from numpy.lib import format as npf
+
+cases = json.load(open(sys.argv[1]))
+ok = bad = 0
+for c in cases:
+    raw = open(c["src"], "rb").read()
+    shape = tuple(c["shape"])
+    n = 1
+    for d in shape:
+        n *= d
+    kind = c["kind"]
+    if kind == "copy":
+        exp = np.frombuffer(raw, dtype=c["npy"])
+    elif kind == "bf16":
+        exp = (np.frombuffer(raw, "<u2").astype("<u4") << np.uint32(16)).view("<f4")
+    elif kind == "int4":
+        b = np.frombuffer(raw, np.uint8)
+        nib = np.empty(2 * len(b), np.int16)
+        nib[0::2] = b & 15
+        nib[1::2] = b >> 4
+        exp = np.where(nib >= 8, nib - 16, nib)[:n].astype(np.int8)
+    elif kind == "uint1":
+        exp = np.unpackbits(np.frombuffer(raw, np.uint8), bitorder="big")[:n]
+    else:
+        raise SystemExit("unknown kind " + kind)
+    try:
+        if c["v2"]:
+            # numpy.load cannot build arrays above 64 dims; check numpy's own header parser
+            # and the data bytes after it instead.
+            with open(c["file"], "rb") as f:
+                version = npf.read_magic(f)
+                got_shape, fortran, dtype = npf.read_array_header_2_0(f, max_header_size=1 << 21)
+                offset = f.tell()
+                body = f.read()
+            assert version == (2, 0), version
+            assert not fortran
+            assert offset % 64 == 0 and offset > 65535, offset
+            got = np.frombuffer(body, dtype=dtype)
+        else:
+            a = np.load(c["file"])
+            got_shape, dtype, got = a.shape, a.dtype, a
+        assert dtype == np.dtype(c["npy"]), (dtype, c["npy"])
+        assert tuple(got_shape) == shape, (got_shape, shape)
+        assert got.tobytes() == exp.tobytes(), "values differ"
+        ok += 1
+    except Exception as e:
+        bad += 1
+        print("BAD", c["file"], repr(e))
+print(f"numpy: {ok} ok, {bad} bad")
+sys.exit(1 if bad else 0)
+"#;
+
+fn numpy_available() -> bool {
+    match Command::new("python3").args(["-c", "import numpy"]).output() {
+        Ok(o) if o.status.success() => true,
+        Ok(o) => {
+            println!(
+                "SKIP: python3 cannot import numpy: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            false
+        }
+        Err(e) => {
+            println!("SKIP: python3 not runnable: {e}");
+            false
+        }
+    }
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn byte(&mut self) -> u8 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 24) as u8
+    }
+}
+
+struct Case {
+    dtype: DType,
+    shape: Vec<usize>,
+}
+
+fn cases() -> Vec<Case> {
+    let shapes: Vec<Vec<usize>> = vec![
+        vec![],
+        vec![1],
+        vec![7],
+        vec![0],
+        vec![3, 0, 2],
+        vec![2, 3, 5],
+        vec![2, 1, 2, 1, 2, 1, 2, 3],
+        vec![3, 3],
+    ];
+    let dtypes = [
+        DType::Bool,
+        DType::Int8,
+        DType::Int16,
+        DType::Int32,
+        DType::Int64,
+        DType::UInt8,
+        DType::UInt16,
+        DType::UInt32,
+        DType::UInt64,
+        DType::Float16,
+        DType::Float32,
+        DType::Float64,
+        DType::Complex64,
+        DType::Complex128,
+        DType::BFloat16,
+        DType::Int4,
+        DType::UInt1,
+    ];
+    let mut out = Vec::new();
+    for d in dtypes {
+        for s in &shapes {
+            out.push(Case {
+                dtype: d,
+                shape: s.clone(),
+            });
+        }
+    }
+    // numpy's maximum rank, and a bf16 tensor long enough to take several scratch chunks.
+    let mut rank64 = vec![1usize; 64];
+    rank64[10] = 3;
+    rank64[63] = 2;
+    out.push(Case {
+        dtype: DType::Float32,
+        shape: rank64,
+    });
+    out.push(Case {
+        dtype: DType::BFloat16,
+        shape: vec![3, 40_001],
+    });
+    out.push(Case {
+        dtype: DType::Int4,
+        shape: vec![70_001],
+    });
+    out.push(Case {
+        dtype: DType::UInt1,
+        shape: vec![3, 100_003],
+    });
+    // A header above 65535 bytes (version 2.0): 33000 dims, one of them 3.
+    let mut huge = vec![1usize; 33_000];
+    huge[0] = 3;
+    out.push(Case {
+        dtype: DType::Int16,
+        shape: huge,
+    });
+    out
+}
+
+#[test]
+fn numpy_loads_what_opdump_writes() {
+    if !numpy_available() {
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("npy-roundtrip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut json = String::from("[\n");
+    let all = cases();
+    for (i, c) in all.iter().enumerate() {
+        let elems: usize = c.shape.iter().product();
+        let len = c.dtype.storage_bytes(elems).unwrap();
+        let src: Vec<u8> = (0..len)
+            .map(|_| {
+                let b = rng.byte();
+                if c.dtype == DType::Bool { b & 1 } else { b }
+            })
+            .collect();
+        let file = dir.join(format!("{i}.npy"));
+        let src_path = dir.join(format!("{i}.src"));
+        std::fs::write(&src_path, &src).unwrap();
+        let written = write_file(&file, c.dtype, &c.shape, &src, WriteOptions::default()).unwrap();
+        assert_eq!(written as u64, std::fs::metadata(&file).unwrap().len());
+        let (kind, npy) = match c.dtype {
+            DType::BFloat16 => ("bf16", "<f4"),
+            DType::Int4 => ("int4", "|i1"),
+            DType::UInt1 => ("uint1", "|u1"),
+            d => ("copy", d.npy_descr().unwrap()),
+        };
+        let shape = c.shape.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+        let _ = writeln!(
+            json,
+            "{{\"file\": \"{}\", \"src\": \"{}\", \"kind\": \"{kind}\", \"npy\": \"{npy}\", \"shape\": [{shape}], \"v2\": {}}}{}",
+            file.display(),
+            src_path.display(),
+            if c.shape.len() > 64 { "true" } else { "false" },
+            if i + 1 == all.len() { "" } else { "," }
+        );
+    }
+    json.push(']');
+    let manifest = dir.join("cases.json");
+    std::fs::write(&manifest, json).unwrap();
+    let script = dir.join("check.py");
+    std::fs::write(&script, CHECK_PY).unwrap();
+    let out = Command::new("python3").arg(&script).arg(&manifest).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "numpy disagreed:\n{stdout}");
+    assert!(stdout.contains(&format!("numpy: {} ok, 0 bad", all.len())), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
