@@ -147,12 +147,19 @@ impl DumpConfig {
 
     /// Reads and validates a config file.
     pub fn load(path: &Path, opts: &ParseOptions<'_>) -> Result<Validated, Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        let bytes = std::fs::read(path).map_err(|e| Error::Io {
             path: path.to_owned(),
             message: format!(
                 "Dump file:{} open failed. Errno:{} ({e})",
                 path.display(),
                 e.raw_os_error().unwrap_or(0)
+            ),
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| Error::Io {
+            path: path.to_owned(),
+            message: format!(
+                "the dump config is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
             ),
         })?;
         Self::from_json_str(&text, opts)

@@ -1,4 +1,4 @@
-//! Shared helpers for the config integration tests (included with `mod common_helpers;`).
+//! Shared helpers for the config integration tests (included with `mod support;`).
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -41,7 +41,11 @@ pub fn with(section: &str, key: &str, v: Option<Value>) -> Value {
 }
 
 /// Parses `doc` for `device` with `env`.
-pub fn parse_env(doc: &Value, device: Device, env: &[(&str, &str)]) -> Result<Validated, Diagnostics> {
+pub fn parse_env(
+    doc: &Value,
+    device: Device,
+    env: &[(&str, &str)],
+) -> Result<Validated, Diagnostics> {
     let env: HashMap<String, String> = env
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -64,7 +68,11 @@ pub fn rejects(doc: &Value, device: Device, path: &str, text: &str) -> Diagnosti
     let d = parse_env(doc, device, &[]).expect_err(&format!("should be rejected: {doc}"));
     let e = d.first_error().expect("an error");
     assert_eq!(e.path, path, "{d}");
-    assert!(e.message.contains(text), "{:?} should contain {text:?}", e.message);
+    assert!(
+        e.message.contains(text),
+        "{:?} should contain {text:?}",
+        e.message
+    );
     d
 }
 

@@ -1,0 +1,204 @@
+//! `opdump check` run as a process: exit codes and output.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("opdump-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn opdump(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opdump"));
+    cmd.args(args);
+    for v in [
+        "MINDSPORE_DUMP_CONFIG",
+        "MS_DIAGNOSTIC_DATA_PATH",
+        "RANK_ID",
+        "RANK",
+    ] {
+        cmd.env_remove(v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run opdump")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn valid() -> Value {
+    json!({
+        "common_dump_settings": {
+            "dump_mode": 1, "path": "/tmp/opdump-cli/dump", "net_name": "Net", "iteration": "0|5-3",
+            "input_output": 0, "kernels": ["conv"], "support_device": [0], "iteraton": "x"
+        },
+        "e2e_dump_settings": {"enable": true}
+    })
+}
+
+#[test]
+fn valid_config_prints_effective_json_and_warnings() {
+    let dir = tmpdir("valid");
+    let f = dir.join("cfg.json");
+    std::fs::write(&f, valid().to_string()).unwrap();
+    let out = opdump(&["check", f.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let eff: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(eff["common_dump_settings"]["saved_data"], json!("tensor"));
+    assert_eq!(eff["common_dump_settings"]["initial_iteration"], json!(0));
+    assert_eq!(eff["e2e_dump_settings"]["trans_flag"], json!(true));
+    assert_eq!(eff["e2e_dump_settings"]["stat_calc_mode"], json!("host"));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("warning: common_dump_settings.iteration: segment \"5-3\""),
+        "{err}"
+    );
+    assert!(err.contains("did you mean \"iteration\""), "{err}");
+    assert!(err.contains("ok: ") && err.contains("2 warnings"), "{err}");
+    // The printed config is itself valid.
+    let f2 = dir.join("eff.json");
+    std::fs::write(&f2, &out.stdout).unwrap();
+    let again = opdump(&["check", f2.to_str().unwrap()], &[]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert_eq!(again.stdout, out.stdout);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn invalid_config_prints_every_error_and_exits_2() {
+    let dir = tmpdir("invalid");
+    let f = dir.join("cfg.json");
+    let mut doc = valid();
+    doc["common_dump_settings"]["net_name"] = json!("a/b");
+    doc["common_dump_settings"]["input_output"] = json!(7);
+    doc["common_dump_settings"]["path"] = json!("rel");
+    std::fs::write(&f, doc.to_string()).unwrap();
+    let out = opdump(&["check", f.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = text(&out.stderr);
+    for needle in [
+        "error: common_dump_settings.path: Dump path only support absolute path and should start with '/'",
+        "error: common_dump_settings.net_name: net_name only supports alphabetic, digit, or {'-', '_'}, but got: a/b",
+        "error: common_dump_settings.input_output: Dump Json Parse Failed. input_output should be 0, 1, 2",
+        "has 3 errors",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in\n{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn unreadable_and_bad_input_files() {
+    let out = opdump(&["check", "/no/such/dir/cfg.json"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("Dump file:/no/such/dir/cfg.json open failed. Errno:2"));
+    let dir = tmpdir("bad");
+    for (name, bytes, needle) in [
+        ("bin.json", &b"\xff\xfe{}"[..], "not UTF-8"),
+        ("empty.json", &b""[..], "Parse dump json failed, error:"),
+        (
+            "syntax.json",
+            &b"{\"a\": }"[..],
+            "Parse dump json failed, error:",
+        ),
+        ("array.json", &b"[]"[..], "must be a JSON object"),
+    ] {
+        let f = dir.join(name);
+        std::fs::write(&f, bytes).unwrap();
+        let out = opdump(&["check", f.to_str().unwrap()], &[]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        assert!(
+            text(&out.stderr).contains(needle),
+            "{name}: {}",
+            text(&out.stderr)
+        );
+    }
+    // A directory is unreadable as a file.
+    let out = opdump(&["check", dir.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("open failed"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn config_from_environment_when_no_file_given() {
+    let dir = tmpdir("env");
+    let f = dir.join("cfg.json");
+    std::fs::write(&f, valid().to_string()).unwrap();
+    let out = opdump(
+        &["check"],
+        &[("MINDSPORE_DUMP_CONFIG", f.to_str().unwrap())],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let txt = dir.join("cfg.txt");
+    std::fs::write(&txt, valid().to_string()).unwrap();
+    let out = opdump(
+        &["check"],
+        &[("MINDSPORE_DUMP_CONFIG", txt.to_str().unwrap())],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr)
+            .contains("[DataDump] dump config file suffix only supports json! But got:.txt")
+    );
+    // Given explicitly, a non-.json name is checked but warned about.
+    let out = opdump(&["check", txt.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains("MindSpore would refuse this file"));
+    let out = opdump(&["check"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("MINDSPORE_DUMP_CONFIG is not set"));
+    // path "" takes MS_DIAGNOSTIC_DATA_PATH.
+    let mut doc = valid();
+    doc["common_dump_settings"]["path"] = json!("");
+    std::fs::write(&f, doc.to_string()).unwrap();
+    let out = opdump(
+        &["check", f.to_str().unwrap()],
+        &[("MS_DIAGNOSTIC_DATA_PATH", "/diag")],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let eff: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        eff["common_dump_settings"]["path"],
+        json!("/diag/debug_dump")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn device_option_and_help() {
+    let dir = tmpdir("device");
+    let f = dir.join("cfg.json");
+    let mut doc = valid();
+    doc["common_dump_settings"]["dump_mode"] = json!(2);
+    std::fs::write(&f, doc.to_string()).unwrap();
+    let p = f.to_str().unwrap();
+    assert_eq!(opdump(&["check", p], &[]).status.code(), Some(2));
+    assert_eq!(
+        opdump(&["check", p, "--device", "ascend"], &[])
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = opdump(&["check", p, "--device", "npu"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("cpu, gpu, ascend"));
+    let out = opdump(&["check", "--help"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = text(&out.stdout);
+    assert!(
+        help.contains("MINDSPORE_DUMP_CONFIG") && help.contains("--device"),
+        "{help}"
+    );
+    let out = opdump(&[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("check"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
