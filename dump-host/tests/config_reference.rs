@@ -16,7 +16,10 @@ const DEVIATIONS: [&str; 1] = ["d1_statistic_cpu"];
 fn reference_decisions() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference");
     let Ok(dir) = std::fs::read_dir(&root) else {
-        println!("SKIP: {} not found; reference cases not checked", root.display());
+        println!(
+            "SKIP: {} not found; reference cases not checked",
+            root.display()
+        );
         return;
     };
     let mut cases: Vec<PathBuf> = dir
@@ -82,17 +85,20 @@ fn reference_facts_from_readme() {
             "e2e_dump_settings": {"enable": true}}"#,
     )
     .unwrap();
-    let env: HashMap<String, String> =
-        [("MS_DIAGNOSTIC_DATA_PATH".to_owned(), "/ref/raw/diag".to_owned())].into();
-    let v = DumpConfig::from_json_str(&doc.to_string(), &ParseOptions::new(Device::Cpu, &env))
-        .unwrap();
+    let env: HashMap<String, String> = [(
+        "MS_DIAGNOSTIC_DATA_PATH".to_owned(),
+        "/ref/raw/diag".to_owned(),
+    )]
+    .into();
+    let v =
+        DumpConfig::from_json_str(&doc.to_string(), &ParseOptions::new(Device::Cpu, &env)).unwrap();
     assert_eq!(v.config.path, "/ref/raw/diag/debug_dump");
     // g5: initial_iteration 10 with "0-10" matches only step 10 of the offset counter.
     doc["common_dump_settings"]["path"] = "/d".into();
     doc["common_dump_settings"]["initial_iteration"] = 10.into();
     doc["common_dump_settings"]["iteration"] = "0-10".into();
-    let v = DumpConfig::from_json_str(&doc.to_string(), &ParseOptions::new(Device::Cpu, &env))
-        .unwrap();
+    let v =
+        DumpConfig::from_json_str(&doc.to_string(), &ParseOptions::new(Device::Cpu, &env)).unwrap();
     assert_eq!(v.config.initial_iteration, 10);
     let spec = v.config.iteration_spec();
     let dumped: Vec<u32> = (10..13).filter(|&k| spec.matches(k)).collect();
