@@ -68,7 +68,10 @@ sys.exit(1 if bad else 0)
 "#;
 
 fn numpy_available() -> bool {
-    match Command::new("python3").args(["-c", "import numpy"]).output() {
+    match Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+    {
         Ok(o) if o.status.success() => true,
         Ok(o) => {
             println!(
@@ -200,7 +203,12 @@ fn numpy_loads_what_opdump_writes() {
             DType::UInt1 => ("uint1", "|u1"),
             d => ("copy", d.npy_descr().unwrap()),
         };
-        let shape = c.shape.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+        let shape = c
+            .shape
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
         let _ = writeln!(
             json,
             "{{\"file\": \"{}\", \"src\": \"{}\", \"kind\": \"{kind}\", \"npy\": \"{npy}\", \"shape\": [{shape}], \"v2\": {}}}{}",
@@ -215,10 +223,17 @@ fn numpy_loads_what_opdump_writes() {
     std::fs::write(&manifest, json).unwrap();
     let script = dir.join("check.py");
     std::fs::write(&script, CHECK_PY).unwrap();
-    let out = Command::new("python3").arg(&script).arg(&manifest).output().unwrap();
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(&manifest)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "numpy disagreed:\n{stdout}");
-    assert!(stdout.contains(&format!("numpy: {} ok, 0 bad", all.len())), "{stdout}");
+    assert!(
+        stdout.contains(&format!("numpy: {} ok, 0 bad", all.len())),
+        "{stdout}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -59,7 +59,10 @@ print(f"wrote {len(rows)}")
 "#;
 
 fn numpy_available() -> bool {
-    match Command::new("python3").args(["-c", "import numpy"]).output() {
+    match Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+    {
         Ok(o) if o.status.success() => true,
         Ok(o) => {
             println!(
@@ -118,7 +121,11 @@ fn reader_reads_numpy_files() {
         let want_dtype = DType::from_npy_descr(descr).unwrap();
         assert_eq!(got.dtype, want_dtype, "{path}");
         // The descr string as stored names the same dtype as numpy's `dtype.str`.
-        assert_eq!(DType::from_npy_descr(&got.descr), Some(want_dtype), "{path}");
+        assert_eq!(
+            DType::from_npy_descr(&got.descr),
+            Some(want_dtype),
+            "{path}"
+        );
         assert_eq!(got.shape, want_shape, "{path}");
         assert_eq!(got.fortran_order, is_f == "1", "{path}");
         assert_eq!(got.data_offset, offset.parse::<usize>().unwrap(), "{path}");
@@ -129,7 +136,9 @@ fn reader_reads_numpy_files() {
         fortran += usize::from(got.fortran_order);
         versions[usize::from(got.version)] += 1;
     }
-    println!("read {read} numpy files ({fortran} Fortran order, versions {versions:?}), refused {refused}");
+    println!(
+        "read {read} numpy files ({fortran} Fortran order, versions {versions:?}), refused {refused}"
+    );
     assert_eq!(refused, 2);
     assert!(read >= 90 && fortran >= 5 && versions[2] == 2 && versions[3] == 2);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -33,7 +33,7 @@ fn reference_dir() -> Option<PathBuf> {
 }
 
 fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd hex length");
+    assert!(s.len().is_multiple_of(2), "odd hex length");
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit"))
@@ -90,8 +90,16 @@ fn every_reference_header_is_reproduced() {
             };
             manifests += 1;
             let mut lines = text.lines();
-            let head: Vec<&str> = lines.next().expect("manifest header line").split('\t').collect();
-            let col = |n: &str| head.iter().position(|h| *h == n).unwrap_or_else(|| panic!("{n}"));
+            let head: Vec<&str> = lines
+                .next()
+                .expect("manifest header line")
+                .split('\t')
+                .collect();
+            let col = |n: &str| {
+                head.iter()
+                    .position(|h| *h == n)
+                    .unwrap_or_else(|| panic!("{n}"))
+            };
             let (c_descr, c_shape, c_hex, c_len) = (
                 col("descr"),
                 col("shape"),
@@ -121,7 +129,10 @@ fn every_reference_header_is_reproduced() {
         }
     }
     println!("{rows} reference headers from {manifests} manifests reproduced byte for byte");
-    assert!(rows >= 2500, "expected the full reference set, saw {rows} rows");
+    assert!(
+        rows >= 2500,
+        "expected the full reference set, saw {rows} rows"
+    );
 }
 
 fn npy_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -146,20 +157,45 @@ fn every_reference_file_is_read_and_rewritten_identically() {
         let f = read_file(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!((f.version, f.fortran_order, f.data_offset), (1, false, 128));
         let mut again = Vec::new();
-        write_npy(&mut again, f.dtype, &f.shape, &f.data, WriteOptions::MINDSPORE_CPU).unwrap();
-        assert!(again == original, "{} differs after a rewrite", path.display());
+        write_npy(
+            &mut again,
+            f.dtype,
+            &f.shape,
+            &f.data,
+            WriteOptions::MINDSPORE_CPU,
+        )
+        .unwrap();
+        assert!(
+            again == original,
+            "{} differs after a rewrite",
+            path.display()
+        );
         if f.dtype == DType::BFloat16 {
             bf16 += 1;
             // Default options widen exactly: high half of each f32 is the bf16 value.
             let mut wide = Vec::new();
-            write_npy(&mut wide, f.dtype, &f.shape, &f.data, WriteOptions::default()).unwrap();
+            write_npy(
+                &mut wide,
+                f.dtype,
+                &f.shape,
+                &f.data,
+                WriteOptions::default(),
+            )
+            .unwrap();
             let body = &wide[wide.len() - 2 * f.data.len()..];
             for (pair, quad) in f.data.chunks_exact(2).zip(body.chunks_exact(4)) {
                 assert_eq!(quad, [0, 0, pair[0], pair[1]]);
             }
         }
     }
-    println!("{} reference .npy files ({bf16} bf16) rewritten byte for byte", files.len());
-    assert!(files.len() >= 600, "expected the kept reference files, saw {}", files.len());
+    println!(
+        "{} reference .npy files ({bf16} bf16) rewritten byte for byte",
+        files.len()
+    );
+    assert!(
+        files.len() >= 600,
+        "expected the kept reference files, saw {}",
+        files.len()
+    );
     assert!(bf16 > 0);
 }
