@@ -22,7 +22,10 @@ pub use accumulate::{Accumulator, Backend};
 pub use reference::summarize_reference;
 pub use summary::Summary;
 
-use crate::{DType, Error};
+use crate::{
+    DType, Error,
+    hash::{Md5Stream, MsSha1},
+};
 
 /// Statistics of `elems` elements of `dtype` stored in `data` (little-endian, C order).
 ///
@@ -45,6 +48,62 @@ pub fn summarize_with(
     dtype.check_len(data.len(), elems)?;
     acc.update(data)?;
     acc.finish()
+}
+
+/// Bytes per chunk of [`summarize_fused`]: small enough that the chunk is still in L2 when the
+/// second consumer (a hash, a writer) reads it, large enough to amortise the per-chunk work.
+/// A multiple of 8, so every chunk holds whole elements of every dtype.
+pub const FUSE_CHUNK: usize = 256 << 10;
+
+/// [`summarize`] that hands every [`FUSE_CHUNK`]-byte chunk of `data`, in order, to `each_chunk`
+/// right after the statistics kernel has read it, so both passes share one trip from memory
+/// (for example `|c| md5.update(c)`). Same results and errors as [`summarize`]; on an error
+/// `each_chunk` has not been called.
+pub fn summarize_fused(
+    dtype: DType,
+    data: &[u8],
+    elems: usize,
+    mut each_chunk: impl FnMut(&[u8]),
+) -> Result<Option<Summary>, Error> {
+    let mut acc = Accumulator::new(dtype, elems)?;
+    dtype.check_len(data.len(), elems)?;
+    for chunk in data.chunks(FUSE_CHUNK) {
+        acc.update(chunk)?;
+        each_chunk(chunk);
+    }
+    acc.finish()
+}
+
+/// Statistics plus MD5 and/or MindSpore's SHA-1 of the same bytes in one trip over memory:
+/// each [`FUSE_CHUNK`] chunk is hashed right after the statistics kernel read it, while it is
+/// still in L2. The hash states are updated in place (the caller calls `finish`); pass `None`
+/// for a hash that is not wanted. Same results and errors as [`summarize`]; on an error the
+/// hashes have not been fed.
+///
+/// ```
+/// use dump_core::{DType, hash::Md5Stream, stats::summarize_hashed};
+///
+/// let data = [0u8, 0, 128, 63]; // one f32 1.0
+/// let mut md5 = Md5Stream::new();
+/// let s = summarize_hashed(DType::Float32, &data, 1, Some(&mut md5), None).unwrap();
+/// assert_eq!(s.map(|s| s.sum), Some(1.0));
+/// assert_eq!(md5.finish(), dump_core::hash::md5(&data));
+/// ```
+pub fn summarize_hashed(
+    dtype: DType,
+    data: &[u8],
+    elems: usize,
+    mut md5: Option<&mut Md5Stream>,
+    mut sha1: Option<&mut MsSha1>,
+) -> Result<Option<Summary>, Error> {
+    summarize_fused(dtype, data, elems, |chunk| {
+        if let Some(m) = md5.as_deref_mut() {
+            m.update(chunk);
+        }
+        if let Some(s) = sha1.as_deref_mut() {
+            s.update(chunk);
+        }
+    })
 }
 
 #[cfg(test)]

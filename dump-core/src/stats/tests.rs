@@ -432,3 +432,48 @@ fn accuracy() {
     eprintln!("accuracy: {bad} of {cells} avg/l2norm cells differ in %g(6)");
     assert!(bad * 1000 <= cells, "{bad} of {cells} cells differ");
 }
+
+/// The fused form sees every byte once, in order, and gives the plain form's statistics.
+#[test]
+fn fused_chunks_cover_data_in_order() {
+    let mut rng = Rng(5);
+    let n = FUSE_CHUNK / 4 * 2 + 1234; // two full chunks and a partial one
+    let words: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+    for dtype in [DType::Float32, DType::Int4, DType::UInt1, DType::BFloat16] {
+        let data = make(dtype, &words);
+        let mut seen = Vec::new();
+        let mut calls = 0;
+        let got = summarize_fused(dtype, &data, n, |c| {
+            seen.extend_from_slice(c);
+            calls += 1;
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(seen, data, "{dtype}");
+        assert_eq!(calls, data.len().div_ceil(FUSE_CHUNK), "{dtype}");
+        let want = summarize_reference(dtype, &data, n).unwrap().unwrap();
+        assert_matches(dtype, &data, n, &got, &want);
+    }
+    let mut called = false;
+    assert!(summarize_fused(DType::Float32, &[0; 5], 1, |_| called = true).is_err());
+    assert!(!called);
+}
+
+/// Fused hashing gives the same digests as hashing separately, over several chunks.
+#[test]
+fn hashed_equals_separate() {
+    use crate::hash::{Md5Stream, MsSha1, md5, ms_sha1};
+    let mut rng = Rng(9);
+    let n = FUSE_CHUNK / 2 + 77; // f32: three chunks
+    let words: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+    let data = make(DType::Float32, &words);
+    let (mut m, mut s) = (Md5Stream::new(), MsSha1::new(DType::Float32, n));
+    let got = summarize_hashed(DType::Float32, &data, n, Some(&mut m), Some(&mut s))
+        .unwrap()
+        .unwrap();
+    assert_eq!(m.finish(), md5(&data));
+    assert_eq!(s.finish(), ms_sha1(DType::Float32, &data, n));
+    assert_eq!(got.count, n as u64);
+    let only = summarize_hashed(DType::Float32, &data, n, None, None).unwrap();
+    assert_eq!(only.map(|s| s.nan), Some(got.nan));
+}

@@ -7,6 +7,8 @@
 //! Timing: every cell is the median of at least [`Opts::runs`] runs (the machine is a noisy
 //! 2-core VM, so medians, never means or bests).
 
+mod stats;
+
 use std::{fmt::Write as _, path::PathBuf, time::Instant};
 
 /// Options shared by all benchmark modules.
@@ -108,6 +110,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let opts = parse(args)?;
     let mut rows = Vec::new();
     // Benchmark modules register here, each pushing its rows.
+    stats::run(&opts, &mut rows);
     let _ = &opts;
     print_table(&rows);
     write_csv(&mut rows)?;
