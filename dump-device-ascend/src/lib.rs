@@ -1,3 +1,43 @@
 //! `dump-device-ascend`: Ascend NPU support for opdump.
+//!
+//! - [`convert`] and [`to_host`]: device-format conversion for `trans_flag` (spec §4.2):
+//!   `NC1HWC0`, `FRACTAL_Z`, `NHWC` and `FRACTAL_NZ` to the host layout, allocation-free into
+//!   caller buffers, `no_std`. [`dump_view`] is what the Dumper calls per tensor.
+//! - [`device_stats`]: MindSpore's device-statistic semantics (spec §7) on the host (the
+//!   "simulated backend"), built on `dump-stats`' precision model, so users without an NPU can
+//!   predict what `stat_calc_mode: "device"` will write.
+//! - `acl` (feature `acl`, on by default): the same statistics computed on an Ascend device
+//!   through aclnn, with `libascendcl.so`, `libnnopbase.so` and `libopapi.so` loaded at run
+//!   time (no toolkit needed to build).
+//!
+//! ```
+//! use dump_core::DType;
+//! use dump_device_ascend::{Blocks, convert::nc1hwc0};
+//!
+//! // An int8 NCHW (1, 3, 2, 1) tensor, to NC1HWC0 (C0 = 32 for 1-byte types) and back.
+//! let host = [1u8, 2, 3, 4, 5, 6];
+//! let c0 = Blocks::default_for(DType::Int8)?.c0;
+//! let shape = nc1hwc0::nc1hwc0_shape([1, 3, 2, 1], c0)?;
+//! assert_eq!(shape, [1, 1, 2, 1, 32]);
+//! let mut device = [0u8; 64];
+//! nc1hwc0::nchw_to_nc1hwc0(&host, 1, [1, 3, 2, 1], c0, &mut device)?;
+//! assert_eq!(&device[..4], &[1, 3, 5, 0]); // (h=0, w=0): channels 0, 1, 2, then padding
+//! let mut back = [0u8; 6];
+//! nc1hwc0::nc1hwc0_to_nchw(&device, 1, [1, 3, 2, 1], c0, &mut back)?;
+//! assert_eq!(back, host);
+//! # Ok::<(), dump_device_ascend::Error>(())
+//! ```
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(missing_docs)]
+
+pub mod blocks;
+pub mod convert;
+pub mod device_stats;
+pub mod error;
+pub mod format;
+pub mod to_host;
+
+pub use blocks::Blocks;
+pub use error::Error;
+pub use format::Format;
+pub use to_host::{DeviceTensor, DumpView, dump_view, keep_device, to_host};

@@ -1,0 +1,82 @@
+//! Device-format conversions, allocation-free into caller buffers.
+//!
+//! Every conversion works on raw little-endian element bytes and is generic over the element
+//! size (`elem`, 1–16 bytes: every whole-byte [`DType`](dump_core::DType)), so one routine
+//! serves all dtypes. Host shapes are row-major (C order). Converting *to* the host layout
+//! drops the padding of the last C0 / N0 / M0 block; converting *from* it (the forward
+//! direction, which tests and simulators use to make device data) writes zeros there.
+//!
+//! | device format | host layout | module |
+//! |---|---|---|
+//! | `NHWC` | `NCHW` | [`nhwc`] |
+//! | `NC1HWC0` | `NCHW` | [`nc1hwc0`] |
+//! | `FRACTAL_Z` | `NCHW` (weights: N = out channels, C = in channels) | [`fractal_z`] |
+//! | `FRACTAL_NZ` | `(…, M, N)` | [`fractal_nz`] |
+//!
+//! Each function checks the source length against the shape (exactly) and the destination
+//! length (at least), and returns the number of bytes written. Shape products that overflow
+//! `usize` give [`Error::Overflow`]; nothing panics.
+//!
+//! [`to_host`](crate::to_host) picks the right conversion for the Dumper from a device format,
+//! a device shape and a host shape.
+
+pub mod fractal_nz;
+pub mod fractal_z;
+pub mod nc1hwc0;
+pub mod nhwc;
+mod shape;
+#[cfg(test)]
+pub(crate) mod testutil;
+
+pub use shape::{MAX_RANK, Shape};
+
+use crate::Error;
+
+/// Product of `dims` times `elem`, or [`Error::Overflow`].
+pub(crate) fn bytes_of(dims: &[usize], elem: usize) -> Result<usize, Error> {
+    dims.iter()
+        .try_fold(elem, |acc, &d| acc.checked_mul(d))
+        .ok_or(Error::Overflow)
+}
+
+/// Checks the element size: 1 to 16 bytes.
+pub(crate) fn check_elem(elem: usize) -> Result<(), Error> {
+    if elem == 0 || elem > 16 {
+        return Err(Error::ElementSize(elem));
+    }
+    Ok(())
+}
+
+/// Checks `src` is exactly `expected` bytes and `dst` at least `needed`.
+pub(crate) fn check_bufs(
+    src: &[u8],
+    expected: usize,
+    dst: &[u8],
+    needed: usize,
+) -> Result<(), Error> {
+    if src.len() != expected {
+        return Err(Error::LengthMismatch {
+            expected,
+            actual: src.len(),
+        });
+    }
+    if dst.len() < needed {
+        return Err(Error::BufferTooSmall {
+            needed,
+            available: dst.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Copies element `s` of `src` to element `d` of `dst` (`elem` bytes each).
+#[inline(always)]
+pub(crate) fn copy_elem(dst: &mut [u8], d: usize, src: &[u8], s: usize, elem: usize) {
+    dst[d * elem..(d + 1) * elem].copy_from_slice(&src[s * elem..(s + 1) * elem]);
+}
+
+/// `ceil(a / b)` for `b > 0`.
+#[inline]
+pub(crate) const fn blocks(a: usize, b: usize) -> usize {
+    a.div_ceil(b)
+}
