@@ -21,6 +21,19 @@ pub const MAX_GRID: u32 = 1024;
 /// Bytes each thread reads per grid-stride step (one 16-byte vector load when aligned).
 pub const UNIT_BYTES: usize = 16;
 
+/// Elements per 16-byte unit of `dtype` (its grid-stride step per thread).
+pub fn unit_elems(elem_size: usize) -> u64 {
+    (UNIT_BYTES / elem_size.clamp(1, UNIT_BYTES)) as u64
+}
+
+/// The grid (blocks) a kernel launch uses for `elems` elements of `elem_size` bytes: one
+/// 16-byte unit per thread up to [`MAX_GRID`] blocks, at least one block. It depends only on
+/// the tensor, never on the GPU, so every GPU combines the same partials in the same order.
+pub fn grid_for(elem_size: usize, elems: u64) -> u32 {
+    let units = elems.div_ceil(unit_elems(elem_size));
+    units.div_ceil(u64::from(BLOCK)).clamp(1, u64::from(MAX_GRID)) as u32
+}
+
 /// One compiled statistics kernel: a dtype and, for floats below f64, a precision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KernelId {
@@ -116,7 +129,7 @@ pub const SOURCE: &str = r#"
 typedef unsigned long long u64;
 typedef long long i64;
 
-// One block partial. Layout shared with dump_device_cuda::Partial: 20 x 8 bytes.
+// One block partial. Layout shared with dump_device_cuda::Partial: 18 x 8 bytes.
 struct Partial {
     double max, min, sum, sum_sq;
     i64 imax, imin;
@@ -433,6 +446,19 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), KernelId::ALL.len());
+    }
+
+    #[test]
+    fn grid_depends_only_on_the_tensor() {
+        assert_eq!(grid_for(4, 0), 1);
+        assert_eq!(grid_for(4, 1), 1);
+        // 256 threads x 4 f32 per unit = 1024 elements per block-step.
+        assert_eq!(grid_for(4, 1024), 1);
+        assert_eq!(grid_for(4, 1025), 2);
+        assert_eq!(grid_for(2, 2048), 1);
+        assert_eq!(grid_for(1, 1 << 40), MAX_GRID);
+        assert_eq!(unit_elems(8), 2);
+        assert_eq!(unit_elems(1), 16);
     }
 
     #[test]
