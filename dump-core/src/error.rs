@@ -31,6 +31,11 @@ pub enum Error {
         /// Bytes per element: the length must be a multiple of this.
         multiple: usize,
     },
+    /// A postcard wire record (feature `serde`) could not be built, encoded or decoded.
+    Wire {
+        /// What was wrong, in words (for example "record is truncated").
+        reason: &'static str,
+    },
     /// The operation is not defined for this dtype (for example statistics of complex data).
     Unsupported(DType),
     /// A size computation overflowed `usize`.
@@ -53,12 +58,16 @@ impl core::fmt::Display for Error {
                 "tensor data is {actual} bytes but its dtype and shape need {expected}"
             ),
             Error::BufferTooSmall { needed, available } => {
-                write!(f, "output buffer too small: need {needed}, have {available}")
+                write!(
+                    f,
+                    "output buffer too small: need {needed}, have {available}"
+                )
             }
             Error::Misaligned { len, multiple } => write!(
                 f,
                 "buffer of {len} bytes is not a whole number of {multiple}-byte elements"
             ),
+            Error::Wire { reason } => write!(f, "wire record: {reason}"),
             Error::Unsupported(d) => write!(f, "operation not supported for dtype {d}"),
             Error::Overflow => f.write_str("tensor size overflows usize"),
             Error::InvalidIteration { at } => write!(
