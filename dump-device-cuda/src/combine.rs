@@ -91,7 +91,13 @@ pub fn combine(
         });
     }
     let dtype = kernel.dtype;
-    let nan_val = |raw| if t.nan != 0 { raw_to_f64(dtype, raw) } else { 0.0 };
+    let nan_val = |raw| {
+        if t.nan != 0 {
+            raw_to_f64(dtype, raw)
+        } else {
+            0.0
+        }
+    };
     let summary = Summary {
         count: elems,
         max: if is_int { t.imax as f64 } else { t.max },
@@ -190,7 +196,10 @@ mod tests {
 
     #[test]
     fn empty_tensor_has_no_statistics() {
-        assert_eq!(combine(k(DType::Float32), Precision::High, 0, &[]), Ok(None));
+        assert_eq!(
+            combine(k(DType::Float32), Precision::High, 0, &[]),
+            Ok(None)
+        );
     }
 
     #[test]

@@ -50,10 +50,7 @@ pub fn compile_for(arch: &str) -> Result<Arc<CompiledModule>, Error> {
         ftz: Some(false),
         prec_div: Some(true),
         prec_sqrt: Some(true),
-        options: vec![
-            format!("--gpu-architecture={arch}"),
-            "--std=c++17".into(),
-        ],
+        options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()],
         name: Some("opdump_stats.cu".into()),
         ..CompileOptions::default()
     };

@@ -69,7 +69,10 @@ impl core::fmt::Display for Error {
                 write!(f, "CUDA driver error while {during}: {message}")
             }
             Error::Compile { arch, log } => {
-                write!(f, "NVRTC failed to compile the statistics kernels for {arch}:\n{log}")
+                write!(
+                    f,
+                    "NVRTC failed to compile the statistics kernels for {arch}:\n{log}"
+                )
             }
             Error::Unsupported(d) => write!(
                 f,
@@ -117,7 +120,10 @@ mod tests {
     fn messages_name_the_value_and_what_is_allowed() {
         let e = Error::Unsupported(DType::UInt32);
         assert!(e.to_string().contains("uint32") && e.to_string().contains("bfloat16"));
-        let e = Error::Misaligned { ptr: 0x1001, align: 4 };
+        let e = Error::Misaligned {
+            ptr: 0x1001,
+            align: 4,
+        };
         assert_eq!(
             e.to_string(),
             "device pointer 0x1001 is not aligned to its 4-byte elements"

@@ -31,7 +31,9 @@ pub fn unit_elems(elem_size: usize) -> u64 {
 /// the tensor, never on the GPU, so every GPU combines the same partials in the same order.
 pub fn grid_for(elem_size: usize, elems: u64) -> u32 {
     let units = elems.div_ceil(unit_elems(elem_size));
-    units.div_ceil(u64::from(BLOCK)).clamp(1, u64::from(MAX_GRID)) as u32
+    units
+        .div_ceil(u64::from(BLOCK))
+        .clamp(1, u64::from(MAX_GRID)) as u32
 }
 
 /// One compiled statistics kernel: a dtype and, for floats below f64, a precision.

@@ -86,7 +86,8 @@ mod tests {
         let dir = std::env::temp_dir().join("opdump-no-nvrtc-here");
         let e = preload_nvrtc(&dir).unwrap_err();
         assert!(
-            e.to_string().contains("opdump-no-nvrtc-here/libnvrtc.so.12"),
+            e.to_string()
+                .contains("opdump-no-nvrtc-here/libnvrtc.so.12"),
             "{e}"
         );
     }

@@ -68,7 +68,11 @@ fn specials(dtype: DType) -> Vec<Vec<u8>> {
 fn data(dtype: DType, n: usize, rng: &mut Rng, range: f64, special: bool) -> Vec<u8> {
     let size = dtype.size().unwrap();
     let mut out = Vec::with_capacity(n * size);
-    let sp = specials(if dtype.is_float() { dtype } else { DType::Float32 });
+    let sp = specials(if dtype.is_float() {
+        dtype
+    } else {
+        DType::Float32
+    });
     for _ in 0..n {
         if dtype.is_float() && special && rng.below(97) == 0 {
             out.extend_from_slice(&sp[rng.below(sp.len() as u64) as usize]);
@@ -90,7 +94,8 @@ fn data(dtype: DType, n: usize, rng: &mut Rng, range: f64, special: bool) -> Vec
 }
 
 fn same_nan(a: f64, b: f64) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan() && a.is_sign_negative() == b.is_sign_negative())
+    a.to_bits() == b.to_bits()
+        || (a.is_nan() && b.is_nan() && a.is_sign_negative() == b.is_sign_negative())
 }
 
 fn check_against_host(dtype: DType, n: usize, bytes: &[u8], p: Precision) {
@@ -100,11 +105,22 @@ fn check_against_host(dtype: DType, n: usize, bytes: &[u8], p: Precision) {
     let ctx = format!("{dtype} n={n} {p}");
     assert_eq!(
         (d.count, d.nan, d.pos_inf, d.neg_inf, d.zero, d.pos, d.neg),
-        (host.count, host.nan, host.pos_inf, host.neg_inf, host.zero, host.pos, host.neg),
+        (
+            host.count,
+            host.nan,
+            host.pos_inf,
+            host.neg_inf,
+            host.zero,
+            host.pos,
+            host.neg
+        ),
         "{ctx}: counts"
     );
     // Equal as numbers (a zero extremum may differ in sign: see the model docs).
-    assert!(d.max == host.max && d.min == host.min, "{ctx}: extrema {d:?} vs {host:?}");
+    assert!(
+        d.max == host.max && d.min == host.min,
+        "{ctx}: extrema {d:?} vs {host:?}"
+    );
     assert!(same_nan(d.first_nan, host.first_nan), "{ctx}: first NaN");
     assert!(same_nan(d.last_nan, host.last_nan), "{ctx}: last NaN");
     if !dtype.is_float() {
@@ -126,8 +142,14 @@ fn check_against_host(dtype: DType, n: usize, bytes: &[u8], p: Precision) {
     } else if p == Precision::High && host.sum.is_finite() && host.sum_sq.is_finite() {
         let tol = |x: f64, scale: f64| (x.abs() + scale) * 1e-12;
         let scale = host.sum_sq.sqrt() * (n as f64).sqrt();
-        assert!((d.sum - host.sum).abs() <= tol(host.sum, scale), "{ctx}: sum");
-        assert!((d.sum_sq - host.sum_sq).abs() <= tol(host.sum_sq, 0.0), "{ctx}: sum_sq");
+        assert!(
+            (d.sum - host.sum).abs() <= tol(host.sum, scale),
+            "{ctx}: sum"
+        );
+        assert!(
+            (d.sum_sq - host.sum_sq).abs() <= tol(host.sum_sq, 0.0),
+            "{ctx}: sum_sq"
+        );
     }
     // max/min rows are exactly the policy's; so is every NaN-decided cell.
     let pol = device_statistics(dtype, bytes, n, p).unwrap().unwrap();
@@ -169,7 +191,12 @@ fn high_precision_equals_the_policy_bit_for_bit_when_sums_are_exact() {
     // f16/bf16 values with few significant bits: every f64 partial sum is exact, so the
     // tree order cannot matter and the device row equals the policy's.
     let mut rng = Rng(7);
-    for dtype in [DType::Float16, DType::BFloat16, DType::Float32, DType::Float64] {
+    for dtype in [
+        DType::Float16,
+        DType::BFloat16,
+        DType::Float32,
+        DType::Float64,
+    ] {
         for &n in &SIZES {
             let bytes: Vec<u8> = (0..n)
                 .flat_map(|_| {
@@ -220,7 +247,10 @@ fn high_precision_is_within_one_f32_ulp_of_the_policy_on_random_data() {
     }
     eprintln!("{differing} of {cells} high-precision cells differ from the policy by 1 ulp");
     // A difference is a rare double-rounding event, not the norm.
-    assert!(differing * 10 <= cells, "{differing} of {cells} cells differ");
+    assert!(
+        differing * 10 <= cells,
+        "{differing} of {cells} cells differ"
+    );
 }
 
 fn f16_bytes(v: &[f32]) -> Vec<u8> {
@@ -254,7 +284,10 @@ fn low_precision_what_users_see() {
     let pol = device_statistics(DType::Float16, &ones, 4096, Precision::Low)
         .unwrap()
         .unwrap();
-    assert_eq!((dev.avg, pol.avg), (DeviceValue::Float(1.0), DeviceValue::Float(0.5)));
+    assert_eq!(
+        (dev.avg, pol.avg),
+        (DeviceValue::Float(1.0), DeviceValue::Float(0.5))
+    );
     assert_eq!(dev.l2norm, DeviceValue::Float(64.0));
     // fp16 overflow happens on the device too (spec: 40000 x3 gives inf mean and norm).
     let big = f16_bytes(&[40000.0; 3]);
@@ -314,7 +347,9 @@ fn first_and_last_nan_are_resolved_by_index_across_blocks() {
     let d = model::summarize(DType::Float32, &bytes, n, Precision::High)
         .unwrap()
         .unwrap();
-    let host = summarize_reference(DType::Float32, &bytes, n).unwrap().unwrap();
+    let host = summarize_reference(DType::Float32, &bytes, n)
+        .unwrap()
+        .unwrap();
     assert_eq!(d.summary.nan, 3);
     assert_eq!(d.summary.first_nan.to_bits(), host.first_nan.to_bits());
     assert_eq!(d.summary.last_nan.to_bits(), host.last_nan.to_bits());

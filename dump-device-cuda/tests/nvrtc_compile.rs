@@ -42,7 +42,10 @@ fn every_kernel_compiles_for_compute_80_and_90() {
             );
         }
         // Bit-reproducibility with the host model needs separately rounded multiply and add.
-        assert!(!ptx.contains("fma."), "{arch}: the PTX contains a fused multiply-add");
+        assert!(
+            !ptx.contains("fma."),
+            "{arch}: the PTX contains a fused multiply-add"
+        );
         // Warp shuffles and one block barrier, no atomics.
         assert!(ptx.contains("shfl.sync.down"), "{arch}: no warp shuffle");
         assert!(!ptx.contains("atom."), "{arch}: the PTX uses atomics");

@@ -1,0 +1,182 @@
+//! [`CudaStats`]: the device statistics backend for one GPU.
+
+use crate::combine::{DeviceSummary, combine};
+use crate::kernel_source::{BLOCK, grid_for};
+use crate::pipeline::HostPipeline;
+use crate::{DeviceTensor, Error, KernelId, Partial, Precision, compile, probe};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, result};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Device statistics and device-to-host copies on one GPU.
+///
+/// [`new`](CudaStats::new) checks for the driver and NVRTC (errors, never panics), opens the
+/// device's primary context (the one runtimes such as candle use, so their pointers are
+/// valid here), compiles the kernels for the device's architecture (cached per process) and
+/// loads them. Cheap to share: `&self` methods only.
+#[derive(Debug)]
+pub struct CudaStats {
+    ctx: Arc<CudaContext>,
+    arch: String,
+    functions: HashMap<KernelId, CudaFunction>,
+}
+
+impl CudaStats {
+    /// Opens GPU `ordinal`.
+    ///
+    /// Errors: [`Error::NoDriver`] without an NVIDIA driver, [`Error::NoNvrtc`] without
+    /// NVRTC (see [`crate::preload_nvrtc`]), [`Error::Driver`] when there is no such device
+    /// or the driver cannot load the PTX (a driver older than NVRTC 12.8's PTX ISA 8.7),
+    /// [`Error::Compile`] if NVRTC rejects the kernels.
+    pub fn new(ordinal: usize) -> Result<CudaStats, Error> {
+        probe::require_driver()?;
+        probe::require_nvrtc()?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| Error::driver("opening the device", e))?;
+        Self::with_context(ctx)
+    }
+
+    /// Uses an existing context (for example the one of a runtime's device).
+    pub fn with_context(ctx: Arc<CudaContext>) -> Result<CudaStats, Error> {
+        probe::require_nvrtc()?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(|e| Error::driver("reading the compute capability", e))?;
+        let arch = compile::arch_of(major, minor);
+        let module = compile::compile_for(&arch)?;
+        let loaded = ctx
+            .load_module(module.ptx.clone())
+            .map_err(|e| Error::driver("loading the statistics PTX", e))?;
+        let mut functions = HashMap::new();
+        for k in KernelId::ALL {
+            let f = loaded
+                .load_function(k.name())
+                .map_err(|e| Error::driver("loading a statistics kernel", e))?;
+            functions.insert(k, f);
+        }
+        Ok(CudaStats {
+            ctx,
+            arch,
+            functions,
+        })
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The architecture the kernels were compiled for (`compute_90`).
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+
+    /// The statistics of `t` under `precision`, computed on `stream` (the producer's stream,
+    /// so that they run after the kernel that wrote `t`). Blocks until they are on the host.
+    ///
+    /// One kernel launch reads the tensor once; the host adds the block partials in block
+    /// order. Results are bitwise reproducible and equal [`crate::model::summarize`] of the
+    /// same bytes. `Ok(None)` for an empty tensor; [`Error::Unsupported`] for dtypes
+    /// without a kernel (use host statistics).
+    pub fn summarize(
+        &self,
+        t: &DeviceTensor<'_>,
+        precision: Precision,
+        stream: &Arc<CudaStream>,
+    ) -> Result<Option<DeviceSummary>, Error> {
+        let kernel =
+            KernelId::for_dtype(t.dtype(), precision).ok_or(Error::Unsupported(t.dtype()))?;
+        if t.elems() == 0 {
+            return Ok(None);
+        }
+        let size = t.dtype().size().ok_or(Error::Unsupported(t.dtype()))?;
+        let n = t.elems() as u64;
+        let grid = grid_for(size, n);
+        let f = self
+            .functions
+            .get(&kernel)
+            .ok_or(Error::Unsupported(t.dtype()))?;
+        let mut out = stream
+            .alloc_zeros::<u64>(grid as usize * Partial::WORDS)
+            .map_err(|e| Error::driver("allocating block partials", e))?;
+        let ptr = t.ptr();
+        let aligned = i32::from(t.vector_aligned());
+        let cfg = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = stream.launch_builder(f);
+        launch.arg(&ptr).arg(&n).arg(&aligned).arg(&mut out);
+        // SAFETY: the kernel takes (const raw_t* data, u64 n, int aligned, Partial* out):
+        // `ptr` is a device address of `n` elements of the kernel's dtype (DeviceTensor's
+        // contract, alignment checked there), `aligned` is 1 only for 16-byte aligned
+        // addresses, and `out` holds `grid` partials of WORDS u64 each; the kernel writes
+        // exactly partial `blockIdx.x < grid`.
+        unsafe { launch.launch(cfg) }
+            .map_err(|e| Error::driver("launching the statistics kernel", e))?;
+        let words = stream
+            .clone_dtoh(&out)
+            .map_err(|e| Error::driver("copying block partials to the host", e))?;
+        let partials: Vec<Partial> = words
+            .chunks_exact(Partial::WORDS)
+            .map(|w| {
+                let mut a = [0u64; Partial::WORDS];
+                a.copy_from_slice(w);
+                Partial::from_words(&a)
+            })
+            .collect();
+        combine(kernel, precision, n, &partials)
+    }
+
+    /// Copies all of `t` into `dst` (pageable memory; for big tensors prefer a
+    /// [`pipeline`](CudaStats::pipeline)). `dst` must be exactly `t.bytes()` long.
+    pub fn copy_to_host(
+        &self,
+        t: &DeviceTensor<'_>,
+        dst: &mut [u8],
+        stream: &Arc<CudaStream>,
+    ) -> Result<(), Error> {
+        if dst.len() != t.bytes() {
+            return Err(Error::Length {
+                what: "host buffer bytes",
+                expected: t.bytes(),
+                actual: dst.len(),
+            });
+        }
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| Error::driver("binding the context", e))?;
+        // SAFETY: `dst` is a live, exclusively borrowed host buffer of exactly t.bytes()
+        // bytes, and the stream is synchronised before it is released; the source is valid
+        // per DeviceTensor's contract.
+        unsafe { result::memcpy_dtoh_async(dst, t.ptr(), stream.cu_stream()) }
+            .map_err(|e| Error::driver("copying device memory to the host", e))?;
+        stream
+            .synchronize()
+            .map_err(|e| Error::driver("waiting for a device-to-host copy", e))
+    }
+
+    /// A double-buffered pinned pipeline with chunks of `chunk_bytes` (for example 8 MiB),
+    /// to copy tensors while writing them out.
+    pub fn pipeline(&self, chunk_bytes: usize) -> Result<HostPipeline, Error> {
+        HostPipeline::new(&self.ctx, chunk_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_without_a_gpu_is_an_error_value() {
+        if probe::driver_present() {
+            eprintln!("SKIP new_without_a_gpu_is_an_error_value: this machine has a CUDA driver");
+            return;
+        }
+        let e = CudaStats::new(0).unwrap_err();
+        assert_eq!(e, Error::NoDriver);
+    }
+}
