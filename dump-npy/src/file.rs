@@ -56,9 +56,12 @@ pub fn read_from(reader: &mut impl Read, total_len: u64) -> io::Result<NpyFile> 
         }
         .into());
     }
+    // A version 1.0 header may be shorter than the 12 prefix bytes read: the rest is data.
+    let in_prefix = prefix_len.min(header_len);
     let mut header = vec![0u8; header_len];
-    header[..prefix_len].copy_from_slice(&prefix[..prefix_len]);
-    reader.read_exact(&mut header[prefix_len..])?;
+    header[..in_prefix].copy_from_slice(&prefix[..in_prefix]);
+    reader.read_exact(&mut header[in_prefix..])?;
+    let leftover = &prefix[in_prefix..prefix_len];
     let h = parse_header(&header)?;
     let actual = total - header_len;
     if h.data_len() != actual {
@@ -68,8 +71,10 @@ pub fn read_from(reader: &mut impl Read, total_len: u64) -> io::Result<NpyFile> 
         }
         .into());
     }
+    // `leftover` is at most `actual` bytes: both end at the same place in the file.
     let mut data = vec![0u8; actual];
-    reader.read_exact(&mut data)?;
+    data[..leftover.len()].copy_from_slice(leftover);
+    reader.read_exact(&mut data[leftover.len()..])?;
     Ok(NpyFile {
         version: h.version(),
         descr: h.descr().to_owned(),
@@ -149,6 +154,16 @@ mod tests {
             Error::DataLength {
                 expected: 8 << 60,
                 actual: 0
+            }
+        );
+        // A 10-byte v1 prefix with HLEN 0 (found by the fuzzer): the 12-byte prefix read
+        // overlaps the data; the empty dict is an error, not a panic.
+        let e = read_from(&mut &b"\x93NUMPY\x01\x00\x00\x00\x00\x00"[..], 12).unwrap_err();
+        assert_eq!(
+            unwrap_npy_error(e),
+            Error::Syntax {
+                at: 0,
+                expected: "'{' starting the header dict"
             }
         );
         // Too short to hold even the prefix.
