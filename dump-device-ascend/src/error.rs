@@ -97,9 +97,6 @@ pub enum Error {
         /// The C function that returned null.
         call: &'static str,
     },
-    /// A dtype the aclnn backend has no `aclDataType` for.
-    #[cfg(feature = "acl")]
-    AclDType(DType),
 }
 
 impl From<dump_stats::Error> for Error {
@@ -176,8 +173,6 @@ impl core::fmt::Display for Error {
             ),
             #[cfg(feature = "acl")]
             Error::AclNull { call } => write!(f, "{call} returned a null handle"),
-            #[cfg(feature = "acl")]
-            Error::AclDType(d) => write!(f, "dtype {d} has no aclDataType for device statistics"),
         }
     }
 }

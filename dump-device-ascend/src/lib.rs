@@ -30,6 +30,8 @@
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(missing_docs)]
 
+#[cfg(feature = "acl")]
+pub mod acl;
 pub mod blocks;
 pub mod convert;
 pub mod device_stats;

@@ -7,6 +7,7 @@
 //! Timing: every cell is the median of at least [`Opts::runs`] runs (the machine is a noisy
 //! 2-core VM, so medians, never means or bests).
 
+mod cuda;
 mod stats;
 
 use std::{fmt::Write as _, path::PathBuf, time::Instant};
@@ -111,6 +112,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut rows = Vec::new();
     // Benchmark modules register here, each pushing its rows.
     stats::run(&opts, &mut rows);
+    if opts.device.as_deref() == Some("cuda") {
+        cuda::run(&opts, &mut rows)?;
+    }
     let _ = &opts;
     print_table(&rows);
     write_csv(&mut rows)?;
