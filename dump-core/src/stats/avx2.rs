@@ -23,11 +23,13 @@ const PREFETCH: usize = 2048;
 /// Steps between flushes of the `u32` lane counters (each lane counts at most 2 per step).
 const FLUSH_STEPS: usize = 1 << 24;
 
+/// Accumulators: few enough (10 `ymm` plus temporaries) to stay in the 16 registers; spills
+/// in the hot loop cost more than the latency chains the extra accumulators would break.
 struct Acc {
-    mx: [__m256; 2],
-    mn: [__m256; 2],
-    s: [__m256d; 4],
-    q: [__m256d; 4],
+    mx: __m256,
+    mn: __m256,
+    s: [__m256d; 2],
+    q: [__m256d; 2],
     nan: __m256i,
     pos: __m256i,
     neg: __m256i,
@@ -41,20 +43,20 @@ impl Acc {
         let ninf = _mm256_set1_ps(f32::NEG_INFINITY);
         let z = _mm256_setzero_pd();
         Acc {
-            mx: [ninf; 2],
-            mn: [inf; 2],
-            s: [z; 4],
-            q: [z; 4],
+            mx: ninf,
+            mn: inf,
+            s: [z; 2],
+            q: [z; 2],
             nan: _mm256_setzero_si256(),
             pos: _mm256_setzero_si256(),
             neg: _mm256_setzero_si256(),
         }
     }
 
-    /// Adds 8 values; `k` (0 or 1) picks the accumulator set.
+    /// Adds 8 values.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn lane<const K: usize>(&mut self, x: __m256) {
+    fn lane(&mut self, x: __m256) {
         let zero = _mm256_setzero_ps();
         let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
         self.nan = _mm256_sub_epi32(self.nan, _mm256_castps_si256(nan));
@@ -63,22 +65,22 @@ impl Acc {
         let lt = _mm256_cmp_ps::<_CMP_LT_OQ>(x, zero);
         self.neg = _mm256_sub_epi32(self.neg, _mm256_castps_si256(lt));
         // maxps/minps return the second operand when either is NaN: NaN x keeps the old value.
-        self.mx[K] = _mm256_max_ps(x, self.mx[K]);
-        self.mn[K] = _mm256_min_ps(x, self.mn[K]);
+        self.mx = _mm256_max_ps(x, self.mx);
+        self.mn = _mm256_min_ps(x, self.mn);
         let c = _mm256_andnot_ps(nan, x);
         let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(c));
         let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(c));
-        self.s[2 * K] = _mm256_add_pd(self.s[2 * K], lo);
-        self.s[2 * K + 1] = _mm256_add_pd(self.s[2 * K + 1], hi);
-        self.q[2 * K] = _mm256_fmadd_pd(lo, lo, self.q[2 * K]);
-        self.q[2 * K + 1] = _mm256_fmadd_pd(hi, hi, self.q[2 * K + 1]);
+        self.s[0] = _mm256_add_pd(self.s[0], lo);
+        self.s[1] = _mm256_add_pd(self.s[1], hi);
+        self.q[0] = _mm256_fmadd_pd(lo, lo, self.q[0]);
+        self.q[1] = _mm256_fmadd_pd(hi, hi, self.q[1]);
     }
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     fn step(&mut self, x0: __m256, x1: __m256) {
-        self.lane::<0>(x0);
-        self.lane::<1>(x1);
+        self.lane(x0);
+        self.lane(x1);
     }
 
     #[inline]
@@ -96,8 +98,8 @@ impl Acc {
     #[target_feature(enable = "avx2,fma,f16c")]
     fn finish(mut self, s: &mut Summary) {
         self.flush_counts(s);
-        let mx = to_f32s(_mm256_max_ps(self.mx[0], self.mx[1]));
-        let mn = to_f32s(_mm256_min_ps(self.mn[0], self.mn[1]));
+        let mx = to_f32s(self.mx);
+        let mn = to_f32s(self.mn);
         for (&a, &b) in mx.iter().zip(mn.iter()) {
             if a as f64 > s.max {
                 s.max = a as f64;
@@ -106,14 +108,8 @@ impl Acc {
                 s.min = b as f64;
             }
         }
-        let sum = _mm256_add_pd(
-            _mm256_add_pd(self.s[0], self.s[1]),
-            _mm256_add_pd(self.s[2], self.s[3]),
-        );
-        let sq = _mm256_add_pd(
-            _mm256_add_pd(self.q[0], self.q[1]),
-            _mm256_add_pd(self.q[2], self.q[3]),
-        );
+        let sum = _mm256_add_pd(self.s[0], self.s[1]);
+        let sq = _mm256_add_pd(self.q[0], self.q[1]);
         s.sum += to_f64s(sum).iter().sum::<f64>();
         s.sum_sq += to_f64s(sq).iter().sum::<f64>();
     }
