@@ -20,6 +20,8 @@ use super::{Summary, portable};
 /// Prefetch distance in bytes (a few KiB ahead; the hardware prefetcher does not cross 4 KiB
 /// pages on its own early enough at this per-element cost).
 const PREFETCH: usize = 2048;
+/// Bytes per step of the integer kernel.
+const INT_STEP: usize = 64;
 /// Steps between flushes of the `u32` lane counters (each lane counts at most 2 per step).
 const FLUSH_STEPS: usize = 1 << 24;
 
@@ -121,6 +123,46 @@ fn hsum_u32(v: __m256i) -> u64 {
     // SAFETY: __m256i and [u32; 8] have the same size and every bit pattern is valid for both.
     let a: [u32; 8] = unsafe { core::mem::transmute(v) };
     a.iter().map(|&x| x as u64).sum()
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn to_i32s(v: __m256i) -> [i32; 8] {
+    // SAFETY: __m256i and [i32; 8] have the same size and every bit pattern is valid for both.
+    unsafe { core::mem::transmute::<__m256i, [i32; 8]>(v) }
+}
+
+/// 8 bytes at `q + o` into the low half of an `xmm`.
+///
+/// # Safety
+/// `q + o .. q + o + 8` must be readable.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn b8(q: *const u8, o: usize) -> __m128i {
+    // SAFETY: the caller guarantees 8 readable bytes; the load has no alignment requirement.
+    unsafe { _mm_loadl_epi64(q.add(o) as *const __m128i) }
+}
+
+/// 16 bytes at `q + o`.
+///
+/// # Safety
+/// `q + o .. q + o + 16` must be readable.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn b16(q: *const u8, o: usize) -> __m128i {
+    // SAFETY: the caller guarantees 16 readable bytes; the load has no alignment requirement.
+    unsafe { _mm_loadu_si128(q.add(o) as *const __m128i) }
+}
+
+/// 32 bytes at `q + o`.
+///
+/// # Safety
+/// `q + o .. q + o + 32` must be readable.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn b32(q: *const u8, o: usize) -> __m256i {
+    // SAFETY: the caller guarantees 32 readable bytes; the load has no alignment requirement.
+    unsafe { _mm256_loadu_si256(q.add(o) as *const __m256i) }
 }
 
 #[inline]
@@ -244,8 +286,162 @@ pub(super) fn f16_raw(data: &[u8]) -> Summary {
     s
 }
 
-/// The portable kernels compiled for AVX2 + FMA (integers and `float64`).
+/// Integer accumulators: values widened to `i32` lanes; extrema in `i32`, sums in `f64`
+/// (`vcvtdq2pd` is exact), counts as in [`Acc`] (`zero` is derived, there is no NaN).
+struct IntAcc {
+    mx: __m256i,
+    mn: __m256i,
+    s: [__m256d; 2],
+    q: [__m256d; 2],
+    pos: __m256i,
+    neg: __m256i,
+}
+
+impl IntAcc {
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn new() -> IntAcc {
+        let z = _mm256_setzero_pd();
+        IntAcc {
+            mx: _mm256_set1_epi32(i32::MIN),
+            mn: _mm256_set1_epi32(i32::MAX),
+            s: [z; 2],
+            q: [z; 2],
+            pos: _mm256_setzero_si256(),
+            neg: _mm256_setzero_si256(),
+        }
+    }
+
+    /// Adds 8 values.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn lane(&mut self, x: __m256i) {
+        let z = _mm256_setzero_si256();
+        self.pos = _mm256_sub_epi32(self.pos, _mm256_cmpgt_epi32(x, z));
+        self.neg = _mm256_sub_epi32(self.neg, _mm256_cmpgt_epi32(z, x));
+        self.mx = _mm256_max_epi32(self.mx, x);
+        self.mn = _mm256_min_epi32(self.mn, x);
+        let lo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(x));
+        let hi = _mm256_cvtepi32_pd(_mm256_extracti128_si256::<1>(x));
+        self.s[0] = _mm256_add_pd(self.s[0], lo);
+        self.s[1] = _mm256_add_pd(self.s[1], hi);
+        self.q[0] = _mm256_fmadd_pd(lo, lo, self.q[0]);
+        self.q[1] = _mm256_fmadd_pd(hi, hi, self.q[1]);
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn flush_counts(&mut self, s: &mut Summary) {
+        s.pos += hsum_u32(self.pos);
+        s.neg += hsum_u32(self.neg);
+        self.pos = _mm256_setzero_si256();
+        self.neg = _mm256_setzero_si256();
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn finish(mut self, s: &mut Summary) {
+        self.flush_counts(s);
+        let (mx, mn) = (to_i32s(self.mx), to_i32s(self.mn));
+        for (&a, &b) in mx.iter().zip(mn.iter()) {
+            if a as f64 > s.max {
+                s.max = a as f64;
+            }
+            if (b as f64) < s.min {
+                s.min = b as f64;
+            }
+        }
+        s.sum += to_f64s(_mm256_add_pd(self.s[0], self.s[1]))
+            .iter()
+            .sum::<f64>();
+        s.sum_sq += to_f64s(_mm256_add_pd(self.q[0], self.q[1]))
+            .iter()
+            .sum::<f64>();
+    }
+}
+
+/// Raw partial of integers of at most 32 bits (not `UInt32`) and `Bool`, 64 bytes a step;
+/// the tail goes through the portable kernel.
+#[target_feature(enable = "avx2,fma,f16c")]
+fn int_raw(dtype: crate::DType, data: &[u8]) -> Summary {
+    let steps = data.len() / INT_STEP;
+    let p = data.as_ptr();
+    let mut s = Summary::EMPTY;
+    let mut acc = IntAcc::new();
+    let one = _mm256_set1_epi32(1);
+    let mut i = 0;
+    while i < steps {
+        let end = steps.min(i + FLUSH_STEPS);
+        while i < end {
+            let q = p.wrapping_add(i * INT_STEP);
+            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH) as *const i8);
+            // SAFETY: step `i < steps` has INT_STEP readable bytes of `data` at `q`, and every load
+            // below reads at offsets `o` with `o + width <= STEP`.
+            unsafe { int_step(&mut acc, dtype, q, one) };
+            i += 1;
+        }
+        acc.flush_counts(&mut s);
+    }
+    acc.finish(&mut s);
+    let tail = portable::raw(dtype, &data[steps * INT_STEP..]);
+    portable::merge_raw(&mut s, &tail);
+    s
+}
+
+/// One 64-byte step of [`int_raw`].
+///
+/// # Safety
+/// `q .. q + 64` must be readable.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn int_step(acc: &mut IntAcc, dtype: crate::DType, q: *const u8, one: __m256i) {
+    use crate::DType;
+    // SAFETY: every load reads `o .. o + width` with `o + width <= 64` (the caller's range).
+    unsafe {
+        match dtype {
+            DType::Int32 => {
+                acc.lane(b32(q, 0));
+                acc.lane(b32(q, 32));
+            }
+            DType::Int16 => {
+                for o in [0, 16, 32, 48] {
+                    acc.lane(_mm256_cvtepi16_epi32(b16(q, o)));
+                }
+            }
+            DType::UInt16 => {
+                for o in [0, 16, 32, 48] {
+                    acc.lane(_mm256_cvtepu16_epi32(b16(q, o)));
+                }
+            }
+            DType::Int8 => {
+                for o in (0..INT_STEP).step_by(8) {
+                    acc.lane(_mm256_cvtepi8_epi32(b8(q, o)));
+                }
+            }
+            DType::UInt8 => {
+                for o in (0..INT_STEP).step_by(8) {
+                    acc.lane(_mm256_cvtepu8_epi32(b8(q, o)));
+                }
+            }
+            _ => {
+                // Bool: any nonzero byte is true; min(x, 1) maps it to 1.
+                for o in (0..INT_STEP).step_by(8) {
+                    acc.lane(_mm256_min_epu32(_mm256_cvtepu8_epi32(b8(q, o)), one));
+                }
+            }
+        }
+    }
+}
+
+/// The remaining dtypes: explicit integer kernels where values fit `i32`, else the portable
+/// kernels compiled for AVX2 + FMA (`UInt32`, the 64-bit types).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn other_raw(dtype: crate::DType, data: &[u8]) -> Summary {
-    super::portable::raw(dtype, data)
+    use crate::DType;
+    match dtype {
+        DType::Bool | DType::Int8 | DType::UInt8 | DType::Int16 | DType::UInt16 | DType::Int32 => {
+            int_raw(dtype, data)
+        }
+        _ => portable::raw(dtype, data),
+    }
 }

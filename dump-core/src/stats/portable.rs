@@ -45,6 +45,22 @@ pub(super) fn push_raw(s: &mut Summary, v: f64) {
     s.sum_sq += c * c;
 }
 
+/// Adds raw partial `b` into raw partial `a` (no `count`, so [`Summary::merge`] does not fit).
+#[inline(always)]
+pub(super) fn merge_raw(a: &mut Summary, b: &Summary) {
+    a.nan += b.nan;
+    a.pos += b.pos;
+    a.neg += b.neg;
+    if b.max > a.max {
+        a.max = b.max;
+    }
+    if b.min < a.min {
+        a.min = b.min;
+    }
+    a.sum += b.sum;
+    a.sum_sq += b.sum_sq;
+}
+
 /// Lane accumulators for values that are exactly representable as `f32` (f32, f16, bf16).
 ///
 /// Extrema and counts work in `f32` (exact: widening is monotonic); `sum` and `sum_sq` work in
