@@ -351,7 +351,15 @@ fn stat_calc_mode_rules() {
 #[test]
 fn statistic_category_rules() {
     let mut doc = with(C, "saved_data", Some(json!("statistic")));
-    doc[C]["statistic_category"] = json!(["l2norm", "max", "md5", "hash:sha1", "max"]);
+    doc[C]["statistic_category"] = json!([
+        "l2norm",
+        "max",
+        "md5",
+        "hash:sha1",
+        "max",
+        "hash",
+        "hash:md5"
+    ]);
     let v = accepts(&doc, Device::Cpu);
     assert_eq!(
         v.config.statistic_category,
@@ -361,6 +369,13 @@ fn statistic_category_rules() {
         &v,
         &format!("{C}.statistic_category[4]"),
         "duplicate"
+    ));
+    let sha = "\"hash:sha1\" already selects the SHA1 column";
+    assert!(warns(&v, &format!("{C}.statistic_category[5]"), sha));
+    assert!(warns(
+        &v,
+        &format!("{C}.statistic_category[6]"),
+        "already selects the MD5 column"
     ));
     // The CPU deviation is announced with MindSpore's text.
     assert!(warns(

@@ -1,26 +1,13 @@
-//! `statistic_category` names. The dump-stats crate will own category parsing; until then the
-//! check lives here, behind [`check_category`], so it can be pointed at `dump_stats` later.
+//! `statistic_category` names. The names and their meaning are owned by
+//! [`dump_stats::Category`]; this module words the config errors (MindSpore's text) and says
+//! which names select the same column.
+
+use dump_stats::Category;
 
 use super::suggest::did_you_mean;
 
 /// Every name MindSpore 2.10 accepts in `statistic_category`, in its order (spec §1.2 [next]).
-pub const STATISTIC_CATEGORIES: [&str; 15] = [
-    "max",
-    "min",
-    "avg",
-    "count",
-    "negative zero count",
-    "positive zero count",
-    "nan count",
-    "negative inf count",
-    "positive inf count",
-    "zero count",
-    "md5",
-    "l2norm",
-    "hash",
-    "hash:sha1",
-    "hash:md5",
-];
+pub const STATISTIC_CATEGORIES: [&str; 15] = dump_stats::category::VALID_NAMES;
 
 /// The default list when `statistic_category` is absent.
 pub const DEFAULT_CATEGORIES: [&str; 3] = ["max", "min", "l2norm"];
@@ -38,9 +25,9 @@ pub fn valid_list_text() -> String {
 }
 
 /// Checks one category name; the error is MindSpore's message plus a suggestion.
-pub fn check_category(name: &str) -> Result<(), String> {
-    if STATISTIC_CATEGORIES.contains(&name) {
-        return Ok(());
+pub fn check_category(name: &str) -> Result<Category, String> {
+    if let Ok(c) = Category::parse(name) {
+        return Ok(c);
     }
     let mut msg = format!(
         "The following statistic_category is invalid:{name}, the valid statistic_category are as follows:{}",
@@ -59,8 +46,10 @@ mod tests {
     #[test]
     fn accepts_all_fifteen_and_rejects_others() {
         for c in STATISTIC_CATEGORIES {
-            assert_eq!(check_category(c), Ok(()));
+            assert!(check_category(c).is_ok(), "{c}");
         }
+        assert_eq!(check_category("hash"), check_category("hash:sha1"));
+        assert_eq!(check_category("md5"), Ok(Category::Md5));
         for bad in ["Max", "sha1", "mean", "", "nan  count"] {
             let e = check_category(bad).unwrap_err();
             assert!(

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::DumpConfig;
-use super::categories::{DEFAULT_CATEGORIES, DEVICE_CATEGORIES, check_category};
+use super::categories::{DEFAULT_CATEGORIES, check_category};
 use super::common::Common;
 use super::diagnostics::Diagnostics;
 use super::e2e::E2eSettings;
@@ -193,6 +193,7 @@ fn categories(
         return Some(DEFAULT_CATEGORIES.iter().map(|s| (*s).to_owned()).collect());
     };
     let mut out: Vec<String> = Vec::new();
+    let mut seen: Vec<dump_stats::Category> = Vec::new();
     let mut ok = true;
     for (i, item) in items.iter().enumerate() {
         let p = format!("{path}[{i}]");
@@ -201,19 +202,26 @@ fn categories(
             ok = false;
             continue;
         };
-        if let Err(msg) = check_category(name) {
-            d.error(p, msg);
-            ok = false;
-            continue;
-        }
-        if out.contains(name) {
+        let cat = match check_category(name) {
+            Ok(cat) => cat,
+            Err(msg) => {
+                d.error(p, msg);
+                ok = false;
+                continue;
+            }
+        };
+        if let Some(j) = seen.iter().position(|&s| s == cat) {
             d.warn(
                 p,
-                format!("duplicate statistic_category {name:?} is dropped (first occurrence wins)"),
+                format!(
+                    "duplicate statistic_category {name:?} is dropped: {:?} already selects the {} column (first occurrence wins)",
+                    out[j],
+                    cat.title()
+                ),
             );
             continue;
         }
-        if mode == StatCalcMode::Device && !DEVICE_CATEGORIES.contains(&name.as_str()) {
+        if mode == StatCalcMode::Device && !cat.is_device() {
             d.warn(
                 p,
                 format!(
@@ -222,6 +230,7 @@ fn categories(
             );
             continue;
         }
+        seen.push(cat);
         out.push(name.clone());
     }
     ok.then_some(out)
