@@ -18,6 +18,22 @@ pub enum Error {
         /// What happened (includes MindSpore's wording where it has one).
         message: String,
     },
+    /// A tensor handed to the Dumper is inconsistent (byte length vs dtype and shape, bad
+    /// strides, a failed device copy).
+    Tensor {
+        /// The kernel (full scope name) or file it belongs to.
+        kernel: String,
+        /// `input`, `output` or what was being done.
+        io: &'static str,
+        /// The input/output slot.
+        slot: u32,
+        /// What is wrong.
+        message: String,
+    },
+    /// Background writes failed (disk full, permissions, ...); nothing was left half-written.
+    Write(crate::writer::WriteErrors),
+    /// The resolved dump settings are unusable.
+    Plan(String),
     /// An environment variable has a value that cannot be used.
     Env {
         /// The variable.
@@ -41,6 +57,14 @@ impl fmt::Display for Error {
                 )
             }
             Error::Io { path, message } => write!(f, "{}: {message}", path.display()),
+            Error::Tensor {
+                kernel,
+                io,
+                slot,
+                message,
+            } => write!(f, "{kernel} {io} {slot}: {message}"),
+            Error::Write(e) => write!(f, "dump writes failed: {e}"),
+            Error::Plan(m) => write!(f, "dump settings: {m}"),
             Error::Env {
                 var,
                 value,

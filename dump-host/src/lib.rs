@@ -4,6 +4,13 @@
 
 pub mod cli;
 pub mod config;
+pub mod demo;
+mod dumper;
 pub mod error;
+pub mod layout;
+pub mod writer;
 
+pub use dumper::{
+    DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, Kernel, MS_VERSION, Step, TensorRef,
+};
 pub use error::Error;

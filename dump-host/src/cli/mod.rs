@@ -5,6 +5,7 @@
 //! Exit codes: 0 success, 2 invalid input (bad config, unreadable file, bad arguments).
 
 pub mod check;
+pub mod demo;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -36,6 +37,12 @@ pub enum Command {
     /// MindSpore's coercions applied; warnings go to stderr; exit code 0. An invalid config
     /// prints every error (with its JSON path) to stderr and exits with 2.
     Check(check::Args),
+    /// Run the demo: train a small LeNet-5 for a few steps with every kernel dumped, then print
+    /// files, bytes, throughput and the step-time overhead against the same run without dump.
+    ///
+    /// With no flags it uses an embedded config (all kernels, saved_data "full", every
+    /// statistic category, iteration "all") and writes ./opdump-demo/.
+    Demo(demo::Args),
 }
 
 /// Runs the command line `args` (program name first) with `env` as the environment, writing
@@ -65,5 +72,6 @@ where
     };
     match cli.command {
         Command::Check(a) => check::run(&a, env, out, err),
+        Command::Demo(a) => demo::run(&a, env, out, err),
     }
 }

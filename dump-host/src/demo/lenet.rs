@@ -153,6 +153,23 @@ impl LeNet {
         self.batch
     }
 
+    /// The full scope names of the kernels of one step, in execution order (found by running a
+    /// batch-1 step of a fresh network, so `self` is not changed).
+    pub fn execution_order(&self) -> Vec<String> {
+        struct Names(Vec<String>);
+        impl Tracer for Names {
+            fn wants(&mut self, _: &str, full_name: &str) -> bool {
+                self.0.push(full_name.to_owned());
+                false
+            }
+            fn kernel(&mut self, _: &str, _: &str, _: &[View<'_>], _: &[View<'_>]) {}
+            fn parameter(&mut self, _: &str, _: View<'_>) {}
+        }
+        let mut names = Names(Vec::new());
+        LeNet::new(1).step(&mut names);
+        names.0
+    }
+
     /// Runs one training step (forward, backward, update), reporting kernels to `t`; returns
     /// the loss.
     pub fn step(&mut self, t: &mut dyn Tracer) -> f32 {

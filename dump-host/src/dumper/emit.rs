@@ -4,7 +4,7 @@
 use std::{
     borrow::Cow,
     io::Write as _,
-    path::{Path, PathBuf},
+    path::Path,
     sync::atomic::Ordering,
     time::{SystemTime, UNIX_EPOCH},
 };
@@ -12,7 +12,7 @@ use std::{
 use dump_core::DType;
 use dump_npy::{IoSink, WriteOptions, write_npy};
 use dump_stats::{
-    Hashes,
+    Hashes, TensorStats,
     csv::{RowMeta, write_row},
     engine::TensorRef as StatsTensor,
 };
@@ -92,13 +92,19 @@ impl Shared {
         let elems = t
             .elems()
             .ok_or_else(|| bad(format!("shape {:?} overflows", t.shape)))?;
-        if t.dtype.is_complex() && self.plan.saved_data.statistics() && !self.plan.saved_data.tensors() {
+        if t.dtype.is_complex()
+            && self.plan.saved_data.statistics()
+            && !self.plan.saved_data.tensors()
+        {
             return Ok(()); // MindSpore computes no statistics for complex tensors
         }
-        let bytes = t.contiguous().map_err(bad)?;
         if elems == 0 {
             return Ok(()); // MindSpore writes neither a file nor a row for an empty tensor
         }
+        if let Some(done) = self.device_stats_only(dir, who, t, elems) {
+            return done;
+        }
+        let bytes = t.contiguous().map_err(bad)?;
         // sample_mode 1: the first sample_num elements, flat (int4 needs an even count).
         let (bytes, shape_buf, elems) = match self.plan.sample {
             Some(n) if elems > n => {
@@ -168,10 +174,7 @@ impl Shared {
             name
         };
         let path = dir.join(file_name);
-        let opts = WriteOptions {
-            bf16: self.plan.bf16,
-            ..WriteOptions::default()
-        };
+        let opts = WriteOptions::new().with_bf16(self.plan.bf16);
         // Validate now, in the caller, so a bad tensor is an error value, not a failed write.
         let layout = dump_npy::NpyLayout::new(dtype, shape, bytes.len(), opts).map_err(|e| {
             Error::Tensor {
@@ -182,13 +185,15 @@ impl Shared {
             }
         })?;
         self.files.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(layout.file_len() as u64, Ordering::Relaxed);
+        self.bytes
+            .fetch_add(layout.file_len() as u64, Ordering::Relaxed);
         let shape = shape.to_vec();
         if self.writer.is_sync() {
-            write_one(&path, dtype, &shape, bytes, opts).map_err(|f| {
-                self.writer.errors().record(f.path, f.error);
-            })
-            .ok();
+            write_one(&path, dtype, &shape, bytes, opts)
+                .map_err(|f| {
+                    self.writer.errors().record(f.path, f.error);
+                })
+                .ok();
             return Ok(());
         }
         // The runtime may reuse its buffer as soon as we return: the job owns a copy, which the
@@ -199,6 +204,47 @@ impl Shared {
             Box::new(move || write_one(&path, dtype, &shape, &owned, opts)),
         );
         Ok(())
+    }
+
+    /// Statistics-only dump of a device tensor: ask the device for the summary so only the
+    /// partial results cross the bus (no copy of the tensor). `None` when this does not apply
+    /// (tensors wanted, digests or sampling requested, or the device cannot) — the caller then
+    /// copies the tensor and computes on the host.
+    fn device_stats_only(
+        &self,
+        dir: &Path,
+        who: Owner<'_>,
+        t: &TensorRef<'_>,
+        elems: usize,
+    ) -> Option<Result<(), Error>> {
+        let d = t.device_tensor()?;
+        let p = &self.plan;
+        if p.saved_data.tensors()
+            || Hashes::for_categories(&p.categories).any()
+            || p.sample.is_some_and(|n| elems > n)
+        {
+            return None;
+        }
+        let summary = d.device_summary().ok()?;
+        if self.ensure_dir(dir).is_err() {
+            return Some(Ok(()));
+        }
+        let stats = TensorStats {
+            summary,
+            md5: None,
+            sha1: None,
+        };
+        let size = t.dtype.storage_bytes(elems).unwrap_or(0);
+        let ts = self.timestamp();
+        Some(
+            self.append_row(dir, who, ts, t.dtype, t.shape, size, &stats)
+                .map_err(|message| Error::Tensor {
+                    kernel: who.full_name.to_owned(),
+                    io: who.io.as_str(),
+                    slot: who.slot,
+                    message,
+                }),
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -222,6 +268,20 @@ impl Shared {
                 Hashes::for_categories(&self.plan.categories),
             )
             .map_err(|e| e.to_string())?;
+        self.append_row(dir, who, ts, dtype, shape, bytes.len(), &stats)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn append_row(
+        &self,
+        dir: &Path,
+        who: Owner<'_>,
+        ts: u64,
+        dtype: DType,
+        shape: &[usize],
+        data_size: usize,
+        stats: &TensorStats,
+    ) -> Result<(), String> {
         let op_name = sanitize(who.full_name);
         let meta = RowMeta {
             op_type: who.op_type,
@@ -231,12 +291,12 @@ impl Shared {
             timestamp: ts,
             io: who.io,
             slot: who.slot as u64,
-            data_size: bytes.len() as u64,
+            data_size: data_size as u64,
             dtype,
             shape,
         };
         let mut row = String::with_capacity(160 + op_name.len());
-        if !write_row(&mut row, &meta, &self.plan.categories, &stats).map_err(|e| e.to_string())? {
+        if !write_row(&mut row, &meta, &self.plan.categories, stats).map_err(|e| e.to_string())? {
             return Ok(());
         }
         let path = dir.join("statistic.csv");
@@ -249,7 +309,7 @@ impl Shared {
 }
 
 fn write_one(
-    path: &PathBuf,
+    path: &Path,
     dtype: DType,
     shape: &[usize],
     bytes: &[u8],
@@ -261,7 +321,7 @@ fn write_one(
         w.flush()
     })
     .map_err(|error| WriteFailure {
-        path: path.clone(),
+        path: path.to_owned(),
         error,
     })
 }

@@ -27,6 +27,7 @@
 
 mod emit;
 mod metadata;
+mod open;
 mod plan;
 mod step;
 mod tensor;
@@ -43,6 +44,7 @@ use std::{
 use dump_core::iteration::IterationSpec;
 use dump_stats::engine::Engine;
 
+pub use open::DumpOptions;
 pub use plan::{DumpPlan, MS_VERSION};
 pub use step::{Kernel, Step};
 pub use tensor::{DeviceTensor, TensorRef};
@@ -121,10 +123,8 @@ impl Dumper {
 
     /// Starts dumping with a resolved plan: writes `.dump_metadata/` and starts the writer.
     pub fn from_plan(plan: DumpPlan) -> Result<Self, Error> {
-        IterationSpec::parse(&plan.iteration).map_err(|e| Error::Plan(format!(
-            "iteration {:?}: {e}",
-            plan.iteration
-        )))?;
+        IterationSpec::parse(&plan.iteration)
+            .map_err(|e| Error::Plan(format!("iteration {:?}: {e}", plan.iteration)))?;
         if !plan.device_selected() {
             eprintln!(
                 "[opdump] Dump is not enabled. device_id:{} not in support_device {:?}",

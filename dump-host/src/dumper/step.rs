@@ -12,7 +12,7 @@ use dump_core::{DType, stats::summarize};
 use super::{Shared, TensorRef, emit::Owner};
 use crate::{
     Error,
-    config::{DumpMode, OpDebugMode},
+    config::{InputOutput, OpDebugMode},
     layout::Io,
 };
 
@@ -70,7 +70,12 @@ impl std::fmt::Debug for Kernel<'_> {
 }
 
 impl<'d> Step<'d> {
-    pub(crate) fn new(shared: Option<&'d Shared>, graph: u32, iteration: u64, active: bool) -> Self {
+    pub(crate) fn new(
+        shared: Option<&'d Shared>,
+        graph: u32,
+        iteration: u64,
+        active: bool,
+    ) -> Self {
         let dir = shared.map_or_else(PathBuf::new, |s| s.tree.iteration_dir(graph, iteration));
         Step {
             shared,
@@ -125,7 +130,8 @@ impl<'d> Step<'d> {
             shared: s,
             op_type,
             full_name,
-            pending: (s.plan.op_debug_mode == OpDebugMode::Overflow).then(|| Mutex::new(Vec::new())),
+            pending: (s.plan.op_debug_mode == OpDebugMode::Overflow)
+                .then(|| Mutex::new(Vec::new())),
             args_written: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -135,10 +141,10 @@ impl<'d> Step<'d> {
     /// inputs-only and, with `dump_mode` 1, when `kernels` does not select `name`.
     pub fn parameter(&self, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
         let Some(s) = self.live() else { return Ok(()) };
-        if s.plan.op_debug_mode != OpDebugMode::Off || !s.plan.input_output.outputs() && s.plan.input_output.inputs() && !s.plan.input_output.outputs() {
-            return Ok(());
-        }
-        if s.plan.kernels_mode() == DumpMode::Kernels && !s.plan.kernels.matches(name) {
+        if s.plan.op_debug_mode != OpDebugMode::Off
+            || s.plan.input_output == InputOutput::Inputs
+            || !s.plan.kernels.matches(name)
+        {
             return Ok(());
         }
         self.used.store(true, Ordering::Relaxed);
@@ -153,7 +159,12 @@ impl<'d> Step<'d> {
 
     /// Exception dump (`op_debug_mode` 4): the runtime reports a kernel that failed; its inputs
     /// are dumped (never its outputs), whatever `iteration` says.
-    pub fn kernel_failed(&self, op_type: &str, full_name: &str, inputs: &[TensorRef<'_>]) -> Result<(), Error> {
+    pub fn kernel_failed(
+        &self,
+        op_type: &str,
+        full_name: &str,
+        inputs: &[TensorRef<'_>],
+    ) -> Result<(), Error> {
         let Some(s) = self.shared else { return Ok(()) };
         if s.plan.op_debug_mode != OpDebugMode::Exception {
             return Ok(());
@@ -197,7 +208,7 @@ impl Kernel<'_> {
 
     /// Dumps output `slot`.
     pub fn output(&self, slot: u32, t: TensorRef<'_>) -> Result<(), Error> {
-        if !self.shared.plan.input_output.outputs() && self.pending.is_none() {
+        if !self.shared.plan.input_output.outputs() {
             return Ok(());
         }
         self.tensor(Io::Output, slot, &t)
@@ -207,7 +218,8 @@ impl Kernel<'_> {
     /// the iteration directory, keys sorted, values as strings (`"True"`, `"False"`, numbers).
     pub fn args(&self, args: &[(&str, &str)]) {
         if self.shared.plan.save_kernel_args && !self.args_written.swap(true, Ordering::Relaxed) {
-            self.shared.write_kernel_args(&self.step.dir, self.full_name, args);
+            self.shared
+                .write_kernel_args(&self.step.dir, self.full_name, args);
         }
     }
 
@@ -249,7 +261,10 @@ impl Kernel<'_> {
         let overflow = held.iter().any(|t| {
             t.io == Io::Output
                 && t.dtype.is_float()
-                && t.bytes.len() == t.dtype.storage_bytes(t.shape.iter().product()).unwrap_or(usize::MAX)
+                && t.bytes.len()
+                    == t.dtype
+                        .storage_bytes(t.shape.iter().product())
+                        .unwrap_or(usize::MAX)
                 && matches!(
                     summarize(t.dtype, &t.bytes, t.shape.iter().product()),
                     Ok(Some(sm)) if sm.nan + sm.pos_inf + sm.neg_inf > 0
@@ -281,7 +296,8 @@ impl Drop for Kernel<'_> {
     fn drop(&mut self) {
         self.settle_overflow();
         if self.shared.plan.save_kernel_args && !self.args_written.load(Ordering::Relaxed) {
-            self.shared.write_kernel_args(&self.step.dir, self.full_name, &[]);
+            self.shared
+                .write_kernel_args(&self.step.dir, self.full_name, &[]);
         }
     }
 }

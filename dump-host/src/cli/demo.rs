@@ -1,0 +1,297 @@
+//! `opdump demo`: the main job. Trains a small LeNet-5 for a few steps, dumping every kernel
+//! through the Dumper, and reports files, bytes, throughput and the step-time overhead against
+//! the same run without dump.
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+use crate::{
+    DumpOptions, Dumper, Step, TensorRef,
+    config::{Env, SavedData},
+    demo::{LeNet, NoTrace, Tracer, View},
+    writer::WriterConfig,
+};
+
+use super::{EXIT_INVALID, EXIT_OK};
+
+/// Exit code when the dump itself failed (write errors).
+pub const EXIT_DUMP_FAILED: i32 = 1;
+
+/// Arguments of `opdump demo`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A MindSpore data_dump.json to use instead of the embedded one (which dumps every kernel
+    /// with saved_data "full", all statistic categories, iteration "all").
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Training steps to run.
+    #[arg(long, default_value_t = 3)]
+    pub steps: u32,
+    /// Where to write the dump (replaces the config's `path`). Default `./opdump-demo` for the
+    /// embedded config.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Images per batch (bigger batches make longer steps; the dump cost per tensor grows with
+    /// the tensor size).
+    #[arg(long, default_value_t = 8)]
+    pub batch: usize,
+    /// saved_data of the embedded config: tensor, statistic or full.
+    #[arg(long, value_parser = parse_saved)]
+    pub saved_data: Option<SavedData>,
+    /// Write synchronously (no background writer threads).
+    #[arg(long)]
+    pub sync: bool,
+    /// Only dump: skip the undumped baseline run (no overhead figure).
+    #[arg(long)]
+    pub no_baseline: bool,
+}
+
+fn parse_saved(s: &str) -> Result<SavedData, String> {
+    match s {
+        "tensor" => Ok(SavedData::Tensor),
+        "statistic" => Ok(SavedData::Statistic),
+        "full" => Ok(SavedData::Full),
+        _ => Err(format!("{s:?}: allowed tensor, statistic, full")),
+    }
+}
+
+/// Every statistic category, for the embedded config.
+const ALL_CATEGORIES: &str = r#"["max", "min", "avg", "count", "negative zero count", "positive zero count", "nan count", "negative inf count", "positive inf count", "zero count", "md5", "l2norm", "hash:sha1"]"#;
+
+/// The embedded demo config for dump root `path`.
+pub fn default_config(path: &str, saved: SavedData) -> String {
+    format!(
+        r#"{{
+  "common_dump_settings": {{
+    "dump_mode": 0,
+    "path": "{path}",
+    "net_name": "LeNet5",
+    "iteration": "all",
+    "saved_data": "{}",
+    "input_output": 0,
+    "kernels": [],
+    "support_device": [0, 1, 2, 3, 4, 5, 6, 7],
+    "statistic_category": {ALL_CATEGORIES}
+  }},
+  "e2e_dump_settings": {{
+    "enable": true,
+    "trans_flag": true
+  }}
+}}
+"#,
+        saved.as_str()
+    )
+}
+
+/// Reports the network's kernels to a step of the Dumper.
+struct DumpTracer<'a, 's> {
+    step: &'a Step<'s>,
+    first_error: Option<crate::Error>,
+}
+
+impl Tracer for DumpTracer<'_, '_> {
+    fn wants(&mut self, op_type: &str, full_name: &str) -> bool {
+        self.step.kernel(op_type, full_name).is_some()
+    }
+
+    fn kernel(
+        &mut self,
+        op_type: &str,
+        full_name: &str,
+        inputs: &[View<'_>],
+        outputs: &[View<'_>],
+    ) {
+        let Some(k) = self.step.kernel(op_type, full_name) else {
+            return;
+        };
+        let r = (|| {
+            for (i, v) in inputs.iter().enumerate() {
+                k.input(i as u32, TensorRef::host(v.dtype, v.shape, v.data))?;
+            }
+            for (i, v) in outputs.iter().enumerate() {
+                k.output(i as u32, TensorRef::host(v.dtype, v.shape, v.data))?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = r {
+            self.first_error.get_or_insert(e);
+        }
+    }
+
+    fn parameter(&mut self, name: &str, value: View<'_>) {
+        if let Err(e) = self
+            .step
+            .parameter(name, TensorRef::host(value.dtype, value.shape, value.data))
+        {
+            self.first_error.get_or_insert(e);
+        }
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_owned()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_owned())
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Runs `demo`; returns the exit code.
+pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if args.batch == 0 || args.steps == 0 {
+        let _ = writeln!(err, "error: --batch and --steps must be at least 1");
+        return EXIT_INVALID;
+    }
+    // The config: embedded (path = --out) or the user's file (path replaced by --out if given).
+    let text = match &args.config {
+        None => {
+            let root = absolute(args.out.as_deref().unwrap_or(Path::new("opdump-demo")));
+            default_config(
+                &root.to_string_lossy(),
+                args.saved_data.unwrap_or(SavedData::Full),
+            )
+        }
+        Some(p) => match std::fs::read_to_string(p) {
+            Ok(t) => match &args.out {
+                None => t,
+                Some(o) => match with_path(&t, &absolute(o)) {
+                    Ok(t) => t,
+                    Err(m) => {
+                        let _ = writeln!(err, "error: {}: {m}", p.display());
+                        return EXIT_INVALID;
+                    }
+                },
+            },
+            Err(e) => {
+                let _ = writeln!(err, "error: cannot read {}: {e}", p.display());
+                return EXIT_INVALID;
+            }
+        },
+    };
+    let mut opts = match DumpOptions::from_env(env) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_INVALID;
+        }
+    };
+    if args.sync {
+        opts.writer = WriterConfig::sync();
+    }
+
+    // Baseline: the same steps without dump.
+    let mut base_ms = Vec::new();
+    if !args.no_baseline {
+        let mut net = LeNet::new(args.batch);
+        for _ in 0..args.steps {
+            let t = Instant::now();
+            net.step(&mut NoTrace);
+            base_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+
+    let mut dumper = match Dumper::from_json_with(text.into_bytes(), env, &opts) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_INVALID;
+        }
+    };
+    let root = dumper
+        .plan()
+        .map(|p| p.root.display().to_string())
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "opdump demo: LeNet-5, batch {}, {} steps, dumping to {root}",
+        args.batch, args.steps
+    );
+    let mut net = LeNet::new(args.batch);
+    let order = net.execution_order();
+    let order: Vec<&str> = order.iter().map(String::as_str).collect();
+    let wall = Instant::now();
+    if let Err(e) = dumper.begin_graph(0, &order) {
+        let _ = writeln!(err, "error: {e}");
+        return EXIT_DUMP_FAILED;
+    }
+    let mut dump_ms = Vec::new();
+    let mut failed = None;
+    for _ in 0..args.steps {
+        let t = Instant::now();
+        let step = dumper.begin_step();
+        let n = step.iteration();
+        let mut tracer = DumpTracer {
+            step: &step,
+            first_error: None,
+        };
+        let loss = net.step(&mut tracer);
+        if let Some(e) = tracer.first_error.take() {
+            failed.get_or_insert(e);
+        }
+        if let Err(e) = step.finish() {
+            failed.get_or_insert(e);
+        }
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        dump_ms.push(ms);
+        let p = dumper.progress();
+        let _ = writeln!(
+            out,
+            "  step {n}: loss {loss:.6}, {ms:.1} ms, {} files, {} rows so far",
+            p.files, p.rows
+        );
+    }
+    let report = dumper.close();
+    let secs = wall.elapsed().as_secs_f64();
+    let report = match (report, failed) {
+        (Ok(r), None) => r,
+        (Err(e), _) | (Ok(_), Some(e)) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_DUMP_FAILED;
+        }
+    };
+    let mb = report.bytes as f64 / 1e6;
+    let _ = writeln!(
+        out,
+        "wrote {} .npy files ({mb:.1} MB) and {} statistic rows in {secs:.3} s ({:.1} MB/s incl. flush)",
+        report.files,
+        report.rows,
+        mb / secs.max(1e-9)
+    );
+    if !base_ms.is_empty() {
+        let (b, d) = (median(&mut base_ms), median(&mut dump_ms));
+        let _ = writeln!(
+            out,
+            "median step time: {d:.2} ms with dump vs {b:.2} ms without ({:.2}x)",
+            d / b.max(1e-9)
+        );
+    }
+    for k in &report.unused_kernels {
+        let _ = writeln!(err, "warning: kernels entry never matched: {k}");
+    }
+    EXIT_OK
+}
+
+/// `text` with `common_dump_settings.path` set to `root`.
+fn with_path(text: &str, root: &Path) -> Result<String, String> {
+    let mut v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let common = v
+        .get_mut("common_dump_settings")
+        .and_then(|c| c.as_object_mut())
+        .ok_or("no common_dump_settings object")?;
+    common.insert(
+        "path".into(),
+        serde_json::Value::String(root.to_string_lossy().into_owned()),
+    );
+    serde_json::to_string_pretty(&v).map_err(|e| e.to_string())
+}

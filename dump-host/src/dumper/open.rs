@@ -1,0 +1,188 @@
+//! Opening a [`Dumper`]: from the environment, a config file, or config text.
+
+use std::path::{Path, PathBuf};
+
+use dump_npy::Bf16Mode;
+use dump_stats::CategorySet;
+
+use super::{DumpPlan, Dumper, MS_VERSION};
+use crate::{
+    Error,
+    config::{
+        Device, DumpConfig, Env, ParseOptions, ProcessEnv,
+        env::{dump_config_path, rank_id},
+    },
+    writer::WriterConfig,
+};
+
+/// Run-time options that are not part of MindSpore's config.
+#[derive(Clone, Debug)]
+pub struct DumpOptions {
+    /// The backend the config is validated for; decides the dtype spelling of file names
+    /// (`Float32` on CPU, `float32` on GPU/Ascend). Default CPU.
+    pub device: Device,
+    /// This process's device id, checked against `support_device` off CPU. Default 0.
+    pub device_id: u32,
+    /// How bf16 tensors are stored: widened to `<f4` (default, numpy loads it) or raw `<E2`
+    /// (MindSpore 2.10 on CPU, byte for byte).
+    pub bf16: Bf16Mode,
+    /// Writer threads and memory budget (default: up to 2 threads, 256 MiB).
+    pub writer: WriterConfig,
+}
+
+impl Default for DumpOptions {
+    fn default() -> Self {
+        DumpOptions {
+            device: Device::Cpu,
+            device_id: 0,
+            bf16: Bf16Mode::Widen,
+            writer: WriterConfig::default(),
+        }
+    }
+}
+
+impl DumpOptions {
+    /// Defaults overridden by the environment:
+    /// `OPDUMP_DEVICE` (`cpu`, `gpu`, `ascend`), `DEVICE_ID`, `OPDUMP_BF16` (`widen`, `raw`),
+    /// `OPDUMP_WRITER_THREADS` (0 = synchronous) and `OPDUMP_MEMORY_BUDGET_MB`.
+    pub fn from_env(env: &dyn Env) -> Result<Self, Error> {
+        let mut o = DumpOptions::default();
+        let bad = |var: &str, value: String, message: &str| Error::Env {
+            var: var.into(),
+            value,
+            message: message.into(),
+        };
+        if let Some(v) = env.var("OPDUMP_DEVICE").filter(|v| !v.is_empty()) {
+            o.device = v
+                .parse()
+                .map_err(|m: String| bad("OPDUMP_DEVICE", v.clone(), &m))?;
+        }
+        if let Some(v) = env.var("DEVICE_ID").filter(|v| !v.is_empty()) {
+            o.device_id = v.parse().map_err(|_| {
+                bad(
+                    "DEVICE_ID",
+                    v.clone(),
+                    "expected a device number (0, 1, ...)",
+                )
+            })?;
+        }
+        if let Some(v) = env.var("OPDUMP_BF16").filter(|v| !v.is_empty()) {
+            o.bf16 = match v.as_str() {
+                "widen" => Bf16Mode::Widen,
+                "raw" => Bf16Mode::Raw,
+                _ => return Err(bad("OPDUMP_BF16", v, "allowed: widen (default), raw")),
+            };
+        }
+        if let Some(v) = env.var("OPDUMP_WRITER_THREADS").filter(|v| !v.is_empty()) {
+            o.writer.threads = v.parse().map_err(|_| {
+                bad(
+                    "OPDUMP_WRITER_THREADS",
+                    v.clone(),
+                    "expected 0 (synchronous) or a thread count",
+                )
+            })?;
+        }
+        if let Some(v) = env.var("OPDUMP_MEMORY_BUDGET_MB").filter(|v| !v.is_empty()) {
+            let mb: usize = v.parse().map_err(|_| {
+                bad(
+                    "OPDUMP_MEMORY_BUDGET_MB",
+                    v.clone(),
+                    "expected mebibytes, e.g. 256",
+                )
+            })?;
+            o.writer.budget_bytes = mb.saturating_mul(1 << 20);
+        }
+        Ok(o)
+    }
+}
+
+impl DumpPlan {
+    /// Resolves a validated config, its file's bytes, the rank and the run-time options.
+    pub fn new(
+        cfg: &DumpConfig,
+        config_bytes: Vec<u8>,
+        rank: u32,
+        opts: &DumpOptions,
+    ) -> Result<DumpPlan, Error> {
+        let categories = CategorySet::parse(cfg.statistic_category.iter().map(String::as_str))
+            .map_err(|e| Error::Plan(format!("common_dump_settings.statistic_category: {e}")))?;
+        Ok(DumpPlan {
+            root: PathBuf::from(&cfg.path),
+            rank,
+            net: cfg.net_name.clone(),
+            iteration: cfg.iteration.clone(),
+            initial_iteration: cfg.initial_iteration as u64,
+            input_output: cfg.input_output,
+            saved_data: cfg.saved_data,
+            op_debug_mode: cfg.op_debug_mode,
+            overflow_number: cfg.overflow_number,
+            categories,
+            sample: (cfg.e2e.sample_mode == 1).then_some(cfg.e2e.sample_num as usize),
+            save_kernel_args: cfg.e2e.save_kernel_args,
+            kernels: cfg.kernel_filter()?,
+            device: cfg.device,
+            device_id: opts.device_id,
+            support_device: cfg.support_device.clone(),
+            config_bytes,
+            ms_version: MS_VERSION.into(),
+            bf16: opts.bf16,
+            writer: opts.writer.clone(),
+        })
+    }
+}
+
+impl Dumper {
+    /// The Dumper the process environment asks for: the config named by
+    /// `MINDSPORE_DUMP_CONFIG` (disabled when unset or empty), options from
+    /// [`DumpOptions::from_env`]. Config warnings are printed to stderr.
+    pub fn from_env() -> Result<Dumper, Error> {
+        Self::from_env_with(&ProcessEnv)
+    }
+
+    /// [`from_env`](Dumper::from_env) reading variables from `env`.
+    pub fn from_env_with(env: &dyn Env) -> Result<Dumper, Error> {
+        let opts = DumpOptions::from_env(env)?;
+        match dump_config_path(env)? {
+            None => Ok(Dumper::disabled()),
+            Some(p) => Self::from_config_file_with(&p, env, &opts),
+        }
+    }
+
+    /// A Dumper for the config file at `path` (environment: the process's).
+    pub fn from_config_file(path: &Path, opts: &DumpOptions) -> Result<Dumper, Error> {
+        Self::from_config_file_with(path, &ProcessEnv, opts)
+    }
+
+    /// A Dumper for the config file at `path`, reading `MS_DIAGNOSTIC_DATA_PATH` and the rank
+    /// from `env`.
+    pub fn from_config_file_with(
+        path: &Path,
+        env: &dyn Env,
+        opts: &DumpOptions,
+    ) -> Result<Dumper, Error> {
+        let bytes = std::fs::read(path).map_err(|e| Error::Io {
+            path: path.to_owned(),
+            message: format!(
+                "Dump file:{} open failed. Errno:{} ({e})",
+                path.display(),
+                e.raw_os_error().unwrap_or(0)
+            ),
+        })?;
+        Self::from_json_with(bytes, env, opts)
+    }
+
+    /// A Dumper for config text (`bytes` are also copied into `.dump_metadata/data_dump.json`).
+    pub fn from_json_with(
+        bytes: Vec<u8>,
+        env: &dyn Env,
+        opts: &DumpOptions,
+    ) -> Result<Dumper, Error> {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let v = DumpConfig::from_json_str(&text, &ParseOptions::new(opts.device, env))?;
+        for w in v.warnings.warnings() {
+            eprintln!("[opdump] {w}");
+        }
+        let plan = DumpPlan::new(&v.config, bytes, rank_id(env)?, opts)?;
+        Dumper::from_plan(plan)
+    }
+}
