@@ -39,6 +39,11 @@ pub mod error;
 pub mod format;
 pub mod to_host;
 
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use blocks::Blocks;
 pub use error::Error;
 pub use format::Format;

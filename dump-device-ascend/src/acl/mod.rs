@@ -14,6 +14,20 @@
 //! CI checks marshalling, the call order, workspace allocation and error mapping against a
 //! mock library (`tests/mock/acl_mock.c`) that exports the same symbols over host memory. The
 //! real libraries have not been exercised by this crate's tests.
+//!
+//! ```
+//! use dump_device_ascend::acl::{AclApi, AclBackend};
+//! use dump_stats::Precision;
+//!
+//! match AclApi::load() {
+//!     Ok(api) => {
+//!         let _backend = AclBackend::new(api, Precision::High);
+//!         println!("aclnn statistics available");
+//!     }
+//!     // Without CANN: "could not load libascendcl.so (set ASCEND_TOOLKIT_HOME ...); tried: ..."
+//!     Err(e) => println!("device statistics fall back to the simulated backend: {e}"),
+//! }
+//! ```
 
 mod api;
 mod backend;
