@@ -110,6 +110,8 @@ pub struct KernelFilter {
     entries: Option<Vec<String>>,
     regexes: Vec<(Regex, usize)>,
     exact: HashMap<String, usize>,
+    /// Byte lengths of the exact names: most names are rejected without hashing.
+    exact_lens: Vec<usize>,
     types: Vec<(Vec<u8>, usize)>,
     used: Vec<AtomicBool>,
 }
@@ -121,6 +123,7 @@ impl KernelFilter {
             entries: None,
             regexes: Vec::new(),
             exact: HashMap::new(),
+            exact_lens: Vec::new(),
             types: Vec::new(),
             used: Vec::new(),
         }
@@ -174,10 +177,14 @@ impl KernelFilter {
             return Ok(Self::all());
         }
         let used = kept.iter().map(|_| AtomicBool::new(false)).collect();
+        let mut exact_lens: Vec<usize> = exact.keys().map(String::len).collect();
+        exact_lens.sort_unstable();
+        exact_lens.dedup();
         Ok(KernelFilter {
             entries: Some(kept),
             regexes,
             exact,
+            exact_lens,
             types,
             used,
         })
@@ -209,8 +216,10 @@ impl KernelFilter {
         if let Some((_, slot)) = self.regexes.iter().find(|(re, _)| re.is_match(full_name)) {
             return self.mark(*slot);
         }
-        if let Some(&slot) = self.exact.get(full_name) {
-            return self.mark(slot);
+        if self.exact_lens.contains(&full_name.len()) {
+            if let Some(&slot) = self.exact.get(full_name) {
+                return self.mark(slot);
+            }
         }
         let part = type_part(full_name).as_bytes();
         if let Some((_, slot)) = self.types.iter().find(|(t, _)| contains_lower(part, t)) {
