@@ -406,4 +406,74 @@ mod tests {
         assert!(keep_device(&t).is_err());
         assert!(to_host(&t, &mut out).is_err());
     }
+
+    /// fp32 FRACTAL_NZ with C0 = 8 (the newer `FRACTAL_NZ_C0_8` layout): C0 comes from the
+    /// device shape, not from the dtype default.
+    #[test]
+    fn block_sizes_come_from_the_device_shape() {
+        let host = [3usize, 20];
+        let b = Blocks { c0: 8, cube: 16 };
+        let src = elems(60, 4);
+        let dshape = fractal_nz_shape(&host, b).unwrap();
+        assert_eq!(&*dshape, &[3, 1, 16, 8]);
+        let mut dev = vec![0u8; 3 * 16 * 8 * 4];
+        nd_to_fractal_nz(&src, 4, &host, b, &mut dev).unwrap();
+        let t = tensor(Format::FractalNz, DType::Float32, &dshape, &host, &dev);
+        let mut out = vec![0u8; 240];
+        assert_eq!(to_host(&t, &mut out).unwrap().data, &src[..]);
+    }
+
+    /// Consistent shapes whose element count is zero but whose other axes overflow when
+    /// multiplied: an error or an empty view, never a panic.
+    #[test]
+    fn empty_tensors_with_huge_axes() {
+        let big = 1usize << 40;
+        let b = Blocks { c0: 16, cube: 16 };
+        let host = [0usize, 3, big, big];
+        let nz_host = [0usize, big, big];
+        let nc = nc1hwc0_shape(host, 16).unwrap();
+        let nhwc_dev = [0, big, big, 3];
+        let fz = fractal_z_shape(host, b);
+        let nz = fractal_nz_shape(&nz_host, b).unwrap();
+        let mut out = [0u8; 0];
+        for (format, dev, host) in [
+            (Format::Nc1hwc0, &nc[..], &host[..]),
+            (Format::Nhwc, &nhwc_dev[..], &host[..]),
+            (Format::FractalNz, &nz[..], &nz_host[..]),
+        ] {
+            let t = tensor(format, DType::Float16, dev, host, &[]);
+            match to_host(&t, &mut out) {
+                Ok(v) => assert!(v.data.is_empty()),
+                Err(e) => assert_eq!(e, Error::Overflow, "{format}"),
+            }
+        }
+        assert_eq!(fz, Err(Error::Overflow));
+    }
+
+    proptest::proptest! {
+        /// Arbitrary shapes and lengths: `to_host` returns a view of exactly the host bytes or
+        /// an error, never panics (also with zero-sized and huge axes).
+        #[test]
+        fn never_panics(
+            fmt in 0usize..7,
+            dtype in proptest::sample::select(DType::ALL.to_vec()),
+            dev in proptest::collection::vec(
+                proptest::prop_oneof![0usize..40, proptest::strategy::Just(usize::MAX / 3)], 0..7),
+            host in proptest::collection::vec(
+                proptest::prop_oneof![0usize..40, proptest::strategy::Just(1usize << 40)], 0..6),
+            len in 0usize..5000,
+            dst_len in 0usize..5000,
+        ) {
+            let data = vec![1u8; len];
+            let mut dst = vec![0u8; dst_len];
+            let t = tensor(Format::ALL[fmt], dtype, &dev, &host, &data);
+            if let Ok(v) = to_host(&t, &mut dst) {
+                proptest::prop_assert_eq!(v.data.len(), t.host_bytes().unwrap());
+                proptest::prop_assert_eq!(v.shape, &host[..]);
+            }
+            if let Ok(v) = keep_device(&t) {
+                proptest::prop_assert_eq!(v.data.len(), len);
+            }
+        }
+    }
 }

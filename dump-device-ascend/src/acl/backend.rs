@@ -183,10 +183,15 @@ impl AclBackend {
         if wanted.is_empty() {
             return Ok(Some(out));
         }
-        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let dims = shape
+            .iter()
+            .map(|&d| i64::try_from(d).map_err(|_| Error::Overflow))
+            .collect::<Result<Vec<i64>, Error>>()?;
         let mut strides = vec![1i64; dims.len()];
         for i in (0..dims.len().saturating_sub(1)).rev() {
-            strides[i] = strides[i + 1] * dims[i + 1];
+            strides[i] = strides[i + 1]
+                .checked_mul(dims[i + 1])
+                .ok_or(Error::Overflow)?;
         }
         let axes: Vec<i64> = (0..dims.len() as i64).collect();
         let api = &self.api;

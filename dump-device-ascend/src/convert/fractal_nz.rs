@@ -82,7 +82,7 @@ fn run(
         dst[..dev_len].fill(0);
     }
     let (batch, m, n) = split(nd)?;
-    let batches: usize = batch.iter().product();
+    let batches = bytes_of(batch, 1)?;
     let r = dev.len();
     let (n1, m1, m0, n0) = (dev[r - 4], dev[r - 3], dev[r - 2], dev[r - 1]);
     for bi in 0..batches {

@@ -67,7 +67,7 @@ fn run(
     }
     let [n, c, h, w] = nchw;
     let (c0, n0, n1) = (b.c0, b.cube, dev[1]);
-    let hw = h * w;
+    let hw = h.checked_mul(w).ok_or(Error::Overflow)?;
     for ni in 0..n {
         let (nb, nk) = (ni / n0, ni % n0);
         for ci in 0..c {

@@ -55,7 +55,7 @@ fn run(
     let dev_len = bytes_of(&dev, elem)?;
     let [n, c, h, w] = nchw;
     let c1 = dev[1];
-    let hw = h * w;
+    let hw = h.checked_mul(w).ok_or(Error::Overflow)?;
     if to_nchw {
         check_bufs(src, dev_len, dst, host_len)?;
     } else {

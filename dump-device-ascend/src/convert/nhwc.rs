@@ -37,7 +37,7 @@ fn transpose(
     check_elem(elem)?;
     let len = bytes_of(&[n, c, h, w], elem)?;
     check_bufs(src, len, dst, len)?;
-    let hw = h * w;
+    let hw = h.checked_mul(w).ok_or(Error::Overflow)?;
     for ni in 0..n {
         for ci in 0..c {
             let nchw_base = (ni * c + ci) * hw;
