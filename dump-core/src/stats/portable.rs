@@ -17,8 +17,9 @@
 use super::Summary;
 use crate::DType;
 
-/// `f32` lanes per step of [`fold_f32`] (64 bytes of `f32`).
-const W32: usize = 16;
+/// `f32` lanes per step of [`fold_f32`]: 8 keeps the accumulators (8 `f64` sums and squares
+/// plus `f32` extrema and `u32` counts) within the 16 SIMD registers of SSE2/NEON.
+const W32: usize = 8;
 /// Lanes per step of the `f64`-valued and integer kernels.
 const W64: usize = 8;
 /// Steps between flushes of the `u32` lane counters (each lane counts at most once a step).
@@ -99,7 +100,8 @@ impl F32Lanes {
             self.neg[i] += (v < 0.0) as u32;
             self.max[i] = if v > self.max[i] { v } else { self.max[i] };
             self.min[i] = if v < self.min[i] { v } else { self.min[i] };
-            let c = if nan { 0.0 } else { v } as f64;
+            // Branch-free NaN → 0: clear all bits where the element is NaN.
+            let c = f32::from_bits(v.to_bits() & ((!nan) as u32).wrapping_neg()) as f64;
             self.sum[i] += c;
             self.sq[i] += c * c;
         }
@@ -180,7 +182,7 @@ pub(super) fn fold_f64<const S: usize>(data: &[u8], conv: impl Fn([u8; S]) -> f6
             neg[i] += (v < 0.0) as u64;
             max[i] = if v > max[i] { v } else { max[i] };
             min[i] = if v < min[i] { v } else { min[i] };
-            let c = if isnan { 0.0 } else { v };
+            let c = f64::from_bits(v.to_bits() & ((!isnan) as u64).wrapping_neg());
             sum[i] += c;
             sq[i] += c * c;
         }
