@@ -216,10 +216,10 @@ impl KernelFilter {
         if let Some((_, slot)) = self.regexes.iter().find(|(re, _)| re.is_match(full_name)) {
             return self.mark(*slot);
         }
-        if self.exact_lens.contains(&full_name.len()) {
-            if let Some(&slot) = self.exact.get(full_name) {
-                return self.mark(slot);
-            }
+        if self.exact_lens.contains(&full_name.len())
+            && let Some(&slot) = self.exact.get(full_name)
+        {
+            return self.mark(slot);
         }
         let part = type_part(full_name).as_bytes();
         if let Some((_, slot)) = self.types.iter().find(|(t, _)| contains_lower(part, t)) {
