@@ -48,11 +48,11 @@ pub mod write;
 
 pub use error::Error;
 #[cfg(feature = "std")]
-pub use file::{NpyFile, read_file, read_from, write_file};
+pub use file::{FILE_SCRATCH_LEN, NpyFile, read_file, read_from, write_file};
 pub use header::{MAGIC, MAX_HEADER_LEN, MAX_RANK, encode_header, header_len, write_header};
 pub use options::{Bf16Mode, WriteOptions};
 pub use read::{Dims, Header, header_len_from_prefix, parse_header, read_npy};
 #[cfg(feature = "std")]
 pub use sink::IoSink;
 pub use sink::{NpySink, SliceSink};
-pub use write::{NpyLayout, SCRATCH_LEN, write_npy, write_npy_with_scratch};
+pub use write::{MIN_SCRATCH_LEN, NpyLayout, SCRATCH_LEN, write_npy, write_npy_with_scratch};

@@ -15,8 +15,9 @@ use dump_core::{DType, widen};
 
 use crate::{Bf16Mode, Error, NpySink, WriteOptions, header};
 
-/// Bytes of the stack buffer [`write_npy`] widens through.
-pub const SCRATCH_LEN: usize = 32 * 1024;
+/// Bytes of the stack buffer [`write_npy`] widens through. On small stacks (firmware), use
+/// [`write_npy_with_scratch`] with a smaller buffer instead.
+pub const SCRATCH_LEN: usize = 64 * 1024;
 
 /// The smallest scratch buffer [`write_npy_with_scratch`] accepts.
 pub const MIN_SCRATCH_LEN: usize = 8;

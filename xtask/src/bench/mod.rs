@@ -8,6 +8,7 @@
 //! 2-core VM, so medians, never means or bests).
 
 mod cuda;
+mod npy;
 mod stats;
 
 use std::{fmt::Write as _, path::PathBuf, time::Instant};
@@ -112,6 +113,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut rows = Vec::new();
     // Benchmark modules register here, each pushing its rows.
     stats::run(&opts, &mut rows);
+    npy::run(&opts, &mut rows)?;
     if opts.device.as_deref() == Some("cuda") {
         cuda::run(&opts, &mut rows)?;
     }
