@@ -494,6 +494,11 @@ fn support_device_conversion() {
     assert!(warns(&v, &format!("{p}[3]"), "Duplicate support device:1"));
     assert!(warns(&v, &format!("{p}[4]"), "truncated to 2"));
     assert!(warns(&v, &format!("{p}[5]"), "wraps to 4294967295"));
+    assert!(v.config.supports_device(2) && !v.config.supports_device(3));
+    let cpu = accepts(&with(C, "support_device", Some(json!([]))), Device::Cpu);
+    assert!(cpu.config.supports_device(9));
+    let gpu = accepts(&with(C, "support_device", Some(json!([]))), Device::Gpu);
+    assert!(!gpu.config.supports_device(0));
     rejects(
         &with(C, "support_device", Some(json!([0, "1"]))),
         Device::Cpu,
