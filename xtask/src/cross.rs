@@ -1,5 +1,171 @@
-//! `cargo xtask test-cross` (being written).
+//! `cargo xtask test-cross`: proves that `dump-core` is `no_std` by building and running it.
+//!
+//! Steps, each a plain cargo command printed before it runs:
+//! 1. `cargo build -p dump-core --no-default-features --target thumbv7em-none-eabihf`;
+//! 2. `cargo check` of the same with `--features defmt`, `--features serde` and both;
+//! 3. `cargo test` in `firmware/`, whose `.cargo/config.toml` boots the known-answer tests in
+//!    `qemu-system-arm` (mps2-an386, semihosting); the firmware must print `N passed, 0 failed`.
+//!
+//! Before anything runs it checks for the rustup target and for qemu and says how to install
+//! whichever is missing.
 
-pub fn run(_args: &[String]) -> Result<(), String> {
-    Err("test-cross is not written yet".into())
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+/// The Cortex-M4F target the no_std proof builds for.
+const TARGET: &str = "thumbv7em-none-eabihf";
+
+/// The emulator that runs the firmware (`firmware/.cargo/config.toml` names it as the runner).
+const QEMU: &str = "qemu-system-arm";
+
+/// Runs `cargo xtask test-cross`.
+pub fn run(args: &[String]) -> Result<(), String> {
+    if let Some(a) = args.first() {
+        return Err(format!(
+            "test-cross takes no arguments (got `{a}`); usage: cargo xtask test-cross"
+        ));
+    }
+    let root = workspace_root();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    check_target_installed()?;
+    check_qemu()?;
+
+    let core_args = |extra: &[&str], verb: &str| -> Vec<String> {
+        let mut v: Vec<String> = [
+            verb,
+            "-p",
+            "dump-core",
+            "--no-default-features",
+            "--target",
+            TARGET,
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        v.extend(extra.iter().map(|s| (*s).to_owned()));
+        v
+    };
+    run_step(&cargo, &root, &core_args(&[], "build"))?;
+    for features in ["defmt", "serde", "defmt,serde"] {
+        run_step(
+            &cargo,
+            &root,
+            &core_args(&["--features", features], "check"),
+        )?;
+    }
+
+    let firmware = root.join("firmware");
+    let out = run_capture(&cargo, &firmware, &["test".to_owned()])?;
+    let summary = out
+        .lines()
+        .find(|l| l.contains(" passed, ") && l.ends_with(" failed"))
+        .ok_or_else(|| {
+            "the firmware did not print its `N passed, N failed` line (see the output above)"
+                .to_owned()
+        })?;
+    if !summary.ends_with(" 0 failed") {
+        return Err(format!("firmware known-answer tests failed: {summary}"));
+    }
+    println!("test-cross: ok ({summary} on {TARGET} in {QEMU})");
+    Ok(())
+}
+
+/// The workspace root: the parent of this crate's manifest directory.
+fn workspace_root() -> PathBuf {
+    let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask.parent().unwrap_or(xtask).to_path_buf()
+}
+
+/// The rustup target's standard library must be in the sysroot.
+fn check_target_installed() -> Result<(), String> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|e| format!("cannot run rustc to find the sysroot: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("`rustc --print sysroot` failed: {}", out.status));
+    }
+    let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let lib = Path::new(&sysroot)
+        .join("lib")
+        .join("rustlib")
+        .join(TARGET)
+        .join("lib");
+    if lib.is_dir() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the Rust target {TARGET} is not installed (no {}); install it with \
+             `rustup target add {TARGET}`",
+            lib.display()
+        ))
+    }
+}
+
+/// qemu-system-arm must be on PATH.
+fn check_qemu() -> Result<(), String> {
+    match Command::new(QEMU).arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!("`{QEMU} --version` failed: {}", o.status)),
+        Err(e) => Err(format!(
+            "{QEMU} is needed to run the firmware tests but cannot be started ({e}); install it \
+             with `sudo apt-get install --no-install-recommends qemu-system-arm` (Debian/Ubuntu), \
+             `sudo dnf install qemu-system-arm` (Fedora) or `brew install qemu` (macOS)"
+        )),
+    }
+}
+
+fn show(cmd: &std::ffi::OsStr, dir: &Path, args: &[String]) {
+    println!(
+        "test-cross: ({}) {} {}",
+        dir.display(),
+        cmd.to_string_lossy(),
+        args.join(" ")
+    );
+}
+
+/// Runs a command with inherited output; an error names the command and its status.
+fn run_step(cmd: &std::ffi::OsStr, dir: &Path, args: &[String]) -> Result<(), String> {
+    show(cmd, dir, args);
+    let status = Command::new(cmd)
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", cmd.to_string_lossy()))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{} {}` failed ({status})",
+            cmd.to_string_lossy(),
+            args.join(" ")
+        ))
+    }
+}
+
+/// Runs a command, echoes its output, and returns its stdout; fails if the command fails.
+fn run_capture(cmd: &std::ffi::OsStr, dir: &Path, args: &[String]) -> Result<String, String> {
+    show(cmd, dir, args);
+    let out = Command::new(cmd)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", cmd.to_string_lossy()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    print!("{stdout}");
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    if out.status.success() {
+        Ok(stdout)
+    } else {
+        Err(format!(
+            "`{} {}` in {} failed ({}); the firmware's FAIL lines are above",
+            cmd.to_string_lossy(),
+            args.join(" "),
+            dir.display(),
+            out.status
+        ))
+    }
 }
