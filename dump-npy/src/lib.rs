@@ -56,3 +56,8 @@ pub use read::{Dims, Header, header_len_from_prefix, parse_header, read_npy};
 pub use sink::IoSink;
 pub use sink::{NpySink, SliceSink};
 pub use write::{MIN_SCRATCH_LEN, NpyLayout, SCRATCH_LEN, write_npy, write_npy_with_scratch};
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctest;
