@@ -1,6 +1,6 @@
 //! `dump-device-ascend`: Ascend NPU support for opdump.
 //!
-//! - [`convert`] and [`to_host`]: device-format conversion for `trans_flag` (spec §4.2):
+//! - [`convert`] and [`to_host`](mod@to_host): device-format conversion for `trans_flag` (spec §4.2):
 //!   `NC1HWC0`, `FRACTAL_Z`, `NHWC` and `FRACTAL_NZ` to the host layout, allocation-free into
 //!   caller buffers, `no_std`. [`dump_view`] is what the Dumper calls per tensor.
 //! - [`device_stats`]: MindSpore's device-statistic semantics (spec §7) on the host (the

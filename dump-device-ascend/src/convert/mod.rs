@@ -17,7 +17,7 @@
 //! length (at least), and returns the number of bytes written. Shape products that overflow
 //! `usize` give [`Error::Overflow`]; nothing panics.
 //!
-//! [`to_host`](crate::to_host) picks the right conversion for the Dumper from a device format,
+//! [`to_host()`](crate::to_host()) picks the right conversion for the Dumper from a device format,
 //! a device shape and a host shape.
 
 pub mod fractal_nz;
