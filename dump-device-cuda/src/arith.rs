@@ -1,5 +1,5 @@
 //! The kernels' arithmetic, bit for bit on the CPU: shared by the host combination of block
-//! partials ([`crate::combine`]) and the kernel model ([`crate::model`]).
+//! partials ([`crate::combine()`]) and the kernel model ([`crate::model`]).
 
 use crate::KernelId;
 use dump_core::DType;

@@ -20,7 +20,7 @@
 //!    [`Partial`].
 //! 4. The host adds the partials in block order ([`combine`]).
 //!
-//! `add` and `sq` are the kernel's [`Accum`](crate::arith::Accum): f64 for `high`; for `low`
+//! `add` and `sq` are the kernel's [`crate::arith::Accum`]: f64 for `high`; for `low`
 //! f32 arithmetic rounded after every step to the source dtype (f16, bf16, f32; f64 inputs
 //! stay f64). Integers sum exactly in 128 bits.
 //!

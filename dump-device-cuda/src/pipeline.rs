@@ -116,6 +116,11 @@ impl HostPipeline {
         if ranges.is_empty() {
             return Ok(());
         }
+        // The raw copies below need the context current on this (writer) thread.
+        self.bufs[0]
+            .context()
+            .bind_to_thread()
+            .map_err(|e| PipelineError::Device(Error::driver("binding the context", e)))?;
         self.issue(0, t, ranges[0].clone(), stream)
             .map_err(PipelineError::Device)?;
         for (i, r) in ranges.iter().enumerate() {

@@ -6,7 +6,8 @@
 
 use dump_core::DType;
 use dump_device_cuda::{
-    CudaStats, DeviceSummary, DeviceTensor, Precision, driver_present, model, preload_nvrtc,
+    CudaStats, CudaTensor, DeviceSummary, DeviceTensor, Precision, driver_present, model,
+    preload_nvrtc,
 };
 use std::sync::Arc;
 
@@ -181,4 +182,15 @@ fn unsupported_dtypes_and_empty_tensors() {
     assert!(gpu.summarize(&t, Precision::High, &stream).is_err());
     let e = DeviceTensor::from_slice(&dev, DType::Float32, 0).unwrap();
     assert_eq!(gpu.summarize(&e, Precision::High, &stream).unwrap(), None);
+    // The Dumper adapter: the shape must match, and it reports through strings.
+    let f = DeviceTensor::from_slice(&dev, DType::Float32, 4).unwrap();
+    assert!(CudaTensor::new(&gpu, f, &[3], &stream, Precision::High).is_err());
+    let ct = CudaTensor::new(&gpu, f, &[2, 2], &stream, Precision::High).unwrap();
+    let s = ct.device_summary().unwrap().unwrap();
+    assert_eq!((s.count, s.zero), (4, 4));
+    let mut host = [1u8; 16];
+    ct.copy_to_host(&mut host).unwrap();
+    assert_eq!(host, [0u8; 16]);
+    let u = CudaTensor::new(&gpu, t, &[4], &stream, Precision::High).unwrap();
+    assert!(u.device_summary().unwrap_err().contains("uint32"));
 }
