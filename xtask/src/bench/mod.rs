@@ -8,6 +8,8 @@
 //! 2-core VM, so medians, never means or bests).
 
 mod cuda;
+mod dump;
+mod engine;
 mod npy;
 mod stats;
 
@@ -113,7 +115,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut rows = Vec::new();
     // Benchmark modules register here, each pushing its rows.
     stats::run(&opts, &mut rows);
+    engine::run(&opts, &mut rows);
     npy::run(&opts, &mut rows)?;
+    dump::run(&opts, &mut rows)?;
     if opts.device.as_deref() == Some("cuda") {
         cuda::run(&opts, &mut rows)?;
     }

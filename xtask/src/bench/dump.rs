@@ -1,0 +1,321 @@
+//! Dumper benchmarks (issue 6): the demo's step time with statistic-only dump vs. no dump, the
+//! per-tensor cost of a statistic row and of an npy file, the cost of a kernel the filter
+//! rejects, and tensor-dump throughput vs. page-cache write bandwidth.
+//!
+//! Prints its own table and writes `target/bench-stats/dump.csv` (`metric,value,unit,baseline,
+//! ratio`); the throughput cell also goes into `summary.csv`.
+
+use std::{collections::HashMap, fmt::Write as _, path::PathBuf, time::Instant};
+
+use dump_core::DType;
+use dump_host::{
+    DumpOptions, Dumper, TensorRef,
+    demo::{LeNet, NoTrace, Tracer, View},
+};
+
+use super::{Opts, Row, median_gbps, target_dir};
+
+struct Metric {
+    name: &'static str,
+    value: f64,
+    unit: &'static str,
+    baseline: Option<f64>,
+}
+
+fn config(root: &str, saved: &str, dump_mode: u32, kernels: &str, iteration: &str) -> Vec<u8> {
+    format!(
+        r#"{{"common_dump_settings": {{"dump_mode": {dump_mode}, "path": "{root}", "net_name": "Bench",
+        "iteration": "{iteration}", "saved_data": "{saved}", "input_output": 0, "kernels": {kernels},
+        "support_device": [0]}}, "e2e_dump_settings": {{"enable": true}}}}"#
+    )
+    .into_bytes()
+}
+
+fn dumper(
+    root: &str,
+    saved: &str,
+    dump_mode: u32,
+    kernels: &str,
+    iteration: &str,
+) -> Result<Dumper, String> {
+    let env: HashMap<String, String> = HashMap::new();
+    Dumper::from_json_with(
+        config(root, saved, dump_mode, kernels, iteration),
+        &env,
+        &DumpOptions::default(),
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+struct StepTracer<'a, 's> {
+    step: &'a dump_host::Step<'s>,
+}
+
+impl Tracer for StepTracer<'_, '_> {
+    fn wants(&mut self, op: &str, name: &str) -> bool {
+        self.step.kernel(op, name).is_some()
+    }
+    fn kernel(&mut self, op: &str, name: &str, ins: &[View<'_>], outs: &[View<'_>]) {
+        if let Some(k) = self.step.kernel(op, name) {
+            for (i, v) in ins.iter().enumerate() {
+                let _ = k.input(i as u32, TensorRef::host(v.dtype, v.shape, v.data));
+            }
+            for (i, v) in outs.iter().enumerate() {
+                let _ = k.output(i as u32, TensorRef::host(v.dtype, v.shape, v.data));
+            }
+        }
+    }
+    fn parameter(&mut self, name: &str, v: View<'_>) {
+        let _ = self
+            .step
+            .parameter(name, TensorRef::host(v.dtype, v.shape, v.data));
+    }
+}
+
+fn scratch(tag: &str) -> Result<PathBuf, String> {
+    let d = std::env::temp_dir().join(format!("opdump-bench-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+    Ok(d)
+}
+
+fn remove(d: &PathBuf) {
+    // Files are 0400 and dirs 0700: removal needs only the directory permissions.
+    let _ = std::fs::remove_dir_all(d);
+}
+
+/// Runs the Dumper benchmarks.
+pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
+    let mut m = Vec::new();
+    let steps = if opts.quick { 3 } else { 9 };
+
+    // 1. Demo step time, statistic-only dump vs. none, at a batch where a step takes >= 20 ms.
+    let mut batch = 2;
+    let base_step = |batch: usize, n: usize| {
+        let mut net = LeNet::new(batch);
+        net.step(&mut NoTrace);
+        median(
+            (0..n)
+                .map(|_| {
+                    let t = Instant::now();
+                    net.step(&mut NoTrace);
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .collect(),
+        )
+    };
+    if !opts.quick {
+        while base_step(batch, 3) < 20.0 && batch < 512 {
+            batch *= 2;
+        }
+    }
+    let base = base_step(batch, steps);
+    let root = scratch("demo")?;
+    let mut d = dumper(&root.to_string_lossy(), "statistic", 0, "[]", "all")?;
+    let mut net = LeNet::new(batch);
+    let mut times = Vec::new();
+    for _ in 0..steps + 1 {
+        let t = Instant::now();
+        let step = d.begin_step();
+        net.step(&mut StepTracer { step: &step });
+        step.finish().map_err(|e| e.to_string())?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.remove(0);
+    let report = d.close().map_err(|e| e.to_string())?;
+    remove(&root);
+    let stat = median(times);
+    m.push(Metric {
+        name: "demo step, no dump (batch in 'baseline' col)",
+        value: base,
+        unit: "ms",
+        baseline: Some(batch as f64),
+    });
+    m.push(Metric {
+        name: "demo step, statistic dump",
+        value: stat,
+        unit: "ms",
+        baseline: Some(base),
+    });
+    m.push(Metric {
+        name: "statistic rows per step",
+        value: report.rows as f64 / (steps + 1) as f64,
+        unit: "rows",
+        baseline: None,
+    });
+
+    // 2. Per-tensor cost of a statistic row and of an npy file (1024 f32 = 4 KiB tensors).
+    let n = if opts.quick { 500 } else { 5000 };
+    let data: Vec<f32> = (0..1024).map(|i| (i as f32 * 0.37).sin()).collect();
+    let bytes: &[u8] = bytemuck_cast(&data);
+    for (saved, label) in [
+        ("statistic", "per-tensor cost, statistic row"),
+        ("tensor", "per-tensor cost, npy file (incl. flush)"),
+    ] {
+        let root = scratch(saved)?;
+        let mut d = dumper(&root.to_string_lossy(), saved, 0, "[]", "all")?;
+        let t = Instant::now();
+        {
+            let step = d.begin_step();
+            for i in 0..n {
+                let name = format!("Default/net/Add-op{i}");
+                if let Some(k) = step.kernel("Add", &name) {
+                    k.output(0, TensorRef::host(DType::Float32, &[1024], bytes))
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+            step.finish().map_err(|e| e.to_string())?;
+        }
+        d.close().map_err(|e| e.to_string())?;
+        m.push(Metric {
+            name: label,
+            value: t.elapsed().as_secs_f64() * 1e6 / n as f64,
+            unit: "us",
+            baseline: None,
+        });
+        remove(&root);
+    }
+
+    // 3. A kernel the filter rejects (dump_mode 1 with an op type and an exact name).
+    let root = scratch("reject")?;
+    let mut d = dumper(
+        &root.to_string_lossy(),
+        "statistic",
+        1,
+        r#"["conv", "Default/net/fc9-Dense/MatMul-op99"]"#,
+        "all",
+    )?;
+    let calls = if opts.quick { 100_000 } else { 2_000_000 };
+    {
+        let step = d.begin_step();
+        let names: Vec<String> = (0..64)
+            .map(|i| {
+                format!("Default/network-WithLossCell/_backbone-LeNet5/fc{i}-Dense/MatMul-op{i}")
+            })
+            .collect();
+        let t = Instant::now();
+        let mut hits = 0usize;
+        for i in 0..calls {
+            hits += step.kernel("MatMul", &names[i % 64]).is_some() as usize;
+        }
+        let ns = t.elapsed().as_secs_f64() * 1e9 / calls as f64;
+        if hits != 0 {
+            return Err("bench: the filter accepted a kernel it must reject".into());
+        }
+        m.push(Metric {
+            name: "rejected kernel (filter says no)",
+            value: ns,
+            unit: "ns",
+            baseline: None,
+        });
+        step.finish().map_err(|e| e.to_string())?;
+    }
+    let _ = d.close();
+    remove(&root);
+
+    // 4. Tensor-dump throughput vs. page-cache write of the same bytes.
+    let (size, count) = if opts.quick {
+        (4usize << 20, 4)
+    } else {
+        (64usize << 20, 8)
+    };
+    let big: Vec<f32> = (0..size / 4).map(|i| i as f32).collect();
+    let big_bytes = bytemuck_cast(&big);
+    let root = scratch("throughput")?;
+    let plain = median_gbps(size * count, if opts.quick { 3 } else { 5 }, || {
+        for i in 0..count {
+            let p = root.join(format!("plain{i}.bin"));
+            let _ = std::fs::write(&p, big_bytes);
+        }
+        for i in 0..count {
+            let _ = std::fs::remove_file(root.join(format!("plain{i}.bin")));
+        }
+    });
+    let mut k = 0u64;
+    let dump_gbps = median_gbps(size * count, if opts.quick { 3 } else { 5 }, || {
+        let sub = root.join(format!("d{k}"));
+        k += 1;
+        let Ok(mut d) = dumper(&sub.to_string_lossy(), "tensor", 0, "[]", "all") else {
+            return;
+        };
+        let step = d.begin_step();
+        for i in 0..count {
+            let name = format!("Default/net/Big-op{i}");
+            if let Some(kk) = step.kernel("Big", &name) {
+                let _ = kk.output(0, TensorRef::host(DType::Float32, &[size / 4], big_bytes));
+            }
+        }
+        let _ = step.finish();
+        let _ = d.close();
+        remove(&sub);
+    });
+    remove(&root);
+    m.push(Metric {
+        name: "tensor dump throughput (incl. flush)",
+        value: dump_gbps,
+        unit: "GB/s",
+        baseline: Some(plain),
+    });
+    rows.push(Row {
+        kernel: "dump-npy-files".into(),
+        dtype: "float32".into(),
+        bytes: size,
+        threads: 2,
+        gbps: dump_gbps,
+        vs_read: None,
+        vs_numpy: None,
+    });
+    rows.push(Row {
+        kernel: "fs-write".into(),
+        dtype: "bytes".into(),
+        bytes: size,
+        threads: 1,
+        gbps: plain,
+        vs_read: None,
+        vs_numpy: None,
+    });
+
+    // Output.
+    println!("\nDumper benchmarks");
+    println!(
+        "{:<48} {:>12} {:>5} {:>12} {:>8}",
+        "metric", "value", "unit", "baseline", "ratio"
+    );
+    let mut csv = String::from("metric,value,unit,baseline,ratio\n");
+    for x in &m {
+        let ratio = x
+            .baseline
+            .filter(|_| x.unit != "ms" || x.name.contains("statistic dump"))
+            .map(|b| x.value / b);
+        println!(
+            "{:<48} {:>12.3} {:>5} {:>12} {:>8}",
+            x.name,
+            x.value,
+            x.unit,
+            x.baseline.map_or("-".into(), |b| format!("{b:.3}")),
+            ratio.map_or("-".into(), |r| format!("{r:.2}x"))
+        );
+        let _ = writeln!(
+            csv,
+            "{},{:.4},{},{},{}",
+            x.name,
+            x.value,
+            x.unit,
+            x.baseline.map_or(String::new(), |b| format!("{b:.4}")),
+            ratio.map_or(String::new(), |r| format!("{r:.4}"))
+        );
+    }
+    let dir = target_dir().join("bench-stats");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("dump.csv"), csv).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+fn bytemuck_cast(v: &[f32]) -> &[u8] {
+    bytemuck::cast_slice(v)
+}
