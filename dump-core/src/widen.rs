@@ -86,6 +86,64 @@ fn check_half(src: &[u8], dst: &[u8]) -> Result<usize, Error> {
 pub fn bf16_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
     let out_len = check_half(src, dst)?;
     let dst = &mut dst[..out_len];
+    #[cfg(target_arch = "x86_64")]
+    if out_len >= STREAM_MIN_OUT && dst.as_ptr().align_offset(4) == 0 {
+        // SAFETY: SSE2 is part of the x86-64 baseline; `dst` was cut to `2 * src.len()` bytes,
+        // `check_half` checked that `src.len()` is even, and the alignment was checked above.
+        unsafe { bf16_stream_sse2(src, dst) };
+        return Ok(out_len);
+    }
+    bf16_blocks(src, dst);
+    Ok(out_len)
+}
+
+/// Output size (bytes) from which the x86-64 kernels use non-temporal stores: far beyond L2,
+/// where writing through the cache costs a read of every destination line first. Smaller
+/// outputs (the usual case: a streaming writer's chunk buffer, read again right away) stay in
+/// cache.
+#[cfg(target_arch = "x86_64")]
+const STREAM_MIN_OUT: usize = 8 << 20;
+
+/// bf16 with SSE2 and non-temporal stores.
+///
+/// # Safety
+/// The CPU must support SSE2 (every x86-64 CPU does). `dst` must be exactly `2 * src.len()`
+/// bytes, `src.len()` even, and the address of `dst` a multiple of 4.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+unsafe fn bf16_stream_sse2(src: &[u8], dst: &mut [u8]) {
+    use core::arch::x86_64::{
+        __m128i, _mm_loadu_si128, _mm_setzero_si128, _mm_sfence, _mm_stream_si128,
+        _mm_unpackhi_epi16, _mm_unpacklo_epi16,
+    };
+    // Scalar head up to a 16-byte aligned destination.
+    let head = (dst.as_ptr().align_offset(16) / 4).min(src.len() / 2);
+    let (s_head, src) = src.split_at(2 * head);
+    let (d_head, dst) = dst.split_at_mut(4 * head);
+    bf16_scalar(s_head, d_head);
+    let mut s_blocks = src.chunks_exact(16);
+    let mut d_blocks = dst.chunks_exact_mut(32);
+    let zero = _mm_setzero_si128();
+    for (s, d) in (&mut s_blocks).zip(&mut d_blocks) {
+        // SAFETY: `s` is exactly 16 readable bytes; the load is unaligned.
+        let x = unsafe { _mm_loadu_si128(s.as_ptr().cast::<__m128i>()) };
+        // Interleaving zero below each value puts it in the high half of a 32-bit lane.
+        let lo = _mm_unpacklo_epi16(zero, x);
+        let hi = _mm_unpackhi_epi16(zero, x);
+        let p = d.as_mut_ptr().cast::<__m128i>();
+        // SAFETY: `d` is 32 writable bytes starting at a 16-byte aligned address (the head
+        // loop aligned the first block and blocks are 32 bytes), as the stream stores require.
+        unsafe {
+            _mm_stream_si128(p, lo);
+            _mm_stream_si128(p.add(1), hi);
+        }
+    }
+    // Order the non-temporal stores before anything the caller does next.
+    _mm_sfence();
+    bf16_scalar(s_blocks.remainder(), d_blocks.into_remainder());
+}
+
+fn bf16_blocks(src: &[u8], dst: &mut [u8]) {
     let mut s_blocks = src.chunks_exact(2 * BLOCK);
     let mut d_blocks = dst.chunks_exact_mut(4 * BLOCK);
     for (s, d) in (&mut s_blocks).zip(&mut d_blocks) {
@@ -95,7 +153,6 @@ pub fn bf16_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
         }
     }
     bf16_scalar(s_blocks.remainder(), d_blocks.into_remainder());
-    Ok(out_len)
 }
 
 fn bf16_scalar(src: &[u8], dst: &mut [u8]) {
@@ -165,17 +222,27 @@ fn has_f16c() -> bool {
 /// F16C kernel: `vcvtph2ps` on 8 values at a time, then signalling NaNs are restored (the
 /// instruction sets their quiet bit; MindSpore's software conversion does not).
 ///
+/// With `stream`, stores are non-temporal (after a scalar head that aligns `dst` to 32 bytes).
+///
 /// # Safety
-/// The CPU must support AVX2 and F16C. `dst` must hold at least `2 * src.len()` bytes and
-/// `src.len()` must be even.
+/// The CPU must support AVX2 and F16C. `dst` must be exactly `2 * src.len()` bytes and
+/// `src.len()` even; with `stream`, the address of `dst` must be a multiple of 4.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,f16c")]
-unsafe fn f16_to_f32_f16c(src: &[u8], dst: &mut [u8]) {
+unsafe fn f16_to_f32_f16c(src: &[u8], dst: &mut [u8], stream: bool) {
     use core::arch::x86_64::{
-        __m128i, __m256i, _mm_loadu_si128, _mm256_and_si256, _mm256_andnot_si256,
+        __m128i, __m256i, _mm_loadu_si128, _mm_sfence, _mm256_and_si256, _mm256_andnot_si256,
         _mm256_castps_si256, _mm256_cmpeq_epi32, _mm256_cmpgt_epi32, _mm256_cvtepu16_epi32,
-        _mm256_cvtph_ps, _mm256_set1_epi32, _mm256_storeu_si256,
+        _mm256_cvtph_ps, _mm256_set1_epi32, _mm256_storeu_si256, _mm256_stream_si256,
     };
+    let head = if stream {
+        (dst.as_ptr().align_offset(32) / 4).min(src.len() / 2)
+    } else {
+        0
+    };
+    let (s_head, src) = src.split_at(2 * head);
+    let (d_head, dst) = dst.split_at_mut(4 * head);
+    f16_scalar(s_head, d_head);
     let mut s_blocks = src.chunks_exact(16);
     let mut d_blocks = dst.chunks_exact_mut(32);
     let abs_mask = _mm256_set1_epi32(0x7fff);
@@ -191,8 +258,19 @@ unsafe fn f16_to_f32_f16c(src: &[u8], dst: &mut [u8]) {
         let is_quiet = _mm256_cmpeq_epi32(_mm256_and_si256(w, quiet16), quiet16);
         let is_snan = _mm256_andnot_si256(is_quiet, is_nan);
         let out = _mm256_andnot_si256(_mm256_and_si256(is_snan, quiet32), f);
-        // SAFETY: `d` is exactly 32 writable bytes; the store is unaligned.
-        unsafe { _mm256_storeu_si256(d.as_mut_ptr().cast::<__m256i>(), out) };
+        let p = d.as_mut_ptr().cast::<__m256i>();
+        if stream {
+            // SAFETY: `d` is exactly 32 writable bytes at a 32-byte aligned address (the head
+            // aligned the first block; blocks are 32 bytes), as the stream store requires.
+            unsafe { _mm256_stream_si256(p, out) };
+        } else {
+            // SAFETY: `d` is exactly 32 writable bytes; the store is unaligned.
+            unsafe { _mm256_storeu_si256(p, out) };
+        }
+    }
+    if stream {
+        // Order the non-temporal stores before anything the caller does next.
+        _mm_sfence();
     }
     f16_scalar(s_blocks.remainder(), d_blocks.into_remainder());
 }
@@ -207,9 +285,11 @@ pub fn f16_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
     let dst = &mut dst[..out_len];
     #[cfg(target_arch = "x86_64")]
     if has_f16c() {
+        let stream = out_len >= STREAM_MIN_OUT && dst.as_ptr().align_offset(4) == 0;
         // SAFETY: AVX2 and F16C are present (checked above); lengths were checked by
-        // `check_half` and `dst` was cut to exactly `2 * src.len()` bytes.
-        unsafe { f16_to_f32_f16c(src, dst) };
+        // `check_half`, `dst` was cut to exactly `2 * src.len()` bytes, and streaming is only
+        // chosen for a 4-byte aligned `dst`.
+        unsafe { f16_to_f32_f16c(src, dst, stream) };
         return Ok(out_len);
     }
     f16_portable(src, dst);
@@ -338,12 +418,45 @@ mod tests {
         }
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("f16c") && std::is_x86_feature_detected!("avx2") {
-            let mut simd = vec![0x11u8; src.len() * 2];
-            // SAFETY: features detected just above; `simd` is 2 * src.len() bytes.
-            unsafe { f16_to_f32_f16c(&src, &mut simd) };
-            assert_eq!(simd, port);
+            for stream in [false, true] {
+                for off in [0usize, 4, 8, 20] {
+                    let mut simd = vec![0x11u8; src.len() * 2 + off];
+                    let d = &mut simd[off..];
+                    if d.as_ptr().align_offset(4) == 0 || !stream {
+                        // SAFETY: features detected above; `d` is 2 * src.len() bytes and,
+                        // when streaming, 4-byte aligned (checked just above).
+                        unsafe { f16_to_f32_f16c(&src, d, stream) };
+                        assert_eq!(d, &port[..], "stream {stream} offset {off}");
+                    }
+                }
+            }
         } else {
             println!("note: CPU lacks AVX2/F16C, F16C kernel not exercised");
+        }
+    }
+
+    /// Outputs of at least STREAM_MIN_OUT bytes take the non-temporal paths on x86-64; every
+    /// destination alignment must give the reference result.
+    #[test]
+    fn large_buffers_any_alignment() {
+        let elems = (8 << 20) / 4 + 7;
+        let src: Vec<u8> = (0..elems as u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 16) as u16)
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        let mut want_bf = vec![0u8; 2 * src.len()];
+        let mut want_f = vec![0u8; 2 * src.len()];
+        bf16_scalar(&src, &mut want_bf);
+        f16_scalar(&src, &mut want_f);
+        let mut buf = vec![0u8; 2 * src.len() + 64];
+        for off in [0usize, 1, 4, 12, 16, 28, 33] {
+            let d = &mut buf[off..off + 2 * src.len()];
+            d.fill(0x5a);
+            assert_eq!(bf16_to_f32(&src, d), Ok(2 * src.len()));
+            assert!(d == &want_bf[..], "bf16 offset {off}");
+            d.fill(0x5a);
+            assert_eq!(f16_to_f32(&src, d), Ok(2 * src.len()));
+            assert!(d == &want_f[..], "f16 offset {off}");
         }
     }
 
