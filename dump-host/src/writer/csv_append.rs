@@ -4,7 +4,7 @@ use std::{
     collections::HashMap,
     fs::{File, OpenOptions},
     io::{self, Write},
-    os::unix::fs::OpenOptionsExt,
+    os::unix::fs::{OpenOptionsExt, PermissionsExt},
     path::{Path, PathBuf},
     sync::{Arc, Mutex, PoisonError},
 };
@@ -40,9 +40,7 @@ impl CsvAppender {
                 f.write_all(header.as_bytes())?;
                 f
             }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                OpenOptions::new().append(true).open(path)?
-            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => open_existing(path)?,
             Err(e) => return Err(e),
         };
         let f = Arc::new(Mutex::new(file));
@@ -77,6 +75,24 @@ impl CsvAppender {
     }
 }
 
+/// Opens an existing file for appending. Files opdump wrote are read-only (0400), like
+/// MindSpore's; to append in a later run, write permission is granted for the open and the
+/// original mode restored (the open descriptor stays writable).
+fn open_existing(path: &Path) -> io::Result<File> {
+    match OpenOptions::new().append(true).open(path) {
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            let mode = std::fs::metadata(path)?.permissions();
+            let mut writable = mode.clone();
+            writable.set_mode(mode.mode() | 0o200);
+            std::fs::set_permissions(path, writable)?;
+            let f = OpenOptions::new().append(true).open(path);
+            let _ = std::fs::set_permissions(path, mode);
+            f
+        }
+        r => r,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,12 +112,15 @@ mod tests {
                 thread::spawn(move || {
                     for i in 0..500 {
                         let row = format!("{t},{i},{}\n", "x".repeat(100 + (i % 50)));
-                        app.append(&p, "T,I,X\n", &row, 0o600).unwrap();
+                        app.append(&p, "T,I,X\n", &row, 0o400).unwrap();
                     }
                 })
             })
             .collect();
         threads.into_iter().for_each(|t| t.join().unwrap());
+        // A later run appends to the (read-only) file without a second header.
+        app.close_all();
+        app.append(&p, "T,I,X\n", "9,0,late\n", 0o400).unwrap();
         let text = fs::read_to_string(&p).unwrap();
         let mut lines = text.lines();
         assert_eq!(lines.next(), Some("T,I,X"));
@@ -110,10 +129,12 @@ mod tests {
             let f: Vec<_> = l.split(',').collect();
             assert_eq!(f.len(), 3, "whole row: {l}");
             let i: usize = f[1].parse().unwrap();
-            assert_eq!(f[2].len(), 100 + (i % 50));
+            if f[2] != "late" {
+                assert_eq!(f[2].len(), 100 + (i % 50));
+            }
             assert!(seen.insert((f[0].to_owned(), i)));
         }
-        assert_eq!(seen.len(), 8 * 500);
+        assert_eq!(seen.len(), 8 * 500 + 1);
         fs::remove_dir_all(&d).unwrap();
     }
 }
