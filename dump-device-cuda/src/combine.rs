@@ -90,6 +90,15 @@ pub fn combine(
             actual: usize::try_from(counted).unwrap_or(usize::MAX),
         });
     }
+    // A NaN sum (no NaN element is summed: it comes from `inf + -inf`) carries the NaN the
+    // hardware made: canonical positive on NVIDIA GPUs, the CPU's default NaN on the host
+    // (negative on x86-64). Report the host CPU's, so device and host rows print alike.
+    if t.sum.is_nan() {
+        t.sum = host_default_nan();
+    }
+    if t.sum_sq.is_nan() {
+        t.sum_sq = host_default_nan();
+    }
     let dtype = kernel.dtype;
     let nan_val = |raw| {
         if t.nan != 0 {
@@ -121,6 +130,11 @@ pub fn combine(
         int_max: is_int.then_some(t.imax),
         int_min: is_int.then_some(t.imin),
     }))
+}
+
+/// The NaN this CPU's `inf + -inf` gives (`-nan` on x86-64, `nan` on AArch64).
+pub fn host_default_nan() -> f64 {
+    core::hint::black_box(f64::INFINITY) + core::hint::black_box(f64::NEG_INFINITY)
 }
 
 impl DeviceSummary {
@@ -244,6 +258,38 @@ mod tests {
         assert!(s.summary.first_nan.is_sign_negative() && s.summary.first_nan.is_nan());
         assert!(s.summary.last_nan.is_sign_positive() && s.summary.last_nan.is_nan());
         assert_eq!(s.device_stats().max.to_string(), "-nan");
+    }
+
+    #[test]
+    fn nan_sums_carry_the_host_cpus_nan() {
+        // A GPU block summed +inf and -inf into its canonical (positive) NaN.
+        let gpu_nan = f64::from_bits(0x7fff_ffff_ffff_ffff);
+        let p = Partial {
+            sum: gpu_nan,
+            sum_sq: f64::INFINITY,
+            max: f64::INFINITY,
+            min: f64::NEG_INFINITY,
+            pos: 1,
+            neg: 1,
+            pos_inf: 1,
+            neg_inf: 1,
+            ..Partial::default()
+        };
+        let s = combine(k(DType::Float32), Precision::High, 2, &[p])
+            .unwrap()
+            .unwrap();
+        let host = dump_core::stats::summarize_reference(
+            DType::Float32,
+            &[f32::INFINITY.to_le_bytes(), f32::NEG_INFINITY.to_le_bytes()].concat(),
+            2,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(s.summary.sum.to_bits(), host.sum.to_bits());
+        assert_eq!(
+            dump_core::fmt::g(s.summary.avg()).as_str(),
+            dump_core::fmt::g(host.avg()).as_str()
+        );
     }
 
     #[test]
