@@ -15,8 +15,9 @@ pub struct Args {
     /// The config file. Without it, the file named by the MINDSPORE_DUMP_CONFIG environment
     /// variable is checked (with MindSpore's rules: it must exist and end in `.json`).
     pub config: Option<PathBuf>,
-    /// The device the config is checked for; some rules depend on it (dump_mode 2, device
-    /// statistics and sampling need Ascend; support_device is ignored on CPU).
+    /// The device the config is checked for: cpu, gpu or ascend (case-insensitive). Some rules
+    /// depend on it (dump_mode 2, device statistics and sampling need Ascend; support_device is
+    /// ignored on CPU; saved_data statistic/full on CPU is accepted with a warning).
     #[arg(long, default_value = "cpu", value_parser = parse_device)]
     pub device: Device,
 }
