@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod demo;
+pub mod stats;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -43,6 +44,13 @@ pub enum Command {
     /// With no flags it uses an embedded config (all kernels, saved_data "full", every
     /// statistic category, iteration "all") and writes ./opdump-demo/.
     Demo(demo::Args),
+    /// Print statistic.csv rows (header + one row per file) for existing .npy files.
+    ///
+    /// Op Type, Op Name, Task ID, Stream ID, Timestamp, IO and Slot come from MindSpore-style
+    /// file names; statistics are computed on the host, so this also works for tensor dumps
+    /// MindSpore made on CPU, where it refuses to compute statistics. Exit code 2 if any file
+    /// could not be read.
+    Stats(stats::Args),
 }
 
 /// Runs the command line `args` (program name first) with `env` as the environment, writing
@@ -73,5 +81,6 @@ where
     match cli.command {
         Command::Check(a) => check::run(&a, env, out, err),
         Command::Demo(a) => demo::run(&a, env, out, err),
+        Command::Stats(a) => stats::run(&a, out, err),
     }
 }

@@ -1,0 +1,371 @@
+//! `opdump stats FILE.npy... [--category NAME]... [--no-header]`: `statistic.csv` rows for
+//! `.npy` files that already exist, e.g. a tensor dump MindSpore made on CPU, where it refuses
+//! to compute statistics.
+//!
+//! For each file: the npy is read with `dump-npy`'s hardened reader, the statistics come from
+//! `dump-stats`' engine and the row from its csv writer, so the output is byte-for-byte what the
+//! Dumper writes into `statistic.csv` for the same tensor.
+//!
+//! Columns from the file name: a MindSpore-style name
+//! `{op_type}.{op_name}.{task}.{stream}.{timestamp}.{input|output}.{slot}.{format}.{dtype}.npy`
+//! (dtype spelled `Float32` or `float32`) fills Op Type, Op Name, Task ID, Stream ID, Timestamp,
+//! IO and Slot. A short name `opdump-{hex}.npy` is looked up in `mapping.csv` beside it. Any other
+//! name gives neutral fields: Op Type empty, Op Name the file stem (with `/`, `\`, `.`, space
+//! and `,` made `_`), Task/Stream/Timestamp/Slot `0` and IO `output`.
+//!
+//! Data Type: the file name's dtype when it is the stored one or one opdump widens for numpy
+//! (`BFloat16` stored as `<f4`, `Int4` as `|i1`, `UInt1` as `|u1`); otherwise the npy descr's.
+//! A bf16 tensor widened to `<f4` is narrowed back (exact: widening only appends zero bits), so
+//! every column, md5 and sha1 included, is what the bf16 tensor itself gives; when a value is
+//! not an exact bf16 the statistics are of the stored f32 values (a warning says so). Int4 and
+//! UInt1 statistics are of the stored one-byte values (the same numbers); their md5/sha1 hash
+//! the stored bytes, not the packed ones. Fortran-order data is hashed as stored.
+//!
+//! An unreadable or invalid file is reported on stderr with its path and skipped; the exit code
+//! is then 2. An empty tensor gets no row (as in MindSpore) and a note on stderr.
+
+use std::{
+    borrow::Cow,
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use dump_core::DType;
+use dump_npy::NpyFile;
+use dump_stats::{
+    Category, CategorySet, Hashes,
+    csv::{Io, RowMeta, data_size, header_string, row_string},
+    engine::{Engine, TensorRef},
+};
+
+use super::{EXIT_INVALID, EXIT_OK};
+use crate::layout::sanitize;
+
+/// Arguments of `opdump stats`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Columns Op Type .. Slot come from MindSpore-style file names \
+({op_type}.{op_name}.{task}.{stream}.{timestamp}.{input|output}.{slot}.{format}.{dtype}.npy); \
+other names give an empty Op Type, the file stem as Op Name and zeros. Data Type is the \
+file name's dtype (bf16 widened to <f4 is reported and hashed as bfloat16), else the npy \
+descr's. Files that cannot be read are reported on stderr and skipped (exit code 2)."
+)]
+pub struct Args {
+    /// The .npy files.
+    #[arg(required = true, value_name = "FILE.npy")]
+    pub files: Vec<PathBuf>,
+    /// A statistic column, repeatable, in output order (default: all 13 distinct columns):
+    /// max, min, avg, count, "negative zero count", "positive zero count", "nan count",
+    /// "negative inf count", "positive inf count", "zero count", md5, l2norm, hash:sha1
+    /// (also hash, hash:md5).
+    #[arg(long = "category", value_name = "NAME")]
+    pub categories: Vec<String>,
+    /// Print the statistic.csv header line first (default).
+    #[arg(long, overrides_with = "no_header")]
+    pub header: bool,
+    /// Do not print the header line (to append rows to an existing statistic.csv).
+    #[arg(long, overrides_with = "header")]
+    pub no_header: bool,
+}
+
+/// The fields a MindSpore-style `.npy` file name carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpFileName<'a> {
+    /// Primitive name (`Conv2D`, `Parameter`).
+    pub op_type: &'a str,
+    /// Sanitised op name (`Default_network_Conv2D-op0`).
+    pub op_name: &'a str,
+    /// Task id.
+    pub task_id: u64,
+    /// Stream id.
+    pub stream_id: u64,
+    /// Microseconds since the Unix epoch.
+    pub timestamp: u64,
+    /// Input or output.
+    pub io: Io,
+    /// Input/output position.
+    pub slot: u64,
+    /// Data format (`DefaultFormat`).
+    pub format: &'a str,
+    /// The dtype the name gives (either spelling).
+    pub dtype: DType,
+}
+
+/// Parses `{op_type}.{op_name}.{task}.{stream}.{timestamp}.{input|output}.{slot}.{format}.
+/// {dtype}.npy`; `None` when `name` is not of that form.
+pub fn parse_file_name(name: &str) -> Option<DumpFileName<'_>> {
+    let stem = name.strip_suffix(".npy")?;
+    let f: Vec<&str> = stem.split('.').collect();
+    let [op_type, op_name, task, stream, ts, io, slot, format, dtype] = f[..] else {
+        return None;
+    };
+    if op_type.is_empty() || op_name.is_empty() || format.is_empty() {
+        return None;
+    }
+    let num = |s: &str| -> Option<u64> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok()
+    };
+    Some(DumpFileName {
+        op_type,
+        op_name,
+        task_id: num(task)?,
+        stream_id: num(stream)?,
+        timestamp: num(ts)?,
+        io: match io {
+            "input" => Io::Input,
+            "output" => Io::Output,
+            _ => return None,
+        },
+        slot: num(slot)?,
+        format,
+        dtype: DType::from_name(dtype).ok()?,
+    })
+}
+
+/// Every distinct statistic column, in MindSpore's list order.
+pub fn all_categories() -> CategorySet {
+    let mut s = CategorySet::new();
+    for c in Category::ALL {
+        s.push(c);
+    }
+    s
+}
+
+/// The long name recorded for short name `file` in `mapping.csv` of `dir` (lines
+/// `{short},{long}`).
+fn mapped_name(dir: &Path, file: &str) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("mapping.csv")).ok()?;
+    text.lines()
+        .filter_map(|l| l.split_once(','))
+        .find(|(short, _)| *short == file)
+        .map(|(_, long)| long.to_owned())
+}
+
+/// Whether the stored dtype is the one the name gives, or the one opdump widens it to.
+fn name_dtype_fits(named: DType, stored: DType) -> bool {
+    named == stored
+        || matches!(
+            (named, stored),
+            (DType::BFloat16, DType::Float32)
+                | (DType::Int4, DType::Int8)
+                | (DType::UInt1, DType::UInt8)
+        )
+}
+
+/// `f32` values that are all exact bf16 values, narrowed to bf16 bytes; `None` otherwise.
+fn narrow_bf16(f32_bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(f32_bytes.len() / 2);
+    for c in f32_bytes.chunks_exact(4) {
+        if c[0] != 0 || c[1] != 0 {
+            return None;
+        }
+        out.extend_from_slice(&c[2..4]);
+    }
+    Some(out)
+}
+
+/// One file's row (`Ok(None)` for an empty tensor), or an error message.
+fn file_row(
+    path: &Path,
+    cats: &CategorySet,
+    engine: &Engine,
+    err: &mut dyn Write,
+) -> Result<Option<String>, String> {
+    let npy: NpyFile = dump_npy::read_file(path).map_err(|e| e.to_string())?;
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mapped = if file.starts_with("opdump-") {
+        mapped_name(path.parent().unwrap_or(Path::new(".")), &file)
+    } else {
+        None
+    };
+    let parsed = parse_file_name(mapped.as_deref().unwrap_or(&file));
+    let elems = npy.shape.iter().product::<usize>();
+    // The dtype the statistics are computed on, the one reported, and the bytes.
+    let stored = Cow::Borrowed(&npy.data[..]);
+    let (dtype, report_dtype, data): (DType, DType, Cow<'_, [u8]>) = match &parsed {
+        Some(p) if p.dtype == DType::BFloat16 && npy.dtype == DType::Float32 => {
+            match narrow_bf16(&npy.data) {
+                Some(b) => (DType::BFloat16, DType::BFloat16, Cow::Owned(b)),
+                None => {
+                    let _ = writeln!(
+                        err,
+                        "warning: {}: named bfloat16 but holds values that are not bfloat16; statistics are of the stored float32 values",
+                        path.display()
+                    );
+                    (DType::Float32, DType::Float32, stored)
+                }
+            }
+        }
+        Some(p) if name_dtype_fits(p.dtype, npy.dtype) => (npy.dtype, p.dtype, stored),
+        Some(p) => {
+            let _ = writeln!(
+                err,
+                "warning: {}: the name says {} but the file holds {} (descr {:?}); reporting {}",
+                path.display(),
+                p.dtype,
+                npy.dtype,
+                npy.descr,
+                npy.dtype
+            );
+            (npy.dtype, npy.dtype, stored)
+        }
+        None => (npy.dtype, npy.dtype, stored),
+    };
+    let stats = engine
+        .summarize(
+            TensorRef::new(dtype, &data, elems),
+            Hashes::for_categories(cats),
+        )
+        .map_err(|e| format!("cannot compute statistics of {} data: {e}", npy.dtype))?;
+    let size = data_size(report_dtype, elems).unwrap_or(data.len() as u64);
+    let neutral_name;
+    let meta = match &parsed {
+        Some(p) => RowMeta {
+            op_type: p.op_type,
+            op_name: p.op_name,
+            task_id: p.task_id,
+            stream_id: p.stream_id,
+            timestamp: p.timestamp,
+            io: p.io,
+            slot: p.slot,
+            data_size: size,
+            dtype: report_dtype,
+            shape: &npy.shape,
+        },
+        None => {
+            let stem = file.strip_suffix(".npy").unwrap_or(&file);
+            neutral_name = sanitize(stem).replace(',', "_");
+            RowMeta {
+                op_type: "",
+                op_name: &neutral_name,
+                task_id: 0,
+                stream_id: 0,
+                timestamp: 0,
+                io: Io::Output,
+                slot: 0,
+                data_size: size,
+                dtype: report_dtype,
+                shape: &npy.shape,
+            }
+        }
+    };
+    row_string(&meta, cats, &stats).map_err(|e| e.to_string())
+}
+
+/// Runs `stats`; returns the exit code.
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let cats = if args.categories.is_empty() {
+        all_categories()
+    } else {
+        match CategorySet::parse(args.categories.iter().map(String::as_str)) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = writeln!(err, "error: --category: {e}");
+                return EXIT_INVALID;
+            }
+        }
+    };
+    if !args.no_header {
+        let _ = out.write_all(header_string(&cats).as_bytes());
+    }
+    let engine = Engine::with_available_parallelism();
+    let mut failed = 0usize;
+    for path in &args.files {
+        match file_row(path, &cats, &engine, err) {
+            Ok(Some(row)) => {
+                let _ = out.write_all(row.as_bytes());
+            }
+            Ok(None) => {
+                let _ = writeln!(
+                    err,
+                    "note: {}: empty tensor, no row (MindSpore writes none)",
+                    path.display()
+                );
+            }
+            Err(m) => {
+                failed += 1;
+                let _ = writeln!(err, "error: {}: {m}", path.display());
+            }
+        }
+    }
+    if failed > 0 {
+        let _ = writeln!(
+            err,
+            "{failed} of {} file(s) could not be summarised",
+            args.files.len()
+        );
+        EXIT_INVALID
+    } else {
+        EXIT_OK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_mindspore_names_in_both_spellings() {
+        let n = "Conv2D.Default_network-WithLossCell__backbone-TinyNet_conv1-Conv2d_Conv2D-op0.0.0.1795332152777873.input.1.DefaultFormat.Float32.npy";
+        let p = parse_file_name(n).unwrap();
+        assert_eq!(p.op_type, "Conv2D");
+        assert_eq!(
+            p.op_name,
+            "Default_network-WithLossCell__backbone-TinyNet_conv1-Conv2d_Conv2D-op0"
+        );
+        assert_eq!(
+            (p.task_id, p.stream_id, p.timestamp, p.io, p.slot),
+            (0, 0, 1795332152777873, Io::Input, 1)
+        );
+        assert_eq!((p.format, p.dtype), ("DefaultFormat", DType::Float32));
+        let g = parse_file_name("Add.Default_Add-op0.3.7.12.output.0.NC1HWC0.bfloat16.npy").unwrap();
+        assert_eq!(
+            (g.task_id, g.stream_id, g.timestamp),
+            (3, 7, 12),
+            "task/stream parsed"
+        );
+        assert_eq!((g.io, g.format, g.dtype), (Io::Output, "NC1HWC0", DType::BFloat16));
+    }
+
+    #[test]
+    fn rejects_other_names() {
+        for bad in [
+            "x.npy",
+            "a.b.0.0.1.input.0.DefaultFormat.Float32.bin",
+            "a.b.0.0.1.inout.0.DefaultFormat.Float32.npy",
+            "a.b.0.0.x1.input.0.DefaultFormat.Float32.npy",
+            "a.b.0.0.1.input.0.DefaultFormat.Float33.npy",
+            "a.b.0.0.1.input.-1.DefaultFormat.Float32.npy",
+            ".b.0.0.1.input.0.DefaultFormat.Float32.npy",
+            "a.b.c.0.0.1.input.0.DefaultFormat.Float32.npy",
+        ] {
+            assert!(parse_file_name(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn narrows_only_exact_bf16() {
+        let v = [1.5f32, -2.0, f32::INFINITY];
+        let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let n = narrow_bf16(&b).unwrap();
+        let back: Vec<u16> = n
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        assert_eq!(back, [0x3fc0, 0xc000, 0x7f80]);
+        assert!(narrow_bf16(&1.1f32.to_le_bytes()).is_none());
+    }
+
+    #[test]
+    fn all_categories_are_the_13_distinct_columns() {
+        let c = all_categories();
+        assert_eq!(c.len(), 13);
+        assert_eq!(c.as_slice(), &Category::ALL);
+    }
+}

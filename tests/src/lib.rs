@@ -1,0 +1,6 @@
+//! Helpers for opdump's workspace tests (`tests/tests/*.rs`): temporary dump roots, tree
+//! listing, the reference cases of MindSpore 2.10, a small TinyNet-like kernel sequence that
+//! reports real tensors to a [`dump_host::Step`], and `.npy` name parsing.
+#![deny(missing_docs)]
+
+pub mod fsutil;
