@@ -110,7 +110,7 @@ impl HostPipeline {
         &mut self,
         t: &DeviceTensor<'_>,
         stream: &CudaStream,
-        mut consume: impl FnMut(&[u8]) -> Result<(), E>,
+        consume: impl FnMut(&[u8]) -> Result<(), E>,
     ) -> Result<(), PipelineError<E>> {
         let ranges: Vec<_> = chunks(t.bytes(), self.chunk).collect();
         if ranges.is_empty() {
@@ -121,38 +121,90 @@ impl HostPipeline {
             .context()
             .bind_to_thread()
             .map_err(|e| PipelineError::Device(Error::driver("binding the context", e)))?;
-        self.issue(0, t, ranges[0].clone(), stream)
-            .map_err(PipelineError::Device)?;
-        for (i, r) in ranges.iter().enumerate() {
-            let slot = i % 2;
-            if let Some(next) = ranges.get(i + 1)
-                && let Err(e) = self.issue(1 - slot, t, next.clone(), stream)
-            {
-                // Do not leave the current copy writing a buffer we no longer track.
-                let _ = self.done[slot].synchronize();
-                return Err(PipelineError::Device(e));
-            }
-            let wait = self.done[slot]
-                .synchronize()
-                .map_err(|e| PipelineError::Device(Error::driver("waiting for a copy", e)));
-            let result = wait.and_then(|()| {
-                let p = self.bufs[slot].as_ptr().map_err(|e| {
-                    PipelineError::Device(Error::driver("reading a pinned buffer", e))
-                })?;
-                // SAFETY: the copy into this buffer completed (its event was synchronised
-                // above) and no other copy targets it until the next `issue(slot)`, which
-                // happens after `consume` returns; `r.len() <= self.chunk`.
-                let chunk = unsafe { std::slice::from_raw_parts(p, r.len()) };
-                consume(chunk).map_err(PipelineError::Consumer)
-            });
-            if let Err(e) = result {
-                if ranges.get(i + 1).is_some() {
-                    let _ = self.done[1 - slot].synchronize();
-                }
-                return Err(e);
-            }
+        let mut slots = CudaSlots {
+            pipe: self,
+            t,
+            stream,
+        };
+        double_buffered(&mut slots, &ranges, consume)
+    }
+}
+
+/// Two buffer slots that copies go into: the schedule of [`double_buffered`] is tested
+/// with a recording fake, and runs on the GPU through [`CudaSlots`].
+trait Slots {
+    /// Starts copying `range` of the tensor into `slot` (asynchronously).
+    fn issue(&mut self, slot: usize, range: core::ops::Range<usize>) -> Result<(), Error>;
+    /// Waits until the copy into `slot` is complete.
+    fn wait(&mut self, slot: usize) -> Result<(), Error>;
+    /// The first `len` bytes of `slot` (after [`Slots::wait`]).
+    fn read(&self, slot: usize, len: usize) -> Result<&[u8], Error>;
+}
+
+/// The double-buffered schedule: copy 0; then for each chunk `i`: issue copy `i + 1` into
+/// the other slot, wait for copy `i`, consume it. A slot is reissued only after its chunk
+/// was consumed; on any error the in-flight copy is waited for before returning.
+fn double_buffered<S: Slots, E>(
+    s: &mut S,
+    ranges: &[core::ops::Range<usize>],
+    mut consume: impl FnMut(&[u8]) -> Result<(), E>,
+) -> Result<(), PipelineError<E>> {
+    let Some(first) = ranges.first() else {
+        return Ok(());
+    };
+    s.issue(0, first.clone()).map_err(PipelineError::Device)?;
+    for (i, r) in ranges.iter().enumerate() {
+        let slot = i % 2;
+        let next = ranges.get(i + 1);
+        if let Some(next) = next
+            && let Err(e) = s.issue(1 - slot, next.clone())
+        {
+            // Do not leave the current copy writing a buffer we no longer track.
+            let _ = s.wait(slot);
+            return Err(PipelineError::Device(e));
         }
-        Ok(())
+        let result = s
+            .wait(slot)
+            .and_then(|()| s.read(slot, r.len()))
+            .map_err(PipelineError::Device)
+            .and_then(|chunk| consume(chunk).map_err(PipelineError::Consumer));
+        if let Err(e) = result {
+            if next.is_some() {
+                let _ = s.wait(1 - slot);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// [`Slots`] on a [`HostPipeline`]'s pinned buffers, copying from a device tensor.
+struct CudaSlots<'p, 't, 'a> {
+    pipe: &'p mut HostPipeline,
+    t: &'t DeviceTensor<'a>,
+    stream: &'t CudaStream,
+}
+
+impl Slots for CudaSlots<'_, '_, '_> {
+    fn issue(&mut self, slot: usize, range: core::ops::Range<usize>) -> Result<(), Error> {
+        self.pipe.issue(slot, self.t, range, self.stream)
+    }
+
+    fn wait(&mut self, slot: usize) -> Result<(), Error> {
+        self.pipe.done[slot]
+            .synchronize()
+            .map_err(|e| Error::driver("waiting for a copy", e))
+    }
+
+    fn read(&self, slot: usize, len: usize) -> Result<&[u8], Error> {
+        let p = self.pipe.bufs[slot]
+            .as_ptr()
+            .map_err(|e| Error::driver("reading a pinned buffer", e))?;
+        // SAFETY: the copy into this buffer completed (double_buffered waited on its event)
+        // and no copy targets it again until double_buffered reissues the slot, after the
+        // returned slice is consumed (the borrow of `self` prevents an issue meanwhile);
+        // `len` is a chunk length, at most the buffer's size.
+        Ok(unsafe { std::slice::from_raw_parts(p, len.min(self.pipe.chunk)) })
     }
 }
 
@@ -168,6 +220,91 @@ mod tests {
         assert_eq!(chunks(8, 4).collect::<Vec<_>>(), vec![0..4, 4..8]);
         // A zero chunk size is clamped, never an endless loop.
         assert_eq!(chunks(3, 0).count(), 3);
+    }
+
+    /// A fake device: records the schedule and fills a slot with its range's start byte
+    /// when the copy is "waited for".
+    #[derive(Default)]
+    struct Fake {
+        log: Vec<String>,
+        pending: [Option<core::ops::Range<usize>>; 2],
+        bufs: [Vec<u8>; 2],
+        fail_issue_at: Option<usize>,
+    }
+
+    impl Slots for Fake {
+        fn issue(&mut self, slot: usize, r: core::ops::Range<usize>) -> Result<(), Error> {
+            if self.fail_issue_at == Some(r.start) {
+                return Err(Error::NoDriver);
+            }
+            assert!(
+                self.pending[slot].is_none(),
+                "slot {slot} reissued while in flight"
+            );
+            self.log
+                .push(format!("issue {}..{} -> {slot}", r.start, r.end));
+            self.pending[slot] = Some(r);
+            Ok(())
+        }
+        fn wait(&mut self, slot: usize) -> Result<(), Error> {
+            if let Some(r) = self.pending[slot].take() {
+                self.log.push(format!("wait {slot}"));
+                self.bufs[slot] = vec![r.start as u8; r.len()];
+            }
+            Ok(())
+        }
+        fn read(&self, slot: usize, len: usize) -> Result<&[u8], Error> {
+            assert!(
+                self.pending[slot].is_none(),
+                "read of slot {slot} before its copy ended"
+            );
+            Ok(&self.bufs[slot][..len])
+        }
+    }
+
+    #[test]
+    fn next_copy_is_in_flight_while_a_chunk_is_consumed() {
+        let mut f = Fake::default();
+        let ranges: Vec<_> = chunks(10, 4).collect();
+        let mut seen = Vec::new();
+        double_buffered(&mut f, &ranges, |c: &[u8]| {
+            seen.push(c.to_vec());
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(seen, vec![vec![0; 4], vec![4; 4], vec![8; 2]]);
+        assert_eq!(
+            f.log,
+            [
+                "issue 0..4 -> 0",
+                "issue 4..8 -> 1", // chunk 1 copies while chunk 0 is consumed
+                "wait 0",
+                "issue 8..10 -> 0",
+                "wait 1",
+                "wait 0",
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_leave_no_copy_in_flight() {
+        let ranges: Vec<_> = chunks(12, 4).collect();
+        let mut f = Fake::default();
+        let r = double_buffered(&mut f, &ranges, |_: &[u8]| Err("disk full"));
+        assert!(matches!(r, Err(PipelineError::Consumer("disk full"))));
+        assert!(f.pending.iter().all(Option::is_none), "{:?}", f.log);
+        let mut f = Fake {
+            fail_issue_at: Some(8),
+            ..Fake::default()
+        };
+        let mut n = 0;
+        let r = double_buffered(&mut f, &ranges, |_: &[u8]| {
+            n += 1;
+            Ok::<(), ()>(())
+        });
+        assert!(matches!(r, Err(PipelineError::Device(Error::NoDriver))));
+        assert_eq!(n, 1);
+        assert!(f.pending.iter().all(Option::is_none), "{:?}", f.log);
     }
 
     #[test]
