@@ -31,7 +31,12 @@
 //! The bf16 and f16 kernels process fixed blocks that LLVM vectorises for the baseline target.
 //! With the `std` feature on x86-64, f16 uses the F16C instruction `vcvtph2ps` (AVX2 + F16C) when
 //! the running CPU has it; without `std` it does so only if the target enables `f16c` and `avx2`
-//! at compile time.
+//! at compile time. On x86-64, outputs of 8 MiB or more are written with non-temporal stores
+//! (they would not stay in cache anyway, and this saves reading every destination line first);
+//! smaller outputs, such as a streaming writer's chunk buffer, are written through the cache.
+//! Measured in a plain release build on the project's 2-vCPU machine under load (thread CPU
+//! time, median of 7): bf16 12–14 GB/s and f16 9–10 GB/s of input at 1 MiB, 6.2–6.5 GB/s for
+//! both at 64–256 MiB.
 //!
 //! ```
 //! use dump_core::widen::{bf16_to_f32, f16_to_f32, int4_to_int8, uint1_to_uint8};
