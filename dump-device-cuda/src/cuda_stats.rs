@@ -25,19 +25,18 @@ impl CudaStats {
     /// Opens GPU `ordinal`.
     ///
     /// Errors: [`Error::NoDriver`] without an NVIDIA driver, [`Error::NoNvrtc`] without
-    /// NVRTC (see [`crate::preload_nvrtc`]), [`Error::Driver`] when there is no such device
+    /// NVRTC (see [`crate::preload_nvrtc`]; not needed when the PTX for the device's
+    /// architecture was given to [`crate::compile::seed_cache`]), [`Error::Driver`] when there is no such device
     /// or the driver cannot load the PTX (a driver older than NVRTC 12.8's PTX ISA 8.7),
     /// [`Error::Compile`] if NVRTC rejects the kernels.
     pub fn new(ordinal: usize) -> Result<CudaStats, Error> {
         probe::require_driver()?;
-        probe::require_nvrtc()?;
         let ctx = CudaContext::new(ordinal).map_err(|e| Error::driver("opening the device", e))?;
         Self::with_context(ctx)
     }
 
     /// Uses an existing context (for example the one of a runtime's device).
     pub fn with_context(ctx: Arc<CudaContext>) -> Result<CudaStats, Error> {
-        probe::require_nvrtc()?;
         let (major, minor) = ctx
             .compute_capability()
             .map_err(|e| Error::driver("reading the compute capability", e))?;

@@ -16,8 +16,9 @@
 //! - [`DeviceSummary`]: host-semantics [`dump_core::Summary`] plus MindSpore's device row
 //!   values under the `high`/`low` [`Precision`] policy of `dump-stats`.
 //! - [`compile_for`]: the kernels (header-free CUDA C++, [`kernel_source`]) compiled by NVRTC
-//!   for a `compute_XY` architecture, cached per process. Needs no GPU: CI compiles every
-//!   kernel for compute_80 and compute_90 with the PyPI NVRTC wheel (`ci/fetch-nvrtc.sh`).
+//!   for a `compute_XY` architecture, cached per process ([`cache_key`] and [`seed_cache`]
+//!   let a caller keep the PTX on disk). Needs no GPU: CI compiles every kernel for
+//!   compute_80 and compute_90 with the PyPI NVRTC wheel (`ci/fetch-nvrtc.sh`).
 //! - [`probe`]: cudarc panics when `libcuda`/`libnvrtc` are missing; every entry point here
 //!   checks first and returns [`Error::NoDriver`] / [`Error::NoNvrtc`] instead.
 //!
@@ -67,7 +68,7 @@ pub mod probe;
 pub mod tensor;
 
 pub use combine::{DeviceSummary, combine};
-pub use compile::{CompiledModule, arch_of, compile_for};
+pub use compile::{CompiledModule, arch_of, cache_key, compile_for, seed_cache};
 pub use cuda_stats::CudaStats;
 pub use cuda_tensor::CudaTensor;
 pub use dump_stats::Precision;
