@@ -16,7 +16,7 @@ pub enum Error {
     /// Packed dtypes (`int4`, `uint1`) have no whole-byte element, so they cannot be
     /// re-laid-out element by element.
     PackedDType(DType),
-    /// An element size outside 1..=16 bytes.
+    /// An element size other than 1, 2, 4, 8 or 16 bytes.
     ElementSize(usize),
     /// A shape has a rank its format does not allow.
     Rank {
@@ -117,7 +117,10 @@ impl core::fmt::Display for Error {
                 "dtype {d} is packed (sub-byte); device-format conversion needs whole-byte elements"
             ),
             Error::ElementSize(n) => {
-                write!(f, "element size {n} bytes is not supported (1 to 16 bytes)")
+                write!(
+                    f,
+                    "element size {n} bytes is not supported (1, 2, 4, 8 or 16 bytes)"
+                )
             }
             Error::Rank {
                 format,

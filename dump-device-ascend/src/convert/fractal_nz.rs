@@ -155,7 +155,7 @@ mod tests {
             m in 1usize..40, n in 1usize..40,
             c0 in prop::sample::select(vec![8usize, 16, 32]),
             m0 in prop::sample::select(vec![1usize, 16]),
-            elem in prop::sample::select(vec![1usize, 2, 4, 8]),
+            elem in prop::sample::select(vec![1usize, 2, 4, 8, 16]),
         ) {
             let b = Blocks { c0, cube: m0 };
             let mut nd = batch.clone();
@@ -179,7 +179,7 @@ mod tests {
             for j in 0..dev_count {
                 let [nb, mb, mk, nk] = unravel::<4>(j % (n1 * m1 * m0 * c0), &tail);
                 let real = mb * m0 + mk < m && nb * c0 + nk < n;
-                let want: &[u8] = if real { &src[j * elem..][..elem] } else { &[0; 8][..elem] };
+                let want: &[u8] = if real { &src[j * elem..][..elem] } else { &[0; 16][..elem] };
                 prop_assert_eq!(&fwd[j * elem..][..elem], want);
             }
         }

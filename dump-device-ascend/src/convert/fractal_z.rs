@@ -11,7 +11,8 @@
 //! `[64, 1, 16, 16]`) and the Ascend C guide's "Data Layout Formats" (`atlas_ascendc_10_0099`).
 //! Grouped convolutions (`FRACTAL_Z` with groups > 1, `FRACTAL_Z_C04`) are not covered.
 
-use super::{blocks, bytes_of, check_bufs, check_elem, copy_elem};
+use super::transpose::{Mat, by_elem_size, transpose};
+use super::{blocks, bytes_of, check_bufs, check_elem};
 use crate::{Blocks, Error};
 
 /// The FRACTAL_Z shape `(C1·H·W, N1, N0, C0)` of an NCHW weight shape.
@@ -66,24 +67,42 @@ fn run(
         dst[..dev_len].fill(0);
     }
     let [n, c, h, w] = nchw;
-    let (c0, n0, n1) = (b.c0, b.cube, dev[1]);
     let hw = h.checked_mul(w).ok_or(Error::Overflow)?;
-    for ni in 0..n {
-        let (nb, nk) = (ni / n0, ni % n0);
-        for ci in 0..c {
-            let (cb, ck) = (ci / c0, ci % c0);
-            let host_base = (ni * c + ci) * hw;
-            for p in 0..hw {
-                let d = (((cb * hw + p) * n1 + nb) * n0 + nk) * c0 + ck;
-                if to_nchw {
-                    copy_elem(dst, host_base + p, src, d, elem);
-                } else {
-                    copy_elem(dst, d, src, host_base + p, elem);
-                }
+    let n1n0 = dev[1] * b.cube;
+    by_elem_size!(elem, weights_n(src, dst, [n, c, b.c0, n1n0], hw, to_nchw));
+    Ok(if to_nchw { host_len } else { dev_len })
+}
+
+/// Per `(c1, n)`: the device side is an `hw × C0` matrix with row stride `N1·N0·C0`
+/// (element `(p, k)` at `((c1·hw + p)·N1·N0 + n)·C0 + k`), the host side `valid` planes of
+/// `hw` elements; one is the transpose of the other.
+fn weights_n<const N: usize>(
+    src: &[u8],
+    dst: &mut [u8],
+    [n, c, c0, n1n0]: [usize; 4],
+    hw: usize,
+    to_nchw: bool,
+) {
+    let (s, _) = src.as_chunks::<N>();
+    let (d, _) = dst.as_chunks_mut::<N>();
+    for cb in 0..c.div_ceil(c0) {
+        let valid = c0.min(c - cb * c0);
+        for ni in 0..n {
+            let dev = Mat {
+                off: (cb * hw * n1n0 + ni) * c0,
+                stride: n1n0 * c0,
+            };
+            let host = Mat {
+                off: (ni * c + cb * c0) * hw,
+                stride: hw,
+            };
+            if to_nchw {
+                transpose(s, dev, hw, valid, d, host);
+            } else {
+                transpose(s, host, valid, hw, d, dev);
             }
         }
     }
-    Ok(if to_nchw { host_len } else { dev_len })
 }
 
 #[cfg(test)]
@@ -126,7 +145,7 @@ mod tests {
             n in 0usize..40, c in 0usize..40, h in 0usize..4, w in 0usize..4,
             c0 in prop::sample::select(vec![4usize, 8, 16, 32]),
             n0 in prop::sample::select(vec![1usize, 16]),
-            elem in prop::sample::select(vec![1usize, 2, 4]),
+            elem in prop::sample::select(vec![1usize, 2, 4, 16]),
         ) {
             let b = Blocks { c0, cube: n0 };
             let host = [n, c, h, w];
@@ -149,7 +168,7 @@ mod tests {
                 let [row, nb, nk, ck] = unravel::<4>(j, &dev);
                 let cb = row.checked_div(h * w).unwrap_or(0);
                 let real = nb * n0 + nk < n && cb * c0 + ck < c;
-                let want: &[u8] = if real { &src[j * elem..][..elem] } else { &[0; 8][..elem] };
+                let want: &[u8] = if real { &src[j * elem..][..elem] } else { &[0; 16][..elem] };
                 prop_assert_eq!(&fwd[j * elem..][..elem], want);
             }
         }

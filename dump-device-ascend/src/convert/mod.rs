@@ -1,7 +1,8 @@
 //! Device-format conversions, allocation-free into caller buffers.
 //!
 //! Every conversion works on raw little-endian element bytes and is generic over the element
-//! size (`elem`, 1–16 bytes: every whole-byte [`DType`](dump_core::DType)), so one routine
+//! size (`elem`: 1, 2, 4, 8 or 16 bytes, the sizes of every whole-byte
+//! [`DType`](dump_core::DType)), so one routine
 //! serves all dtypes. Host shapes are row-major (C order). Converting *to* the host layout
 //! drops the padding of the last C0 / N0 / M0 block; converting *from* it (the forward
 //! direction, which tests and simulators use to make device data) writes zeros there.
@@ -27,6 +28,7 @@ pub mod nhwc;
 mod shape;
 #[cfg(test)]
 pub(crate) mod testutil;
+mod transpose;
 
 pub use shape::{MAX_RANK, Shape};
 
@@ -39,9 +41,9 @@ pub(crate) fn bytes_of(dims: &[usize], elem: usize) -> Result<usize, Error> {
         .ok_or(Error::Overflow)
 }
 
-/// Checks the element size: 1 to 16 bytes.
+/// Checks the element size: 1, 2, 4, 8 or 16 bytes.
 pub(crate) fn check_elem(elem: usize) -> Result<(), Error> {
-    if elem == 0 || elem > 16 {
+    if !matches!(elem, 1 | 2 | 4 | 8 | 16) {
         return Err(Error::ElementSize(elem));
     }
     Ok(())
@@ -67,12 +69,6 @@ pub(crate) fn check_bufs(
         });
     }
     Ok(())
-}
-
-/// Copies element `s` of `src` to element `d` of `dst` (`elem` bytes each).
-#[inline(always)]
-pub(crate) fn copy_elem(dst: &mut [u8], d: usize, src: &[u8], s: usize, elem: usize) {
-    dst[d * elem..(d + 1) * elem].copy_from_slice(&src[s * elem..(s + 1) * elem]);
 }
 
 /// `ceil(a / b)` for `b > 0`.

@@ -6,7 +6,8 @@
 //! block is padded (CANN `aclFormat`: "the last data segment is padded to C0"); the padding is
 //! dropped on the way to NCHW and written as zeros on the way back.
 
-use super::{blocks, bytes_of, check_bufs, check_elem, copy_elem};
+use super::transpose::{Mat, by_elem_size, transpose};
+use super::{blocks, bytes_of, check_bufs, check_elem};
 use crate::Error;
 
 /// The NC1HWC0 shape `(N, C1, H, W, C0)` of an NCHW shape.
@@ -62,24 +63,39 @@ fn run(
         check_bufs(src, host_len, dst, dev_len)?;
         dst[..dev_len].fill(0);
     }
+    by_elem_size!(elem, blocks_n(src, dst, [n, c, c1, c0], hw, to_nchw));
+    Ok(if to_nchw { host_len } else { dev_len })
+}
+
+/// Per `(n, c1)` block: the device block is `hw` rows of C0 lanes, the host side `valid`
+/// planes of `hw` elements; one is the transpose of the other.
+fn blocks_n<const N: usize>(
+    src: &[u8],
+    dst: &mut [u8],
+    [n, c, c1, c0]: [usize; 4],
+    hw: usize,
+    to_nchw: bool,
+) {
+    let (s, _) = src.as_chunks::<N>();
+    let (d, _) = dst.as_chunks_mut::<N>();
     for ni in 0..n {
         for b in 0..c1 {
             let valid = c0.min(c - b * c0);
-            let dev_base = (ni * c1 + b) * hw * c0;
-            for k in 0..valid {
-                let host_base = (ni * c + b * c0 + k) * hw;
-                for p in 0..hw {
-                    let d = dev_base + p * c0 + k;
-                    if to_nchw {
-                        copy_elem(dst, host_base + p, src, d, elem);
-                    } else {
-                        copy_elem(dst, d, src, host_base + p, elem);
-                    }
-                }
+            let dev = Mat {
+                off: (ni * c1 + b) * hw * c0,
+                stride: c0,
+            };
+            let host = Mat {
+                off: (ni * c + b * c0) * hw,
+                stride: hw,
+            };
+            if to_nchw {
+                transpose(s, dev, hw, valid, d, host);
+            } else {
+                transpose(s, host, valid, hw, d, dev);
             }
         }
     }
-    Ok(if to_nchw { host_len } else { dev_len })
 }
 
 #[cfg(test)]
@@ -136,7 +152,7 @@ mod tests {
         fn matches_index_math_and_round_trips(
             n in 0usize..3, c in 0usize..40, h in 0usize..4, w in 0usize..4,
             c0 in prop::sample::select(vec![1usize, 4, 8, 16, 32]),
-            elem in prop::sample::select(vec![1usize, 2, 4, 8]),
+            elem in prop::sample::select(vec![1usize, 2, 4, 8, 16]),
         ) {
             let host = [n, c, h, w];
             let dev = nc1hwc0_shape(host, c0)?;
@@ -155,7 +171,7 @@ mod tests {
             prop_assert_eq!(nchw_to_nc1hwc0(&out, elem, host, c0, &mut fwd)?, dev_count * elem);
             for j in 0..dev_count {
                 let [_, b, _, _, k] = unravel::<5>(j, &dev);
-                let want: &[u8] = if b * c0 + k < c { &src[j * elem..][..elem] } else { &[0; 8][..elem] };
+                let want: &[u8] = if b * c0 + k < c { &src[j * elem..][..elem] } else { &[0; 16][..elem] };
                 prop_assert_eq!(&fwd[j * elem..][..elem], want);
             }
         }
