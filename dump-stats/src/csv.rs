@@ -263,7 +263,7 @@ pub fn device_row_string(
     Ok(s)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "alloc"))]
 mod tests {
     use super::*;
     use crate::{DeviceValue, Precision, device_statistics};

@@ -6,7 +6,7 @@
 //!   host ([`device_statistics`]) so that device backends can be tested against it.
 //! - [`csv`]: `statistic.csv` header and rows, byte-identical to MindSpore (host and device
 //!   value rules), into any `core::fmt::Write` or a byte slice.
-//! - `engine` (feature `std`): the parallel host engine: statistics plus MD5/SHA-1 of a tensor
+//! - [`engine`] (feature `std`): the parallel host engine: statistics plus MD5/SHA-1 of a tensor
 //!   in one pass over memory, big tensors split across threads, batches of tensors over all
 //!   cores, results independent of the thread count.
 //!
@@ -56,6 +56,8 @@ extern crate alloc;
 
 pub mod category;
 pub mod csv;
+#[cfg(feature = "std")]
+pub mod engine;
 pub mod error;
 pub mod precision;
 pub mod tensor_stats;
