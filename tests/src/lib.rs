@@ -4,3 +4,5 @@
 #![deny(missing_docs)]
 
 pub mod fsutil;
+pub mod reference;
+pub mod tinynet;
