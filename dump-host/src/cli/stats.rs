@@ -324,13 +324,17 @@ mod tests {
             (0, 0, 1795332152777873, Io::Input, 1)
         );
         assert_eq!((p.format, p.dtype), ("DefaultFormat", DType::Float32));
-        let g = parse_file_name("Add.Default_Add-op0.3.7.12.output.0.NC1HWC0.bfloat16.npy").unwrap();
+        let g =
+            parse_file_name("Add.Default_Add-op0.3.7.12.output.0.NC1HWC0.bfloat16.npy").unwrap();
         assert_eq!(
             (g.task_id, g.stream_id, g.timestamp),
             (3, 7, 12),
             "task/stream parsed"
         );
-        assert_eq!((g.io, g.format, g.dtype), (Io::Output, "NC1HWC0", DType::BFloat16));
+        assert_eq!(
+            (g.io, g.format, g.dtype),
+            (Io::Output, "NC1HWC0", DType::BFloat16)
+        );
     }
 
     #[test]
