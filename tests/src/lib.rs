@@ -3,6 +3,8 @@
 //! reports real tensors to a [`dump_host::Step`], and `.npy` name parsing.
 #![deny(missing_docs)]
 
+pub mod config;
+pub mod csv;
 pub mod fsutil;
 pub mod reference;
 pub mod tinynet;

@@ -223,6 +223,11 @@ impl Dumper {
         s.emit(&s.tree.constants_dir(graph_id), who, &t)
     }
 
+    /// The background writer (its byte budget and error log); `None` when disabled.
+    pub fn writer(&self) -> Option<&crate::writer::Writer> {
+        self.shared.as_deref().map(|s| &s.writer)
+    }
+
     /// Files, bytes and rows written so far.
     pub fn progress(&self) -> DumpReport {
         match &self.shared {

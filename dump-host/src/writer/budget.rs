@@ -1,6 +1,9 @@
 //! A byte budget: producers wait while too many bytes are in flight (back-pressure).
 
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::sync::{
+    Condvar, Mutex, PoisonError,
+    atomic::{AtomicUsize, Ordering},
+};
 
 /// Bounds the bytes held by queued and running write jobs.
 ///
@@ -12,6 +15,7 @@ pub struct Budget {
     limit: usize,
     used: Mutex<usize>,
     freed: Condvar,
+    peak: AtomicUsize,
 }
 
 impl Budget {
@@ -21,6 +25,7 @@ impl Budget {
             limit,
             used: Mutex::new(0),
             freed: Condvar::new(),
+            peak: AtomicUsize::new(0),
         }
     }
 
@@ -44,6 +49,12 @@ impl Budget {
                 .unwrap_or_else(PoisonError::into_inner);
         }
         *used += n;
+        self.peak.fetch_max(*used, Ordering::Relaxed);
+    }
+
+    /// The most bytes ever admitted at once (at most the limit, or one oversized job alone).
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
     }
 
     /// Returns `n` admitted bytes.
