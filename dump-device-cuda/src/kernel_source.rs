@@ -105,8 +105,8 @@ impl KernelId {
         }
     }
 
-    /// The traits struct of the kernel in [`SOURCE`].
-    fn traits(self) -> &'static str {
+    /// The name of the kernel's traits struct in [`BODY`] (`F16Low`, `I32`, ...).
+    pub fn traits(self) -> &'static str {
         match (self.dtype, self.low) {
             (DType::Float16, false) => "F16High",
             (DType::Float16, true) => "F16Low",
@@ -125,8 +125,8 @@ impl KernelId {
     }
 }
 
-/// The template part of the module: helpers, traits, the per-thread state and the body.
-pub const SOURCE: &str = r#"
+/// The start of the module: types shared with the host ([`crate::Partial`]).
+pub const HEAD: &str = r#"
 // opdump statistics kernels (header-free CUDA C++ for NVRTC).
 typedef unsigned long long u64;
 typedef long long i64;
@@ -141,6 +141,11 @@ struct Partial {
     u64 first_nan_idx, first_nan_raw, last_nan_idx, last_nan_raw;
 };
 
+"#;
+
+/// The f16 conversions, in inline PTX (the only device-specific helpers: a host build of
+/// [`BODY`] for testing supplies its own).
+pub const F16_PTX: &str = r#"
 __device__ __forceinline__ float f16_to_f32(unsigned short h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -151,6 +156,10 @@ __device__ __forceinline__ float round_f16(float x) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
     return f16_to_f32(h);
 }
+"#;
+
+/// The rest of the module: helpers, dtype traits, the per-thread state and the kernel body.
+pub const BODY: &str = r#"
 __device__ __forceinline__ float bf16_to_f32(unsigned short b) {
     return __uint_as_float(((unsigned)b) << 16);
 }
@@ -398,9 +407,9 @@ __device__ __forceinline__ void stats_body(const typename K::raw_t* __restrict__
 }
 "#;
 
-/// The whole module: [`SOURCE`] plus one `extern "C"` entry point per [`KernelId`].
+/// The whole module: [`HEAD`], [`F16_PTX`], [`BODY`] plus one `extern "C"` entry point per [`KernelId`].
 pub fn module_source() -> String {
-    let mut s = String::from(SOURCE);
+    let mut s = [HEAD, F16_PTX, BODY].concat();
     for k in KernelId::ALL {
         s.push_str(&format!(
             "extern \"C\" __global__ void __launch_bounds__({BLOCK}) {name}(\

@@ -1,7 +1,7 @@
 //! [`Partial`]: what one thread block of a statistics kernel writes.
 
 /// The statistics of one thread block's elements, as the kernel stores them: eighteen 8-byte
-/// words, the layout of `struct Partial` in [`crate::kernel_source::SOURCE`].
+/// words, the layout of `struct Partial` in [`crate::kernel_source::HEAD`].
 ///
 /// Float kernels fill `max`, `min`, `sum`, `sum_sq` (accumulator values widened exactly to
 /// f64) and leave the integer fields zero; integer kernels fill `imax`, `imin`, the exact
@@ -117,7 +117,7 @@ mod tests {
         // The CUDA struct has 18 eight-byte fields in this order (the kernel indexes partials
         // with its size), and from_words reads them in the same order.
         assert_eq!(core::mem::size_of::<Partial>(), Partial::WORDS * 8);
-        assert!(crate::kernel_source::SOURCE.contains(
+        assert!(crate::kernel_source::HEAD.contains(
             "double max, min, sum, sum_sq;\n    i64 imax, imin;\n    u64 isum_lo;\n    i64 isum_hi;"
         ));
     }
