@@ -1,0 +1,129 @@
+//! `opdump stats`: rows for existing npy files, byte-identical to the Dumper's statistic.csv.
+
+use std::{fs, path::PathBuf};
+
+use dump_core::DType;
+use dump_host::{DumpOptions, Dumper, TensorRef, cli};
+use opdump_tests::{
+    config::{ALL_CATEGORIES, config, f32_bytes, no_env},
+    fsutil::{TempDir, file_name, npy_files},
+    tinynet,
+};
+use serde_json::json;
+
+/// Runs `opdump ARGS...` in-process: (exit code, stdout, stderr).
+fn opdump(args: &[&str]) -> (i32, String, String) {
+    let mut argv = vec!["opdump"];
+    argv.extend_from_slice(args);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = cli::run(argv, &no_env(), &mut out, &mut err);
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+#[test]
+fn stats_reproduces_the_dumpers_statistic_csv_byte_for_byte() {
+    let tmp = TempDir::new("stats");
+    let cfg = config(
+        tmp.path(),
+        json!({"net_name": "TinyNet", "saved_data": "full", "statistic_category": ALL_CATEGORIES}),
+        json!({}),
+    );
+    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    d.begin_graph(0, &tinynet::execution_order()).unwrap();
+    let step = d.begin_step();
+    tinynet::run_step(&step).unwrap();
+    // A name longer than 255 bytes: stored under a short name, found through mapping.csv.
+    let long = format!("Default/{}/Add-op9", "deep-scope/".repeat(25));
+    let k = step.kernel("Add", &long).unwrap();
+    k.output(0, TensorRef::host(DType::Float32, &[3], &f32_bytes(&[1.0, -0.0, 2.5])))
+        .unwrap();
+    drop(k);
+    step.finish().unwrap();
+    d.close().unwrap();
+    let dir = tmp.path().join("rank_0/TinyNet/0/0");
+    let csv = fs::read_to_string(dir.join("statistic.csv")).unwrap();
+    let mapping = fs::read_to_string(dir.join("mapping.csv")).unwrap();
+    let files = npy_files(&dir);
+    // The files in row order: each row's timestamp names its file.
+    let ordered: Vec<PathBuf> = csv
+        .lines()
+        .skip(1)
+        .map(|row| {
+            let ts = row.split(',').nth(4).unwrap();
+            let needle = format!(".{ts}.");
+            if let Some(p) = files.iter().find(|p| file_name(p).contains(&needle)) {
+                return p.clone();
+            }
+            let short = mapping
+                .lines()
+                .find(|l| l.contains(&needle))
+                .and_then(|l| l.split_once(','))
+                .map(|(s, _)| s)
+                .unwrap_or_else(|| panic!("no file for {ts}"));
+            dir.join(short)
+        })
+        .collect();
+    assert_eq!(ordered.len(), files.len());
+    assert!(files.iter().any(|p| file_name(p).ends_with(".BFloat16.npy")));
+    let mut args = vec!["stats".to_owned()];
+    args.extend(ordered.iter().map(|p| p.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = opdump(&args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, csv, "same bytes as the Dumper's statistic.csv");
+}
+
+#[test]
+fn categories_header_flag_neutral_names_and_errors() {
+    let tmp = TempDir::new("stats2");
+    let plain = tmp.path().join("weights,v2.npy");
+    dump_npy::write_file(
+        &plain,
+        DType::Float32,
+        &[2, 2],
+        &f32_bytes(&[1.0, 2.0, 3.0, -4.0]),
+        Default::default(),
+    )
+    .unwrap();
+    let garbage = tmp.path().join("Add.Default_Add-op0.0.0.1.output.0.DefaultFormat.Float32.npy");
+    fs::write(&garbage, b"\x93NUMPY\x01\x00garbage").unwrap();
+    let missing = tmp.path().join("missing.npy");
+    let (p, g, m) = (
+        plain.display().to_string(),
+        garbage.display().to_string(),
+        missing.display().to_string(),
+    );
+
+    let (code, out, err) = opdump(&["stats", "--category", "max", "--category", "md5", &p]);
+    assert_eq!(code, 0, "{err}");
+    let md5 = dump_core::hash::hex(&dump_core::hash::md5(&f32_bytes(&[1.0, 2.0, 3.0, -4.0])));
+    assert_eq!(
+        out,
+        format!(
+            "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,MD5\n\
+             ,weights_v2,0,0,0,output,0,16,float32,\"(2,2)\",3,{},\n",
+            md5.as_str()
+        ),
+        "neutral fields for a name not in MindSpore's form"
+    );
+
+    let (code, out, err) = opdump(&["stats", "--no-header", &m, &g, &p]);
+    assert_eq!(code, 2, "failures give exit code 2");
+    assert_eq!(out.lines().count(), 1, "the good file still gets its row: {out}");
+    assert!(out.starts_with(",weights_v2,"), "{out}");
+    assert!(err.contains(&m) && err.contains(&g), "errors name the files: {err}");
+    assert!(err.contains("2 of 3"), "{err}");
+
+    let (code, _, err) = opdump(&["stats", "--category", "mean", &p]);
+    assert_eq!(code, 2);
+    assert!(err.contains("mean"), "{err}");
+
+    let (code, out, _) = opdump(&["stats", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("--category") && out.contains("--no-header"), "{out}");
+    assert!(out.contains("statistic.csv"), "{out}");
+}
