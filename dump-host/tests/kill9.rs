@@ -1,0 +1,138 @@
+//! Crash consistency: `opdump demo` is killed with SIGKILL in the middle of a dump; every
+//! `.npy` under a final name must then load whole and every statistic.csv line must be whole.
+//! Temporary files (`.opdump-tmp.*`) may remain; they never carry a final name.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    if let Ok(rd) = fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    walk(dir, &mut v);
+    v
+}
+
+/// Fields of a csv line, commas inside double quotes kept in their field.
+fn fields(line: &str) -> usize {
+    let mut n = 1;
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
+#[test]
+fn sigkill_mid_dump_leaves_only_whole_files_and_rows() {
+    let out = std::env::temp_dir().join(format!("opdump-kill9-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&out);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .args([
+            "demo",
+            "--steps",
+            "100000",
+            "--batch",
+            "16",
+            "--no-baseline",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start opdump demo");
+    // Wait until the dump is well under way (files in more than one state), then SIGKILL.
+    let start = Instant::now();
+    loop {
+        let n = files(&out)
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "npy"))
+            .count();
+        if n >= 60 {
+            break;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("opdump demo ended before it could be killed: {status}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no dump files after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "killed, not finished");
+
+    let all = files(&out);
+    let mut npy = 0;
+    let mut temps = 0;
+    let mut rows = 0;
+    for p in &all {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with(".opdump-tmp.") {
+            temps += 1;
+            continue;
+        }
+        if name.ends_with(".npy") {
+            npy += 1;
+            let f = dump_npy::read_file(p)
+                .unwrap_or_else(|e| panic!("{} is truncated or corrupt: {e}", p.display()));
+            let elems: usize = f.shape.iter().product();
+            assert_eq!(f.data.len(), elems * f.dtype.size().unwrap());
+        }
+        if name == "statistic.csv" {
+            let text = fs::read_to_string(p).unwrap();
+            assert!(text.ends_with('\n'), "{}: last row is whole", p.display());
+            let mut lines = text.lines();
+            let header = fields(lines.next().unwrap());
+            for l in lines {
+                assert!(l.ends_with(','), "{}: row {l:?}", p.display());
+                assert_eq!(fields(l), header + 1, "{}: row {l:?}", p.display());
+                rows += 1;
+            }
+        }
+    }
+    assert!(npy >= 60, "{npy} npy files checked");
+    assert!(rows > 0, "statistic rows checked");
+    eprintln!("kill -9: {npy} whole npy files, {rows} whole rows, {temps} temp files left");
+
+    // numpy agrees, when available (one process over the whole tree).
+    let script = "import os,sys\nimport numpy as np\nn=0\nfor d,_,fs in os.walk(sys.argv[1]):\n    for f in fs:\n        if f.endswith('.npy'):\n            np.load(os.path.join(d,f)); n+=1\nprint(n)\n";
+    match Command::new("python3")
+        .args(["-c", script])
+        .arg(&out)
+        .output()
+    {
+        Ok(o) if o.status.success() => {
+            let n: usize = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+            assert_eq!(n, npy, "numpy loaded every npy");
+        }
+        Ok(o) if String::from_utf8_lossy(&o.stderr).contains("No module named 'numpy'") => {
+            eprintln!("SKIP numpy part: numpy not installed")
+        }
+        Ok(o) => panic!("numpy failed: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => eprintln!("SKIP numpy part: python3 not runnable: {e}"),
+    }
+    let _ = fs::remove_dir_all(&out);
+}
