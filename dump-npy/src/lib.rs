@@ -30,7 +30,8 @@
 //! ```
 //!
 //! Features: `std` (default; `std::io` sinks and file helpers), `alloc` (`Vec<u8>` sink),
-//! `defmt` and `serde` (derives on [`Error`] and [`WriteOptions`]).
+//! `defmt` (`defmt::Format` on [`Error`], [`WriteOptions`], [`Bf16Mode`]) and `serde`
+//! (serde derives on [`WriteOptions`] and [`Bf16Mode`]).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(missing_docs)]
 
