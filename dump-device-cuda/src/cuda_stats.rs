@@ -27,7 +27,7 @@ impl CudaStats {
     /// Errors: [`Error::NoDriver`] without an NVIDIA driver, [`Error::NoNvrtc`] without
     /// NVRTC (see [`crate::preload_nvrtc`]; not needed when the PTX for the device's
     /// architecture was given to [`crate::compile::seed_cache`]), [`Error::Driver`] when there is no such device
-    /// or the driver cannot load the PTX (a driver older than NVRTC 12.8's PTX ISA 8.7),
+    /// or the driver can load neither the CUBIN nor the PTX compiled for the device,
     /// [`Error::Compile`] if NVRTC rejects the kernels.
     pub fn new(ordinal: usize) -> Result<CudaStats, Error> {
         probe::require_driver()?;
@@ -40,11 +40,29 @@ impl CudaStats {
         let (major, minor) = ctx
             .compute_capability()
             .map_err(|e| Error::driver("reading the compute capability", e))?;
-        let arch = compile::arch_of(major, minor);
-        let module = compile::compile_for(&arch)?;
-        let loaded = ctx
-            .load_module(module.ptx.clone())
-            .map_err(|e| Error::driver("loading the statistics PTX", e))?;
+        // Machine code for this GPU first (loads on older drivers of the same CUDA major
+        // version); PTX for the same architecture if NVRTC cannot target it or the driver
+        // rejects the CUBIN.
+        let mut tried = Vec::new();
+        let mut loaded = None;
+        for arch in [compile::sm_of(major, minor), compile::arch_of(major, minor)] {
+            let attempt = compile::compile_for(&arch).and_then(|m| {
+                ctx.load_module(m.to_ptx())
+                    .map_err(|e| Error::driver("loading the statistics module", e))
+            });
+            match attempt {
+                Ok(module) => {
+                    loaded = Some((arch, module));
+                    break;
+                }
+                Err(e) => tried.push(e),
+            }
+        }
+        let Some((arch, loaded)) = loaded else {
+            // Both failed: report the PTX attempt (the more portable one); the CUBIN error
+            // is usually the same root cause.
+            return Err(tried.pop().unwrap_or(Error::NoDriver));
+        };
         let mut functions = HashMap::new();
         for k in KernelId::ALL {
             let f = loaded
@@ -64,7 +82,8 @@ impl CudaStats {
         &self.ctx
     }
 
-    /// The architecture the kernels were compiled for (`compute_90`).
+    /// The architecture the loaded kernels were compiled for (`sm_90`, or `compute_90` when
+    /// the PTX fallback was used).
     pub fn arch(&self) -> &str {
         &self.arch
     }

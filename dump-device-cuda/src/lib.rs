@@ -16,9 +16,11 @@
 //! - [`DeviceSummary`]: host-semantics [`dump_core::Summary`] plus MindSpore's device row
 //!   values under the `high`/`low` [`Precision`] policy of `dump-stats`.
 //! - [`compile_for`]: the kernels (header-free CUDA C++, [`kernel_source`]) compiled by NVRTC
-//!   for a `compute_XY` architecture, cached per process ([`cache_key`] and [`seed_cache`]
-//!   let a caller keep the PTX on disk). Needs no GPU: CI compiles every kernel for
-//!   compute_80 and compute_90 with the PyPI NVRTC wheel (`ci/fetch-nvrtc.sh`).
+//!   to a CUBIN for the GPU's `sm_XY` (no driver JIT, so older drivers of the same CUDA major
+//!   version load it) or to PTX for `compute_XY` (the fallback), cached per process
+//!   ([`cache_key`] and [`seed_cache`] let a caller keep the images on disk). Needs no GPU: CI
+//!   compiles every kernel for compute_80/compute_90 (PTX) and sm_80/sm_90 (CUBIN) with the
+//!   PyPI NVRTC wheel (`ci/fetch-nvrtc.sh`).
 //! - [`probe`]: cudarc panics when `libcuda`/`libnvrtc` are missing; every entry point here
 //!   checks first and returns [`Error::NoDriver`] / [`Error::NoNvrtc`] instead.
 //!
@@ -68,7 +70,7 @@ pub mod probe;
 pub mod tensor;
 
 pub use combine::{DeviceSummary, combine};
-pub use compile::{CompiledModule, arch_of, cache_key, compile_for, seed_cache};
+pub use compile::{CompiledModule, arch_of, cache_key, compile_for, seed_cache, sm_of};
 pub use cuda_stats::CudaStats;
 pub use cuda_tensor::CudaTensor;
 pub use dump_stats::Precision;

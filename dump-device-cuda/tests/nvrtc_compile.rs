@@ -31,7 +31,7 @@ fn every_kernel_compiles_for_compute_80_and_90() {
     }
     for arch in ["compute_80", "compute_90"] {
         let m = compile_for(arch).unwrap_or_else(|e| panic!("{e}"));
-        let ptx = m.ptx_text();
+        let ptx = m.ptx_text().expect("compute_XY gives PTX");
         let target = format!(".target sm_{}", &arch[8..]);
         assert!(ptx.contains(&target), "{arch}: no `{target}` in the PTX");
         for k in KernelId::ALL {
@@ -51,5 +51,25 @@ fn every_kernel_compiles_for_compute_80_and_90() {
         assert!(!ptx.contains("atom."), "{arch}: the PTX uses atomics");
         // The cache returns the same module.
         assert!(std::sync::Arc::ptr_eq(&m, &compile_for(arch).unwrap()));
+    }
+}
+
+#[test]
+fn every_kernel_compiles_to_machine_code_for_sm_80_and_90() {
+    if !nvrtc_available() {
+        return;
+    }
+    for arch in ["sm_80", "sm_90"] {
+        let m = compile_for(arch).unwrap_or_else(|e| panic!("{e}"));
+        let cubin = m.cubin().expect("sm_XY gives a CUBIN");
+        assert_eq!(&cubin[..4], b"\x7fELF", "{arch}: not an ELF image");
+        for k in KernelId::ALL {
+            let name = k.name().as_bytes();
+            assert!(
+                cubin.windows(name.len()).any(|w| w == name),
+                "{arch}: kernel {} missing from the CUBIN",
+                k.name()
+            );
+        }
     }
 }
