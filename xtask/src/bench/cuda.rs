@@ -5,7 +5,8 @@
 //! and `cuda-stats-low` (`CudaStats::summarize`: one kernel launch, the block partials back to
 //! the host and their combination, i.e. everything a caller waits for; bytes / time). Their
 //! `vs_read` column is the ratio to `cuda-d2d-copy` of the same size (target >= 0.8 on large
-//! tensors). Timing is wall clock around synchronous calls, median of `runs`.
+//! tensors). Timing is wall clock around synchronous calls, median of `runs`; the `threads`
+//! column is 0 (no CPU threads are measured).
 //!
 //! Without an NVIDIA driver or device this prints why and adds no rows: no device number is
 //! ever reported that was not measured. NVRTC is taken from `OPDUMP_NVRTC_LIB_DIR` if set
