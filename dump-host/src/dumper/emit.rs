@@ -17,7 +17,9 @@ use dump_stats::{
     engine::TensorRef as StatsTensor,
 };
 
-use super::{Shared, TensorRef};
+use dump_device_ascend::{DeviceTensor as AscendTensor, Format as AscendFormat, dump_view};
+
+use super::{Shared, TensorRef, tensor::Source};
 use crate::{
     Error,
     layout::{Io, NAME_MAX, TensorFileName, sanitize, short_name},
@@ -83,6 +85,47 @@ impl Shared {
 
     /// Dumps one tensor into `dir` according to the plan.
     pub(crate) fn emit(&self, dir: &Path, who: Owner<'_>, t: &TensorRef<'_>) -> Result<(), Error> {
+        if let (Some(host_shape), Source::Host(bytes)) = (t.host_shape, t.source) {
+            return self.emit_device_format(dir, who, t, host_shape, bytes);
+        }
+        self.emit_plain(dir, who, t)
+    }
+
+    /// A tensor in an Ascend device format: converted to the host layout when `trans_flag` is
+    /// set, otherwise written with its device shape and format name.
+    fn emit_device_format(
+        &self,
+        dir: &Path,
+        who: Owner<'_>,
+        t: &TensorRef<'_>,
+        host_shape: &[usize],
+        bytes: &[u8],
+    ) -> Result<(), Error> {
+        let bad = |message: String| Error::Tensor {
+            kernel: who.full_name.to_owned(),
+            io: who.io.as_str(),
+            slot: who.slot,
+            message,
+        };
+        let format = AscendFormat::parse(t.format).map_err(|e| bad(e.to_string()))?;
+        let dev = AscendTensor {
+            format,
+            dtype: t.dtype,
+            device_shape: t.shape,
+            host_shape,
+            data: bytes,
+        };
+        let mut scratch = Vec::new();
+        if self.plan.trans_flag {
+            scratch.resize(dev.host_bytes().map_err(|e| bad(e.to_string()))?, 0);
+        }
+        let view =
+            dump_view(self.plan.trans_flag, &dev, &mut scratch).map_err(|e| bad(e.to_string()))?;
+        let plain = TensorRef::host(t.dtype, view.shape, view.data).with_format(view.format_name);
+        self.emit_plain(dir, who, &plain)
+    }
+
+    fn emit_plain(&self, dir: &Path, who: Owner<'_>, t: &TensorRef<'_>) -> Result<(), Error> {
         let bad = |message: String| Error::Tensor {
             kernel: who.full_name.to_owned(),
             io: who.io.as_str(),

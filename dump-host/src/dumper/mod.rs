@@ -31,6 +31,8 @@ mod open;
 mod plan;
 mod step;
 mod tensor;
+#[cfg(test)]
+mod tests;
 
 use std::{
     collections::HashSet,

@@ -39,6 +39,8 @@ pub struct DumpPlan {
     pub sample: Option<usize>,
     /// Write `{type}.{scope}.json` kernel-argument files.
     pub save_kernel_args: bool,
+    /// Convert tensors in Ascend device formats to their host shape (`DefaultFormat`).
+    pub trans_flag: bool,
     /// Which kernels are dumped.
     pub kernels: KernelFilter,
     /// The backend the config targets (decides the dtype spelling in file names).

@@ -39,6 +39,8 @@ pub struct TensorRef<'a> {
     pub(crate) shape: &'a [usize],
     pub(crate) source: Source<'a>,
     pub(crate) format: &'a str,
+    /// For tensors in an Ascend device format: the logical (host) shape.
+    pub(crate) host_shape: Option<&'a [usize]>,
 }
 
 impl std::fmt::Debug for TensorRef<'_> {
@@ -65,6 +67,28 @@ impl<'a> TensorRef<'a> {
             shape,
             source: Source::Host(bytes),
             format: "DefaultFormat",
+            host_shape: None,
+        }
+    }
+
+    /// Host bytes of a tensor stored in an Ascend device format (`NC1HWC0`, `FRACTAL_Z`,
+    /// `NHWC`, `FRACTAL_NZ`, ...) with `device_shape`, whose logical shape is `host_shape`.
+    /// With `trans_flag` true (the default) the Dumper converts it to `host_shape` in C order and
+    /// names it `DefaultFormat`; with `trans_flag` false it is written as is, the format name in
+    /// the file name.
+    pub fn device_format(
+        dtype: DType,
+        format: &'a str,
+        device_shape: &'a [usize],
+        host_shape: &'a [usize],
+        bytes: &'a [u8],
+    ) -> Self {
+        TensorRef {
+            dtype,
+            shape: device_shape,
+            source: Source::Host(bytes),
+            format,
+            host_shape: Some(host_shape),
         }
     }
 
@@ -87,6 +111,7 @@ impl<'a> TensorRef<'a> {
                 offset,
             },
             format: "DefaultFormat",
+            host_shape: None,
         }
     }
 
@@ -97,6 +122,7 @@ impl<'a> TensorRef<'a> {
             shape: t.shape(),
             source: Source::Device(t),
             format: "DefaultFormat",
+            host_shape: None,
         }
     }
 

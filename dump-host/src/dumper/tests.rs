@@ -1,0 +1,189 @@
+//! Dumper unit tests that need crate internals; end-to-end tests live in the `tests/` crate.
+
+use std::{collections::HashMap, path::Path};
+
+use dump_core::DType;
+
+use crate::{DumpOptions, Dumper, TensorRef};
+
+fn dumper(root: &Path, saved: &str, extra_e2e: &str) -> Dumper {
+    dumper_on(root, saved, extra_e2e, crate::config::Device::Cpu)
+}
+
+fn dumper_on(root: &Path, saved: &str, extra_e2e: &str, device: crate::config::Device) -> Dumper {
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+        "iteration": "all", "saved_data": "{saved}", "input_output": 0, "kernels": [],
+        "support_device": [0]}}, "e2e_dump_settings": {{"enable": true{extra_e2e}}}}}"#,
+        root.display()
+    );
+    let env: HashMap<String, String> = HashMap::new();
+    let opts = DumpOptions {
+        device,
+        ..DumpOptions::default()
+    };
+    Dumper::from_json_with(text.into_bytes(), &env, &opts).unwrap()
+}
+
+fn root(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("opdump-dumper-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn npy_files(dir: &Path) -> Vec<(String, dump_npy::NpyFile)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "npy"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                dump_npy::read_file(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+#[test]
+fn nhwc_tensor_is_converted_only_with_trans_flag() {
+    // NHWC [1, 2, 2, 3] holding value = 100*h + 10*w + c; NCHW element (c, h, w) must hold it.
+    let nhwc: Vec<f32> = (0..2)
+        .flat_map(|h| (0..2).flat_map(move |w| (0..3).map(move |c| (100 * h + 10 * w + c) as f32)))
+        .collect();
+    let bytes = f32_bytes(&nhwc);
+    for trans in [true, false] {
+        let r = root(&format!("trans{trans}"));
+        let mut d = dumper(&r, "tensor", &format!(r#", "trans_flag": {trans}"#));
+        let step = d.begin_step();
+        let k = step.kernel("Conv2D", "Default/Conv2D-op0").unwrap();
+        k.output(
+            0,
+            TensorRef::device_format(DType::Float32, "NHWC", &[1, 2, 2, 3], &[1, 3, 2, 2], &bytes),
+        )
+        .unwrap();
+        drop(k);
+        step.finish().unwrap();
+        d.close().unwrap();
+        let files = npy_files(&r.join("rank_0/Net/0/0"));
+        assert_eq!(files.len(), 1);
+        let (name, npy) = &files[0];
+        let vals: Vec<f32> = npy
+            .data
+            .chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        if trans {
+            assert!(
+                name.ends_with(".output.0.DefaultFormat.Float32.npy"),
+                "{name}"
+            );
+            assert_eq!(npy.shape, vec![1, 3, 2, 2]);
+            let want: Vec<f32> = (0..3)
+                .flat_map(|c| {
+                    (0..2).flat_map(move |h| (0..2).map(move |w| (100 * h + 10 * w + c) as f32))
+                })
+                .collect();
+            assert_eq!(vals, want);
+        } else {
+            assert!(name.ends_with(".output.0.NHWC.Float32.npy"), "{name}");
+            assert_eq!(npy.shape, vec![1, 2, 2, 3]);
+            assert_eq!(vals, nhwc);
+        }
+        let _ = std::fs::remove_dir_all(&r);
+    }
+}
+
+#[test]
+fn mindspore_add_example_rows() {
+    let r = root("add");
+    let mut d = dumper(&r, "statistic", "");
+    let (a, b) = ([1f32, 2., 3., 4., 5., 6.], [7f32, 8., 9., 10., 11., 12.]);
+    let sum: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    let step = d.begin_step();
+    if let Some(k) = step.kernel("Add", "Default/Add-op0") {
+        k.input(0, TensorRef::host(DType::Float32, &[2, 3], &f32_bytes(&a)))
+            .unwrap();
+        k.input(1, TensorRef::host(DType::Float32, &[2, 3], &f32_bytes(&b)))
+            .unwrap();
+        k.output(
+            0,
+            TensorRef::host(DType::Float32, &[2, 3], &f32_bytes(&sum)),
+        )
+        .unwrap();
+    }
+    step.finish().unwrap();
+    d.close().unwrap();
+    let csv = std::fs::read_to_string(r.join("rank_0/Net/0/0/statistic.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,Min Value,L2Norm Value"
+    );
+    let tails: Vec<String> = lines[1..]
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f[..4], ["Add", "Default_Add-op0", "0", "0"]);
+            format!("{}|{}|{}", f[5], f[6], f[7..].join(","))
+        })
+        .collect();
+    assert_eq!(
+        tails,
+        [
+            "input|0|24,float32,\"(2,3)\",6,1,9.53939,",
+            "input|1|24,float32,\"(2,3)\",12,7,23.6432,",
+            "output|0|24,float32,\"(2,3)\",18,8,32.9242,",
+        ]
+    );
+    assert!(csv.ends_with(",\n"));
+    let _ = std::fs::remove_dir_all(&r);
+}
+
+#[test]
+fn sampling_keeps_the_first_elements() {
+    let r = root("sample");
+    // Sampling is an Ascend feature (MindSpore sets sample_mode to 0 on CPU and GPU).
+    let ascend = crate::config::Device::Ascend;
+    let mut d = dumper_on(
+        &r,
+        "full",
+        r#", "sample_mode": 1, "sample_num": 20"#,
+        ascend,
+    );
+    let v: Vec<f32> = (0..100).map(|i| i as f32).collect();
+    let step = d.begin_step();
+    step.kernel("Mul", "Default/Mul-op0")
+        .unwrap()
+        .output(
+            0,
+            TensorRef::host(DType::Float32, &[10, 10], &f32_bytes(&v)),
+        )
+        .unwrap();
+    step.finish().unwrap();
+    d.close().unwrap();
+    let dir = r.join("rank_0/Net/0/0");
+    let files = npy_files(&dir);
+    assert!(
+        files[0].0.ends_with(".output.0.DefaultFormat.float32.npy"),
+        "{}",
+        files[0].0
+    );
+    assert_eq!(files[0].1.shape, vec![20]);
+    assert_eq!(files[0].1.data, f32_bytes(&v[..20]));
+    let csv = std::fs::read_to_string(dir.join("statistic.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(",80,float32,\"(20)\",19,0,49.6991,"),
+        "{csv}"
+    );
+    let _ = std::fs::remove_dir_all(&r);
+}
