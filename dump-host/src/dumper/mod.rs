@@ -25,6 +25,8 @@
 //! Statistics are computed on the calling thread (large tensors split over the stats engine's
 //! threads); `.npy` files are written by background threads through a byte-bounded queue.
 
+#[cfg(feature = "cuda")]
+mod cuda;
 mod emit;
 mod metadata;
 mod open;
