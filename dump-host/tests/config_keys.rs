@@ -335,9 +335,16 @@ fn stat_calc_mode_rules() {
     doc[E]["stat_calc_mode"] = json!("device");
     let v = accepts(&doc, Device::Ascend);
     assert_eq!(v.config.e2e.stat_calc_mode, StatCalcMode::Device);
+    // opdump extension: GPU keeps device statistics (dump-device-cuda); CPU falls back.
     let v = accepts(&doc, Device::Gpu);
+    assert_eq!(v.config.e2e.stat_calc_mode, StatCalcMode::Device);
+    let v = accepts(&doc, Device::Cpu);
     assert_eq!(v.config.e2e.stat_calc_mode, StatCalcMode::Host);
-    assert!(warns(&v, &format!("{E}.stat_calc_mode"), "need Ascend"));
+    assert!(warns(
+        &v,
+        &format!("{E}.stat_calc_mode"),
+        "need a GPU or Ascend"
+    ));
     doc[C]["saved_data"] = json!("full");
     let v = accepts(&doc, Device::Ascend);
     assert_eq!(v.config.e2e.stat_calc_mode, StatCalcMode::Host);

@@ -16,7 +16,7 @@ pub struct Args {
     /// variable is checked (with MindSpore's rules: it must exist and end in `.json`).
     pub config: Option<PathBuf>,
     /// The device the config is checked for: cpu, gpu or ascend (case-insensitive). Some rules
-    /// depend on it (dump_mode 2, device statistics and sampling need Ascend; support_device is
+    /// depend on it (dump_mode 2, sampling needs Ascend, device statistics a GPU or Ascend; support_device is
     /// ignored on CPU; saved_data statistic/full on CPU is accepted with a warning).
     #[arg(long, default_value = "cpu", value_parser = parse_device)]
     pub device: Device,

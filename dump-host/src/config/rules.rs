@@ -99,10 +99,12 @@ pub(crate) fn assemble(
         );
     }
     if e2e.stat_calc_mode == StatCalcMode::Device {
-        if device != Device::Ascend {
+        // opdump extension: device statistics also work on GPU (dump-device-cuda); MindSpore
+        // forces host statistics on every device but Ascend.
+        if device == Device::Cpu {
             d.warn(
                 "e2e_dump_settings.stat_calc_mode",
-                format!("device statistics need Ascend: stat_calc_mode is set to host on {device}"),
+                format!("device statistics need a GPU or Ascend: stat_calc_mode is set to host on {device}"),
             );
             e2e.stat_calc_mode = StatCalcMode::Host;
         } else if saved_data != SavedData::Statistic {

@@ -4,7 +4,7 @@ use core::fmt;
 use core::str::FromStr;
 
 /// The device (MindSpore `device_target`) a config is checked for. Some rules depend on it:
-/// `dump_mode` 2, device statistics and sampling need Ascend; `support_device` is ignored on CPU.
+/// `dump_mode` 2, sampling needs Ascend, device statistics a GPU or Ascend; `support_device` is ignored on CPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Device {
     /// Host CPU (the default).

@@ -249,8 +249,8 @@ impl Shared {
         Ok(())
     }
 
-    /// Statistics-only dump of a device tensor: ask the device for the summary so only the
-    /// partial results cross the bus (no copy of the tensor). `None` when this does not apply
+    /// Statistics-only dump of a device tensor with `stat_calc_mode: device`: ask the device for
+    /// the summary so only the partial results cross the bus (no copy of the tensor). `None` when this does not apply
     /// (tensors wanted, digests or sampling requested, or the device cannot) — the caller then
     /// copies the tensor and computes on the host.
     fn device_stats_only(
@@ -262,7 +262,8 @@ impl Shared {
     ) -> Option<Result<(), Error>> {
         let d = t.device_tensor()?;
         let p = &self.plan;
-        if p.saved_data.tensors()
+        if !p.device_stats
+            || p.saved_data.tensors()
             || Hashes::for_categories(&p.categories).any()
             || p.sample.is_some_and(|n| elems > n)
         {
@@ -325,9 +326,12 @@ impl Shared {
         data_size: usize,
         stats: &TensorStats,
     ) -> Result<(), String> {
-        let op_name = sanitize(who.full_name);
+        // A comma would split the row (sanitize already removed newlines): both fields get
+        // `_` for it, and the op type is sanitised as in the file name.
+        let op_type = sanitize(who.op_type).replace(',', "_");
+        let op_name = sanitize(who.full_name).replace(',', "_");
         let meta = RowMeta {
-            op_type: who.op_type,
+            op_type: &op_type,
             op_name: &op_name,
             task_id: 0,
             stream_id: 0,

@@ -120,6 +120,7 @@ impl DumpPlan {
             sample: (cfg.e2e.sample_mode == 1).then_some(cfg.e2e.sample_num as usize),
             save_kernel_args: cfg.e2e.save_kernel_args,
             trans_flag: cfg.e2e.trans_flag,
+            device_stats: cfg.e2e.stat_calc_mode == crate::config::StatCalcMode::Device,
             kernels: cfg.kernel_filter()?,
             device: cfg.device,
             device_id: opts.device_id,

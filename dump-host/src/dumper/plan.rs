@@ -39,6 +39,9 @@ pub struct DumpPlan {
     pub sample: Option<usize>,
     /// Write `{type}.{scope}.json` kernel-argument files.
     pub save_kernel_args: bool,
+    /// `stat_calc_mode: device`: statistics of device tensors are computed on the device
+    /// (statistic-only dumps; GPU through dump-device-cuda, Ascend through its backend).
+    pub device_stats: bool,
     /// Convert tensors in Ascend device formats to their host shape (`DefaultFormat`).
     pub trans_flag: bool,
     /// Which kernels are dumped.
