@@ -103,6 +103,7 @@ fn hostile_kernel_names_stay_inside_the_dump_dir() {
         ("Add", "/etc/passwd".into()),
         ("Add", "with space\\and\\backslash".into()),
         ("Add", "new\nline".into()),
+        ("Add", "comma,in,name".into()),
         ("../T", "Default/Sub-op0".into()),
         ("MatMul", long.clone()),
     ];
@@ -154,6 +155,12 @@ fn hostile_kernel_names_stay_inside_the_dump_dir() {
     for r in &csv.rows {
         assert!(!r[on].contains('/') && !r[on].contains('\0') && !r[on].contains(".."));
     }
+    // A comma in a name must not split the row (parse_statistic_csv checked the field count).
+    assert!(csv.rows.iter().any(|r| r[on] == "comma_in_name"));
+    assert!(
+        csv.rows.iter().any(|r| r[csv.col("Op Type")] == "___T"),
+        "op type sanitised as in the file name"
+    );
 }
 
 #[test]

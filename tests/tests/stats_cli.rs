@@ -39,7 +39,15 @@ fn stats_reproduces_the_dumpers_statistic_csv_byte_for_byte() {
     // A name longer than 255 bytes: stored under a short name, found through mapping.csv.
     let long = format!("Default/{}/Add-op9", "deep-scope/".repeat(25));
     let k = step.kernel("Add", &long).unwrap();
-    k.output(0, TensorRef::host(DType::Float32, &[3], &f32_bytes(&[1.0, -0.0, 2.5])))
+    k.output(
+        0,
+        TensorRef::host(DType::Float32, &[3], &f32_bytes(&[1.0, -0.0, 2.5])),
+    )
+    .unwrap();
+    drop(k);
+    // A comma in a name: the file keeps it, rows (Dumper's and stats') get `_`.
+    let k = step.kernel("Add", "Default/x,y/Add-op7").unwrap();
+    k.output(0, TensorRef::host(DType::Float32, &[1], &f32_bytes(&[4.0])))
         .unwrap();
     drop(k);
     step.finish().unwrap();
@@ -68,7 +76,11 @@ fn stats_reproduces_the_dumpers_statistic_csv_byte_for_byte() {
         })
         .collect();
     assert_eq!(ordered.len(), files.len());
-    assert!(files.iter().any(|p| file_name(p).ends_with(".BFloat16.npy")));
+    assert!(
+        files
+            .iter()
+            .any(|p| file_name(p).ends_with(".BFloat16.npy"))
+    );
     let mut args = vec!["stats".to_owned()];
     args.extend(ordered.iter().map(|p| p.display().to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -89,7 +101,9 @@ fn categories_header_flag_neutral_names_and_errors() {
         Default::default(),
     )
     .unwrap();
-    let garbage = tmp.path().join("Add.Default_Add-op0.0.0.1.output.0.DefaultFormat.Float32.npy");
+    let garbage = tmp
+        .path()
+        .join("Add.Default_Add-op0.0.0.1.output.0.DefaultFormat.Float32.npy");
     fs::write(&garbage, b"\x93NUMPY\x01\x00garbage").unwrap();
     let missing = tmp.path().join("missing.npy");
     let (p, g, m) = (
@@ -113,9 +127,16 @@ fn categories_header_flag_neutral_names_and_errors() {
 
     let (code, out, err) = opdump(&["stats", "--no-header", &m, &g, &p]);
     assert_eq!(code, 2, "failures give exit code 2");
-    assert_eq!(out.lines().count(), 1, "the good file still gets its row: {out}");
+    assert_eq!(
+        out.lines().count(),
+        1,
+        "the good file still gets its row: {out}"
+    );
     assert!(out.starts_with(",weights_v2,"), "{out}");
-    assert!(err.contains(&m) && err.contains(&g), "errors name the files: {err}");
+    assert!(
+        err.contains(&m) && err.contains(&g),
+        "errors name the files: {err}"
+    );
     assert!(err.contains("2 of 3"), "{err}");
 
     let (code, _, err) = opdump(&["stats", "--category", "mean", &p]);
@@ -124,6 +145,9 @@ fn categories_header_flag_neutral_names_and_errors() {
 
     let (code, out, _) = opdump(&["stats", "--help"]);
     assert_eq!(code, 0);
-    assert!(out.contains("--category") && out.contains("--no-header"), "{out}");
+    assert!(
+        out.contains("--category") && out.contains("--no-header"),
+        "{out}"
+    );
     assert!(out.contains("statistic.csv"), "{out}");
 }

@@ -9,7 +9,7 @@
 //! Columns from the file name: a MindSpore-style name
 //! `{op_type}.{op_name}.{task}.{stream}.{timestamp}.{input|output}.{slot}.{format}.{dtype}.npy`
 //! (dtype spelled `Float32` or `float32`) fills Op Type, Op Name, Task ID, Stream ID, Timestamp,
-//! IO and Slot. A short name `opdump-{hex}.npy` is looked up in `mapping.csv` beside it. Any other
+//! IO and Slot (a `,` in a name becomes `_`, as in the Dumper's rows). A short name `opdump-{hex}.npy` is looked up in `mapping.csv` beside it. Any other
 //! name gives neutral fields: Op Type empty, Op Name the file stem (with `/`, `\`, `.`, space
 //! and `,` made `_`), Task/Stream/Timestamp/Slot `0` and IO `output`.
 //!
@@ -224,26 +224,31 @@ fn file_row(
         )
         .map_err(|e| format!("cannot compute statistics of {} data: {e}", npy.dtype))?;
     let size = data_size(report_dtype, elems).unwrap_or(data.len() as u64);
-    let neutral_name;
+    let (op_type, op_name);
     let meta = match &parsed {
-        Some(p) => RowMeta {
-            op_type: p.op_type,
-            op_name: p.op_name,
-            task_id: p.task_id,
-            stream_id: p.stream_id,
-            timestamp: p.timestamp,
-            io: p.io,
-            slot: p.slot,
-            data_size: size,
-            dtype: report_dtype,
-            shape: &npy.shape,
-        },
+        Some(p) => {
+            // As the Dumper's rows: a comma (legal in a file name) would split the row.
+            op_type = p.op_type.replace(',', "_");
+            op_name = p.op_name.replace(',', "_");
+            RowMeta {
+                op_type: &op_type,
+                op_name: &op_name,
+                task_id: p.task_id,
+                stream_id: p.stream_id,
+                timestamp: p.timestamp,
+                io: p.io,
+                slot: p.slot,
+                data_size: size,
+                dtype: report_dtype,
+                shape: &npy.shape,
+            }
+        }
         None => {
             let stem = file.strip_suffix(".npy").unwrap_or(&file);
-            neutral_name = sanitize(stem).replace(',', "_");
+            op_name = sanitize(stem).replace(',', "_");
             RowMeta {
                 op_type: "",
-                op_name: &neutral_name,
+                op_name: &op_name,
                 task_id: 0,
                 stream_id: 0,
                 timestamp: 0,
