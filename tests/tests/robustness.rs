@@ -183,16 +183,20 @@ fn memory_budget_bounds_bytes_in_flight_and_loses_nothing() {
     )
     .unwrap();
     d.begin_graph(0, &[]).unwrap();
+    // Tensors made up front, so the producer submits faster than one writer thread can
+    // create, write and rename files: the budget, not the producer, sets the pace.
+    let expected: Vec<(String, Vec<u8>)> = (0..TENSORS)
+        .map(|i| {
+            let v: Vec<f32> = (0..ELEMS).map(|j| (i * ELEMS + j) as f32).collect();
+            (format!("Big.Default_Big-op{i}"), f32_bytes(&v))
+        })
+        .collect();
+    let names: Vec<String> = (0..TENSORS).map(|i| format!("Default/Big-op{i}")).collect();
     let step = d.begin_step();
-    let mut expected = Vec::new();
-    for i in 0..TENSORS {
-        let v: Vec<f32> = (0..ELEMS).map(|j| (i * ELEMS + j) as f32).collect();
-        let name = format!("Default/Big-op{i}");
-        let k = step.kernel("Big", &name).unwrap();
-        k.output(0, TensorRef::host(DType::Float32, &[ELEMS], &f32_bytes(&v)))
+    for (name, (_, bytes)) in names.iter().zip(&expected) {
+        let k = step.kernel("Big", name).unwrap();
+        k.output(0, TensorRef::host(DType::Float32, &[ELEMS], bytes))
             .unwrap();
-        drop(k);
-        expected.push((format!("Big.Default_Big-op{i}"), v));
     }
     step.finish().unwrap();
     let peak = d.writer().unwrap().budget().peak();
@@ -202,6 +206,7 @@ fn memory_budget_bounds_bytes_in_flight_and_loses_nothing() {
         peak >= one_job,
         "jobs were admitted through the budget ({peak})"
     );
+    eprintln!("budget {BUDGET} B, job {one_job} B, peak in flight {peak} B");
     let report = d.close().unwrap();
     assert_eq!(report.files as usize, TENSORS, "nothing dropped");
     let dir = tmp.path().join("rank_0/Net/0/0");
@@ -213,7 +218,7 @@ fn memory_budget_bounds_bytes_in_flight_and_loses_nothing() {
             .find(|p| file_name(p).starts_with(&format!("{prefix}.")))
             .unwrap_or_else(|| panic!("{prefix} written"));
         let npy = dump_npy::read_file(p).unwrap();
-        assert_eq!(npy.data, f32_bytes(&v), "{prefix} content");
+        assert_eq!(npy.data, v, "{prefix} content");
     }
 }
 
