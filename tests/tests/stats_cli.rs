@@ -151,3 +151,87 @@ fn categories_header_flag_neutral_names_and_errors() {
     );
     assert!(out.contains("statistic.csv"), "{out}");
 }
+
+#[test]
+fn stats_matches_the_dumper_for_every_widened_or_plain_dtype() {
+    // Int4/UInt1 are stored unpacked (|i1, |u1) and bf16 as <f4: without digests (which hash
+    // the stored bytes for int4/uint1) stats must still give the Dumper's rows.
+    let cats = [
+        "max",
+        "min",
+        "avg",
+        "count",
+        "zero count",
+        "negative zero count",
+        "l2norm",
+    ];
+    let tmp = TempDir::new("stats-dtypes");
+    let cfg = config(
+        tmp.path(),
+        json!({"saved_data": "full", "statistic_category": cats}),
+        json!({}),
+    );
+    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    d.begin_graph(0, &[]).unwrap();
+    let tensors: Vec<(DType, Vec<usize>, Vec<u8>)> = vec![
+        (DType::Int4, vec![2, 3], vec![0x7f, 0x08, 0x31]),
+        (DType::UInt1, vec![10], vec![0b1010_0110, 0b11]),
+        (
+            DType::BFloat16,
+            vec![3],
+            [0x3fc0u16, 0x8000, 0xc020]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect(),
+        ),
+        (
+            DType::Float16,
+            vec![2],
+            [0x3c00u16, 0xfc00]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect(),
+        ),
+        (DType::Bool, vec![3], vec![1, 0, 1]),
+        (
+            DType::Int64,
+            vec![2],
+            [-5i64, 9].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        ),
+        (DType::UInt8, vec![], vec![200]),
+    ];
+    let step = d.begin_step();
+    for (i, (dt, shape, bytes)) in tensors.iter().enumerate() {
+        let name = format!("Default/Op-op{i}");
+        let k = step.kernel("Op", &name).unwrap();
+        k.output(0, TensorRef::host(*dt, shape, bytes)).unwrap();
+    }
+    step.finish().unwrap();
+    d.close().unwrap();
+    let dir = tmp.path().join("rank_0/Net/0/0");
+    let csv = fs::read_to_string(dir.join("statistic.csv")).unwrap();
+    let files = npy_files(&dir);
+    assert_eq!(files.len(), tensors.len());
+    let mut args: Vec<String> = vec!["stats".into()];
+    for c in cats {
+        args.push("--category".into());
+        args.push(c.into());
+    }
+    for row in csv.lines().skip(1) {
+        let ts = row.split(',').nth(4).unwrap();
+        let f = files
+            .iter()
+            .find(|p| file_name(p).contains(&format!(".{ts}.")))
+            .unwrap();
+        args.push(f.display().to_string());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = opdump(&args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, csv);
+    for dt in [
+        "int4", "uint1", "bfloat16", "float16", "bool", "int64", "uint8",
+    ] {
+        assert!(out.contains(&format!(",{dt},")), "{dt} reported: {out}");
+    }
+}
