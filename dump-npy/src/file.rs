@@ -89,13 +89,35 @@ pub fn read_from(reader: &mut impl Read, total_len: u64) -> io::Result<NpyFile> 
     })
 }
 
-/// Widening scratch of [`write_file`]: 1 MiB on the heap, so that a widened tensor reaches the
-/// file in few large `write` calls (each call costs a syscall and an inode time update).
+/// Widening scratch of [`write_to`] and [`write_file`]: 1 MiB on the heap, so that a widened
+/// tensor reaches the file in few large `write` calls (each call costs a syscall and an inode
+/// time update; with 64 KiB chunks a widened write runs at about half the plain speed).
 pub const FILE_SCRATCH_LEN: usize = 1 << 20;
 
-/// Creates (or truncates) `path` and writes the tensor as `.npy`; returns the file size.
+/// Writes the tensor as `.npy` into `writer`; returns the bytes written.
 ///
-/// Same bytes as [`write_npy`]; widening goes through a [`FILE_SCRATCH_LEN`] heap buffer.
+/// Same bytes as [`write_npy`]; widening goes through a heap buffer of up to
+/// [`FILE_SCRATCH_LEN`] bytes (only allocated when the tensor is widened). Nothing is written
+/// when validation fails (`InvalidInput`).
+pub fn write_to(
+    writer: impl io::Write,
+    dtype: DType,
+    shape: &[usize],
+    data: &[u8],
+    opts: WriteOptions,
+) -> io::Result<usize> {
+    let layout = crate::NpyLayout::new(dtype, shape, data.len(), opts)?;
+    let mut sink = IoSink(writer);
+    if layout.widens() {
+        let len = FILE_SCRATCH_LEN.min(layout.data_len()).max(MIN_SCRATCH_LEN);
+        write_npy_with_scratch(&mut sink, dtype, shape, data, opts, &mut vec![0u8; len])
+    } else {
+        write_npy(&mut sink, dtype, shape, data, opts)
+    }
+}
+
+/// Creates (or truncates) `path` and writes the tensor with [`write_to`]; returns the file
+/// size. Validation happens before the file is created.
 pub fn write_file(
     path: impl AsRef<Path>,
     dtype: DType,
@@ -103,15 +125,8 @@ pub fn write_file(
     data: &[u8],
     opts: WriteOptions,
 ) -> io::Result<usize> {
-    // Validate before touching the file system.
-    let layout = crate::NpyLayout::new(dtype, shape, data.len(), opts)?;
-    let mut sink = IoSink(File::create(path.as_ref())?);
-    if layout.widens() {
-        let mut scratch = vec![0u8; FILE_SCRATCH_LEN.min(layout.data_len()).max(MIN_SCRATCH_LEN)];
-        write_npy_with_scratch(&mut sink, dtype, shape, data, opts, &mut scratch)
-    } else {
-        write_npy(&mut sink, dtype, shape, data, opts)
-    }
+    crate::NpyLayout::new(dtype, shape, data.len(), opts)?;
+    write_to(File::create(path.as_ref())?, dtype, shape, data, opts)
 }
 
 #[cfg(test)]
@@ -146,6 +161,32 @@ mod tests {
         assert_eq!(f.shape, [2, 3]);
         assert_eq!(f.data, data);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn write_to_matches_write_npy() {
+        // 600k bf16 values: the widened data (2.4 MB) takes three 1 MiB scratch chunks.
+        let data: Vec<u8> = (0..1_200_000u32).map(|i| (i * 31 % 251) as u8).collect();
+        for (dtype, shape) in [
+            (DType::BFloat16, vec![600_000]),
+            (DType::Int4, vec![3, 800_000]),
+            (DType::UInt1, vec![9_600_000]),
+            (DType::UInt8, vec![1_200_000]),
+        ] {
+            let bytes = &data[..dtype.storage_bytes(shape.iter().product()).unwrap()];
+            let mut want = Vec::new();
+            write_npy(&mut want, dtype, &shape, bytes, WriteOptions::new()).unwrap();
+            let mut got = Vec::new();
+            assert_eq!(
+                write_to(&mut got, dtype, &shape, bytes, WriteOptions::new()).unwrap(),
+                want.len()
+            );
+            assert!(got == want, "{dtype}");
+        }
+        let mut untouched = Vec::new();
+        let e = write_to(&mut untouched, DType::Int4, &[3], &[0], WriteOptions::new()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(untouched.is_empty());
     }
 
     #[test]
