@@ -42,11 +42,21 @@ fn fields(line: &str) -> usize {
     n
 }
 
+/// Kills the child if the test fails before it does (no orphaned 100000-step demo).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn sigkill_mid_dump_leaves_only_whole_files_and_rows() {
     let out = std::env::temp_dir().join(format!("opdump-kill9-{}", std::process::id()));
     let _ = fs::remove_dir_all(&out);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_opdump"))
+    let child = Command::new(env!("CARGO_BIN_EXE_opdump"))
         .args([
             "demo",
             "--steps",
@@ -61,6 +71,7 @@ fn sigkill_mid_dump_leaves_only_whole_files_and_rows() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start opdump demo");
+    let mut child = KillOnDrop(child);
     // Wait until the dump is well under way (files in more than one state), then SIGKILL.
     let start = Instant::now();
     loop {
@@ -71,7 +82,7 @@ fn sigkill_mid_dump_leaves_only_whole_files_and_rows() {
         if n >= 60 {
             break;
         }
-        if let Ok(Some(status)) = child.try_wait() {
+        if let Ok(Some(status)) = child.0.try_wait() {
             panic!("opdump demo ended before it could be killed: {status}");
         }
         assert!(
@@ -80,8 +91,8 @@ fn sigkill_mid_dump_leaves_only_whole_files_and_rows() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    child.kill().expect("SIGKILL");
-    let status = child.wait().unwrap();
+    child.0.kill().expect("SIGKILL");
+    let status = child.0.wait().unwrap();
     assert!(!status.success(), "killed, not finished");
 
     let all = files(&out);
