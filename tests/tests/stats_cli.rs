@@ -235,3 +235,23 @@ fn stats_matches_the_dumper_for_every_widened_or_plain_dtype() {
         assert!(out.contains(&format!(",{dt},")), "{dt} reported: {out}");
     }
 }
+
+#[test]
+fn hostile_file_names_give_one_whole_row() {
+    let tmp = TempDir::new("stats-hostile");
+    let p = tmp
+        .path()
+        .join("Add.a\nb,c d.0.0.5.output.0.DefaultFormat.Float32.npy");
+    dump_npy::write_file(
+        &p,
+        DType::Float32,
+        &[1],
+        &f32_bytes(&[2.0]),
+        Default::default(),
+    )
+    .unwrap();
+    let path = p.display().to_string();
+    let (code, out, err) = opdump(&["stats", "--no-header", "--category", "max", &path]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "Add,a_b_c_d,0,0,5,output,0,4,float32,\"(1)\",2,\n");
+}

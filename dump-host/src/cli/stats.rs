@@ -227,9 +227,10 @@ fn file_row(
     let (op_type, op_name);
     let meta = match &parsed {
         Some(p) => {
-            // As the Dumper's rows: a comma (legal in a file name) would split the row.
-            op_type = p.op_type.replace(',', "_");
-            op_name = p.op_name.replace(',', "_");
+            // As the Dumper's rows: a comma or a newline (legal in a file name) would split
+            // the row. Identity for every name the Dumper or MindSpore writes.
+            op_type = sanitize(p.op_type).replace(',', "_");
+            op_name = sanitize(p.op_name).replace(',', "_");
             RowMeta {
                 op_type: &op_type,
                 op_name: &op_name,
