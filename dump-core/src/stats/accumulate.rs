@@ -222,6 +222,10 @@ impl Accumulator {
     }
 }
 
+/// A raw kernel of `avx2.rs` (callable only once AVX2/FMA/F16C are known to be present).
+#[cfg(target_arch = "x86_64")]
+type RawFn = unsafe fn(&[u8]) -> Summary;
+
 /// The kernel pass for whole elements of a byte-addressable real dtype.
 fn raw(backend: Backend, dtype: DType, data: &[u8]) -> Summary {
     match backend {
@@ -230,12 +234,17 @@ fn raw(backend: Backend, dtype: DType, data: &[u8]) -> Summary {
             // SAFETY: an `Avx2` accumulator exists only when `Backend::available` confirmed
             // AVX2, FMA and F16C on this CPU (or the build enables them at compile time).
             unsafe {
-                match dtype {
-                    DType::Float32 => super::avx2::f32_raw(data),
-                    DType::BFloat16 => super::avx2::bf16_raw(data),
-                    DType::Float16 => super::avx2::f16_raw(data),
-                    _ => super::avx2::other_raw(dtype, data),
-                }
+                use super::avx2::{bf16_raw, f16_raw, f32_raw};
+                // The unmasked pass lets NaN into the sums; a chunk that holds NaN (rare, and
+                // still in cache) is redone with NaN masked out of them.
+                let (fast, masked): (RawFn, RawFn) = match dtype {
+                    DType::Float32 => (f32_raw::<false>, f32_raw::<true>),
+                    DType::BFloat16 => (bf16_raw::<false>, bf16_raw::<true>),
+                    DType::Float16 => (f16_raw::<false>, f16_raw::<true>),
+                    _ => return super::avx2::other_raw(dtype, data),
+                };
+                let p = fast(data);
+                if p.nan == 0 { p } else { masked(data) }
             }
         }
         _ => portable::raw(dtype, data),

@@ -55,10 +55,11 @@ impl Acc {
         }
     }
 
-    /// Adds 8 values.
+    /// Adds 8 values. Without `MASK`, NaN flows into `sum`/`sum_sq` (the caller reruns with
+    /// `MASK` when the pass counted a NaN, which saves an operation per 8 values otherwise).
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn lane(&mut self, x: __m256) {
+    fn lane<const MASK: bool>(&mut self, x: __m256) {
         let zero = _mm256_setzero_ps();
         let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
         self.nan = _mm256_sub_epi32(self.nan, _mm256_castps_si256(nan));
@@ -69,7 +70,7 @@ impl Acc {
         // maxps/minps return the second operand when either is NaN: NaN x keeps the old value.
         self.mx = _mm256_max_ps(x, self.mx);
         self.mn = _mm256_min_ps(x, self.mn);
-        let c = _mm256_andnot_ps(nan, x);
+        let c = if MASK { _mm256_andnot_ps(nan, x) } else { x };
         let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(c));
         let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(c));
         self.s[0] = _mm256_add_pd(self.s[0], lo);
@@ -80,9 +81,9 @@ impl Acc {
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn step(&mut self, x0: __m256, x1: __m256) {
-        self.lane(x0);
-        self.lane(x1);
+    fn step<const MASK: bool>(&mut self, x0: __m256, x1: __m256) {
+        self.lane::<MASK>(x0);
+        self.lane::<MASK>(x1);
     }
 
     #[inline]
@@ -209,7 +210,7 @@ fn drive<const STEP: usize>(
 
 /// Raw partial (see `portable.rs`) of little-endian `f32` data; `data.len() % 4 == 0`.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn f32_raw(data: &[u8]) -> Summary {
+pub(super) fn f32_raw<const MASK: bool>(data: &[u8]) -> Summary {
     let mut s = Summary::EMPTY;
     let done = drive::<64>(data, &mut s, |acc, q| {
         // SAFETY: `drive` only passes pointers with STEP (64) readable bytes of `data` behind
@@ -220,7 +221,7 @@ pub(super) fn f32_raw(data: &[u8]) -> Summary {
                 _mm256_loadu_ps(q.add(32) as *const f32),
             )
         };
-        acc.step(x0, x1);
+        acc.step::<MASK>(x0, x1);
     });
     for e in data[done..].chunks_exact(4) {
         portable::push_raw(&mut s, f32::from_le_bytes([e[0], e[1], e[2], e[3]]) as f64);
@@ -230,7 +231,7 @@ pub(super) fn f32_raw(data: &[u8]) -> Summary {
 
 /// Raw partial of little-endian `bfloat16` data; `data.len() % 2 == 0`.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn bf16_raw(data: &[u8]) -> Summary {
+pub(super) fn bf16_raw<const MASK: bool>(data: &[u8]) -> Summary {
     let mut s = Summary::EMPTY;
     let done = drive::<64>(data, &mut s, |acc, q| {
         // SAFETY: `drive` only passes pointers with STEP (64) readable bytes of `data` behind
@@ -245,11 +246,11 @@ pub(super) fn bf16_raw(data: &[u8]) -> Summary {
         // This permutes values inside the step, which statistics do not care about.
         let z = _mm256_setzero_si256();
         let f = |lo: __m256i| _mm256_castsi256_ps(lo);
-        acc.step(
+        acc.step::<MASK>(
             f(_mm256_unpacklo_epi16(z, a)),
             f(_mm256_unpackhi_epi16(z, a)),
         );
-        acc.step(
+        acc.step::<MASK>(
             f(_mm256_unpacklo_epi16(z, b)),
             f(_mm256_unpackhi_epi16(z, b)),
         );
@@ -263,7 +264,7 @@ pub(super) fn bf16_raw(data: &[u8]) -> Summary {
 
 /// Raw partial of little-endian IEEE `float16` data; `data.len() % 2 == 0`.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn f16_raw(data: &[u8]) -> Summary {
+pub(super) fn f16_raw<const MASK: bool>(data: &[u8]) -> Summary {
     let mut s = Summary::EMPTY;
     let done = drive::<64>(data, &mut s, |acc, q| {
         // SAFETY: `drive` only passes pointers with STEP (64) readable bytes of `data` behind
@@ -276,8 +277,8 @@ pub(super) fn f16_raw(data: &[u8]) -> Summary {
                 _mm_loadu_si128(q.add(48) as *const __m128i),
             ]
         };
-        acc.step(_mm256_cvtph_ps(h[0]), _mm256_cvtph_ps(h[1]));
-        acc.step(_mm256_cvtph_ps(h[2]), _mm256_cvtph_ps(h[3]));
+        acc.step::<MASK>(_mm256_cvtph_ps(h[0]), _mm256_cvtph_ps(h[1]));
+        acc.step::<MASK>(_mm256_cvtph_ps(h[2]), _mm256_cvtph_ps(h[3]));
     });
     for e in data[done..].chunks_exact(2) {
         let v = half::f16::from_bits(u16::from_le_bytes([e[0], e[1]]));

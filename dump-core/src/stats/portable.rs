@@ -47,6 +47,7 @@ pub(super) fn push_raw(s: &mut Summary, v: f64) {
 }
 
 /// Adds raw partial `b` into raw partial `a` (no `count`, so [`Summary::merge`] does not fit).
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(super) fn merge_raw(a: &mut Summary, b: &Summary) {
     a.nan += b.nan;

@@ -477,3 +477,35 @@ fn hashed_equals_separate() {
     let only = summarize_hashed(DType::Float32, &data, n, None, None).unwrap();
     assert_eq!(only.map(|s| s.nan), Some(got.nan));
 }
+
+/// Float tensors without NaN take the unmasked fast pass (no rerun): it must match the
+/// reference exactly too, with and without infinities.
+#[test]
+fn nan_free_fast_path() {
+    let mut rng = Rng(13);
+    for n in [1, 15, 16, 17, 31, 32, 33, 64, 100, 1000, 4099, 70_001] {
+        for with_inf in [false, true] {
+            let words: Vec<u64> = (0..n)
+                .map(|_| {
+                    let w = rng.next();
+                    match w % 16 {
+                        0 => w | 7,
+                        1 | 2 if !with_inf => w | 7,
+                        _ => w,
+                    }
+                })
+                .collect();
+            for dtype in [
+                DType::Float16,
+                DType::BFloat16,
+                DType::Float32,
+                DType::Float64,
+            ] {
+                let data = make(dtype, &words);
+                let r = summarize_reference(dtype, &data, n).unwrap().unwrap();
+                assert_eq!(r.nan, 0);
+                check_all_backends(dtype, &data, n);
+            }
+        }
+    }
+}
