@@ -3,9 +3,11 @@
 //!
 //! Each step takes 16 values (two `ymm` of `f32`) and does, per 8 values: three compares
 //! (unordered, `> 0`, `< 0`) subtracted into `u32` lane counters, `maxps`/`minps` (operand
-//! order makes a NaN input return the accumulator, so NaN never enters the extrema), an
-//! `andnot` that zeroes NaN, and `vcvtps2pd` into four `f64` lanes for `sum` (add) and
-//! `sum_sq` (FMA). Eight independent `f64` accumulators hide the add/FMA latency.
+//! order makes a NaN input return the accumulator, so NaN never enters the extrema), and
+//! `vcvtps2pd` into four `f64` lanes for `sum` (add) and `sum_sq` (FMA). The first pass lets
+//! NaN into the sums; a chunk whose pass counted a NaN (rare; still in cache) is redone with
+//! an `andnot` that zeroes NaN first (`MASK`), which keeps that operation out of the common
+//! case (measured +25% on f32 in L2). Eight independent `f64` accumulators hide the add/FMA latency.
 //! `bfloat16` widens in-register by interleaving zero low halves (element order inside a step
 //! does not matter for statistics); `float16` uses `vcvtph2ps`. A software prefetch
 //! [`PREFETCH`] bytes ahead keeps DRAM streams busy for tensors beyond L2.
