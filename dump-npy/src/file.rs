@@ -1,6 +1,7 @@
 //! `std` helpers: whole-file reading into an owned [`NpyFile`], and writing to a path.
 
 use std::{
+    cell::RefCell,
     fs::File,
     io::{self, Read},
     path::Path,
@@ -89,10 +90,17 @@ pub fn read_from(reader: &mut impl Read, total_len: u64) -> io::Result<NpyFile> 
     })
 }
 
-/// Widening scratch of [`write_to`] and [`write_file`]: 1 MiB on the heap, so that a widened
-/// tensor reaches the file in few large `write` calls (each call costs a syscall and an inode
-/// time update; with 64 KiB chunks a widened write runs at about half the plain speed).
+/// Widening scratch of [`write_to`] and [`write_file`]: up to 1 MiB on the heap, so that a
+/// widened tensor reaches the file in few large `write` calls (each call costs a syscall and an
+/// inode time update; with 64 KiB chunks a widened write runs at about half the plain speed).
+/// The buffer is kept per thread and reused, so a thread that has written a widened tensor
+/// holds on to at most this many bytes.
 pub const FILE_SCRATCH_LEN: usize = 1 << 20;
+
+std::thread_local! {
+    /// The reused widening scratch of this thread (fresh pages would cost a fault each).
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
 
 /// Writes the tensor as `.npy` into `writer`; returns the bytes written.
 ///
@@ -120,7 +128,18 @@ pub fn write_to(
     let mut sink = IoSink(writer);
     if layout.widens() {
         let len = FILE_SCRATCH_LEN.min(layout.data_len()).max(MIN_SCRATCH_LEN);
-        write_npy_with_scratch(&mut sink, dtype, shape, data, opts, &mut vec![0u8; len])
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut buf) => {
+                if buf.len() < len {
+                    buf.resize(len, 0);
+                }
+                write_npy_with_scratch(&mut sink, dtype, shape, data, opts, &mut buf[..len])
+            }
+            // Only if the writer itself calls `write_to` on this thread.
+            Err(_) => {
+                write_npy_with_scratch(&mut sink, dtype, shape, data, opts, &mut vec![0u8; len])
+            }
+        })
     } else {
         write_npy(&mut sink, dtype, shape, data, opts)
     }
