@@ -3,14 +3,13 @@
 
 use std::{
     borrow::Cow,
-    io::Write as _,
     path::Path,
     sync::atomic::Ordering,
     time::{SystemTime, UNIX_EPOCH},
 };
 
 use dump_core::DType;
-use dump_npy::{IoSink, WriteOptions, write_npy};
+use dump_npy::WriteOptions;
 use dump_stats::{
     Hashes, TensorStats,
     csv::{RowMeta, write_row},
@@ -362,10 +361,8 @@ fn write_one(
     bytes: &[u8],
     opts: WriteOptions,
 ) -> Result<(), WriteFailure> {
-    write_atomic(path, FILE_MODE, |w| {
-        let mut sink = IoSink(&mut *w);
-        write_npy(&mut sink, dtype, shape, bytes, opts)?;
-        w.flush()
+    write_atomic(path, FILE_MODE, |f| {
+        dump_npy::write_to(f, dtype, shape, bytes, opts).map(|_| ())
     })
     .map_err(|error| WriteFailure {
         path: path.to_owned(),

@@ -2,7 +2,7 @@
 
 use std::{
     fs::{self, File, OpenOptions},
-    io::{self, BufWriter, Write},
+    io::{self, Write},
     os::unix::fs::{OpenOptionsExt, PermissionsExt},
     path::Path,
     sync::atomic::{AtomicU64, Ordering},
@@ -20,7 +20,7 @@ pub const TMP_PREFIX: &str = ".opdump-tmp.";
 pub fn write_atomic(
     final_path: &Path,
     mode: u32,
-    fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
     let dir = final_path.parent().unwrap_or_else(|| Path::new("."));
     let tmp = dir.join(format!(
@@ -29,14 +29,14 @@ pub fn write_atomic(
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
     let result = (|| {
-        let file = OpenOptions::new()
+        let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&tmp)?;
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        fill(&mut w)?;
-        let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
+        // Callers write in large pieces (dump_npy::write_to: one vectored write, or 1 MiB
+        // widened chunks), so no BufWriter copy in between.
+        fill(&mut file)?;
         file.set_permissions(fs::Permissions::from_mode(mode))?;
         drop(file);
         fs::rename(&tmp, final_path)
