@@ -72,7 +72,10 @@ pub fn median_gbps(bytes: usize, runs: usize, mut f: impl FnMut()) -> f64 {
 }
 
 /// Runs `f` enough times to take at least ~`min_secs` (for tiny inputs) and returns GB/s.
-#[allow(dead_code, reason = "wall-clock helper for benchmark modules; `stats` times CPU time")]
+#[allow(
+    dead_code,
+    reason = "wall-clock helper for benchmark modules; `stats` times CPU time"
+)]
 pub fn median_gbps_batched(bytes: usize, runs: usize, mut f: impl FnMut()) -> f64 {
     let t = Instant::now();
     f();
