@@ -45,10 +45,17 @@ use std::{
 /// the kernels (about 15 µs of f32 work per block).
 pub const BLOCK_BYTES: usize = 256 << 10;
 
-/// Default [`Engine::split_threshold`]: 2 MiB. Measured with `cargo xtask bench-stats`
-/// (`engine` rows at 1, 2 and 4 MiB): below about 2 MiB two scoped threads do not beat one,
-/// because spawning and joining costs about as much as half the work.
-pub const DEFAULT_SPLIT_THRESHOLD: usize = 2 << 20;
+/// Default [`Engine::split_threshold`]: 4 MiB.
+///
+/// Chosen from the `engine` rows of `cargo xtask bench-stats` (f32, 1 vs 2 threads, split
+/// forced): one thread runs at about 14 GB/s, so 1 MiB takes about 70 µs, 4 MiB about 280 µs.
+/// Spawning and joining a scoped thread costs 10–30 µs on a quiet machine, and several
+/// milliseconds when the other core is busy (the new thread waits for a time slice). At 1 and
+/// 2 MiB two threads were slower than one in every run (1 MiB: 13.8 vs 5.3 GB/s, 2 MiB: 14.6 vs
+/// 8.0 GB/s on the shared machine). From 4 MiB the spawn cost is under 10% of the work on a
+/// quiet machine, so the second core can pay off (4 MiB measured 14.5 vs 12.3 GB/s only because
+/// the machine was loaded; 64 MiB and 512 MiB gained with 2 threads in the same run).
+pub const DEFAULT_SPLIT_THRESHOLD: usize = 4 << 20;
 
 /// A borrowed tensor: `elems` little-endian elements of `dtype` in `data` (C order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
