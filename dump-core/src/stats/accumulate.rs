@@ -15,6 +15,8 @@ use crate::{DType, Error};
 
 /// Which implementation runs the kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Backend {
     /// Plain Rust lane kernels, compiled for the build's baseline target features.
     Portable,
