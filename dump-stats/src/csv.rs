@@ -441,6 +441,53 @@ mod tests {
     }
 
     #[test]
+    fn packed_and_half_dtypes_rows() {
+        // int4: 5 elements packed in 3 bytes (low nibble first): 1, -1, 7, -8, 0.
+        let packed = [0xf1u8, 0x87, 0x00];
+        let st = TensorStats {
+            summary: summarize_reference(DType::Int4, &packed, 5).unwrap(),
+            ..TensorStats::default()
+        };
+        let shape = [5];
+        let m = RowMeta {
+            dtype: DType::Int4,
+            data_size: data_size(DType::Int4, 5).unwrap(),
+            ..meta(
+                "Default_WeightQuantBatchMatmul-op0",
+                Io::Input,
+                1,
+                3,
+                &shape,
+            )
+        };
+        let cats = CategorySet::parse(["max", "min", "count", "zero count"]).unwrap();
+        assert_eq!(
+            row_string(&m, &cats, &st).unwrap().unwrap(),
+            "Add,Default_WeightQuantBatchMatmul-op0,0,0,3,input,1,3,int4,\"(5)\",7,-8,5,1,\n"
+        );
+        let bf: Vec<u8> = [1.5f32, -2.0]
+            .iter()
+            .flat_map(|v| half::bf16::from_f32(*v).to_le_bytes())
+            .collect();
+        let st = TensorStats {
+            summary: summarize_reference(DType::BFloat16, &bf, 2).unwrap(),
+            ..TensorStats::default()
+        };
+        let shape = [1, 2];
+        let m = RowMeta {
+            dtype: DType::BFloat16,
+            data_size: data_size(DType::BFloat16, 2).unwrap(),
+            ..meta("b", Io::Output, 0, 3, &shape)
+        };
+        assert_eq!(
+            row_string(&m, &CategorySet::default(), &st)
+                .unwrap()
+                .unwrap(),
+            "Add,b,0,0,3,output,0,4,bfloat16,\"(1,2)\",1.5,-2,2.5,\n"
+        );
+    }
+
+    #[test]
     fn data_sizes() {
         assert_eq!(data_size(DType::BFloat16, 5), Some(10));
         assert_eq!(data_size(DType::Int4, 64), Some(32));
