@@ -24,7 +24,8 @@ use super::{Summary, portable};
 const PREFETCH: usize = 2048;
 /// Bytes per step of the integer kernel.
 const INT_STEP: usize = 64;
-/// Steps between flushes of the `u32` lane counters (each lane counts at most 2 per step).
+/// 64-byte steps between flushes of the `u32` lane counters: a lane counts at most 8 times a
+/// step (int8: 64 values in 8-lane vectors), so 2^24 steps stay far below `u32::MAX`.
 const FLUSH_STEPS: usize = 1 << 24;
 
 /// Accumulators: few enough (10 `ymm` plus temporaries) to stay in the 16 registers; spills
