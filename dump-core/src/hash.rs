@@ -1,6 +1,6 @@
 //! Streamed hashes of raw tensor bytes, as `statistic.csv` reports them (spec §6).
 //!
-//! - `md5`: MD5 of the raw host bytes ([`Md5Stream`], [`md5`]).
+//! - `md5`: MD5 of the raw host bytes ([`Md5Stream`], [`md5()`]).
 //! - `hash:sha1` (MindSpore 2.10): SHA-1 of the raw bytes for tensors of at most
 //!   [`SHA1_SLICE_ELEMS`] (20480) elements; for larger tensors SHA-1 of the concatenated
 //!   lowercase hex SHA-1 digests of consecutive 20480-element slices, the last slice holding the

@@ -6,7 +6,7 @@ use dump_stats::Category;
 
 use super::suggest::did_you_mean;
 
-/// Every name MindSpore 2.10 accepts in `statistic_category`, in its order (spec §1.2 [next]).
+/// Every name MindSpore 2.10 accepts in `statistic_category`, in its order (spec §1.2 "\[next\]").
 pub const STATISTIC_CATEGORIES: [&str; 15] = dump_stats::category::VALID_NAMES;
 
 /// The default list when `statistic_category` is absent.

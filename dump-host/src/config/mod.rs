@@ -176,7 +176,7 @@ impl DumpConfig {
 
     /// Whether dumping is enabled on device `device_id`: always on CPU (MindSpore ignores
     /// `support_device` there); elsewhere only for ids listed in `support_device` (MindSpore
-    /// silently disables dump otherwise: "Dump is not enabled. device_id:<id> not support").
+    /// silently disables dump otherwise: "Dump is not enabled. device_id:`<id>` not support").
     pub fn supports_device(&self, device_id: u32) -> bool {
         self.device == Device::Cpu || self.support_device.contains(&device_id)
     }
