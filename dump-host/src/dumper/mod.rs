@@ -67,6 +67,7 @@ pub(crate) struct Shared {
     pub(crate) csv_header: String,
     pub(crate) engine: Engine,
     pub(crate) dirs: Mutex<HashSet<PathBuf>>,
+    pub(crate) constants: Mutex<HashSet<(u32, String)>>,
     pub(crate) last_ts: AtomicU64,
     pub(crate) overflowed: AtomicU64,
     pub(crate) files: AtomicU64,
@@ -146,6 +147,7 @@ impl Dumper {
             csv_header,
             engine: Engine::with_available_parallelism(),
             dirs: Mutex::new(HashSet::new()),
+            constants: Mutex::new(HashSet::new()),
             last_ts: AtomicU64::new(0),
             overflowed: AtomicU64::new(0),
             files: AtomicU64::new(0),
@@ -212,11 +214,20 @@ impl Dumper {
     }
 
     /// Dumps a constant of graph `graph_id` into `{net}/{graph}/constants/` (as
-    /// `Parameter.{name}...`). Call it once per constant when the graph is built.
+    /// `Parameter.{name}...output.0`), once per graph and name: later calls for the same
+    /// constant are ignored, like MindSpore's once-per-graph constant dump.
     pub fn constant(&self, graph_id: u32, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
         let Some(s) = &self.shared else { return Ok(()) };
         if !s.plan.saved_data.tensors() {
             return Ok(());
+        }
+        let first = s
+            .constants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((graph_id, name.to_owned()));
+        if !first {
+            return Ok(()); // once per graph, like MindSpore
         }
         let who = emit::Owner {
             op_type: "Parameter",

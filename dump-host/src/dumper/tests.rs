@@ -187,3 +187,33 @@ fn sampling_keeps_the_first_elements() {
     );
     let _ = std::fs::remove_dir_all(&r);
 }
+
+#[test]
+fn constants_once_per_graph() {
+    let r = root("const");
+    let mut d = dumper(&r, "tensor", "");
+    let v = f32_bytes(&[0.0, 0.1, 0.2]);
+    for _ in 0..3 {
+        d.constant(
+            0,
+            "Default/data-1",
+            TensorRef::host(DType::Float32, &[3], &v),
+        )
+        .unwrap();
+    }
+    d.constant(
+        1,
+        "Default/data-1",
+        TensorRef::host(DType::Float32, &[3], &v),
+    )
+    .unwrap();
+    d.close().unwrap();
+    for g in ["0", "1"] {
+        let files = npy_files(&r.join("rank_0/Net").join(g).join("constants"));
+        assert_eq!(files.len(), 1, "graph {g}");
+        assert!(files[0].0.starts_with("Parameter.Default_data-1.0.0."));
+        assert!(files[0].0.ends_with(".output.0.DefaultFormat.Float32.npy"));
+        assert_eq!(files[0].1.data, v);
+    }
+    let _ = std::fs::remove_dir_all(&r);
+}
