@@ -11,16 +11,20 @@ use std::{
 use dump_core::DType;
 use dump_npy::WriteOptions;
 use dump_stats::{
-    Hashes, TensorStats,
-    csv::{RowMeta, write_row},
+    DeviceStats, Hashes, TensorStats,
+    csv::{RowMeta, write_device_row, write_row},
     engine::TensorRef as StatsTensor,
 };
 
-use dump_device_ascend::{DeviceTensor as AscendTensor, Format as AscendFormat, dump_view};
+use dump_device_ascend::{
+    DeviceTensor as AscendTensor, Format as AscendFormat,
+    device_stats::Simulated as AscendSimulated, dump_view,
+};
 
 use super::{Shared, TensorRef, tensor::Source};
 use crate::{
     Error,
+    config::Device,
     layout::{Io, NAME_MAX, TensorFileName, sanitize, short_name},
     writer::{WriteFailure, write_atomic},
 };
@@ -32,6 +36,13 @@ pub(crate) struct Owner<'a> {
     pub full_name: &'a str,
     pub io: Io,
     pub slot: u32,
+}
+
+/// The statistics of one csv row: host semantics, or Ascend device semantics (spec §7).
+#[derive(Clone, Copy)]
+enum RowStats<'a> {
+    Host(&'a TensorStats),
+    Device(&'a DeviceStats),
 }
 
 /// Mode bits of every file opdump writes (MindSpore: read-only for the owner).
@@ -262,6 +273,7 @@ impl Shared {
         let d = t.device_tensor()?;
         let p = &self.plan;
         if !p.device_stats
+            || p.device == Device::Ascend
             || p.saved_data.tensors()
             || Hashes::for_categories(&p.categories).any()
             || p.sample.is_some_and(|n| elems > n)
@@ -280,7 +292,7 @@ impl Shared {
         let size = t.dtype.storage_bytes(elems).unwrap_or(0);
         let ts = self.timestamp();
         Some(
-            self.append_row(dir, who, ts, t.dtype, t.shape, size, &stats)
+            self.append_row(dir, who, ts, t.dtype, t.shape, size, RowStats::Host(&stats))
                 .map_err(|message| Error::Tensor {
                     kernel: who.full_name.to_owned(),
                     io: who.io.as_str(),
@@ -301,6 +313,27 @@ impl Shared {
         bytes: &[u8],
         elems: usize,
     ) -> Result<(), String> {
+        if self.plan.device == Device::Ascend && self.plan.device_stats {
+            // Ascend device statistics (spec §7), computed with the device's semantics on the
+            // host bytes (dump-device-ascend's simulated backend): max/min/avg/l2norm only,
+            // `null` for unsupported cells, avg/l2norm in f32 (high) or the source dtype (low).
+            let sim = AscendSimulated::new(self.plan.device_precision);
+            let Some(stats) = sim
+                .statistics(dtype, bytes, elems)
+                .map_err(|e| e.to_string())?
+            else {
+                return Ok(());
+            };
+            return self.append_row(
+                dir,
+                who,
+                ts,
+                dtype,
+                shape,
+                bytes.len(),
+                RowStats::Device(&stats),
+            );
+        }
         if dtype.is_complex() {
             return Ok(());
         }
@@ -311,7 +344,15 @@ impl Shared {
                 Hashes::for_categories(&self.plan.categories),
             )
             .map_err(|e| e.to_string())?;
-        self.append_row(dir, who, ts, dtype, shape, bytes.len(), &stats)
+        self.append_row(
+            dir,
+            who,
+            ts,
+            dtype,
+            shape,
+            bytes.len(),
+            RowStats::Host(&stats),
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -323,7 +364,7 @@ impl Shared {
         dtype: DType,
         shape: &[usize],
         data_size: usize,
-        stats: &TensorStats,
+        stats: RowStats<'_>,
     ) -> Result<(), String> {
         // A comma would split the row (sanitize already removed newlines): both fields get
         // `_` for it, and the op type is sanitised as in the file name.
@@ -342,7 +383,12 @@ impl Shared {
             shape,
         };
         let mut row = String::with_capacity(160 + op_name.len());
-        if !write_row(&mut row, &meta, &self.plan.categories, stats).map_err(|e| e.to_string())? {
+        let cats = &self.plan.categories;
+        let written = match stats {
+            RowStats::Host(t) => write_row(&mut row, &meta, cats, t),
+            RowStats::Device(d) => write_device_row(&mut row, &meta, cats, d).map(|()| true),
+        };
+        if !written.map_err(|e| e.to_string())? {
             return Ok(());
         }
         let path = dir.join("statistic.csv");

@@ -121,6 +121,10 @@ impl DumpPlan {
             save_kernel_args: cfg.e2e.save_kernel_args,
             trans_flag: cfg.e2e.trans_flag,
             device_stats: cfg.e2e.stat_calc_mode == crate::config::StatCalcMode::Device,
+            device_precision: match cfg.e2e.device_stat_precision_mode {
+                crate::config::PrecisionMode::High => dump_stats::Precision::High,
+                crate::config::PrecisionMode::Low => dump_stats::Precision::Low,
+            },
             kernels: cfg.kernel_filter()?,
             device: cfg.device,
             device_id: opts.device_id,

@@ -42,6 +42,8 @@ pub struct DumpPlan {
     /// `stat_calc_mode: device`: statistics of device tensors are computed on the device
     /// (statistic-only dumps; GPU through dump-device-cuda, Ascend through its backend).
     pub device_stats: bool,
+    /// `device_stat_precision_mode`: how Ascend device statistics accumulate avg/l2norm.
+    pub device_precision: dump_stats::Precision,
     /// Convert tensors in Ascend device formats to their host shape (`DefaultFormat`).
     pub trans_flag: bool,
     /// Which kernels are dumped.

@@ -217,3 +217,43 @@ fn constants_once_per_graph() {
     }
     let _ = std::fs::remove_dir_all(&r);
 }
+
+#[test]
+fn ascend_device_statistics_rows() {
+    // spec §10: fp16 [40000 x 3] mean overflows to inf in low mode, stays 40000 in high mode.
+    let v: Vec<u8> = [40000f32; 3]
+        .iter()
+        .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+        .collect();
+    for (mode, avg) in [("high", "40000"), ("low", "inf")] {
+        let r = root(&format!("devstat-{mode}"));
+        let text = format!(
+            r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+            "iteration": "all", "saved_data": "statistic", "input_output": 0, "kernels": [],
+            "support_device": [0], "statistic_category": ["max", "avg", "l2norm"]}},
+            "e2e_dump_settings": {{"enable": true, "stat_calc_mode": "device",
+            "device_stat_precision_mode": "{mode}"}}}}"#,
+            r.display()
+        );
+        let opts = DumpOptions {
+            device: crate::config::Device::Ascend,
+            ..DumpOptions::default()
+        };
+        let env: HashMap<String, String> = HashMap::new();
+        let mut d = Dumper::from_json_with(text.into_bytes(), &env, &opts).unwrap();
+        let step = d.begin_step();
+        step.kernel("Add", "Default/Add-op0")
+            .unwrap()
+            .output(0, TensorRef::host(DType::Float16, &[3], &v))
+            .unwrap();
+        step.finish().unwrap();
+        d.close().unwrap();
+        let csv = std::fs::read_to_string(r.join("rank_0/Net/0/0/statistic.csv")).unwrap();
+        let row = csv.lines().nth(1).unwrap();
+        let tail: Vec<&str> = row.split(',').skip(7).collect();
+        assert_eq!(tail[..3], ["6", "float16", "\"(3)\""], "{row}");
+        assert_eq!(tail[3], "40000", "{row}");
+        assert_eq!(tail[4], avg, "{mode}: {row}");
+        let _ = std::fs::remove_dir_all(&r);
+    }
+}
