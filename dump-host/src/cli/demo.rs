@@ -41,6 +41,11 @@ pub struct Args {
     /// saved_data of the embedded config: tensor, statistic or full.
     #[arg(long, value_parser = parse_saved)]
     pub saved_data: Option<SavedData>,
+    /// statistic_category of the embedded config: `all` (default: every column, md5 and sha1
+    /// included, which makes hashing the bottleneck), `default` (MindSpore's max, min, l2norm),
+    /// or a comma-separated list of category names.
+    #[arg(long, default_value = "all")]
+    pub categories: String,
     /// Write synchronously (no background writer threads).
     #[arg(long)]
     pub sync: bool,
@@ -61,8 +66,22 @@ fn parse_saved(s: &str) -> Result<SavedData, String> {
 /// Every statistic category, for the embedded config.
 const ALL_CATEGORIES: &str = r#"["max", "min", "avg", "count", "negative zero count", "positive zero count", "nan count", "negative inf count", "positive inf count", "zero count", "md5", "l2norm", "hash:sha1"]"#;
 
-/// The embedded demo config for dump root `path`.
-pub fn default_config(path: &str, saved: SavedData) -> String {
+/// The `statistic_category` JSON for `--categories`.
+fn categories_json(arg: &str) -> String {
+    match arg {
+        "all" => ALL_CATEGORIES.to_owned(),
+        "default" => r#"["max", "min", "l2norm"]"#.to_owned(),
+        list => serde_json::Value::from(
+            list.split(',')
+                .map(|c| c.trim().to_owned())
+                .collect::<Vec<_>>(),
+        )
+        .to_string(),
+    }
+}
+
+/// The embedded demo config for dump root `path`, with `statistic_category` `categories` (JSON).
+pub fn default_config(path: &str, saved: SavedData, categories: &str) -> String {
     format!(
         r#"{{
   "common_dump_settings": {{
@@ -74,7 +93,7 @@ pub fn default_config(path: &str, saved: SavedData) -> String {
     "input_output": 0,
     "kernels": [],
     "support_device": [0, 1, 2, 3, 4, 5, 6, 7],
-    "statistic_category": {ALL_CATEGORIES}
+    "statistic_category": {categories}
   }},
   "e2e_dump_settings": {{
     "enable": true,
@@ -159,6 +178,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             default_config(
                 &root.to_string_lossy(),
                 args.saved_data.unwrap_or(SavedData::Full),
+                &categories_json(&args.categories),
             )
         }
         Some(p) => match std::fs::read_to_string(p) {
