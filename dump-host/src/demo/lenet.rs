@@ -178,64 +178,32 @@ impl LeNet {
         let xs = [n, 1, 32, 32];
         let x_shape = xs.to_vec();
 
-        // ---- forward
-        let (w1, w1s) = p(0);
-        let ws1 = [6, 1, 5, 5];
-        let (c1, c1s) = conv2d(&self.x, xs, w1, ws1);
-        let c1sv = c1s.to_vec();
-        kernel(
-            t,
-            "Conv2D",
-            &format!("{FWD}/conv1-Conv2d/Conv2D-op0"),
-            &[f32v(&self.x, &x_shape), f32v(w1, w1s)],
-            &[f32v(&c1, &c1sv)],
-        );
-        let r1 = relu(&c1);
-        kernel(
-            t,
-            "ReLU",
-            &format!("{FWD}/relu-ReLU/ReLU-op0"),
-            &[f32v(&c1, &c1sv)],
-            &[f32v(&r1, &c1sv)],
-        );
-        let (p1, a1, p1s) = max_pool2(&r1, c1s);
-        let p1sv = p1s.to_vec();
-        kernel(
-            t,
-            "MaxPool",
-            &format!("{FWD}/max_pool2d-MaxPool2d/MaxPool-op0"),
-            &[f32v(&r1, &c1sv)],
-            &[f32v(&p1, &p1sv)],
-        );
-
+        // ---- forward: two conv -> relu -> max-pool blocks
+        let conv_block = |t: &mut dyn Tracer, x: &[f32], xs: [usize; 4], wi: usize, op: usize| {
+            let (w, wshape) = p(wi);
+            let ws: [usize; 4] = [wshape[0], wshape[1], wshape[2], wshape[3]];
+            let (c, cs) = conv2d(x, xs, w, ws);
+            let layer = format!("{FWD}/conv{}-Conv2d/Conv2D-op{op}", op + 1);
+            kernel(
+                t,
+                "Conv2D",
+                &layer,
+                &[f32v(x, &xs), f32v(w, wshape)],
+                &[f32v(&c, &cs)],
+            );
+            let r = relu(&c);
+            let name = format!("{FWD}/relu-ReLU/ReLU-op{op}");
+            kernel(t, "ReLU", &name, &[f32v(&c, &cs)], &[f32v(&r, &cs)]);
+            let (pooled, arg, ps) = max_pool2(&r, cs);
+            let name = format!("{FWD}/max_pool2d-MaxPool2d/MaxPool-op{op}");
+            kernel(t, "MaxPool", &name, &[f32v(&r, &cs)], &[f32v(&pooled, &ps)]);
+            (ws, r, cs, pooled, arg, ps)
+        };
+        let (ws1, r1, c1s, p1, a1, p1s) = conv_block(t, &self.x, xs, 0, 0);
+        let (w1s, c1sv, p1sv) = (p(0).1, c1s.to_vec(), p1s.to_vec());
+        let (ws2, r2, c2s, p2, a2, p2s) = conv_block(t, &p1, p1s, 1, 1);
         let (w2, w2s) = p(1);
-        let ws2 = [16, 6, 5, 5];
-        let (c2, c2s) = conv2d(&p1, p1s, w2, ws2);
-        let c2sv = c2s.to_vec();
-        kernel(
-            t,
-            "Conv2D",
-            &format!("{FWD}/conv2-Conv2d/Conv2D-op1"),
-            &[f32v(&p1, &p1sv), f32v(w2, w2s)],
-            &[f32v(&c2, &c2sv)],
-        );
-        let r2 = relu(&c2);
-        kernel(
-            t,
-            "ReLU",
-            &format!("{FWD}/relu-ReLU/ReLU-op1"),
-            &[f32v(&c2, &c2sv)],
-            &[f32v(&r2, &c2sv)],
-        );
-        let (p2, a2, p2s) = max_pool2(&r2, c2s);
-        let p2sv = p2s.to_vec();
-        kernel(
-            t,
-            "MaxPool",
-            &format!("{FWD}/max_pool2d-MaxPool2d/MaxPool-op1"),
-            &[f32v(&r2, &c2sv)],
-            &[f32v(&p2, &p2sv)],
-        );
+        let (c2sv, p2sv) = (c2s.to_vec(), p2s.to_vec());
         let flat_s = vec![n, 400];
         kernel(
             t,
