@@ -13,9 +13,10 @@
 //!
 //! The engine uses `std::thread::scope` per call rather than a persistent pool: scoped threads
 //! may borrow the caller's tensor bytes without `unsafe` lifetime erasure or `'static` copies,
-//! and their cost (about 10–30 µs to spawn and join on this machine kind) is paid only for
-//! tensors of at least [`Engine::split_threshold`] bytes, where the work itself takes several
-//! hundred microseconds. The default threshold ([`DEFAULT_SPLIT_THRESHOLD`]) comes from the
+//! and their cost (about 300 µs to spawn, wake the idle vCPU and join on the 2-vCPU KVM
+//! machines this was measured on; a persistent pool would pay the same vCPU wake-up) is paid
+//! only for tensors of at least [`Engine::split_threshold`] bytes, where the work itself takes
+//! more than a millisecond. The default threshold ([`DEFAULT_SPLIT_THRESHOLD`]) comes from the
 //! `engine` rows of `cargo xtask bench-stats` (see the constant). Smaller tensors run on the
 //! calling thread; [`Engine::summarize_many`] spreads many tensors over the threads instead.
 //!
@@ -45,17 +46,15 @@ use std::{
 /// the kernels (about 15 µs of f32 work per block).
 pub const BLOCK_BYTES: usize = 256 << 10;
 
-/// Default [`Engine::split_threshold`]: 4 MiB.
+/// Default [`Engine::split_threshold`]: 16 MiB.
 ///
 /// Chosen from the `engine` rows of `cargo xtask bench-stats` (f32, 1 vs 2 threads, split
-/// forced): one thread runs at about 14 GB/s, so 1 MiB takes about 70 µs, 4 MiB about 280 µs.
-/// Spawning and joining a scoped thread costs 10–30 µs on a quiet machine, and several
-/// milliseconds when the other core is busy (the new thread waits for a time slice). At 1 and
-/// 2 MiB two threads were slower than one in every run (1 MiB: 13.8 vs 5.3 GB/s, 2 MiB: 14.6 vs
-/// 8.0 GB/s on the shared machine). From 4 MiB the spawn cost is under 10% of the work on a
-/// quiet machine, so the second core can pay off (4 MiB measured 14.5 vs 12.3 GB/s only because
-/// the machine was loaded; 64 MiB and 512 MiB gained with 2 threads in the same run).
-pub const DEFAULT_SPLIT_THRESHOLD: usize = 4 << 20;
+/// forced, quiet machine): one thread runs at about 15 GB/s (1 MiB in 68 µs), but a forced
+/// split ran at 2.9 / 4.5 / 8.1 GB/s for 1 / 2 / 4 MiB, i.e. spawning, waking the idle second
+/// vCPU and joining costs about 300 µs on this KVM machine kind (far more than the 10–30 µs of
+/// a bare-metal spawn). The split breaks even near 8 MiB and wins clearly from 16 MiB
+/// (64 MiB: 10.5 → 15.2 GB/s; 512 MiB: 11.1 → 21.6 GB/s).
+pub const DEFAULT_SPLIT_THRESHOLD: usize = 16 << 20;
 
 /// A borrowed tensor: `elems` little-endian elements of `dtype` in `data` (C order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
