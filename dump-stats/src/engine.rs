@@ -118,44 +118,6 @@ fn fold(partials: impl Iterator<Item = Summary>) -> Option<Summary> {
     (!acc.is_empty()).then_some(acc)
 }
 
-/// The first `±0.0` of a float tensor, in memory order.
-fn first_zero(t: TensorRef<'_>) -> Option<f64> {
-    fn find<const N: usize>(data: &[u8], conv: impl Fn([u8; N]) -> f64) -> Option<f64> {
-        data.chunks_exact(N)
-            .map(|c| {
-                let mut b = [0u8; N];
-                b.copy_from_slice(c);
-                conv(b)
-            })
-            .find(|v| *v == 0.0)
-    }
-    match t.dtype {
-        DType::Float16 => find(t.data, |b| half::f16::from_le_bytes(b).to_f64()),
-        DType::BFloat16 => find(t.data, |b| half::bf16::from_le_bytes(b).to_f64()),
-        DType::Float32 => find(t.data, |b| f64::from(f32::from_le_bytes(b))),
-        DType::Float64 => find(t.data, f64::from_le_bytes),
-        _ => None,
-    }
-}
-
-/// MindSpore keeps the first of equal extrema (`max = std::max(max, v)`), so a zero maximum or
-/// minimum has the sign of the tensor's first zero. `dump-core`'s vector kernels compare lane by
-/// lane and may keep another zero; this restores MindSpore's choice (a rescan up to the first
-/// zero, only when an extremum is exactly zero and the tensor holds no NaN).
-fn first_zero_extrema(t: TensorRef<'_>, s: &mut Summary) {
-    if s.nan != 0 || s.zero == 0 || !(s.max == 0.0 || s.min == 0.0) {
-        return;
-    }
-    if let Some(z) = first_zero(t) {
-        if s.max == 0.0 {
-            s.max = z;
-        }
-        if s.min == 0.0 {
-            s.min = z;
-        }
-    }
-}
-
 /// The statistics and digests of one tensor on the calling thread, fused block by block.
 fn sequential(
     b: &Blocks<'_>,
@@ -262,14 +224,11 @@ impl Engine {
         let mut md5 = hashes.md5.then(Md5Stream::new);
         let mut sha1 = hashes.sha1.then(|| MsSha1::new(t.dtype, t.elems));
         let parallel = self.threads > 1 && b.count > 1 && t.data.len() >= self.split_threshold;
-        let mut summary = if !parallel {
+        let summary = if !parallel {
             sequential(&b, md5.as_mut(), sha1.as_mut())?
         } else {
             self.parallel(&b, md5.as_mut(), sha1.as_mut())?
         };
-        if let Some(s) = summary.as_mut() {
-            first_zero_extrema(t, s);
-        }
         Ok(TensorStats {
             summary,
             md5: md5.map(Md5Stream::finish),

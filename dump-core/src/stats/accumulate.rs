@@ -6,6 +6,8 @@
 //! - `zero = count − pos − neg − nan` (−0.0 is neither `> 0` nor `< 0`);
 //! - `pos_inf` is counted only if the chunk's max is `+inf`, `neg_inf` only if its min is
 //!   `−inf` (a compare-only rescan of a chunk that is still in cache);
+//! - a zero max or min takes the sign of the chunk's first zero (rescan only when an extremum
+//!   is exactly zero), as the reference's first-of-equals rule does;
 //! - `first_nan`/`last_nan` are found by scanning from the front and from the back only when
 //!   the chunk holds a NaN, converting exactly as [`summarize_reference`](super::summarize_reference)
 //!   does, so their bits are identical to the reference's.
@@ -266,8 +268,20 @@ fn complete(dtype: DType, data: &[u8], n: usize, p: &mut Summary) {
     if p.min == f64::NEG_INFINITY {
         p.neg_inf = count_inf(dtype, data, true);
     }
+    let at = |i: usize| element_f64(dtype, data, i);
+    if p.zero != 0 && (p.max == 0.0 || p.min == 0.0) {
+        // The reference keeps the first of equal extrema (`v > max`), so a zero extremum has
+        // the sign of the chunk's first zero; the vector kernels may have kept another lane's.
+        if let Some(z) = (0..n).map(at).find(|v| *v == 0.0) {
+            if p.max == 0.0 {
+                p.max = z;
+            }
+            if p.min == 0.0 {
+                p.min = z;
+            }
+        }
+    }
     if p.nan != 0 {
-        let at = |i: usize| element_f64(dtype, data, i);
         if let Some(v) = (0..n).map(at).find(|v| v.is_nan()) {
             p.first_nan = v;
         }

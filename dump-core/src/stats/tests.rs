@@ -496,3 +496,28 @@ fn nan_free_fast_path() {
         }
     }
 }
+
+#[test]
+fn zero_extrema_keep_the_first_zero_sign_on_every_backend() {
+    for (vals, max, min) in [
+        (vec![-1.0f32, -0.0, 0.0, -2.0], -0.0f64, -2.0f64),
+        (vec![-1.0, 0.0, -0.0], 0.0, -1.0),
+        (vec![3.0, -0.0, 0.0, 1.0], 3.0, -0.0),
+    ] {
+        let mut v = vals.clone();
+        for _ in 0..40 {
+            v.extend(vals.iter().rev()); // many lanes see both zeros
+        }
+        let data: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        for b in backends() {
+            let mut acc = Accumulator::with_backend(DType::Float32, v.len(), b).unwrap();
+            acc.update(&data).unwrap();
+            let s = acc.finish().unwrap().unwrap();
+            assert_eq!(
+                (s.max.to_bits(), s.min.to_bits()),
+                (max.to_bits(), min.to_bits()),
+                "{vals:?} {b:?}"
+            );
+        }
+    }
+}
