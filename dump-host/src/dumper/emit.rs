@@ -4,7 +4,7 @@
 use std::{
     borrow::Cow,
     path::Path,
-    sync::atomic::Ordering,
+    sync::{Arc, atomic::Ordering},
     time::{SystemTime, UNIX_EPOCH},
 };
 
@@ -251,10 +251,16 @@ impl Shared {
         }
         // The runtime may reuse its buffer as soon as we return: the job owns a copy, which the
         // writer's byte budget bounds (the producer waits when the budget is full).
-        let owned = bytes.to_vec();
+        let mut owned = self.pool.take(bytes.len());
+        owned.extend_from_slice(bytes);
+        let pool = Arc::clone(&self.pool);
         self.writer.submit(
             owned.len() + 256,
-            Box::new(move || write_one(&path, dtype, &shape, &owned, opts)),
+            Box::new(move || {
+                let r = write_one(&path, dtype, &shape, &owned, opts);
+                pool.give(owned);
+                r
+            }),
         );
         Ok(())
     }

@@ -56,13 +56,14 @@ pub use tensor::{DeviceTensor, TensorRef};
 use crate::{
     Error,
     layout::DumpTree,
-    writer::{CsvAppender, Writer},
+    writer::{BufferPool, CsvAppender, Writer},
 };
 
 pub(crate) struct Shared {
     pub(crate) plan: DumpPlan,
     pub(crate) tree: DumpTree,
     pub(crate) writer: Writer,
+    pub(crate) pool: Arc<BufferPool>,
     pub(crate) csv: CsvAppender,
     pub(crate) csv_header: String,
     pub(crate) engine: Engine,
@@ -140,9 +141,11 @@ impl Dumper {
         let tree = DumpTree::new(&plan.root, plan.rank, &plan.net);
         let csv_header = dump_stats::csv::header_string(&plan.categories);
         let writer = Writer::new(&plan.writer);
+        let pool = Arc::new(BufferPool::new(plan.writer.budget_bytes));
         let shared = Shared {
             tree,
             writer,
+            pool,
             csv: CsvAppender::new(),
             csv_header,
             engine: Engine::with_available_parallelism(),
@@ -277,6 +280,7 @@ impl Dumper {
         };
         let flushed = s.writer.flush();
         s.csv.close_all();
+        s.pool.clear();
         let mut report = self.progress();
         report.unused_kernels = s
             .plan

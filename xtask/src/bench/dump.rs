@@ -38,11 +38,29 @@ fn dumper(
     kernels: &str,
     iteration: &str,
 ) -> Result<Dumper, String> {
+    dumper_with(
+        root,
+        saved,
+        dump_mode,
+        kernels,
+        iteration,
+        &DumpOptions::default(),
+    )
+}
+
+fn dumper_with(
+    root: &str,
+    saved: &str,
+    dump_mode: u32,
+    kernels: &str,
+    iteration: &str,
+    opts: &DumpOptions,
+) -> Result<Dumper, String> {
     let env: HashMap<String, String> = HashMap::new();
     Dumper::from_json_with(
         config(root, saved, dump_mode, kernels, iteration),
         &env,
-        &DumpOptions::default(),
+        opts,
     )
     .map_err(|e| e.to_string())
 }
@@ -237,39 +255,57 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         }
     });
     let mut k = 0u64;
-    let dump_gbps = median_gbps(size * count, if opts.quick { 3 } else { 5 }, || {
-        let sub = root.join(format!("d{k}"));
-        k += 1;
-        let Ok(mut d) = dumper(&sub.to_string_lossy(), "tensor", 0, "[]", "all") else {
-            return;
+    for (threads, label) in [
+        (0usize, "tensor dump throughput, synchronous"),
+        (2, "tensor dump throughput, 2 writer threads"),
+    ] {
+        let dopts = DumpOptions {
+            writer: dump_host::writer::WriterConfig {
+                threads,
+                ..Default::default()
+            },
+            ..DumpOptions::default()
         };
-        let step = d.begin_step();
-        for i in 0..count {
-            let name = format!("Default/net/Big-op{i}");
-            if let Some(kk) = step.kernel("Big", &name) {
-                let _ = kk.output(0, TensorRef::host(DType::Float32, &[size / 4], big_bytes));
+        let gbps = median_gbps(size * count, if opts.quick { 3 } else { 5 }, || {
+            let sub = root.join(format!("d{k}"));
+            k += 1;
+            let Ok(mut d) = dumper_with(&sub.to_string_lossy(), "tensor", 0, "[]", "all", &dopts)
+            else {
+                return;
+            };
+            let step = d.begin_step();
+            for i in 0..count {
+                let name = format!("Default/net/Big-op{i}");
+                if let Some(kk) = step.kernel("Big", &name) {
+                    let _ = kk.output(0, TensorRef::host(DType::Float32, &[size / 4], big_bytes));
+                }
             }
-        }
-        let _ = step.finish();
-        let _ = d.close();
-        remove(&sub);
-    });
+            let _ = step.finish();
+            let _ = d.close();
+            remove(&sub);
+        });
+        m.push(Metric {
+            name: label,
+            value: gbps,
+            unit: "GB/s",
+            baseline: Some(plain),
+        });
+        rows.push(Row {
+            kernel: if threads == 0 {
+                "dump-npy-sync"
+            } else {
+                "dump-npy-async"
+            }
+            .into(),
+            dtype: "float32".into(),
+            bytes: size,
+            threads: threads.max(1),
+            gbps,
+            vs_read: None,
+            vs_numpy: None,
+        });
+    }
     remove(&root);
-    m.push(Metric {
-        name: "tensor dump throughput (incl. flush)",
-        value: dump_gbps,
-        unit: "GB/s",
-        baseline: Some(plain),
-    });
-    rows.push(Row {
-        kernel: "dump-npy-files".into(),
-        dtype: "float32".into(),
-        bytes: size,
-        threads: 2,
-        gbps: dump_gbps,
-        vs_read: None,
-        vs_numpy: None,
-    });
     rows.push(Row {
         kernel: "fs-write".into(),
         dtype: "bytes".into(),

@@ -24,6 +24,17 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `npy`, `dump`, `cuda`).
+    pub only: Option<Vec<String>>,
+}
+
+impl Opts {
+    /// Whether benchmark group `name` runs.
+    pub fn wants(&self, name: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|x| x == name))
+    }
 }
 
 impl Opts {
@@ -93,6 +104,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         quick: false,
         device: None,
         runs: 7,
+        only: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -101,8 +113,17 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--device" => {
                 o.device = Some(it.next().ok_or("--device needs a value (cuda)")?.clone())
             }
+            "--only" => {
+                let v = it
+                    .next()
+                    .ok_or("--only needs a list: stats,engine,npy,dump,cuda")?;
+                o.only = Some(v.split(',').map(str::to_owned).collect());
+            }
             "-h" | "--help" => {
-                return Err("usage: cargo xtask bench-stats [--quick] [--device cuda]".into());
+                return Err(
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,npy,dump,cuda]"
+                        .into(),
+                );
             }
             other => return Err(format!("bench-stats: unknown argument `{other}`")),
         }
@@ -118,14 +139,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let opts = parse(args)?;
     let mut rows = Vec::new();
     // Benchmark modules register here, each pushing its rows.
-    stats::run(&opts, &mut rows);
-    engine::run(&opts, &mut rows);
-    npy::run(&opts, &mut rows)?;
-    dump::run(&opts, &mut rows)?;
-    if opts.device.as_deref() == Some("cuda") {
+    if opts.wants("stats") {
+        stats::run(&opts, &mut rows);
+    }
+    if opts.wants("engine") {
+        engine::run(&opts, &mut rows);
+    }
+    if opts.wants("npy") {
+        npy::run(&opts, &mut rows)?;
+    }
+    if opts.wants("dump") {
+        dump::run(&opts, &mut rows)?;
+    }
+    if opts.device.as_deref() == Some("cuda") && opts.wants("cuda") {
         cuda::run(&opts, &mut rows)?;
     }
-    let _ = &opts;
     print_table(&rows);
     write_csv(&mut rows)?;
     Ok(())
