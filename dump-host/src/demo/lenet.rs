@@ -289,35 +289,16 @@ impl LeNet {
         );
 
         // f16 branch: cast, add in f16, cast back.
-        let h: Vec<u16> = s0.iter().map(|&v| f16::from_f32(v).to_bits()).collect();
-        kernel(
+        let back = f16_doubling(
             t,
-            "Cast",
-            &format!("{FWD}/Cast-op0"),
-            &[f32v(&s0, &ls)],
-            &[bits(DType::Float16, &h, &ls)],
-        );
-        let hh: Vec<u16> = h
-            .iter()
-            .map(|&v| {
-                let a = f16::from_bits(v);
-                (a + a).to_bits()
-            })
-            .collect();
-        kernel(
-            t,
+            &s0,
+            &ls,
+            [
+                &format!("{FWD}/Cast-op0"),
+                &format!("{FWD}/Add-op0"),
+                &format!("{FWD}/Cast-op1"),
+            ],
             "Add",
-            &format!("{FWD}/Add-op0"),
-            &[bits(DType::Float16, &h, &ls), bits(DType::Float16, &h, &ls)],
-            &[bits(DType::Float16, &hh, &ls)],
-        );
-        let back: Vec<f32> = hh.iter().map(|&v| f16::from_bits(v).to_f32()).collect();
-        kernel(
-            t,
-            "Cast",
-            &format!("{FWD}/Cast-op1"),
-            &[bits(DType::Float16, &hh, &ls)],
-            &[f32v(&back, &ls)],
         );
 
         // bf16 branch (no gradient): cast, square in bf16, cast back, multiply by 0, add.
@@ -392,41 +373,16 @@ impl LeNet {
         );
 
         // ---- backward: through the f16 branch (d(h+h) = 2 dh, computed in f16)
-        let g16: Vec<u16> = dlogits
-            .iter()
-            .map(|&v| f16::from_f32(v).to_bits())
-            .collect();
-        kernel(
+        let ds0 = f16_doubling(
             t,
-            "Cast",
-            &format!("{BWD}/Grad_Cast/Cast-op0"),
-            &[f32v(&dlogits, &ls)],
-            &[bits(DType::Float16, &g16, &ls)],
-        );
-        let g16x2: Vec<u16> = g16
-            .iter()
-            .map(|&v| {
-                let a = f16::from_bits(v);
-                (a + a).to_bits()
-            })
-            .collect();
-        kernel(
-            t,
-            "AddN",
-            &format!("{BWD}/AddN-op0"),
-            &[
-                bits(DType::Float16, &g16, &ls),
-                bits(DType::Float16, &g16, &ls),
+            &dlogits,
+            &ls,
+            [
+                &format!("{BWD}/Grad_Cast/Cast-op0"),
+                &format!("{BWD}/AddN-op0"),
+                &format!("{BWD}/Grad_Cast/Cast-op1"),
             ],
-            &[bits(DType::Float16, &g16x2, &ls)],
-        );
-        let ds0: Vec<f32> = g16x2.iter().map(|&v| f16::from_bits(v).to_f32()).collect();
-        kernel(
-            t,
-            "Cast",
-            &format!("{BWD}/Grad_Cast/Cast-op1"),
-            &[bits(DType::Float16, &g16x2, &ls)],
-            &[f32v(&ds0, &ls)],
+            "AddN",
         );
         // Sub has no gradient for the constant; Mul by scale.
         let df3: Vec<f32> = ds0.iter().map(|v| v * scale[0]).collect();
@@ -592,6 +548,49 @@ impl LeNet {
         );
         loss
     }
+}
+
+/// `x` cast to f16, added to itself in f16 (`add_op`), cast back to f32 — three kernels named
+/// `names`. The forward f16 branch and its gradient both have this shape.
+fn f16_doubling(
+    t: &mut dyn Tracer,
+    x: &[f32],
+    shape: &[usize],
+    names: [&str; 3],
+    add_op: &str,
+) -> Vec<f32> {
+    let h: Vec<u16> = x.iter().map(|&v| f16::from_f32(v).to_bits()).collect();
+    kernel(
+        t,
+        "Cast",
+        names[0],
+        &[f32v(x, shape)],
+        &[bits(DType::Float16, &h, shape)],
+    );
+    let hh: Vec<u16> = h
+        .iter()
+        .map(|&v| {
+            let a = f16::from_bits(v);
+            (a + a).to_bits()
+        })
+        .collect();
+    let hv = bits(DType::Float16, &h, shape);
+    kernel(
+        t,
+        add_op,
+        names[1],
+        &[hv, hv],
+        &[bits(DType::Float16, &hh, shape)],
+    );
+    let back: Vec<f32> = hh.iter().map(|&v| f16::from_bits(v).to_f32()).collect();
+    kernel(
+        t,
+        "Cast",
+        names[2],
+        &[bits(DType::Float16, &hh, shape)],
+        &[f32v(&back, shape)],
+    );
+    back
 }
 
 fn kernel(t: &mut dyn Tracer, op: &str, name: &str, ins: &[View<'_>], outs: &[View<'_>]) {
