@@ -2,6 +2,10 @@
 //! (`engine`), statistics + MD5 of one tensor (`engine+md5`) and a batch of 16 tensors with MD5
 //! through `summarize_many` (`engine-many+md5`, where the two cores hash different tensors).
 //!
+//! `read` rows are the plain memory-read baseline with the same thread count (scoped threads,
+//! each summing its half as u64s, spawn cost included); `vs_read` of an `engine` row is relative
+//! to the `read` row of the same size and thread count, which shows the memory ceiling.
+//!
 //! The 2-thread single-tensor rows force the split (threshold 0), so the small sizes show where
 //! splitting starts to pay; that is how `DEFAULT_SPLIT_THRESHOLD` was chosen.
 
@@ -25,6 +29,25 @@ fn f32_data(bytes: usize) -> Vec<u8> {
         out.extend_from_slice(&v.to_le_bytes());
     }
     out
+}
+
+/// Sum of `data` as u64 words, split over `threads` scoped threads.
+fn read(data: &[u8], threads: usize) -> u64 {
+    let part = data.len().div_ceil(threads).next_multiple_of(8);
+    let sum = |c: &[u8]| -> u64 {
+        c.chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8])))
+            .fold(0u64, u64::wrapping_add)
+    };
+    if threads == 1 {
+        return sum(data);
+    }
+    std::thread::scope(|s| {
+        let hs: Vec<_> = data.chunks(part).map(|c| s.spawn(move || sum(c))).collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or(0))
+            .fold(0u64, u64::wrapping_add)
+    })
 }
 
 fn row(kernel: &str, bytes: usize, threads: usize, gbps: f64) -> Row {
@@ -53,6 +76,14 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) {
     for &bytes in sizes {
         let data = f32_data(bytes);
         let t = TensorRef::new(DType::Float32, &data, bytes / 4);
+        let mut read_gbps = [0.0; 3];
+        for threads in [1, 2] {
+            let gbps = median_gbps(bytes, opts.runs, || {
+                black_box(read(black_box(&data), threads));
+            });
+            read_gbps[threads] = gbps;
+            rows.push(row("read", bytes, threads, gbps));
+        }
         for (kernel, hashes) in [("engine", Hashes::NONE), ("engine+md5", md5)] {
             // MD5 rows only at the headline sizes: they are slow (about 0.75 GB/s) and their
             // 2-thread row cannot scale (one digest is serial).
@@ -64,7 +95,9 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) {
                 let gbps = median_gbps(bytes, opts.runs, || {
                     black_box(e.summarize(black_box(t), hashes).expect("valid tensor"));
                 });
-                rows.push(row(kernel, bytes, threads, gbps));
+                let mut r = row(kernel, bytes, threads, gbps);
+                r.vs_read = Some(gbps / read_gbps[threads]);
+                rows.push(r);
             }
         }
     }
