@@ -235,6 +235,15 @@ impl Default for CategorySet {
 }
 
 impl CategorySet {
+    /// Every distinct column, in MindSpore's list order ([`Category::ALL`]).
+    pub fn all() -> CategorySet {
+        let mut s = CategorySet::new();
+        Category::ALL.into_iter().for_each(|c| {
+            s.push(c);
+        });
+        s
+    }
+
     /// No columns (the `"statistic_category": []` case).
     pub const fn new() -> CategorySet {
         CategorySet {
@@ -337,6 +346,18 @@ impl<'a> IntoIterator for &'a CategorySet {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn all_is_every_distinct_column_once() {
+        let a = super::CategorySet::all();
+        assert_eq!(a.as_slice(), &super::Category::ALL);
+        let parsed = super::CategorySet::parse(super::VALID_NAMES).unwrap();
+        assert_eq!(
+            parsed.as_slice(),
+            a.as_slice(),
+            "the 15 names select the same 13 columns"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -63,13 +63,16 @@ fn parse_saved(s: &str) -> Result<SavedData, String> {
     }
 }
 
-/// Every statistic category, for the embedded config.
-const ALL_CATEGORIES: &str = r#"["max", "min", "avg", "count", "negative zero count", "positive zero count", "nan count", "negative inf count", "positive inf count", "zero count", "md5", "l2norm", "hash:sha1"]"#;
-
 /// The `statistic_category` JSON for `--categories`.
 fn categories_json(arg: &str) -> String {
     match arg {
-        "all" => ALL_CATEGORIES.to_owned(),
+        "all" => serde_json::Value::from(
+            dump_stats::CategorySet::all()
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>(),
+        )
+        .to_string(),
         "default" => r#"["max", "min", "l2norm"]"#.to_owned(),
         list => serde_json::Value::from(
             list.split(',')

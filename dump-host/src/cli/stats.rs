@@ -33,7 +33,7 @@ use std::{
 use dump_core::DType;
 use dump_npy::NpyFile;
 use dump_stats::{
-    Category, CategorySet, Hashes,
+    CategorySet, Hashes,
     csv::{Io, RowMeta, data_size, header_string, row_string},
     engine::{Engine, TensorRef},
 };
@@ -127,11 +127,7 @@ pub fn parse_file_name(name: &str) -> Option<DumpFileName<'_>> {
 
 /// Every distinct statistic column, in MindSpore's list order.
 pub fn all_categories() -> CategorySet {
-    let mut s = CategorySet::new();
-    for c in Category::ALL {
-        s.push(c);
-    }
-    s
+    CategorySet::all()
 }
 
 /// The long name recorded for short name `file` in `mapping.csv` of `dir` (lines
@@ -376,6 +372,6 @@ mod tests {
     fn all_categories_are_the_13_distinct_columns() {
         let c = all_categories();
         assert_eq!(c.len(), 13);
-        assert_eq!(c.as_slice(), &Category::ALL);
+        assert_eq!(c.as_slice(), &dump_stats::Category::ALL);
     }
 }
