@@ -7,6 +7,8 @@
 //! int4 nibbles, `np.unpackbits`) and compares dtype, shape and bytes exactly.
 //! Without python3 + numpy the test prints SKIP and passes (CI installs numpy).
 
+mod common;
+use common::numpy_available;
 use std::{fmt::Write as _, path::PathBuf, process::Command};
 
 use dump_core::DType;
@@ -66,26 +68,6 @@ for c in cases:
 print(f"numpy: {ok} ok, {bad} bad")
 sys.exit(1 if bad else 0)
 "#;
-
-fn numpy_available() -> bool {
-    match Command::new("python3")
-        .args(["-c", "import numpy"])
-        .output()
-    {
-        Ok(o) if o.status.success() => true,
-        Ok(o) => {
-            println!(
-                "SKIP: python3 cannot import numpy: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-            false
-        }
-        Err(e) => {
-            println!("SKIP: python3 not runnable: {e}");
-            false
-        }
-    }
-}
 
 struct Rng(u64);
 

@@ -3,6 +3,8 @@
 //! descr, dtype, shape, order, data offset and bytes. One python3 process writes them all.
 //! Without python3 + numpy the test prints SKIP and passes (CI installs numpy).
 
+mod common;
+use common::numpy_available;
 use std::{path::PathBuf, process::Command};
 
 use dump_core::DType;
@@ -57,26 +59,6 @@ save(np.zeros(2, dtype="<U3"), expect="UnsupportedDescr")
 open(f"{out}/manifest.tsv", "w").write("\n".join(rows) + "\n")
 print(f"wrote {len(rows)}")
 "#;
-
-fn numpy_available() -> bool {
-    match Command::new("python3")
-        .args(["-c", "import numpy"])
-        .output()
-    {
-        Ok(o) if o.status.success() => true,
-        Ok(o) => {
-            println!(
-                "SKIP: python3 cannot import numpy: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-            false
-        }
-        Err(e) => {
-            println!("SKIP: python3 not runnable: {e}");
-            false
-        }
-    }
-}
 
 #[test]
 fn reader_reads_numpy_files() {
