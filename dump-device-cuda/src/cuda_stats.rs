@@ -135,6 +135,14 @@ impl CudaStats {
         let words = stream
             .clone_dtoh(&out)
             .map_err(|e| Error::driver("copying block partials to the host", e))?;
+        // The driver documents device-to-pageable copies as "might be synchronous" (older
+        // versions: "returns once the copy has completed"); wait explicitly before reading,
+        // so that correctness does not rest on that. The stream is idle by now on drivers
+        // that do complete the copy, so this costs one call. The mock driver test copies
+        // lazily and catches a read before this wait.
+        stream
+            .synchronize()
+            .map_err(|e| Error::driver("waiting for the block partials", e))?;
         let partials: Vec<Partial> = words
             .chunks_exact(Partial::WORDS)
             .map(|w| {

@@ -2,80 +2,21 @@
 //! compiled for the host with g++ and a few intrinsic shims, produces exactly the block
 //! partials of [`model::partials`]. This checks, without a GPU, that the CUDA source's
 //! per-thread state (types, roundings, 128-bit sums, NaN tracking, signed-zero extrema) is
-//! what the model replays. The thread/warp/block driver below mirrors `stats_body`; on a
+//! what the model replays. The thread/warp/block replay (`host_cxx::RUN`) mirrors `stats_body`; on a
 //! GPU, `tests/gpu.rs` checks the real launch against the model.
 //!
 //! Without g++ the test prints SKIP and passes.
 
+mod host_cxx;
+
 use dump_core::DType;
-use dump_device_cuda::kernel_source::{BLOCK, BODY, HEAD, KernelId, grid_for};
+use dump_device_cuda::kernel_source::{KernelId, grid_for};
 use dump_device_cuda::{Partial, model};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Host stand-ins for the CUDA built-ins BODY uses. `__fadd_rn` and friends are plain IEEE
-/// operations (the build uses -ffp-contract=off, so nothing fuses).
-const SHIMS: &str = r#"
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __restrict__
-#define __shared__ static
-#define __launch_bounds__(x)
-struct uint4 { unsigned x, y, z, w; };
-struct dim3 { unsigned x; };
-static dim3 threadIdx, blockIdx, blockDim, gridDim;
-static inline void __syncthreads() {}
-template <class T> T __shfl_down_sync(unsigned, T v, unsigned) { return v; }
-static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
-static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
-static inline long long __double_as_longlong(double d) { long long u; memcpy(&u, &d, 8); return u; }
-static inline double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }
-static inline float __fadd_rn(float a, float b) { return a + b; }
-static inline float __fmul_rn(float a, float b) { return a * b; }
-static inline double __dadd_rn(double a, double b) { return a + b; }
-static inline double __dmul_rn(double a, double b) { return a * b; }
-"#;
-
-/// Host versions of the PTX f16 helpers (`cvt.f32.f16`, `cvt.rn.f16.f32`): GCC's _Float16
-/// converts exactly / with round-to-nearest-even.
-const F16_HOST: &str = r#"
-static inline float f16_to_f32(unsigned short h) { _Float16 x; memcpy(&x, &h, 2); return (float)x; }
-static inline float round_f16(float x) { return (float)(_Float16)x; }
-"#;
-
-/// The driver: the kernel's grid-stride assignment, warp trees and block stage, with the
-/// per-thread state from BODY. Usage: harness TRAITS N GRID IN OUT.
-const DRIVER: &str = r#"
-template <class K> static void run(const void* data, u64 n, unsigned grid, Partial* out) {
-    typedef typename K::raw_t R;
-    const unsigned UNIT = 16 / sizeof(R), B = BLOCK_THREADS;
-    const R* d = (const R*)data;
-    const u64 units = (n + UNIT - 1) / UNIT, stride = (u64)grid * B;
-    static St<K> lanes[32], warps[32];
-    for (unsigned b = 0; b < grid; ++b) {
-        for (unsigned w = 0; w < B / 32; ++w) {
-            for (unsigned l = 0; l < 32; ++l) {
-                lanes[l].init();
-                for (u64 u = (u64)b * B + w * 32 + l; u < units; u += stride) {
-                    const u64 base = u * UNIT, end = base + UNIT < n ? base + UNIT : n;
-                    for (u64 i = base; i < end; ++i) lanes[l].push(d[i], i);
-                }
-            }
-            for (unsigned off = 16; off > 0; off >>= 1)
-                for (unsigned l = 0; l < off; ++l) lanes[l].merge(lanes[l + off]);
-            warps[w] = lanes[0];
-        }
-        for (unsigned l = B / 32; l < 32; ++l) warps[l].init();
-        for (unsigned off = 16; off > 0; off >>= 1)
-            for (unsigned l = 0; l < off; ++l) warps[l].merge(warps[l + off]);
-        warps[0].store(out + b);
-    }
-}
-
+/// The harness: `harness TRAITS N GRID IN OUT` writes the partials of one launch.
+const MAIN: &str = r#"
 int main(int argc, char** argv) {
     if (argc != 6) return 2;
     const char* k = argv[1];
@@ -101,42 +42,9 @@ int main(int argc, char** argv) {
 "#;
 
 fn build_harness(dir: &Path) -> Option<PathBuf> {
-    let src = dir.join("harness.cpp");
     let exe = dir.join("harness");
-    let text = [
-        SHIMS,
-        &format!("#define BLOCK_THREADS {BLOCK}u\n"),
-        HEAD,
-        F16_HOST,
-        BODY,
-        DRIVER,
-    ]
-    .concat();
-    std::fs::write(&src, text).unwrap();
-    let out = match Command::new("g++")
-        .args([
-            "-std=c++17",
-            "-O1",
-            "-ffp-contract=off",
-            "-fno-fast-math",
-            "-w",
-            "-o",
-        ])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("SKIP kernel_on_host: g++ not runnable ({e})");
-            return None;
-        }
-    };
-    assert!(
-        out.status.success(),
-        "g++ failed on the kernel source:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let source = host_cxx::kernel_cxx() + MAIN;
+    host_cxx::gxx("kernel_on_host", &source, &exe, &[])?;
     Some(exe)
 }
 

@@ -1,0 +1,139 @@
+//! The Dumper with GPU tensors (`stat_calc_mode: device` on GPU, opdump's extension), end to
+//! end against the mock driver of `dump-device-cuda/tests/mock_driver`: statistics come from
+//! the device kernel without copying the tensor, equal the host statistics of the same bytes,
+//! and tensor dumps copy the tensor to an `.npy` file byte for byte. Without g++ it prints
+//! SKIP.
+
+#[path = "../../dump-device-cuda/tests/host_cxx/mod.rs"]
+mod host_cxx;
+#[path = "../../dump-device-cuda/tests/mock_driver/mod.rs"]
+mod mock_driver;
+
+use dump_core::DType;
+use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor, Precision, preload_nvrtc};
+use dump_host::{DumpOptions, Dumper, TensorRef, config::Device};
+use opdump_tests::{
+    config::{config, f32_bytes, no_env},
+    csv::parse_statistic_csv,
+    fsutil::{TempDir, npy_files},
+};
+use serde_json::json;
+
+const CATEGORIES: [&str; 7] = [
+    "max",
+    "min",
+    "avg",
+    "l2norm",
+    "nan count",
+    "zero count",
+    "negative inf count",
+];
+
+/// Dumps one f32 output tensor `[100, 100]` with `saved_data`, either as a GPU tensor or as the
+/// same bytes on the host; returns the statistic row's values from `Max Value` on, and the
+/// dump directory.
+fn dump(tmp: &TempDir, saved_data: &str, tensor: TensorRef<'_>) -> Vec<String> {
+    let cfg = config(
+        tmp.path(),
+        json!({"saved_data": saved_data, "statistic_category": CATEGORIES}),
+        json!({"stat_calc_mode": "device", "device_stat_precision_mode": "high"}),
+    );
+    let opts = DumpOptions {
+        device: Device::Gpu,
+        ..DumpOptions::default()
+    };
+    let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).unwrap();
+    d.begin_graph(0, &[]).unwrap();
+    let step = d.begin_step();
+    let k = step.kernel("MatMul", "Default/MatMul-op0").unwrap();
+    k.output(0, tensor).unwrap();
+    drop(k);
+    step.finish().unwrap();
+    d.close().unwrap();
+    let text = std::fs::read_to_string(tmp.path().join("rank_0/Net/0/0/statistic.csv")).unwrap();
+    let csv = parse_statistic_csv(&text);
+    assert_eq!(csv.rows.len(), 1, "{text}");
+    let from = csv.col("Max Value");
+    csv.rows[0][from..].to_vec()
+}
+
+#[test]
+fn gpu_tensors_dump_like_host_tensors() {
+    let Some(mock) = mock_driver::load() else {
+        return;
+    };
+    if let Some(dir) = std::env::var_os("OPDUMP_NVRTC_LIB_DIR") {
+        let _ = preload_nvrtc(std::path::Path::new(&dir));
+    }
+    if !dump_device_cuda::nvrtc_present() {
+        eprintln!("SKIP gpu_tensors_dump_like_host_tensors: no NVRTC to compile the kernels");
+        return;
+    }
+    let gpu = CudaStats::new(0).unwrap();
+    let stream = gpu.context().default_stream();
+    // Exact in f32 and in every partial sum, so device and host agree to the last digit.
+    let values: Vec<f32> = (0..10_000)
+        .map(|i| (i % 200) as f32 * 0.25 - 20.0)
+        .collect();
+    let bytes = f32_bytes(&values);
+    let shape = [100usize, 100];
+    let dev = stream.clone_htod(&bytes).unwrap();
+    let t = DeviceTensor::from_slice(&dev, DType::Float32, values.len()).unwrap();
+    let ct = CudaTensor::new(&gpu, t, &shape, &stream, Precision::High).unwrap();
+
+    // Statistics only: computed on the device; only the block partials cross the bus.
+    mock.log(true);
+    let on_gpu = TempDir::new("cuda-mock-stats");
+    let device_row = dump(&on_gpu, "statistic", TensorRef::device(&ct));
+    let log = mock.log(true);
+    assert!(
+        log.contains("cuLaunchKernel opdump_stats_f32_high"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("cuMemcpyDtoHAsync 40000"),
+        "tensor copied:\n{log}"
+    );
+    let on_host = TempDir::new("cuda-mock-host");
+    let host_row = dump(
+        &on_host,
+        "statistic",
+        TensorRef::host(DType::Float32, &shape, &bytes),
+    );
+    assert_eq!(device_row, host_row);
+    assert_eq!(device_row[0], "29.75", "max of the data");
+
+    // A device that fails the launch: the Dumper falls back to copying the tensor and
+    // computing on the host; the row is the same, and nothing fails.
+    mock.fail("cuLaunchKernel", 719, 0);
+    let fallback = TempDir::new("cuda-mock-fallback");
+    assert_eq!(
+        dump(&fallback, "statistic", TensorRef::device(&ct)),
+        host_row
+    );
+    let log = mock.log(true);
+    assert!(log.contains("injected failure 719"), "{log}");
+    assert!(
+        log.contains("cuMemcpyDtoHAsync 40000"),
+        "no fallback copy:\n{log}"
+    );
+
+    // Full dump: the tensor is copied to the host and written as .npy, byte for byte; the
+    // row has MindSpore's host columns (device statistics apply to statistic-only dumps).
+    let full = TempDir::new("cuda-mock-full");
+    let full_row = dump(&full, "full", TensorRef::device(&ct));
+    assert_eq!(full_row[..4], host_row[..]);
+    assert_eq!(full_row[4..], ["0", "50", "0"], "nan, zero, -inf counts");
+    let log = mock.log(true);
+    assert!(log.contains("cuMemcpyDtoHAsync 40000"), "{log}");
+    let files = npy_files(full.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let npy = dump_npy::read_file(&files[0]).unwrap();
+    assert_eq!(npy.shape, shape);
+    assert!(npy.data == bytes, "npy data differs from the device bytes");
+    assert_eq!(
+        mock.device_bytes(),
+        bytes.len(),
+        "only the tensor stays allocated"
+    );
+}
