@@ -1,12 +1,21 @@
-//! Known-answer tests of `dump-core`, run on a Cortex-M4 (thumbv7em-none-eabihf) in qemu.
+//! Known-answer tests of `dump-core`, `dump-npy` and `dump-stats`, run on a Cortex-M4
+//! (thumbv7em-none-eabihf) in qemu.
 //!
-//! This proves that `dump-core` builds and gives the same answers without `std`, without an
+//! This proves that the three crates build and give the same answers without `std`, without an
 //! allocator and on a 32-bit FPU target: statistics from MindSpore's own tests, widening, MD5,
-//! MindSpore's SHA-1 hash-of-hashes, `%g` formatting and the postcard wire records.
+//! MindSpore's SHA-1 hash-of-hashes, `%g` formatting and the postcard wire records (dump-core,
+//! this file); `.npy` headers, whole files and the reader against MindSpore 2.10's own dump
+//! ([`npy_kat`]); `statistic.csv` header and rows, host and device ([`csv_kat`]).
 //! `tests/qemu_kat.rs` is the entry point; `cargo test` in this directory boots it in
 //! `qemu-system-arm` (see `.cargo/config.toml`) and semihosting carries the output and exit code.
 #![no_std]
 #![deny(missing_docs)]
+
+mod csv;
+mod npy;
+
+pub use csv::csv_kat;
+pub use npy::npy_kat;
 
 use cortex_m_semihosting::hprintln;
 use dump_core::{
@@ -43,6 +52,28 @@ impl Tally {
         } else {
             self.failed += 1;
             hprintln!("FAIL {}: got {:?}, want {:?}", name, got, want);
+        }
+    }
+
+    fn check_bytes(&mut self, name: &str, got: &[u8], want: &[u8]) {
+        if got == want {
+            self.passed += 1;
+        } else {
+            self.failed += 1;
+            let at = got
+                .iter()
+                .zip(want)
+                .position(|(a, b)| a != b)
+                .unwrap_or(got.len().min(want.len()));
+            hprintln!(
+                "FAIL {}: {} bytes, want {}; first difference at byte {}: got {:?}, want {:?}",
+                name,
+                got.len(),
+                want.len(),
+                at,
+                got.get(at..(at + 16).min(got.len())),
+                want.get(at..(at + 16).min(want.len()))
+            );
         }
     }
 }
@@ -346,5 +377,7 @@ pub fn run_all() -> Tally {
     hash_kat(&mut t);
     fmt_kat(&mut t);
     wire_kat(&mut t);
+    npy_kat(&mut t);
+    csv_kat(&mut t);
     t
 }

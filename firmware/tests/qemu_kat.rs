@@ -1,5 +1,6 @@
-//! Boots on qemu's mps2-an386 (Cortex-M4), runs dump-core's known-answer tests, prints
-//! `N passed, N failed` through semihosting and exits non-zero if any check failed.
+//! Boots on qemu's mps2-an386 (Cortex-M4), runs the known-answer tests of dump-core, dump-npy
+//! and dump-stats, prints `N passed, N failed` through semihosting and exits non-zero if any
+//! check failed.
 #![no_std]
 #![no_main]
 

@@ -1,10 +1,14 @@
-//! `cargo xtask test-cross`: proves that `dump-core` is `no_std` by building and running it.
+//! `cargo xtask test-cross`: proves that `dump-core`, `dump-npy` and `dump-stats` are `no_std`
+//! (without `alloc`) by building them for a Cortex-M4 and running their known answers there.
 //!
 //! Steps, each a plain cargo command printed before it runs:
-//! 1. `cargo build -p dump-core --no-default-features --target thumbv7em-none-eabihf`;
-//! 2. `cargo check` of the same with `--features defmt`, `--features serde` and both;
-//! 3. `cargo test` in `firmware/`, whose `.cargo/config.toml` boots the known-answer tests in
-//!    `qemu-system-arm` (mps2-an386, semihosting); the firmware must print `N passed, 0 failed`.
+//! 1. for each of `dump-core`, `dump-npy` and `dump-stats`, one crate per command (so that no
+//!    crate's features hide another's missing ones):
+//!    `cargo build -p CRATE --no-default-features --target thumbv7em-none-eabihf`, then
+//!    `cargo check` of the same with `--features defmt`, `--features serde` and both;
+//! 2. `cargo test` in `firmware/`, whose `.cargo/config.toml` boots the known-answer tests of the
+//!    three crates in `qemu-system-arm` (mps2-an386, semihosting); the firmware must print
+//!    `N passed, 0 failed`.
 //!
 //! Before anything runs it checks for the rustup target and for qemu and says how to install
 //! whichever is missing.
@@ -16,6 +20,10 @@ use std::{
 
 /// The Cortex-M4F target the no_std proof builds for.
 const TARGET: &str = "thumbv7em-none-eabihf";
+
+/// The crates that must build for [`TARGET`] with default features off (no `std`, no
+/// `alloc`); each also has optional `defmt` and `serde` features, checked alone and together.
+const NO_STD_CRATES: [&str; 3] = ["dump-core", "dump-npy", "dump-stats"];
 
 /// The emulator that runs the firmware (`firmware/.cargo/config.toml` names it as the runner).
 const QEMU: &str = "qemu-system-arm";
@@ -32,11 +40,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     check_target_installed()?;
     check_qemu()?;
 
-    let core_args = |extra: &[&str], verb: &str| -> Vec<String> {
+    let no_std_args = |krate: &str, verb: &str, features: Option<&str>| -> Vec<String> {
         let mut v: Vec<String> = [
             verb,
             "-p",
-            "dump-core",
+            krate,
             "--no-default-features",
             "--target",
             TARGET,
@@ -44,16 +52,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
-        v.extend(extra.iter().map(|s| (*s).to_owned()));
+        if let Some(f) = features {
+            v.extend(["--features".to_owned(), f.to_owned()]);
+        }
         v
     };
-    run_step(&cargo, &root, &core_args(&[], "build"))?;
-    for features in ["defmt", "serde", "defmt,serde"] {
-        run_step(
-            &cargo,
-            &root,
-            &core_args(&["--features", features], "check"),
-        )?;
+    for krate in NO_STD_CRATES {
+        run_step(&cargo, &root, &no_std_args(krate, "build", None))?;
+        for features in ["defmt", "serde", "defmt,serde"] {
+            run_step(&cargo, &root, &no_std_args(krate, "check", Some(features)))?;
+        }
     }
 
     let firmware = root.join("firmware");
@@ -68,7 +76,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if !summary.ends_with(" 0 failed") {
         return Err(format!("firmware known-answer tests failed: {summary}"));
     }
-    println!("test-cross: ok ({summary} on {TARGET} in {QEMU})");
+    println!(
+        "test-cross: ok ({} build no_std for {TARGET}; firmware {summary} in {QEMU})",
+        NO_STD_CRATES.join(", ")
+    );
     Ok(())
 }
 
