@@ -2,8 +2,8 @@
 //!
 //! - `cargo xtask bench-stats [--quick] [--device cuda]`: statistics, hashing, widening and npy
 //!   benchmarks; prints a table and writes `target/bench-stats/summary.csv`.
-//! - `cargo xtask test-cross`: builds dump-core for `thumbv7em-none-eabihf` and runs the
-//!   firmware known-answer tests under `qemu-system-arm`.
+//! - `cargo xtask test-cross`: builds dump-core, dump-npy and dump-stats without `std` for
+//!   `thumbv7em-none-eabihf` and runs their firmware known-answer tests under `qemu-system-arm`.
 
 mod bench;
 mod cross;
