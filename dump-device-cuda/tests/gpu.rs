@@ -4,10 +4,11 @@
 //! a skip into a failure (set it on GPU machines so a broken driver is not silently
 //! skipped). NVRTC is taken from `OPDUMP_NVRTC_LIB_DIR` when set.
 
+mod samples;
+
 use dump_core::DType;
 use dump_device_cuda::{
-    CudaStats, CudaTensor, DeviceSummary, DeviceTensor, Precision, driver_present, model,
-    preload_nvrtc,
+    CudaStats, CudaTensor, DeviceTensor, Precision, driver_present, model, preload_nvrtc,
 };
 use std::sync::Arc;
 
@@ -31,63 +32,6 @@ fn gpu() -> Option<CudaStats> {
     None
 }
 
-fn bits(s: &DeviceSummary) -> Vec<u64> {
-    let m = &s.summary;
-    vec![
-        m.count,
-        m.max.to_bits(),
-        m.min.to_bits(),
-        m.sum.to_bits(),
-        m.sum_sq.to_bits(),
-        m.nan,
-        m.pos_inf,
-        m.neg_inf,
-        m.zero,
-        m.pos,
-        m.neg,
-        m.first_nan.to_bits(),
-        m.last_nan.to_bits(),
-        s.int_sum.map_or(0, |v| v as u64),
-        s.int_max.map_or(0, |v| v as u64),
-    ]
-}
-
-fn test_bytes(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
-    let size = dtype.size().unwrap();
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(n * size);
-    for i in 0..n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let mut b = x.to_le_bytes();
-        if dtype.is_float() && i % 5 != 0 {
-            // Mostly moderate finite values; every fifth element raw bits (NaN, inf, ...).
-            let v = (x >> 11) as f64 / (1u64 << 53) as f64 * 200.0 - 100.0;
-            b = match dtype {
-                DType::Float16 => {
-                    let h = half::f16::from_f64(v).to_le_bytes();
-                    [h[0], h[1], 0, 0, 0, 0, 0, 0]
-                }
-                DType::BFloat16 => {
-                    let h = half::bf16::from_f64(v).to_le_bytes();
-                    [h[0], h[1], 0, 0, 0, 0, 0, 0]
-                }
-                DType::Float32 => {
-                    let f = (v as f32).to_le_bytes();
-                    [f[0], f[1], f[2], f[3], 0, 0, 0, 0]
-                }
-                _ => v.to_le_bytes(),
-            };
-        }
-        if dtype == DType::Bool {
-            b[0] &= 1;
-        }
-        out.extend_from_slice(&b[..size]);
-    }
-    out
-}
-
 #[test]
 fn kernels_equal_the_model_bit_for_bit() {
     let Some(gpu) = gpu() else { return };
@@ -106,7 +50,7 @@ fn kernels_equal_the_model_bit_for_bit() {
     ];
     for dtype in dtypes {
         for n in [1usize, 3, 17, 1000, 4097, 262_147, 5_000_003] {
-            let bytes = test_bytes(dtype, n, n as u64 * 31 + dtype.bits() as u64);
+            let bytes = samples::bytes_for(dtype, n, n as u64 * 31 + dtype.bits() as u64);
             let size = dtype.size().unwrap();
             // One extra element in front, to test a misaligned (non-16-byte) start too.
             let mut padded = vec![0u8; size];
@@ -124,15 +68,15 @@ fn kernels_equal_the_model_bit_for_bit() {
                 for t in [&aligned, &shifted] {
                     let got = gpu.summarize(t, p, &stream).unwrap().unwrap();
                     assert_eq!(
-                        bits(&got),
-                        bits(&want),
+                        samples::bits(&got),
+                        samples::bits(&want),
                         "{dtype} n={n} {p} ptr={:#x}",
                         t.ptr()
                     );
                     let again = gpu.summarize(t, p, &stream).unwrap().unwrap();
                     assert_eq!(
-                        bits(&got),
-                        bits(&again),
+                        samples::bits(&got),
+                        samples::bits(&again),
                         "{dtype} n={n} {p}: not reproducible"
                     );
                 }
@@ -145,7 +89,7 @@ fn kernels_equal_the_model_bit_for_bit() {
 fn copies_return_the_tensor_bytes() {
     let Some(gpu) = gpu() else { return };
     let stream = gpu.context().default_stream();
-    let bytes = test_bytes(DType::Float32, 1_000_003, 5);
+    let bytes = samples::bytes_for(DType::Float32, 1_000_003, 5);
     let dev = stream.clone_htod(&bytes).unwrap();
     let t = DeviceTensor::from_slice(&dev, DType::Float32, 1_000_003).unwrap();
     let mut host = vec![0u8; bytes.len()];

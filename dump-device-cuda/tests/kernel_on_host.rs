@@ -8,8 +8,8 @@
 //! Without g++ the test prints SKIP and passes.
 
 mod host_cxx;
+mod samples;
 
-use dump_core::DType;
 use dump_device_cuda::kernel_source::{KernelId, grid_for};
 use dump_device_cuda::{Partial, model};
 use std::path::{Path, PathBuf};
@@ -52,41 +52,6 @@ fn same(a: f64, b: f64) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
-fn bytes_for(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
-    let size = dtype.size().unwrap();
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(n * size);
-    for i in 0..n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let mut b = x.to_le_bytes();
-        if dtype.is_float() && i % 3 != 0 {
-            // Moderate values (exercise rounding); every third element raw bits (NaN, inf,
-            // subnormals, huge values).
-            let v = ((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 6e4;
-            b = match dtype {
-                DType::Float16 => u64::from(half::f16::from_f64(v).to_bits()).to_le_bytes(),
-                DType::BFloat16 => u64::from(half::bf16::from_f64(v).to_bits()).to_le_bytes(),
-                DType::Float32 => u64::from((v as f32).to_bits()).to_le_bytes(),
-                _ => v.to_le_bytes(),
-            };
-        }
-        if i % 11 == 0 {
-            b = [0, 0, 0, 0, 0, 0, 0, 0x80]; // -0.0 in f64, else zero / negative ints
-            if size < 8 {
-                b = [0; 8];
-                b[size - 1] = if dtype.is_float() { 0x80 } else { 0 };
-            }
-        }
-        if dtype == DType::Bool {
-            b[0] &= 3; // 2 is "true" too
-        }
-        out.extend_from_slice(&b[..size]);
-    }
-    out
-}
-
 #[test]
 fn the_cuda_source_computes_what_the_model_replays() {
     let dir = std::env::temp_dir().join(format!("opdump-kernel-on-host-{}", std::process::id()));
@@ -101,7 +66,7 @@ fn the_cuda_source_computes_what_the_model_replays() {
             .map(|n| (n, false))
             .chain([(77, true), (5000, true)]);
         for (n, zeros) in cases {
-            let mut data = bytes_for(k.dtype, n, n as u64 ^ 0x5eed);
+            let mut data = samples::bytes_for(k.dtype, n, n as u64 ^ 0x5eed);
             if zeros {
                 // Only +0 and -0 (floats) or 0 (integers): the extrema are signed zeros.
                 for (i, b) in data.iter_mut().enumerate() {

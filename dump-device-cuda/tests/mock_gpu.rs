@@ -14,12 +14,13 @@
 
 mod host_cxx;
 mod mock_driver;
+mod samples;
 
 use dump_core::DType;
 use dump_device_cuda::compile::seed_cache;
 use dump_device_cuda::{
-    CudaStats, CudaTensor, DeviceSummary, DeviceTensor, Error, KernelId, PipelineError, Precision,
-    model, nvrtc_present, preload_nvrtc,
+    CudaStats, CudaTensor, DeviceTensor, Error, KernelId, PipelineError, Precision, model,
+    nvrtc_present, preload_nvrtc,
 };
 use mock_driver::MockDriver;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -61,51 +62,6 @@ fn gpu() -> Option<Gpu> {
     })
 }
 
-fn bits(s: &DeviceSummary) -> Vec<u64> {
-    let m = &s.summary;
-    vec![
-        m.count,
-        m.max.to_bits(),
-        m.min.to_bits(),
-        m.sum.to_bits(),
-        m.sum_sq.to_bits(),
-        m.nan,
-        m.pos_inf,
-        m.neg_inf,
-        m.zero,
-        m.pos,
-        m.neg,
-        m.first_nan.to_bits(),
-        m.last_nan.to_bits(),
-        s.int_sum.map_or(0, |v| v as u64),
-        s.int_max.map_or(0, |v| v as u64),
-    ]
-}
-
-/// Deterministic bytes: mostly moderate values, every fourth element raw bits (NaN, inf).
-fn data(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
-    let size = dtype.size().unwrap();
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(n * size);
-    for i in 0..n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let v = ((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 300.0;
-        let b: [u8; 8] = match dtype {
-            _ if i % 4 == 0 => x.to_le_bytes(),
-            DType::Float16 => u64::from(half::f16::from_f64(v).to_bits()).to_le_bytes(),
-            DType::BFloat16 => u64::from(half::bf16::from_f64(v).to_bits()).to_le_bytes(),
-            DType::Float32 => u64::from((v as f32).to_bits()).to_le_bytes(),
-            DType::Float64 => v.to_le_bytes(),
-            DType::Bool => [(x & 1) as u8, 0, 0, 0, 0, 0, 0, 0],
-            _ => (v as i64).to_le_bytes(),
-        };
-        out.extend_from_slice(&b[..size]);
-    }
-    out
-}
-
 #[test]
 fn the_mock_device_is_found_and_the_compiled_module_loads() {
     let Some(g) = gpu() else { return };
@@ -132,14 +88,19 @@ fn device_statistics_equal_the_model_bit_for_bit() {
         };
         let size = k.dtype.size().unwrap();
         for n in [1usize, 7, 1000, 4099, 70_001] {
-            let bytes = data(k.dtype, n, n as u64 ^ 0xc0ffee);
+            let bytes = samples::bytes_for(k.dtype, n, n as u64 ^ 0xc0ffee);
             let dev = stream.clone_htod(&bytes).unwrap();
             let t = DeviceTensor::from_slice(&dev, k.dtype, n).unwrap();
             let got = g.stats.summarize(&t, precision, &stream).unwrap().unwrap();
             let want = model::summarize(k.dtype, &bytes, n, precision)
                 .unwrap()
                 .unwrap();
-            assert_eq!(bits(&got), bits(&want), "{} n={n}", k.name());
+            assert_eq!(
+                samples::bits(&got),
+                samples::bits(&want),
+                "{} n={n}",
+                k.name()
+            );
             // The launch the mock saw: the kernel for this dtype and precision, the grid of
             // grid_for, 256 threads.
             let log = g.mock.log(true);
@@ -155,7 +116,7 @@ fn a_tensor_at_an_offset_uses_the_unaligned_path() {
     let Some(g) = gpu() else { return };
     let stream = g.stats.context().default_stream();
     let n = 5000;
-    let bytes = data(DType::Float32, n + 1, 7);
+    let bytes = samples::bytes_for(DType::Float32, n + 1, 7);
     let dev = stream.clone_htod(&bytes).unwrap();
     let whole = DeviceTensor::from_slice(&dev, DType::Float32, n + 1).unwrap();
     // SAFETY: elements 1..=n of a live allocation of n + 1 f32, read on its stream.
@@ -169,7 +130,7 @@ fn a_tensor_at_an_offset_uses_the_unaligned_path() {
     let want = model::summarize(DType::Float32, &bytes[4..], n, Precision::High)
         .unwrap()
         .unwrap();
-    assert_eq!(bits(&got), bits(&want));
+    assert_eq!(samples::bits(&got), samples::bits(&want));
 }
 
 #[test]
@@ -198,7 +159,7 @@ fn the_pipeline_overlaps_copies_and_returns_every_byte() {
     let Some(g) = gpu() else { return };
     let stream = g.stats.context().default_stream();
     let n = 100_003;
-    let bytes = data(DType::Float32, n, 3);
+    let bytes = samples::bytes_for(DType::Float32, n, 3);
     let dev = stream.clone_htod(&bytes).unwrap();
     let t = DeviceTensor::from_slice(&dev, DType::Float32, n).unwrap();
     for chunk in [4096usize, 65_536, 400_012, 1 << 20] {
@@ -254,7 +215,7 @@ fn device_errors_are_values_and_leave_nothing_in_flight() {
     let Some(g) = gpu() else { return };
     let stream = g.stats.context().default_stream();
     let n = 50_000;
-    let bytes = data(DType::Float16, n, 11);
+    let bytes = samples::bytes_for(DType::Float16, n, 11);
     let dev = stream.clone_htod(&bytes).unwrap();
     let t = DeviceTensor::from_slice(&dev, DType::Float16, n).unwrap();
     let before = g.mock.device_bytes();
@@ -304,7 +265,7 @@ fn writer_threads_share_one_device() {
     let stats = Arc::new(g.stats);
     let stream = stats.context().default_stream();
     let n = 30_000;
-    let bytes = data(DType::BFloat16, n, 5);
+    let bytes = samples::bytes_for(DType::BFloat16, n, 5);
     let dev = stream.clone_htod(&bytes).unwrap();
     let want = model::summarize(DType::BFloat16, &bytes, n, Precision::High)
         .unwrap()
@@ -316,7 +277,7 @@ fn writer_threads_share_one_device() {
                 let t = DeviceTensor::from_slice(&dev, DType::BFloat16, n).unwrap();
                 for _ in 0..3 {
                     let got = stats.summarize(&t, Precision::High, &stream).unwrap();
-                    assert_eq!(bits(&got.unwrap()), bits(&want));
+                    assert_eq!(samples::bits(&got.unwrap()), samples::bits(&want));
                 }
                 let mut pipe = stats.pipeline(16_384).unwrap();
                 let mut out = Vec::new();
