@@ -5,10 +5,11 @@
 //! 1. for each of `dump-core`, `dump-npy` and `dump-stats`, one crate per command (so that no
 //!    crate's features hide another's missing ones):
 //!    `cargo build -p CRATE --no-default-features --target thumbv7em-none-eabihf`, then
-//!    `cargo check` of the same with `--features defmt`, `--features serde` and both;
+//!    `cargo check` of the same with `--features alloc` (no `std`, with an allocator),
+//!    `--features defmt`, `--features serde` and both;
 //! 2. `cargo test` in `firmware/`, whose `.cargo/config.toml` boots the known-answer tests of the
 //!    three crates in `qemu-system-arm` (mps2-an386, semihosting); the firmware must print
-//!    `N passed, 0 failed`.
+//!    `N passed, 0 failed` with N at least [`MIN_FIRMWARE_CHECKS`].
 //!
 //! Before anything runs it checks for the rustup target and for qemu and says how to install
 //! whichever is missing.
@@ -22,8 +23,12 @@ use std::{
 const TARGET: &str = "thumbv7em-none-eabihf";
 
 /// The crates that must build for [`TARGET`] with default features off (no `std`, no
-/// `alloc`); each also has optional `defmt` and `serde` features, checked alone and together.
+/// `alloc`); each also has `alloc`, `defmt` and `serde` features, checked alone (and the last
+/// two together).
 const NO_STD_CRATES: [&str; 3] = ["dump-core", "dump-npy", "dump-stats"];
+
+/// Fewer passed checks than this means the firmware skipped some (123 exist).
+const MIN_FIRMWARE_CHECKS: usize = 120;
 
 /// The emulator that runs the firmware (`firmware/.cargo/config.toml` names it as the runner).
 const QEMU: &str = "qemu-system-arm";
@@ -59,7 +64,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     };
     for krate in NO_STD_CRATES {
         run_step(&cargo, &root, &no_std_args(krate, "build", None))?;
-        for features in ["defmt", "serde", "defmt,serde"] {
+        for features in ["alloc", "defmt", "serde", "defmt,serde"] {
             run_step(&cargo, &root, &no_std_args(krate, "check", Some(features)))?;
         }
     }
@@ -75,6 +80,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
         })?;
     if !summary.ends_with(" 0 failed") {
         return Err(format!("firmware known-answer tests failed: {summary}"));
+    }
+    let passed: usize = summary
+        .split_whitespace()
+        .rev()
+        .nth(3)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    if passed < MIN_FIRMWARE_CHECKS {
+        return Err(format!(
+            "the firmware ran only {passed} known-answer checks ({summary}); at least \
+             {MIN_FIRMWARE_CHECKS} exist, so some were not run"
+        ));
     }
     println!(
         "test-cross: ok ({} build no_std for {TARGET}; firmware {summary} in {QEMU})",
