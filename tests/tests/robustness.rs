@@ -173,6 +173,7 @@ fn memory_budget_bounds_bytes_in_flight_and_loses_nothing() {
         writer: WriterConfig {
             threads: 1,
             budget_bytes: BUDGET,
+            ..WriterConfig::default()
         },
         ..DumpOptions::default()
     };

@@ -1,9 +1,10 @@
-//! One tensor out: sampling, the `.npy` file (through the background writer) and the
-//! `statistic.csv` row (appended in one write, in the caller's order).
+//! One tensor out: sampling, the `.npy` file (queued to the background writer, or written on
+//! the caller's thread when the tensor is too large to copy) and the `statistic.csv` row
+//! (appended in one write, in the caller's order).
 
 use std::{
     borrow::Cow,
-    path::Path,
+    path::{Path, PathBuf},
     sync::{Arc, atomic::Ordering},
     time::{SystemTime, UNIX_EPOCH},
 };
@@ -47,6 +48,17 @@ enum RowStats<'a> {
 
 /// Mode bits of every file opdump writes (MindSpore: read-only for the owner).
 pub(crate) const FILE_MODE: u32 = 0o400;
+
+/// Budget charged for a queued file beyond its data bytes (header, path, shape).
+const JOB_OVERHEAD: usize = 256;
+
+/// An `.npy` file named, validated and counted, waiting for its bytes.
+struct NpyOut {
+    path: PathBuf,
+    dtype: DType,
+    shape: Vec<usize>,
+    opts: WriteOptions,
+}
 
 impl Shared {
     /// A per-tensor timestamp in µs since the epoch, strictly increasing within this Dumper so
@@ -195,24 +207,35 @@ impl Shared {
         if self.ensure_dir(dir).is_err() {
             return Ok(()); // recorded; returned at step end / close
         }
-        if self.plan.saved_data.tensors() {
-            self.write_npy(dir, name, t.dtype, shape, bytes.as_ref())?;
-        }
-        if self.plan.saved_data.statistics() {
+        // The file is validated and counted first (a bad tensor is an error value, not a failed
+        // write); the row is computed before the bytes go to the writer, so a private copy
+        // (device tensor, strided gather) can be handed over without copying it again.
+        let npy = if self.plan.saved_data.tensors() {
+            Some(self.prepare_npy(dir, name, t.dtype, shape, bytes.len())?)
+        } else {
+            None
+        };
+        let row = if self.plan.saved_data.statistics() {
             self.stat_row(dir, who, ts, t.dtype, shape, &bytes, elems)
-                .map_err(bad)?;
+        } else {
+            Ok(())
+        };
+        if let Some(npy) = npy {
+            self.write_npy(npy, bytes);
         }
-        Ok(())
+        row.map_err(bad)
     }
 
-    fn write_npy(
+    /// Names (long names through `mapping.csv`), validates and counts an `.npy` file of
+    /// `len` data bytes; [`write_npy`](Shared::write_npy) writes it.
+    fn prepare_npy(
         &self,
         dir: &Path,
         name: String,
         dtype: DType,
         shape: &[usize],
-        bytes: &[u8],
-    ) -> Result<(), Error> {
+        len: usize,
+    ) -> Result<NpyOut, Error> {
         let file_name = if name.len() > NAME_MAX {
             let short = short_name(&name);
             let map = dir.join("mapping.csv");
@@ -228,41 +251,66 @@ impl Shared {
         };
         let path = dir.join(file_name);
         let opts = WriteOptions::new().with_bf16(self.plan.bf16);
-        // Validate now, in the caller, so a bad tensor is an error value, not a failed write.
-        let layout = dump_npy::NpyLayout::new(dtype, shape, bytes.len(), opts).map_err(|e| {
-            Error::Tensor {
+        let layout =
+            dump_npy::NpyLayout::new(dtype, shape, len, opts).map_err(|e| Error::Tensor {
                 kernel: path.display().to_string(),
                 io: "npy",
                 slot: 0,
                 message: e.to_string(),
-            }
-        })?;
+            })?;
         self.files.fetch_add(1, Ordering::Relaxed);
         self.bytes
             .fetch_add(layout.file_len() as u64, Ordering::Relaxed);
-        let shape = shape.to_vec();
-        if self.writer.is_sync() {
-            write_one(&path, dtype, &shape, bytes, opts)
-                .map_err(|f| {
-                    self.writer.errors().record(f.path, f.error);
-                })
-                .ok();
-            return Ok(());
+        Ok(NpyOut {
+            path,
+            dtype,
+            shape: shape.to_vec(),
+            opts,
+        })
+    }
+
+    /// Writes the file: a private copy is queued as is; borrowed bytes are written on this
+    /// thread when the writer says the tensor is too large to copy
+    /// ([`Writer::writes_direct`](crate::writer::Writer::writes_direct)), otherwise copied into
+    /// a pooled buffer and queued. Failures are recorded by the writer either way.
+    fn write_npy(&self, out: NpyOut, bytes: Cow<'_, [u8]>) {
+        let NpyOut {
+            path,
+            dtype,
+            shape,
+            opts,
+        } = out;
+        let cost = bytes.len().saturating_add(JOB_OVERHEAD);
+        match bytes {
+            // Ours already: queue it without another copy, unless the budget could not hold it
+            // (it would wait for every queued write to finish, then be written alone).
+            Cow::Owned(owned) if owned.len() < self.writer.budget().limit() => {
+                let (owned, cost) = hand_over(owned);
+                self.writer.submit(
+                    cost,
+                    Box::new(move || write_one(&path, dtype, &shape, &owned, opts)),
+                );
+            }
+            bytes if self.writer.writes_direct(bytes.len()) => {
+                self.writer
+                    .run_direct(|| write_one(&path, dtype, &shape, &bytes, opts));
+            }
+            bytes => {
+                // The runtime may reuse its buffer as soon as we return: the job owns a copy,
+                // which the writer's byte budget bounds (the producer waits when it is full).
+                let mut owned = self.pool.take(bytes.len());
+                owned.extend_from_slice(&bytes);
+                let pool = Arc::clone(&self.pool);
+                self.writer.submit(
+                    cost,
+                    Box::new(move || {
+                        let r = write_one(&path, dtype, &shape, &owned, opts);
+                        pool.give(owned);
+                        r
+                    }),
+                );
+            }
         }
-        // The runtime may reuse its buffer as soon as we return: the job owns a copy, which the
-        // writer's byte budget bounds (the producer waits when the budget is full).
-        let mut owned = self.pool.take(bytes.len());
-        owned.extend_from_slice(bytes);
-        let pool = Arc::clone(&self.pool);
-        self.writer.submit(
-            owned.len() + 256,
-            Box::new(move || {
-                let r = write_one(&path, dtype, &shape, &owned, opts);
-                pool.give(owned);
-                r
-            }),
-        );
-        Ok(())
     }
 
     /// Statistics-only dump of a device tensor with `stat_calc_mode: device`: ask the device for
@@ -406,6 +454,14 @@ impl Shared {
     }
 }
 
+/// A buffer of ours ready to queue, and the budget it costs: a sample keeps the whole copy's
+/// allocation, so the rest is given back first and the budget counts what the job holds.
+fn hand_over(mut owned: Vec<u8>) -> (Vec<u8>, usize) {
+    owned.shrink_to_fit();
+    let cost = owned.capacity().saturating_add(JOB_OVERHEAD);
+    (owned, cost)
+}
+
 fn write_one(
     path: &Path,
     dtype: DType,
@@ -420,4 +476,305 @@ fn write_one(
         path: path.to_owned(),
         error,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! Which path a tensor's file takes: copied and queued, handed over, or written directly.
+
+    use std::{collections::HashMap, path::PathBuf, sync::Arc};
+
+    use dump_core::{DType, Summary};
+
+    use crate::{
+        DumpOptions, Dumper, TensorRef,
+        dumper::{DeviceTensor, Shared},
+        writer::{DEFAULT_DIRECT_WRITE_BYTES, WriterConfig},
+    };
+
+    fn root(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("opdump-emit-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    fn dumper(root: &std::path::Path, saved: &str, writer: WriterConfig) -> Dumper {
+        let text = format!(
+            r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+            "iteration": "all", "saved_data": "{saved}", "input_output": 0, "kernels": [],
+            "support_device": [0]}}, "e2e_dump_settings": {{"enable": true}}}}"#,
+            root.display()
+        );
+        let opts = DumpOptions {
+            writer,
+            ..DumpOptions::default()
+        };
+        Dumper::from_json_with(text.into_bytes(), &HashMap::<String, String>::new(), &opts).unwrap()
+    }
+
+    /// `elems` f32 values, distinct per tensor.
+    fn f32_bytes(elems: usize, seed: u32) -> Vec<u8> {
+        (0..elems)
+            .flat_map(|i| ((i as u32 ^ seed) as f32).to_le_bytes())
+            .collect()
+    }
+
+    /// The `.npy` file of kernel `op` in `dir` (final name only), if it exists.
+    fn npy_of(dir: &std::path::Path, op: &str) -> Option<dump_npy::NpyFile> {
+        let e = std::fs::read_dir(dir).ok()?.find_map(|e| {
+            let e = e.ok()?;
+            let n = e.file_name().to_string_lossy().into_owned();
+            (n.starts_with(&format!("{op}.")) && n.ends_with(".npy")).then_some(e.path())
+        })?;
+        Some(dump_npy::read_file(e).unwrap())
+    }
+
+    /// The Dumper's internals (kept across `begin_step`, which borrows the Dumper).
+    fn shared(d: &Dumper) -> Arc<Shared> {
+        Arc::clone(d.shared.as_ref().unwrap())
+    }
+
+    /// (jobs queued to the writer threads, writes run on the caller's thread).
+    fn counts(s: &Shared) -> (u64, u64) {
+        (s.writer.queued_jobs(), s.writer.inline_jobs())
+    }
+
+    const SMALL: usize = 4 << 10; // 16 KiB of f32
+    const LARGE: usize = 32 << 10; // 128 KiB of f32
+
+    fn two_threads(direct_write_bytes: usize) -> WriterConfig {
+        WriterConfig {
+            threads: 2,
+            budget_bytes: 1 << 20,
+            direct_write_bytes,
+        }
+    }
+
+    #[test]
+    fn large_host_tensors_are_written_directly_small_ones_copied_and_queued() {
+        let r = root("paths");
+        let mut d = dumper(&r, "tensor", two_threads(64 << 10));
+        let s = shared(&d);
+        let dir = r.join("rank_0/Net/0/0");
+        let small = f32_bytes(SMALL, 1);
+        let large = f32_bytes(LARGE, 2);
+        let bf16: Vec<u8> = (0..LARGE * 2)
+            .flat_map(|i| (i as u16).to_le_bytes())
+            .collect();
+        let step = d.begin_step();
+        let k = step.kernel("Small", "Default/Small-op0").unwrap();
+        k.output(0, TensorRef::host(DType::Float32, &[SMALL], &small))
+            .unwrap();
+        drop(k);
+        assert_eq!(counts(&s), (1, 0), "small tensor queued");
+        let k = step.kernel("Large", "Default/Large-op1").unwrap();
+        k.output(0, TensorRef::host(DType::Float32, &[LARGE], &large))
+            .unwrap();
+        drop(k);
+        assert_eq!(
+            counts(&s),
+            (1, 1),
+            "large tensor written on the caller's thread"
+        );
+        // Written directly: complete under its final name before the call returned.
+        assert_eq!(npy_of(&dir, "Large").expect("Large written").data, large);
+        let k = step.kernel("Half", "Default/Half-op2").unwrap();
+        k.output(0, TensorRef::host(DType::BFloat16, &[LARGE * 2], &bf16))
+            .unwrap();
+        drop(k);
+        assert_eq!(
+            counts(&s),
+            (1, 2),
+            "bf16 of 128 KiB (256 KiB widened) directly"
+        );
+        let half = npy_of(&dir, "Half").expect("Half written");
+        assert_eq!((half.descr.as_str(), half.data.len()), ("<f4", LARGE * 8));
+        step.finish().unwrap();
+        let budget_peak = s.writer.budget().peak();
+        assert!(
+            (SMALL * 4..LARGE * 4).contains(&budget_peak),
+            "only the small copy went through the budget ({budget_peak})"
+        );
+        assert!(
+            (SMALL * 4..LARGE * 4).contains(&s.pool.idle_bytes()),
+            "only the small copy buffer was pooled ({})",
+            s.pool.idle_bytes()
+        );
+        let report = d.close().unwrap();
+        assert_eq!(
+            (report.files, report.bytes),
+            (3, (SMALL * 4 + LARGE * 12 + 384) as u64)
+        );
+        assert_eq!(npy_of(&dir, "Small").expect("Small written").data, small);
+        std::fs::remove_dir_all(&r).unwrap();
+    }
+
+    #[test]
+    fn the_default_threshold_is_8_mib() {
+        let r = root("default");
+        let cfg = WriterConfig {
+            threads: 2,
+            ..WriterConfig::default()
+        };
+        assert_eq!(cfg.direct_write_bytes, DEFAULT_DIRECT_WRITE_BYTES);
+        assert_eq!(DEFAULT_DIRECT_WRITE_BYTES, 8 << 20);
+        let mut d = dumper(&r, "tensor", cfg);
+        let s = shared(&d);
+        let at = f32_bytes(DEFAULT_DIRECT_WRITE_BYTES / 4, 3);
+        let step = d.begin_step();
+        let k = step.kernel("Below", "Default/Below-op0").unwrap();
+        k.output(
+            0,
+            TensorRef::host(DType::Float32, &[at.len() / 4 - 1], &at[4..]),
+        )
+        .unwrap();
+        drop(k);
+        assert_eq!(counts(&s), (1, 0), "8 MiB - 4 bytes: copied and queued");
+        let k = step.kernel("At", "Default/At-op1").unwrap();
+        k.output(0, TensorRef::host(DType::Float32, &[at.len() / 4], &at))
+            .unwrap();
+        drop(k);
+        assert_eq!(counts(&s), (1, 1), "8 MiB: written directly");
+        step.finish().unwrap();
+        assert_eq!(d.close().unwrap().files, 2);
+        let dir = r.join("rank_0/Net/0/0");
+        assert_eq!(npy_of(&dir, "At").unwrap().data, at);
+        assert_eq!(npy_of(&dir, "Below").unwrap().data, &at[4..]);
+        std::fs::remove_dir_all(&r).unwrap();
+    }
+
+    /// A device tensor whose "device memory" is a host vector.
+    struct FakeDevice {
+        shape: [usize; 1],
+        data: Vec<u8>,
+    }
+
+    impl DeviceTensor for FakeDevice {
+        fn dtype(&self) -> DType {
+            DType::Float32
+        }
+        fn shape(&self) -> &[usize] {
+            &self.shape
+        }
+        fn device_summary(&self) -> Result<Option<Summary>, String> {
+            Err("no device statistics".into())
+        }
+        fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), String> {
+            dst.copy_from_slice(&self.data);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_device_copy_is_handed_to_the_writer_without_another_copy() {
+        let r = root("device");
+        // Budget 1 MiB, direct from 64 KiB: a 128 KiB device tensor is still queued (its host
+        // copy is ours already), one of 1 MiB is written directly (the budget cannot hold it).
+        let mut d = dumper(&r, "full", two_threads(64 << 10));
+        let s = shared(&d);
+        let mid = FakeDevice {
+            shape: [LARGE],
+            data: f32_bytes(LARGE, 4),
+        };
+        let huge = FakeDevice {
+            shape: [1 << 18],
+            data: f32_bytes(1 << 18, 5),
+        };
+        let step = d.begin_step();
+        let k = step.kernel("Mid", "Default/Mid-op0").unwrap();
+        k.output(0, TensorRef::device(&mid)).unwrap();
+        drop(k);
+        assert_eq!(counts(&s), (1, 0), "device copy queued");
+        let k = step.kernel("Huge", "Default/Huge-op1").unwrap();
+        k.output(0, TensorRef::device(&huge)).unwrap();
+        drop(k);
+        assert_eq!(
+            counts(&s),
+            (1, 1),
+            "device copy beyond the budget written directly"
+        );
+        step.finish().unwrap();
+        assert_eq!(s.pool.idle_bytes(), 0, "no pooled copy buffer was used");
+        assert!(
+            s.writer.budget().peak() >= LARGE * 4,
+            "the queued copy held budget"
+        );
+        let report = d.close().unwrap();
+        assert_eq!((report.files, report.rows), (2, 2));
+        let dir = r.join("rank_0/Net/0/0");
+        assert_eq!(npy_of(&dir, "Mid").unwrap().data, mid.data);
+        assert_eq!(npy_of(&dir, "Huge").unwrap().data, huge.data);
+        std::fs::remove_dir_all(&r).unwrap();
+    }
+
+    #[test]
+    fn a_sampled_device_copy_holds_only_the_sample() {
+        // Sampling is Ascend-only; the sample of a device tensor's host copy is queued, and the
+        // budget must see (and the job hold) the sample, not the whole copy.
+        let r = root("sample");
+        let text = format!(
+            r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+            "iteration": "all", "saved_data": "tensor", "input_output": 0, "kernels": [],
+            "support_device": [0]}}, "e2e_dump_settings": {{"enable": true, "sample_mode": 1,
+            "sample_num": 16}}}}"#,
+            r.display()
+        );
+        let opts = DumpOptions {
+            device: crate::config::Device::Ascend,
+            writer: two_threads(64 << 10),
+            ..DumpOptions::default()
+        };
+        let mut d =
+            Dumper::from_json_with(text.into_bytes(), &HashMap::<String, String>::new(), &opts)
+                .unwrap();
+        let s = shared(&d);
+        let dev = FakeDevice {
+            shape: [LARGE],
+            data: f32_bytes(LARGE, 7),
+        };
+        let step = d.begin_step();
+        let k = step.kernel("Dev", "Default/Dev-op0").unwrap();
+        k.output(0, TensorRef::device(&dev)).unwrap();
+        drop(k);
+        assert_eq!(counts(&s), (1, 0), "the sample is queued");
+        step.finish().unwrap();
+        let peak = s.writer.budget().peak();
+        assert!(
+            peak < 1024,
+            "budget charged for the 64-byte sample, not the copy ({peak})"
+        );
+        d.close().unwrap();
+        let npy = npy_of(&r.join("rank_0/Net/0/0"), "Dev").unwrap();
+        assert_eq!(npy.data, &dev.data[..64]);
+        std::fs::remove_dir_all(&r).unwrap();
+    }
+
+    #[test]
+    fn a_handed_over_buffer_is_charged_for_its_allocation() {
+        let mut v = vec![7u8; 1 << 16];
+        v.truncate(64);
+        let (v, cost) = super::hand_over(v);
+        assert_eq!(v, [7u8; 64]);
+        assert!(v.capacity() < 1 << 16, "the rest of the copy is freed");
+        assert_eq!(cost, v.capacity() + super::JOB_OVERHEAD);
+    }
+
+    #[test]
+    fn a_synchronous_writer_queues_nothing() {
+        let r = root("sync");
+        let mut d = dumper(&r, "tensor", WriterConfig::sync());
+        let s = shared(&d);
+        let small = f32_bytes(SMALL, 6);
+        let step = d.begin_step();
+        for i in 0..3 {
+            let name = format!("Default/S-op{i}");
+            let k = step.kernel("S", &name).unwrap();
+            k.output(0, TensorRef::host(DType::Float32, &[SMALL], &small))
+                .unwrap();
+        }
+        step.finish().unwrap();
+        assert_eq!(counts(&s), (0, 3));
+        assert_eq!(d.close().unwrap().files, 3);
+        std::fs::remove_dir_all(&r).unwrap();
+    }
 }

@@ -26,7 +26,8 @@ pub struct DumpOptions {
     /// How bf16 tensors are stored: widened to `<f4` (default, numpy loads it) or raw `<E2`
     /// (MindSpore 2.10 on CPU, byte for byte).
     pub bf16: Bf16Mode,
-    /// Writer threads and memory budget (default: up to 2 threads, 256 MiB).
+    /// Writer threads, memory budget and the size from which tensors are written on the
+    /// calling thread instead of copied and queued (default: up to 2 threads, 256 MiB, 8 MiB).
     pub writer: WriterConfig,
 }
 
@@ -44,7 +45,9 @@ impl Default for DumpOptions {
 impl DumpOptions {
     /// Defaults overridden by the environment:
     /// `OPDUMP_DEVICE` (`cpu`, `gpu`, `ascend`), `DEVICE_ID`, `OPDUMP_BF16` (`widen`, `raw`),
-    /// `OPDUMP_WRITER_THREADS` (0 = synchronous) and `OPDUMP_MEMORY_BUDGET_MB`.
+    /// `OPDUMP_WRITER_THREADS` (0 = synchronous), `OPDUMP_MEMORY_BUDGET_MB` and
+    /// `OPDUMP_DIRECT_WRITE_MB` ([`WriterConfig::direct_write_bytes`] in MiB; 0 = every tensor
+    /// on the calling thread).
     pub fn from_env(env: &dyn Env) -> Result<Self, Error> {
         let mut o = DumpOptions::default();
         let bad = |var: &str, value: String, message: &str| Error::Env {
@@ -91,6 +94,16 @@ impl DumpOptions {
                 )
             })?;
             o.writer.budget_bytes = mb.saturating_mul(1 << 20);
+        }
+        if let Some(v) = env.var("OPDUMP_DIRECT_WRITE_MB").filter(|v| !v.is_empty()) {
+            let mb: usize = v.parse().map_err(|_| {
+                bad(
+                    "OPDUMP_DIRECT_WRITE_MB",
+                    v.clone(),
+                    "expected mebibytes, e.g. 8 (0 writes every tensor on the calling thread)",
+                )
+            })?;
+            o.writer.direct_write_bytes = mb.saturating_mul(1 << 20);
         }
         Ok(o)
     }
@@ -190,5 +203,61 @@ impl Dumper {
         }
         let plan = DumpPlan::new(&v.config, bytes, rank_id(env)?, opts)?;
         Dumper::from_plan(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn writer_settings_from_the_environment() {
+        let o = DumpOptions::from_env(&env(&[])).unwrap();
+        assert_eq!(o.writer, WriterConfig::default());
+        let o = DumpOptions::from_env(&env(&[
+            ("OPDUMP_WRITER_THREADS", "1"),
+            ("OPDUMP_MEMORY_BUDGET_MB", "64"),
+            ("OPDUMP_DIRECT_WRITE_MB", "2"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            o.writer,
+            WriterConfig {
+                threads: 1,
+                budget_bytes: 64 << 20,
+                direct_write_bytes: 2 << 20,
+            }
+        );
+        let o = DumpOptions::from_env(&env(&[("OPDUMP_DIRECT_WRITE_MB", "0")])).unwrap();
+        assert_eq!(o.writer.direct_write_bytes, 0);
+        let o = DumpOptions::from_env(&env(&[("OPDUMP_DIRECT_WRITE_MB", "")])).unwrap();
+        assert_eq!(
+            o.writer.direct_write_bytes,
+            WriterConfig::default().direct_write_bytes,
+            "empty means unset"
+        );
+    }
+
+    #[test]
+    fn a_bad_direct_write_size_is_a_clear_error() {
+        for bad in ["8MB", "-1", "1.5", "lots"] {
+            let e = DumpOptions::from_env(&env(&[("OPDUMP_DIRECT_WRITE_MB", bad)])).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "environment variable OPDUMP_DIRECT_WRITE_MB={bad:?}: expected mebibytes, \
+                     e.g. 8 (0 writes every tensor on the calling thread)"
+                )
+            );
+        }
     }
 }

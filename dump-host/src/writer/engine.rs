@@ -1,10 +1,25 @@
-//! The background writer: worker threads fed through a byte-bounded queue.
+//! The background writer: worker threads fed through a byte-bounded queue, and direct writes
+//! on the caller's thread for tensors too large to be worth copying.
+//!
+//! A queued job must own its bytes (the runtime may reuse a tensor's memory as soon as the
+//! Dumper returns), so a borrowed tensor is copied before it is queued. For small tensors that
+//! is cheap and keeps each file's `openat`/`rename` latency (70 µs to 1 ms) off the caller's
+//! thread. For large ones the copy buys nothing on a 2-core machine: the caller soon waits for
+//! budget anyway, fresh copy buffers cost page faults, and the copy competes with the writer
+//! threads for memory bandwidth. On the reference VM, 8 × 64 MiB tensors copied and queued to
+//! 2 threads reached about 0.5× of `std::fs::write`, written directly 0.96× (BENCHMARKS.md,
+//! "Dumper"); from about 8 MiB up, copy + queue no longer reliably beat direct writes in total
+//! time, below 4 MiB it was as fast or faster and freed the caller much sooner.
+//! [`Writer::writes_direct`] draws the line ([`WriterConfig::direct_write_bytes`]);
+//! [`Writer::run_direct`] runs such a write inline, reporting failures like a queued job.
+//! Either way a file is complete (renamed into place) when [`Writer::flush`] returns.
 
 use std::{
     panic::{AssertUnwindSafe, catch_unwind},
     path::PathBuf,
     sync::{
         Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
         mpsc::{self, Receiver, Sender},
     },
     thread::JoinHandle,
@@ -22,7 +37,19 @@ pub struct WriterConfig {
     pub threads: usize,
     /// Most bytes queued or being written at once; producers wait beyond it (default 256 MiB).
     pub budget_bytes: usize,
+    /// Borrowed tensors of at least this many bytes (or at least `budget_bytes`) are not
+    /// copied and queued but written on the calling thread, straight from the caller's memory,
+    /// before the Dumper call returns (default [`DEFAULT_DIRECT_WRITE_BYTES`], 8 MiB). The size
+    /// is that of the tensor as handed over (a bf16 tensor widened to `<f4` counts its 2-byte
+    /// elements). Bytes the Dumper had to copy anyway (a device tensor's host copy, a strided
+    /// gather) are queued without a second copy whatever their size, unless they are at least
+    /// `budget_bytes`. `0` writes every borrowed tensor directly; `usize::MAX` queues every
+    /// tensor smaller than the budget. Without threads every write is inline.
+    pub direct_write_bytes: usize,
 }
+
+/// The default [`WriterConfig::direct_write_bytes`]: 8 MiB (see the module docs for why).
+pub const DEFAULT_DIRECT_WRITE_BYTES: usize = 8 << 20;
 
 impl Default for WriterConfig {
     fn default() -> Self {
@@ -31,6 +58,7 @@ impl Default for WriterConfig {
                 .map_or(1, |n| n.get())
                 .min(2),
             budget_bytes: 256 << 20,
+            direct_write_bytes: DEFAULT_DIRECT_WRITE_BYTES,
         }
     }
 }
@@ -76,18 +104,24 @@ impl std::error::Error for WriteErrors {}
 /// Runs write jobs on background threads with back-pressure.
 ///
 /// [`submit`](Writer::submit) admits a job's byte cost against the budget (waiting while the
-/// budget is full, so memory stays bounded and nothing is dropped), then queues it. Failures
-/// never panic the caller: they are counted, logged once, and returned by
-/// [`flush`](Writer::flush). A panicking job is caught and reported as a failure.
+/// budget is full, so memory stays bounded and nothing is dropped), then queues it.
+/// [`run_direct`](Writer::run_direct) runs a write on the caller's thread instead (for tensors
+/// [`writes_direct`](Writer::writes_direct) says are too large to copy); it takes no budget,
+/// since it holds no copy. Failures never panic the caller: they are counted, logged once, and
+/// returned by [`flush`](Writer::flush). A panicking job is caught and reported as a failure.
 #[derive(Debug)]
 pub struct Writer {
     tx: Option<Sender<(Job, usize)>>,
     workers: Vec<JoinHandle<()>>,
     budget: Arc<Budget>,
     errors: Arc<ErrorLog>,
+    /// `min(direct_write_bytes, budget_bytes)`.
+    direct_from: usize,
+    queued: AtomicU64,
+    inline: AtomicU64,
 }
 
-fn run_job(job: Job, errors: &ErrorLog) {
+fn run_job(job: impl FnOnce() -> Result<(), WriteFailure>, errors: &ErrorLog) {
     match catch_unwind(AssertUnwindSafe(job)) {
         Ok(Ok(())) => {}
         Ok(Err(f)) => errors.record(f.path, f.error),
@@ -103,12 +137,16 @@ impl Writer {
     pub fn new(cfg: &WriterConfig) -> Self {
         let budget = Arc::new(Budget::new(cfg.budget_bytes.max(1)));
         let errors = Arc::new(ErrorLog::new());
+        let direct_from = cfg.direct_write_bytes.min(budget.limit());
         if cfg.threads == 0 {
             return Writer {
                 tx: None,
                 workers: Vec::new(),
                 budget,
                 errors,
+                direct_from,
+                queued: AtomicU64::new(0),
+                inline: AtomicU64::new(0),
             };
         }
         let (tx, rx) = mpsc::channel::<(Job, usize)>();
@@ -138,6 +176,9 @@ impl Writer {
             workers,
             budget,
             errors,
+            direct_from,
+            queued: AtomicU64::new(0),
+            inline: AtomicU64::new(0),
         }
     }
 
@@ -156,17 +197,49 @@ impl Writer {
         &self.errors
     }
 
+    /// Jobs handed to the writer threads so far.
+    pub fn queued_jobs(&self) -> u64 {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Jobs run on the caller's thread so far: direct writes, and every job of a synchronous
+    /// writer.
+    pub fn inline_jobs(&self) -> u64 {
+        self.inline.load(Ordering::Relaxed)
+    }
+
+    /// `true` when a borrowed tensor of `bytes` bytes should be written on the calling thread
+    /// with [`run_direct`](Writer::run_direct) rather than copied and
+    /// [`submit`](Writer::submit)ted: always for a synchronous writer, otherwise from
+    /// [`WriterConfig::direct_write_bytes`] or the whole budget, whichever is smaller, up.
+    pub fn writes_direct(&self, bytes: usize) -> bool {
+        self.is_sync() || bytes >= self.direct_from
+    }
+
+    /// Runs `write` now, on the calling thread, reporting its failure (or panic) like a
+    /// queued job's. It takes no budget: it borrows the caller's bytes instead of holding a
+    /// copy. The file is complete (renamed into place) when this returns.
+    pub fn run_direct(&self, write: impl FnOnce() -> Result<(), WriteFailure>) {
+        self.inline.fetch_add(1, Ordering::Relaxed);
+        run_job(write, &self.errors);
+    }
+
     /// Queues `job`, which holds about `cost` bytes, waiting while the budget is full.
     pub fn submit(&self, cost: usize, job: Job) {
         let cost = cost.max(1);
         match &self.tx {
-            None => run_job(job, &self.errors),
+            None => self.run_direct(job),
             Some(tx) => {
                 self.budget.acquire(cost);
-                if let Err(mpsc::SendError((job, cost))) = tx.send((job, cost)) {
-                    // Workers are gone (they only stop on close): write inline.
-                    run_job(job, &self.errors);
-                    self.budget.release(cost);
+                match tx.send((job, cost)) {
+                    Ok(()) => {
+                        self.queued.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(mpsc::SendError((job, cost))) => {
+                        // Workers are gone (they only stop on close): write inline.
+                        self.run_direct(job);
+                        self.budget.release(cost);
+                    }
                 }
             }
         }
@@ -211,6 +284,7 @@ mod tests {
         let w = Writer::new(&WriterConfig {
             threads: 2,
             budget_bytes: 1000,
+            direct_write_bytes: usize::MAX,
         });
         let peak = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(AtomicUsize::new(0));
@@ -236,6 +310,7 @@ mod tests {
         let mut w = Writer::new(&WriterConfig {
             threads: 1,
             budget_bytes: 1 << 20,
+            ..WriterConfig::default()
         });
         w.submit(
             10,
@@ -269,5 +344,79 @@ mod tests {
             }),
         );
         assert_eq!(hit.load(Ordering::SeqCst), 1);
+        assert!(
+            w.writes_direct(0),
+            "a synchronous writer writes everything inline"
+        );
+        assert_eq!((w.queued_jobs(), w.inline_jobs()), (0, 1));
+        assert_eq!(w.budget().peak(), 0);
+    }
+
+    #[test]
+    fn the_direct_threshold_is_the_config_or_the_budget_whichever_is_smaller() {
+        let w = Writer::new(&WriterConfig {
+            threads: 2,
+            budget_bytes: 1000,
+            direct_write_bytes: 100,
+        });
+        assert!(!w.is_sync());
+        assert!(!w.writes_direct(0));
+        assert!(!w.writes_direct(99));
+        assert!(w.writes_direct(100));
+        let w = Writer::new(&WriterConfig {
+            threads: 2,
+            budget_bytes: 1000,
+            direct_write_bytes: 5000,
+        });
+        assert!(!w.writes_direct(999));
+        assert!(
+            w.writes_direct(1000),
+            "a tensor the budget cannot hold is written directly"
+        );
+        let w = Writer::new(&WriterConfig {
+            threads: 1,
+            budget_bytes: 1000,
+            direct_write_bytes: 0,
+        });
+        assert!(w.writes_direct(0), "0: every tensor directly");
+        assert_eq!(
+            WriterConfig::default().direct_write_bytes,
+            DEFAULT_DIRECT_WRITE_BYTES
+        );
+    }
+
+    #[test]
+    fn direct_writes_run_inline_without_budget_and_report_like_queued_ones() {
+        let w = Writer::new(&WriterConfig {
+            threads: 2,
+            budget_bytes: 1 << 20,
+            ..WriterConfig::default()
+        });
+        let caller = std::thread::current().id();
+        let ran_on = Arc::new(Mutex::new(None));
+        let r = Arc::clone(&ran_on);
+        w.run_direct(move || {
+            *r.lock().unwrap() = Some(std::thread::current().id());
+            Ok(())
+        });
+        assert_eq!(
+            *ran_on.lock().unwrap(),
+            Some(caller),
+            "ran on the caller's thread"
+        );
+        w.run_direct(|| {
+            Err(WriteFailure {
+                path: "/nope/direct.npy".into(),
+                error: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            })
+        });
+        w.run_direct(|| panic!("boom"));
+        assert_eq!(w.budget().peak(), 0, "direct writes hold no budget");
+        w.submit(10, Box::new(|| Ok(())));
+        assert_eq!((w.queued_jobs(), w.inline_jobs()), (1, 3));
+        let e = w.flush().unwrap_err();
+        assert_eq!(e.count, 2);
+        assert!(e.to_string().contains("/nope/direct.npy"));
+        assert!(w.flush().is_ok());
     }
 }

@@ -1,5 +1,7 @@
 //! Writing without slowing, crashing or corrupting the dumped run: a byte-bounded background
-//! writer, crash-consistent files (temporary name + rename) and interleave-free csv appends.
+//! writer (large tensors written directly on the caller's thread instead of copied, see
+//! [`WriterConfig::direct_write_bytes`]), crash-consistent files (temporary name + rename) and
+//! interleave-free csv appends.
 
 mod atomic_file;
 mod budget;
@@ -11,6 +13,6 @@ mod pool;
 pub use atomic_file::{TMP_PREFIX, write_atomic, write_bytes_atomic};
 pub use budget::Budget;
 pub use csv_append::CsvAppender;
-pub use engine::{Job, WriteErrors, Writer, WriterConfig};
+pub use engine::{DEFAULT_DIRECT_WRITE_BYTES, Job, WriteErrors, Writer, WriterConfig};
 pub use errors::{ErrorLog, WriteFailure};
 pub use pool::BufferPool;

@@ -1,8 +1,11 @@
 //! Recycled copy buffers for background writes.
 //!
 //! A tensor handed to the Dumper is copied before it is queued (the runtime may reuse its
-//! memory as soon as the call returns). Fresh allocations of large buffers cost page faults and
-//! zeroing that can exceed the copy itself; reusing the buffers of finished writes avoids them.
+//! memory as soon as the call returns); tensors of
+//! [`WriterConfig::direct_write_bytes`](super::WriterConfig::direct_write_bytes) and more are
+//! written directly from the caller's memory instead. Fresh allocations of large buffers cost
+//! page faults and zeroing that can exceed the copy itself; reusing the buffers of finished
+//! writes avoids them.
 //! The pool keeps at most `limit` bytes of idle buffers, so with the writer's byte budget the
 //! memory opdump holds stays bounded (budget in flight + `limit` idle).
 
