@@ -1,6 +1,7 @@
 //! Dumper benchmarks (issue 6): the demo's step time with statistic-only dump vs. no dump, the
 //! per-tensor cost of a statistic row and of an npy file, the cost of a kernel the filter
-//! rejects, and tensor-dump throughput vs. page-cache write bandwidth.
+//! rejects, and tensor-dump throughput vs. page-cache write bandwidth (synchronous, with the
+//! default 2-thread writer, and with every tensor forced through copy + queue).
 //!
 //! Prints its own table and writes `target/bench-stats/dump.csv` (`metric,value,unit,baseline,
 //! ratio`); the throughput cell also goes into `summary.csv`.
@@ -11,9 +12,10 @@ use dump_core::DType;
 use dump_host::{
     DumpOptions, Dumper, TensorRef,
     demo::{LeNet, NoTrace, Tracer, View},
+    writer::WriterConfig,
 };
 
-use super::{Opts, Row, median_gbps, target_dir};
+use super::{Opts, Row, target_dir};
 
 struct Metric {
     name: &'static str,
@@ -236,7 +238,11 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     let _ = d.close();
     remove(&root);
 
-    // 4. Tensor-dump throughput vs. page-cache write of the same bytes.
+    // 4. Tensor-dump throughput vs. page-cache write of the same bytes: synchronous, the
+    // default 2-thread writer (tensors this large are written on the caller's thread, straight
+    // from its memory) and, for comparison, every tensor forced through copy + queue. The
+    // baseline and the modes take turns within each round (after one warm-up round), so a
+    // noisy neighbour or page-cache writeback hits them alike, not whichever row runs last.
     let (size, count) = if opts.quick {
         (4usize << 20, 4)
     } else {
@@ -245,45 +251,88 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     let big: Vec<f32> = (0..size / 4).map(|i| i as f32).collect();
     let big_bytes = bytemuck_cast(&big);
     let root = scratch("throughput")?;
-    let plain = median_gbps(size * count, if opts.quick { 3 } else { 5 }, || {
+    let direct_default = WriterConfig::default().direct_write_bytes;
+    let modes = [
+        (
+            0usize,
+            direct_default,
+            "tensor dump throughput, synchronous",
+            "dump-npy-sync",
+        ),
+        (
+            2,
+            direct_default,
+            "tensor dump throughput, 2 writer threads",
+            "dump-npy-async",
+        ),
+        (
+            2,
+            usize::MAX,
+            "tensor dump, 2 threads, forced copy + queue",
+            "dump-npy-async-copy",
+        ),
+    ];
+    let runs = if opts.quick { 3 } else { 7 };
+    let mut plain_secs = Vec::new();
+    let mut mode_secs = vec![Vec::new(); modes.len()];
+    for round in 0..=runs {
+        let t = Instant::now();
         for i in 0..count {
-            let p = root.join(format!("plain{i}.bin"));
-            let _ = std::fs::write(&p, big_bytes);
+            let _ = std::fs::write(root.join(format!("plain{i}.bin")), big_bytes);
         }
         for i in 0..count {
             let _ = std::fs::remove_file(root.join(format!("plain{i}.bin")));
         }
-    });
-    let mut k = 0u64;
-    for (threads, label) in [
-        (0usize, "tensor dump throughput, synchronous"),
-        (2, "tensor dump throughput, 2 writer threads"),
-    ] {
-        let dopts = DumpOptions {
-            writer: dump_host::writer::WriterConfig {
-                threads,
-                ..Default::default()
-            },
-            ..DumpOptions::default()
-        };
-        let gbps = median_gbps(size * count, if opts.quick { 3 } else { 5 }, || {
-            let sub = root.join(format!("d{k}"));
-            k += 1;
-            let Ok(mut d) = dumper_with(&sub.to_string_lossy(), "tensor", 0, "[]", "all", &dopts)
-            else {
-                return;
+        if round > 0 {
+            plain_secs.push(t.elapsed().as_secs_f64());
+        }
+        for (j, &(threads, direct_write_bytes, label, _)) in modes.iter().enumerate() {
+            let dopts = DumpOptions {
+                writer: WriterConfig {
+                    threads,
+                    direct_write_bytes,
+                    ..Default::default()
+                },
+                ..DumpOptions::default()
             };
+            let sub = root.join(format!("d{round}-{j}"));
+            let t = Instant::now();
+            let mut d = dumper_with(&sub.to_string_lossy(), "tensor", 0, "[]", "all", &dopts)?;
             let step = d.begin_step();
             for i in 0..count {
                 let name = format!("Default/net/Big-op{i}");
                 if let Some(kk) = step.kernel("Big", &name) {
-                    let _ = kk.output(0, TensorRef::host(DType::Float32, &[size / 4], big_bytes));
+                    kk.output(0, TensorRef::host(DType::Float32, &[size / 4], big_bytes))
+                        .map_err(|e| e.to_string())?;
                 }
             }
-            let _ = step.finish();
-            let _ = d.close();
+            step.finish().map_err(|e| e.to_string())?;
+            // Which path the files took, checked so the row measures what its label says.
+            let (direct, queued) = d
+                .writer()
+                .map_or((0, 0), |w| (w.inline_jobs(), w.queued_jobs()));
+            d.close().map_err(|e| e.to_string())?;
             remove(&sub);
-        });
+            if round > 0 {
+                mode_secs[j].push(t.elapsed().as_secs_f64());
+            }
+            let want = if threads == 0 || size >= direct_write_bytes {
+                (count as u64, 0)
+            } else {
+                (0, count as u64)
+            };
+            if (direct, queued) != want {
+                return Err(format!(
+                    "bench '{label}': {direct} direct and {queued} queued writes for {count} tensors"
+                ));
+            }
+        }
+    }
+    remove(&root);
+    let gbps = |secs: Vec<f64>| (size * count) as f64 / median(secs).max(1e-12) / 1e9;
+    let plain = gbps(plain_secs);
+    for (&(threads, _, label, kernel), secs) in modes.iter().zip(mode_secs) {
+        let gbps = gbps(secs);
         m.push(Metric {
             name: label,
             value: gbps,
@@ -291,12 +340,7 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
             baseline: Some(plain),
         });
         rows.push(Row {
-            kernel: if threads == 0 {
-                "dump-npy-sync"
-            } else {
-                "dump-npy-async"
-            }
-            .into(),
+            kernel: kernel.into(),
             dtype: "float32".into(),
             bytes: size,
             threads: threads.max(1),
@@ -305,7 +349,6 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
             vs_numpy: None,
         });
     }
-    remove(&root);
     rows.push(Row {
         kernel: "fs-write".into(),
         dtype: "bytes".into(),
