@@ -23,7 +23,9 @@
 //! Cost model: [`Step::kernel`] answers "not wanted" from an iteration flag computed once per
 //! step and the kernel filter (a few string comparisons, no allocation, no tensor touched).
 //! Statistics are computed on the calling thread (large tensors split over the stats engine's
-//! threads); `.npy` files are written by background threads through a byte-bounded queue.
+//! threads); `.npy` files below [`WriterConfig::direct_write_bytes`](crate::writer::WriterConfig)
+//! (8 MiB) are copied and written by background threads through a byte-bounded queue, larger
+//! ones on the calling thread straight from the caller's memory.
 
 #[cfg(feature = "cuda")]
 mod cuda;
