@@ -49,6 +49,10 @@ pub struct Args {
     /// Write synchronously (no background writer threads).
     #[arg(long)]
     pub sync: bool,
+    /// Write at most this many MiB of .npy files; later files are skipped (their statistic
+    /// rows are still written). Same as OPDUMP_DISK_BUDGET_MB. Default: no limit.
+    #[arg(long, value_name = "MIB")]
+    pub disk_budget_mb: Option<u64>,
     /// Only dump: skip the undumped baseline run (no overhead figure).
     #[arg(long)]
     pub no_baseline: bool,
@@ -211,6 +215,9 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     if args.sync {
         opts.writer = WriterConfig::sync();
     }
+    if let Some(mb) = args.disk_budget_mb {
+        opts.disk_budget_bytes = Some(mb.saturating_mul(1 << 20));
+    }
 
     // Baseline: the same steps without dump.
     let mut base_ms = Vec::new();
@@ -290,6 +297,14 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         report.rows,
         mb / secs.max(1e-9)
     );
+    if report.skipped_files > 0 {
+        let _ = writeln!(
+            out,
+            "disk budget reached: {} .npy files ({:.1} MB) skipped, their statistic rows kept",
+            report.skipped_files,
+            report.skipped_bytes as f64 / 1e6
+        );
+    }
     if !base_ms.is_empty() {
         let (b, d) = (median(&mut base_ms), median(&mut dump_ms));
         let _ = writeln!(

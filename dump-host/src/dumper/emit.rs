@@ -22,7 +22,7 @@ use dump_device_ascend::{
     device_stats::Simulated as AscendSimulated, dump_view,
 };
 
-use super::{Shared, TensorRef, tensor::Source};
+use super::{Shared, TensorRef, quota::Reservation, tensor::Source};
 use crate::{
     Error,
     config::Device,
@@ -169,11 +169,25 @@ impl Shared {
         if let Some(done) = self.device_stats_only(dir, who, t, elems) {
             return done;
         }
+        let sampled = self.sampled(t.dtype, elems);
+        if !self.plan.saved_data.statistics() && self.quota.is_stopped() {
+            // Tensors only, and the disk budget has stopped the files: count this one as
+            // skipped without copying a device tensor or gathering a strided one for nothing.
+            let (shape, n) = match sampled {
+                Some(n) => (&[n][..], n),
+                None => (t.shape, elems),
+            };
+            let len = t.dtype.storage_bytes(n).unwrap_or(0);
+            let opts = WriteOptions::new().with_bf16(self.plan.bf16);
+            if let Ok(layout) = dump_npy::NpyLayout::new(t.dtype, shape, len, opts) {
+                self.quota.reserve(layout.file_len() as u64);
+            }
+            return Ok(());
+        }
         let bytes = t.contiguous().map_err(bad)?;
-        // sample_mode 1: the first sample_num elements, flat (int4 needs an even count).
-        let (bytes, shape_buf, elems) = match self.plan.sample {
-            Some(n) if elems > n => {
-                let n = if t.dtype == DType::Int4 { n & !1 } else { n };
+        // sample_mode 1: the first sample_num elements, flat.
+        let (bytes, shape_buf, elems) = match sampled {
+            Some(n) => {
                 let nb = t.dtype.storage_bytes(n).unwrap_or(0);
                 let b = match bytes {
                     Cow::Borrowed(b) => Cow::Borrowed(&b[..nb]),
@@ -211,7 +225,7 @@ impl Shared {
         // write); the row is computed before the bytes go to the writer, so a private copy
         // (device tensor, strided gather) can be handed over without copying it again.
         let npy = if self.plan.saved_data.tensors() {
-            Some(self.prepare_npy(dir, name, t.dtype, shape, bytes.len())?)
+            self.prepare_npy(dir, name, t.dtype, shape, bytes.len())?
         } else {
             None
         };
@@ -226,8 +240,16 @@ impl Shared {
         row.map_err(bad)
     }
 
-    /// Names (long names through `mapping.csv`), validates and counts an `.npy` file of
-    /// `len` data bytes; [`write_npy`](Shared::write_npy) writes it.
+    /// The element count sample_mode 1 keeps of a tensor of `elems` (`None`: not sampled): the
+    /// first `sample_num` elements, an even count for int4 (two per byte).
+    fn sampled(&self, dtype: DType, elems: usize) -> Option<usize> {
+        let n = self.plan.sample.filter(|&n| elems > n)?;
+        Some(if dtype == DType::Int4 { n & !1 } else { n })
+    }
+
+    /// Validates an `.npy` file of `len` data bytes, reserves it against the disk budget,
+    /// names it (long names through `mapping.csv`) and counts it;
+    /// [`write_npy`](Shared::write_npy) writes it. `None` when the disk budget refuses it.
     fn prepare_npy(
         &self,
         dir: &Path,
@@ -235,7 +257,27 @@ impl Shared {
         dtype: DType,
         shape: &[usize],
         len: usize,
-    ) -> Result<NpyOut, Error> {
+    ) -> Result<Option<NpyOut>, Error> {
+        let opts = WriteOptions::new().with_bf16(self.plan.bf16);
+        let layout =
+            dump_npy::NpyLayout::new(dtype, shape, len, opts).map_err(|e| Error::Tensor {
+                kernel: dir.join(&name).display().to_string(),
+                io: "npy",
+                slot: 0,
+                message: e.to_string(),
+            })?;
+        let file_len = layout.file_len() as u64;
+        if let Reservation::Refused { first } = self.quota.reserve(file_len) {
+            if first {
+                eprintln!(
+                    "[opdump] disk budget of {} bytes reached: {name} ({file_len} bytes) and \
+                     every later .npy file are not written; statistic.csv rows still are \
+                     (raise OPDUMP_DISK_BUDGET_MB, or narrow `kernels` / `iteration`)",
+                    self.quota.limit().unwrap_or(0)
+                );
+            }
+            return Ok(None);
+        }
         let file_name = if name.len() > NAME_MAX {
             let short = short_name(&name);
             let map = dir.join("mapping.csv");
@@ -250,23 +292,14 @@ impl Shared {
             name
         };
         let path = dir.join(file_name);
-        let opts = WriteOptions::new().with_bf16(self.plan.bf16);
-        let layout =
-            dump_npy::NpyLayout::new(dtype, shape, len, opts).map_err(|e| Error::Tensor {
-                kernel: path.display().to_string(),
-                io: "npy",
-                slot: 0,
-                message: e.to_string(),
-            })?;
         self.files.fetch_add(1, Ordering::Relaxed);
-        self.bytes
-            .fetch_add(layout.file_len() as u64, Ordering::Relaxed);
-        Ok(NpyOut {
+        self.bytes.fetch_add(file_len, Ordering::Relaxed);
+        Ok(Some(NpyOut {
             path,
             dtype,
             shape: shape.to_vec(),
             opts,
-        })
+        }))
     }
 
     /// Writes the file: a private copy is queued as is; borrowed bytes are written on this

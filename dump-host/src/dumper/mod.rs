@@ -33,6 +33,7 @@ mod emit;
 mod metadata;
 mod open;
 mod plan;
+mod quota;
 mod step;
 mod tensor;
 #[cfg(test)]
@@ -55,6 +56,8 @@ pub use plan::{DumpPlan, MS_VERSION};
 pub use step::{Kernel, Step};
 pub use tensor::{DeviceTensor, TensorRef};
 
+use quota::DiskQuota;
+
 use crate::{
     Error,
     layout::DumpTree,
@@ -76,6 +79,7 @@ pub(crate) struct Shared {
     pub(crate) files: AtomicU64,
     pub(crate) bytes: AtomicU64,
     pub(crate) rows: AtomicU64,
+    pub(crate) quota: DiskQuota,
 }
 
 /// What a dump produced, returned by [`Dumper::close`].
@@ -87,6 +91,11 @@ pub struct DumpReport {
     pub bytes: u64,
     /// `statistic.csv` rows written.
     pub rows: u64,
+    /// `.npy` files not written because the disk budget
+    /// ([`DumpOptions::disk_budget_bytes`]) was reached (their rows were written).
+    pub skipped_files: u64,
+    /// Bytes those files would have taken.
+    pub skipped_bytes: u64,
     /// `kernels` entries that never matched a kernel (reported like MindSpore's
     /// `[DataDump] Unused Kernel in json: <k>`).
     pub unused_kernels: Vec<String>,
@@ -158,6 +167,7 @@ impl Dumper {
             files: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             rows: AtomicU64::new(0),
+            quota: DiskQuota::new(plan.disk_budget_bytes),
             plan,
         };
         shared.write_metadata();
@@ -256,6 +266,8 @@ impl Dumper {
                 files: s.files.load(Ordering::Relaxed),
                 bytes: s.bytes.load(Ordering::Relaxed),
                 rows: s.rows.load(Ordering::Relaxed),
+                skipped_files: s.quota.refused_files(),
+                skipped_bytes: s.quota.refused_bytes(),
                 unused_kernels: Vec::new(),
             },
         }
@@ -293,6 +305,13 @@ impl Dumper {
             .collect();
         for k in &report.unused_kernels {
             eprintln!("[DataDump] Unused Kernel in json: {k}");
+        }
+        if report.skipped_files > 0 {
+            eprintln!(
+                "[opdump] disk budget: {} .npy file(s), {} bytes, were not written (their \
+                 statistic.csv rows were); {} bytes of .npy files were",
+                report.skipped_files, report.skipped_bytes, report.bytes
+            );
         }
         flushed.map_err(Error::Write)?;
         Ok(report)

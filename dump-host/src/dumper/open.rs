@@ -29,6 +29,11 @@ pub struct DumpOptions {
     /// Writer threads, memory budget and the size from which tensors are written on the
     /// calling thread instead of copied and queued (default: up to 2 threads, 256 MiB, 8 MiB).
     pub writer: WriterConfig,
+    /// Most bytes of `.npy` files this Dumper writes (`None`, the default: no limit). The
+    /// first file that would pass it and all later ones are skipped, with one warning; their
+    /// `statistic.csv` rows are still written, and [`DumpReport`](super::DumpReport) counts
+    /// what was skipped. An opdump extension (MindSpore has no such cap).
+    pub disk_budget_bytes: Option<u64>,
 }
 
 impl Default for DumpOptions {
@@ -38,6 +43,7 @@ impl Default for DumpOptions {
             device_id: 0,
             bf16: Bf16Mode::Widen,
             writer: WriterConfig::default(),
+            disk_budget_bytes: None,
         }
     }
 }
@@ -47,7 +53,8 @@ impl DumpOptions {
     /// `OPDUMP_DEVICE` (`cpu`, `gpu`, `ascend`), `DEVICE_ID`, `OPDUMP_BF16` (`widen`, `raw`),
     /// `OPDUMP_WRITER_THREADS` (0 = synchronous), `OPDUMP_MEMORY_BUDGET_MB` and
     /// `OPDUMP_DIRECT_WRITE_MB` ([`WriterConfig::direct_write_bytes`] in MiB; 0 = every tensor
-    /// on the calling thread).
+    /// on the calling thread) and `OPDUMP_DISK_BUDGET_MB`
+    /// ([`disk_budget_bytes`](DumpOptions::disk_budget_bytes) in MiB).
     pub fn from_env(env: &dyn Env) -> Result<Self, Error> {
         let mut o = DumpOptions::default();
         let bad = |var: &str, value: String, message: &str| Error::Env {
@@ -105,6 +112,16 @@ impl DumpOptions {
             })?;
             o.writer.direct_write_bytes = mb.saturating_mul(1 << 20);
         }
+        if let Some(v) = env.var("OPDUMP_DISK_BUDGET_MB").filter(|v| !v.is_empty()) {
+            let mb: u64 = v.parse().map_err(|_| {
+                bad(
+                    "OPDUMP_DISK_BUDGET_MB",
+                    v.clone(),
+                    "expected mebibytes of .npy files to write at most, e.g. 10240 (unset: no limit)",
+                )
+            })?;
+            o.disk_budget_bytes = Some(mb.saturating_mul(1 << 20));
+        }
         Ok(o)
     }
 }
@@ -146,6 +163,7 @@ impl DumpPlan {
             ms_version: MS_VERSION.into(),
             bf16: opts.bf16,
             writer: opts.writer.clone(),
+            disk_budget_bytes: opts.disk_budget_bytes,
         })
     }
 }
@@ -217,6 +235,24 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn disk_budget_from_the_environment() {
+        assert_eq!(
+            DumpOptions::from_env(&env(&[])).unwrap().disk_budget_bytes,
+            None
+        );
+        let o = DumpOptions::from_env(&env(&[("OPDUMP_DISK_BUDGET_MB", "5")])).unwrap();
+        assert_eq!(o.disk_budget_bytes, Some(5 << 20));
+        let o = DumpOptions::from_env(&env(&[("OPDUMP_DISK_BUDGET_MB", "0")])).unwrap();
+        assert_eq!(o.disk_budget_bytes, Some(0));
+        let e = DumpOptions::from_env(&env(&[("OPDUMP_DISK_BUDGET_MB", "10GB")])).unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("OPDUMP_DISK_BUDGET_MB") && m.contains("10GB") && m.contains("mebibytes"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub struct DumpPlan {
     pub bf16: Bf16Mode,
     /// Background writer settings (threads, memory budget).
     pub writer: WriterConfig,
+    /// Most bytes of `.npy` files to write (`None`: no limit); see [`DumpOptions::disk_budget_bytes`](super::DumpOptions::disk_budget_bytes).
+    pub disk_budget_bytes: Option<u64>,
 }
 
 /// The MindSpore version opdump's output corresponds to, written as `ms_version` in
