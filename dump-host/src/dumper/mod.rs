@@ -113,6 +113,8 @@ pub struct Dumper {
     graph: u32,
     next_step: u64,
     closed: bool,
+    /// Steps begun, and those of them `iteration` selected (for the "nothing dumped" warning).
+    steps: (u64, u64),
 }
 
 impl std::fmt::Debug for Dumper {
@@ -135,6 +137,7 @@ impl Dumper {
             graph: 0,
             next_step: 0,
             closed: true,
+            steps: (0, 0),
         }
     }
 
@@ -177,6 +180,7 @@ impl Dumper {
             shared: Some(Arc::new(shared)),
             graph: 0,
             closed: false,
+            steps: (0, 0),
         })
     }
 
@@ -225,7 +229,41 @@ impl Dumper {
                             .unwrap_or(false)
             }
         };
+        self.steps.0 += 1;
+        self.steps.1 += u64::from(active);
         Step::new(self.shared.as_deref(), self.graph, n, active)
+    }
+
+    /// Why a dump that wrote nothing wrote nothing, when that is likely a mistake (users of
+    /// other tools lose hours to silently empty dumps): no step ran, `iteration` matched no
+    /// step, or no kernel matched `kernels`. `None` when something was written, when dumping
+    /// is disabled, or in overflow / exception mode (where nothing written is good news).
+    fn nothing_dumped(&self, report: &DumpReport) -> Option<String> {
+        let s = self.shared.as_deref()?;
+        if report.files + report.rows + report.skipped_files > 0
+            || s.plan.op_debug_mode != crate::config::OpDebugMode::Off
+        {
+            return None;
+        }
+        let (begun, active) = self.steps;
+        let why = if begun == 0 {
+            "no step was begun (call Dumper::begin_step for each step)".to_owned()
+        } else if active == 0 {
+            format!(
+                "iteration {:?} matched none of the {begun} step(s) run (steps {}..={})",
+                self.iteration,
+                self.next_step - begun,
+                self.next_step - 1
+            )
+        } else if s.plan.kernels.selects_all() {
+            format!("{active} step(s) were selected but no kernel reported a non-empty tensor")
+        } else {
+            format!(
+                "{active} step(s) were selected but no kernel matched `kernels` {:?}",
+                s.plan.kernels.entries()
+            )
+        };
+        Some(format!("[opdump] warning: nothing was dumped: {why}"))
     }
 
     /// Dumps a constant of graph `graph_id` into `{net}/{graph}/constants/` (as
@@ -305,6 +343,9 @@ impl Dumper {
             .collect();
         for k in &report.unused_kernels {
             eprintln!("[DataDump] Unused Kernel in json: {k}");
+        }
+        if let Some(w) = self.nothing_dumped(&report) {
+            eprintln!("{w}");
         }
         if report.skipped_files > 0 {
             eprintln!(

@@ -257,3 +257,70 @@ fn ascend_device_statistics_rows() {
         let _ = std::fs::remove_dir_all(&r);
     }
 }
+
+#[test]
+fn a_dump_that_wrote_nothing_says_why() {
+    let make = |tag: &str, common: &str| {
+        let r = root(tag);
+        let text = format!(
+            r#"{{"common_dump_settings": {{"dump_mode": {common}, "path": "{}", "net_name": "Net",
+            "saved_data": "statistic", "input_output": 0, "support_device": [0]}},
+            "e2e_dump_settings": {{"enable": true}}}}"#,
+            r.display()
+        );
+        let env: HashMap<String, String> = HashMap::new();
+        let d = Dumper::from_json_with(text.into_bytes(), &env, &DumpOptions::default()).unwrap();
+        (r, d)
+    };
+    let all = r#"0, "iteration": "all", "kernels": []"#;
+    let run = |d: &mut Dumper, steps: usize, tensor: bool| {
+        let v = f32_bytes(&[1.0, 2.0]);
+        for _ in 0..steps {
+            let step = d.begin_step();
+            if let Some(k) = step.kernel("Add", "Default/Add-op0")
+                && tensor
+            {
+                k.output(0, TensorRef::host(DType::Float32, &[2], &v))
+                    .unwrap();
+            }
+            step.finish().unwrap();
+        }
+        let report = d.progress();
+        d.nothing_dumped(&report)
+    };
+
+    let (r, mut d) = make("nothing-no-step", all);
+    let w = run(&mut d, 0, true).unwrap();
+    assert!(w.contains("no step was begun"), "{w}");
+    let _ = std::fs::remove_dir_all(&r);
+
+    let (r, mut d) = make("nothing-iteration", r#"0, "iteration": "7", "kernels": []"#);
+    let w = run(&mut d, 3, true).unwrap();
+    assert!(
+        w.contains(r#"iteration "7" matched none of the 3 step(s) run (steps 0..=2)"#),
+        "{w}"
+    );
+    let _ = std::fs::remove_dir_all(&r);
+
+    let (r, mut d) = make(
+        "nothing-kernels",
+        r#"1, "iteration": "all", "kernels": ["Default/Conv2D-op9"]"#,
+    );
+    let w = run(&mut d, 2, true).unwrap();
+    assert!(
+        w.contains(
+            r#"2 step(s) were selected but no kernel matched `kernels` ["Default/Conv2D-op9"]"#
+        ),
+        "{w}"
+    );
+    let _ = std::fs::remove_dir_all(&r);
+
+    let (r, mut d) = make("nothing-empty", all);
+    let w = run(&mut d, 1, false).unwrap();
+    assert!(w.contains("no kernel reported a non-empty tensor"), "{w}");
+    let _ = std::fs::remove_dir_all(&r);
+
+    let (r, mut d) = make("nothing-something", all);
+    assert_eq!(run(&mut d, 1, true), None, "a row was written");
+    let _ = std::fs::remove_dir_all(&r);
+}
