@@ -67,14 +67,8 @@ impl DumpOptions {
                 .parse()
                 .map_err(|m: String| bad("OPDUMP_DEVICE", v.clone(), &m))?;
         }
-        if let Some(v) = env.var("DEVICE_ID").filter(|v| !v.is_empty()) {
-            o.device_id = v.parse().map_err(|_| {
-                bad(
-                    "DEVICE_ID",
-                    v.clone(),
-                    "expected a device number (0, 1, ...)",
-                )
-            })?;
+        if let Some(id) = number(env, "DEVICE_ID", "expected a device number (0, 1, ...)")? {
+            o.device_id = id;
         }
         if let Some(v) = env.var("OPDUMP_BF16").filter(|v| !v.is_empty()) {
             o.bf16 = match v.as_str() {
@@ -83,46 +77,51 @@ impl DumpOptions {
                 _ => return Err(bad("OPDUMP_BF16", v, "allowed: widen (default), raw")),
             };
         }
-        if let Some(v) = env.var("OPDUMP_WRITER_THREADS").filter(|v| !v.is_empty()) {
-            o.writer.threads = v.parse().map_err(|_| {
-                bad(
-                    "OPDUMP_WRITER_THREADS",
-                    v.clone(),
-                    "expected 0 (synchronous) or a thread count",
-                )
-            })?;
+        if let Some(n) = number(
+            env,
+            "OPDUMP_WRITER_THREADS",
+            "expected 0 (synchronous) or a thread count",
+        )? {
+            o.writer.threads = n;
         }
-        if let Some(v) = env.var("OPDUMP_MEMORY_BUDGET_MB").filter(|v| !v.is_empty()) {
-            let mb: usize = v.parse().map_err(|_| {
-                bad(
-                    "OPDUMP_MEMORY_BUDGET_MB",
-                    v.clone(),
-                    "expected mebibytes, e.g. 256",
-                )
-            })?;
-            o.writer.budget_bytes = mb.saturating_mul(1 << 20);
+        let mib = |var: &str, expected: &str| -> Result<Option<u64>, Error> {
+            Ok(number::<u64>(env, var, expected)?.map(|mb| mb.saturating_mul(1 << 20)))
+        };
+        let usize_of = |b: u64| usize::try_from(b).unwrap_or(usize::MAX);
+        if let Some(b) = mib("OPDUMP_MEMORY_BUDGET_MB", "expected mebibytes, e.g. 256")? {
+            o.writer.budget_bytes = usize_of(b);
         }
-        if let Some(v) = env.var("OPDUMP_DIRECT_WRITE_MB").filter(|v| !v.is_empty()) {
-            let mb: usize = v.parse().map_err(|_| {
-                bad(
-                    "OPDUMP_DIRECT_WRITE_MB",
-                    v.clone(),
-                    "expected mebibytes, e.g. 8 (0 writes every tensor on the calling thread)",
-                )
-            })?;
-            o.writer.direct_write_bytes = mb.saturating_mul(1 << 20);
+        if let Some(b) = mib(
+            "OPDUMP_DIRECT_WRITE_MB",
+            "expected mebibytes, e.g. 8 (0 writes every tensor on the calling thread)",
+        )? {
+            o.writer.direct_write_bytes = usize_of(b);
         }
-        if let Some(v) = env.var("OPDUMP_DISK_BUDGET_MB").filter(|v| !v.is_empty()) {
-            let mb: u64 = v.parse().map_err(|_| {
-                bad(
-                    "OPDUMP_DISK_BUDGET_MB",
-                    v.clone(),
-                    "expected mebibytes of .npy files to write at most, e.g. 10240 (unset: no limit)",
-                )
-            })?;
-            o.disk_budget_bytes = Some(mb.saturating_mul(1 << 20));
-        }
+        o.disk_budget_bytes = mib(
+            "OPDUMP_DISK_BUDGET_MB",
+            "expected mebibytes of .npy files to write at most, e.g. 10240 (unset: no limit)",
+        )?;
         Ok(o)
+    }
+}
+
+/// The number in environment variable `var` (`None` when unset or empty); an error naming the
+/// variable, its value and `expected` when it is not one.
+fn number<T: std::str::FromStr>(
+    env: &dyn Env,
+    var: &str,
+    expected: &str,
+) -> Result<Option<T>, Error> {
+    let Some(v) = env.var(var).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    match v.parse() {
+        Ok(n) => Ok(Some(n)),
+        Err(_) => Err(Error::Env {
+            var: var.into(),
+            value: v,
+            message: expected.into(),
+        }),
     }
 }
 
