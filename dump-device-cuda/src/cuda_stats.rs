@@ -2,11 +2,20 @@
 
 use crate::combine::{DeviceSummary, combine};
 use crate::kernel_source::{BLOCK, grid_for};
-use crate::pipeline::HostPipeline;
+use crate::pipeline::{HostPipeline, PipelineError};
 use crate::{DeviceTensor, Error, KernelId, Partial, Precision, compile, probe};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, result};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Bytes per chunk of the pinned pipelines [`CudaStats::copy_chunks`] keeps: large enough for
+/// full PCIe bandwidth and few file writes, small enough that two of them per writing thread
+/// are cheap to keep pinned. A multiple of 8, so chunks hold whole elements of every dtype.
+pub const STREAM_CHUNK: usize = 8 << 20;
+
+/// Idle pipelines kept for reuse (pinned allocation is slow); more concurrent writers than
+/// this allocate and free their own.
+const KEPT_PIPELINES: usize = 4;
 
 /// Device statistics and device-to-host copies on one GPU.
 ///
@@ -19,6 +28,7 @@ pub struct CudaStats {
     ctx: Arc<CudaContext>,
     arch: String,
     functions: HashMap<KernelId, CudaFunction>,
+    pipelines: Mutex<Vec<HostPipeline>>,
 }
 
 impl CudaStats {
@@ -74,6 +84,7 @@ impl CudaStats {
             ctx,
             arch,
             functions,
+            pipelines: Mutex::new(Vec::new()),
         })
     }
 
@@ -189,6 +200,36 @@ impl CudaStats {
     /// to copy tensors while writing them out.
     pub fn pipeline(&self, chunk_bytes: usize) -> Result<HostPipeline, Error> {
         HostPipeline::new(&self.ctx, chunk_bytes)
+    }
+
+    /// Hands `t` to `consume` in [`STREAM_CHUNK`]-byte chunks, in order, through a pinned
+    /// pipeline kept by this backend (one per concurrent caller, reused): chunk *i + 1* copies
+    /// while `consume` handles chunk *i*. No host copy of the whole tensor is made.
+    pub fn copy_chunks<E>(
+        &self,
+        t: &DeviceTensor<'_>,
+        stream: &Arc<CudaStream>,
+        consume: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), PipelineError<E>> {
+        let kept = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let mut pipe = match kept {
+            Some(p) => p,
+            None => self.pipeline(STREAM_CHUNK).map_err(PipelineError::Device)?,
+        };
+        let result = pipe.copy_chunks(t, stream, consume);
+        // copy_chunks leaves no copy in flight, even on error: the pipeline can be reused.
+        let mut kept = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if kept.len() < KEPT_PIPELINES {
+            kept.push(pipe);
+        }
+        result
     }
 }
 

@@ -77,6 +77,20 @@ impl<'a> CudaTensor<'a> {
             .map_err(|e| e.to_string())
     }
 
+    /// Hands the tensor's bytes to `sink` in chunks through a pooled pinned pipeline
+    /// ([`CudaStats::copy_chunks`]): the next chunk copies while `sink` handles this one.
+    pub fn copy_chunks(
+        &self,
+        sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.stats
+            .copy_chunks(&self.tensor, self.stream, sink)
+            .map_err(|e| match e {
+                crate::PipelineError::Device(e) => e.to_string(),
+                crate::PipelineError::Consumer(e) => e,
+            })
+    }
+
     /// Copies the tensor's bytes (C order) into `dst`, exactly its storage size.
     pub fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), String> {
         self.stats

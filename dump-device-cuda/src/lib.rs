@@ -71,7 +71,7 @@ pub mod tensor;
 
 pub use combine::{DeviceSummary, combine};
 pub use compile::{CompiledModule, arch_of, cache_key, compile_for, seed_cache, sm_of};
-pub use cuda_stats::CudaStats;
+pub use cuda_stats::{CudaStats, STREAM_CHUNK};
 pub use cuda_tensor::CudaTensor;
 pub use dump_stats::Precision;
 pub use error::Error;

@@ -211,6 +211,41 @@ fn the_pipeline_overlaps_copies_and_returns_every_byte() {
 }
 
 #[test]
+fn copy_chunks_reuses_its_pinned_pipeline() {
+    let Some(g) = gpu() else { return };
+    let stream = g.stats.context().default_stream();
+    // Two and a bit STREAM_CHUNKs of f32.
+    let n = (2 * dump_device_cuda::STREAM_CHUNK + 4096) / 4;
+    let bytes = samples::bytes_for(DType::Float32, n, 21);
+    let dev = stream.clone_htod(&bytes).unwrap();
+    let t = DeviceTensor::from_slice(&dev, DType::Float32, n).unwrap();
+    g.mock.log(true);
+    for _ in 0..3 {
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut sizes = Vec::new();
+        g.stats
+            .copy_chunks(&t, &stream, |c| {
+                sizes.push(c.len());
+                out.extend_from_slice(c);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        let chunk = dump_device_cuda::STREAM_CHUNK;
+        assert_eq!(sizes, [chunk, chunk, 4096]);
+        assert!(out == bytes);
+    }
+    let log = g.mock.log(true);
+    let allocs = log
+        .lines()
+        .filter(|l| l.starts_with("cuMemHostAlloc"))
+        .count();
+    assert_eq!(
+        allocs, 2,
+        "one pipeline (two pinned buffers) for three tensors:\n{log}"
+    );
+}
+
+#[test]
 fn device_errors_are_values_and_leave_nothing_in_flight() {
     let Some(g) = gpu() else { return };
     let stream = g.stats.context().default_stream();

@@ -11,7 +11,7 @@ mod mock_driver;
 
 use dump_core::DType;
 use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor, Precision, preload_nvrtc};
-use dump_host::{DumpOptions, Dumper, TensorRef, config::Device};
+use dump_host::{DumpOptions, Dumper, TensorRef, config::Device, writer::WriterConfig};
 use opdump_tests::{
     config::{config, f32_bytes, no_env},
     csv::parse_statistic_csv,
@@ -33,6 +33,16 @@ const CATEGORIES: [&str; 7] = [
 /// same bytes on the host; returns the statistic row's values from `Max Value` on, and the
 /// dump directory.
 fn dump(tmp: &TempDir, saved_data: &str, tensor: TensorRef<'_>) -> Vec<String> {
+    dump_with(tmp, saved_data, tensor, WriterConfig::default())
+}
+
+/// [`dump`] with explicit writer settings.
+fn dump_with(
+    tmp: &TempDir,
+    saved_data: &str,
+    tensor: TensorRef<'_>,
+    writer: WriterConfig,
+) -> Vec<String> {
     let cfg = config(
         tmp.path(),
         json!({"saved_data": saved_data, "statistic_category": CATEGORIES}),
@@ -40,6 +50,7 @@ fn dump(tmp: &TempDir, saved_data: &str, tensor: TensorRef<'_>) -> Vec<String> {
     );
     let opts = DumpOptions {
         device: Device::Gpu,
+        writer,
         ..DumpOptions::default()
     };
     let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).unwrap();
@@ -131,6 +142,24 @@ fn gpu_tensors_dump_like_host_tensors() {
     let npy = dump_npy::read_file(&files[0]).unwrap();
     assert_eq!(npy.shape, shape);
     assert!(npy.data == bytes, "npy data differs from the device bytes");
+
+    // Written on the calling thread (a synchronous writer here; with writer threads, a tensor
+    // the memory budget cannot hold): streamed through the pooled pinned pipeline, chunk by
+    // chunk into the file and the row, never copied whole.
+    let streamed = TempDir::new("cuda-mock-streamed");
+    let row = dump_with(
+        &streamed,
+        "full",
+        TensorRef::device(&ct),
+        WriterConfig::sync(),
+    );
+    assert_eq!(row, full_row);
+    let log = mock.log(true);
+    assert!(log.contains("cuMemcpyDtoHAsync 40000 pinned"), "{log}");
+    assert!(!log.contains("pageable"), "a whole-tensor copy:\n{log}");
+    let files = npy_files(streamed.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(dump_npy::read_file(&files[0]).unwrap().data == bytes);
     assert_eq!(
         mock.device_bytes(),
         bytes.len(),

@@ -1,6 +1,7 @@
 //! NVIDIA GPU tensors (feature `cuda`): `dump_device_cuda::CudaTensor` is a [`DeviceTensor`],
 //! so `TensorRef::device(&cuda_tensor)` dumps a GPU buffer — statistics computed on the GPU in
-//! statistic-only mode, a device-to-host copy otherwise.
+//! statistic-only mode, a device-to-host copy otherwise (large tensors streamed through pinned
+//! double buffers straight into the `.npy` file).
 
 use dump_core::{DType, Summary};
 use dump_device_cuda::CudaTensor;
@@ -22,6 +23,10 @@ impl DeviceTensor for CudaTensor<'_> {
 
     fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), String> {
         CudaTensor::copy_to_host(self, dst)
+    }
+
+    fn copy_chunks(&self, sink: &mut dyn FnMut(&[u8]) -> Result<(), String>) -> Result<(), String> {
+        CudaTensor::copy_chunks(self, sink)
     }
 }
 

@@ -9,7 +9,11 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
-use dump_core::DType;
+use dump_core::{
+    DType,
+    hash::{Md5Stream, MsSha1},
+    stats::{Accumulator, FUSE_CHUNK},
+};
 use dump_npy::WriteOptions;
 use dump_stats::{
     DeviceStats, Hashes, TensorStats,
@@ -169,6 +173,9 @@ impl Shared {
         if let Some(done) = self.device_stats_only(dir, who, t, elems) {
             return done;
         }
+        if let Some(done) = self.stream_device_tensor(dir, who, t, elems) {
+            return done;
+        }
         let sampled = self.sampled(t.dtype, elems);
         if !self.plan.saved_data.statistics() && self.quota.is_stopped() {
             // Tensors only, and the disk budget has stopped the files: count this one as
@@ -205,19 +212,7 @@ impl Shared {
             None => t.shape,
         };
         let ts = self.timestamp();
-        let name = TensorFileName {
-            op_type: who.op_type,
-            full_name: who.full_name,
-            task_id: 0,
-            stream_id: 0,
-            timestamp_us: ts,
-            io: who.io,
-            slot: who.slot,
-            format: t.format,
-            dtype: t.dtype,
-            spelling: self.plan.spelling(),
-        }
-        .render();
+        let name = self.file_name(who, t, ts);
         if self.ensure_dir(dir).is_err() {
             return Ok(()); // recorded; returned at step end / close
         }
@@ -238,6 +233,117 @@ impl Shared {
             self.write_npy(npy, bytes);
         }
         row.map_err(bad)
+    }
+
+    /// The `.npy` file name of `t` (before the long-name mapping).
+    fn file_name(&self, who: Owner<'_>, t: &TensorRef<'_>, ts: u64) -> String {
+        TensorFileName {
+            op_type: who.op_type,
+            full_name: who.full_name,
+            task_id: 0,
+            stream_id: 0,
+            timestamp_us: ts,
+            io: who.io,
+            slot: who.slot,
+            format: t.format,
+            dtype: t.dtype,
+            spelling: self.plan.spelling(),
+        }
+        .render()
+    }
+
+    /// A large device tensor dumped with its file: streamed. The device hands over chunks
+    /// ([`DeviceTensor::copy_chunks`](super::DeviceTensor::copy_chunks); CUDA: pinned buffers,
+    /// the next chunk copying while this one is consumed) that feed the statistics, the hashes
+    /// and the `.npy` file on this thread, so no host copy of the whole tensor is ever held:
+    /// memory stays bounded however large the tensor. Statistics are fed in [`FUSE_CHUNK`]
+    /// pieces, so the row equals the one the copy path computes, bit for bit.
+    ///
+    /// Used when the file is written on this thread anyway: a synchronous writer, or a tensor
+    /// the memory budget cannot hold. A smaller device tensor with writer threads is copied
+    /// once and its copy queued, which returns to the runtime sooner. `None` when this does
+    /// not apply (the caller copies the tensor): that case, sampled, int4/uint1/complex, or
+    /// Ascend device statistics.
+    fn stream_device_tensor(
+        &self,
+        dir: &Path,
+        who: Owner<'_>,
+        t: &TensorRef<'_>,
+        elems: usize,
+    ) -> Option<Result<(), Error>> {
+        let d = t.device_tensor()?;
+        let p = &self.plan;
+        let len = t.dtype.storage_bytes(elems)?;
+        if !p.saved_data.tensors()
+            || self.sampled(t.dtype, elems).is_some()
+            || matches!(t.dtype, DType::Int4 | DType::UInt1)
+            || t.dtype.is_complex()
+            || (p.device == Device::Ascend && p.device_stats)
+            || !(self.writer.is_sync() || len >= self.writer.budget().limit())
+        {
+            return None;
+        }
+        let bad = |message: String| Error::Tensor {
+            kernel: who.full_name.to_owned(),
+            io: who.io.as_str(),
+            slot: who.slot,
+            message,
+        };
+        let ts = self.timestamp();
+        let name = self.file_name(who, t, ts);
+        if self.ensure_dir(dir).is_err() {
+            return Some(Ok(())); // recorded; returned at step end / close
+        }
+        let npy = match self.prepare_npy(dir, name, t.dtype, t.shape, len) {
+            Ok(npy) => npy,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut stats = if p.saved_data.statistics() {
+            match StreamStats::new(t.dtype, elems, Hashes::for_categories(&p.categories)) {
+                Ok(s) => Some(s),
+                Err(e) => return Some(Err(bad(e))),
+            }
+        } else {
+            None
+        };
+        let mut feed = |chunk: &[u8]| match stats.as_mut() {
+            Some(s) => s.update(chunk),
+            None => Ok(()),
+        };
+        let mut device_error = None;
+        match npy {
+            Some(out) => self.writer.run_direct(|| {
+                let written = write_atomic(&out.path, FILE_MODE, |f| {
+                    stream_npy(f, &out, d, &mut feed).map_err(|e| match e {
+                        StreamError::Write(e) => e,
+                        StreamError::Source(e) => {
+                            device_error = Some(e);
+                            std::io::Error::other("the device copy failed")
+                        }
+                    })
+                });
+                match written {
+                    // A device failure is the tensor's error (below), not a write failure.
+                    Err(_) if device_error.is_some() => Ok(()),
+                    r => r.map_err(|error| WriteFailure {
+                        path: out.path.clone(),
+                        error,
+                    }),
+                }
+            }),
+            // The disk budget refused the file: the row still needs the statistics.
+            None => device_error = d.copy_chunks(&mut feed).err(),
+        }
+        if let Some(e) = device_error {
+            return Some(Err(bad(format!("device copy failed: {e}"))));
+        }
+        let Some(stats) = stats else {
+            return Some(Ok(()));
+        };
+        let row = stats
+            .finish()
+            .and_then(|s| self.append_row(dir, who, ts, t.dtype, t.shape, len, RowStats::Host(&s)));
+        Some(row.map_err(bad))
     }
 
     /// The element count sample_mode 1 keeps of a tensor of `elems` (`None`: not sampled): the
@@ -511,6 +617,106 @@ fn write_one(
     })
 }
 
+/// Statistics and digests fed chunk by chunk (the streamed path of a device tensor).
+struct StreamStats {
+    acc: Accumulator,
+    md5: Option<Md5Stream>,
+    sha1: Option<MsSha1>,
+}
+
+impl StreamStats {
+    fn new(dtype: DType, elems: usize, hashes: Hashes) -> Result<Self, String> {
+        Ok(StreamStats {
+            acc: Accumulator::new(dtype, elems).map_err(|e| e.to_string())?,
+            md5: hashes.md5.then(Md5Stream::new),
+            sha1: hashes.sha1.then(|| MsSha1::new(dtype, elems)),
+        })
+    }
+
+    /// The next bytes of the tensor, in [`FUSE_CHUNK`] pieces as `summarize` takes them, so
+    /// that the result is the same bit for bit however the device chunks the tensor.
+    fn update(&mut self, chunk: &[u8]) -> Result<(), String> {
+        for piece in chunk.chunks(FUSE_CHUNK) {
+            self.acc.update(piece).map_err(|e| e.to_string())?;
+        }
+        if let Some(m) = self.md5.as_mut() {
+            m.update(chunk);
+        }
+        if let Some(s) = self.sha1.as_mut() {
+            s.update(chunk);
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<TensorStats, String> {
+        Ok(TensorStats {
+            summary: self.acc.finish().map_err(|e| e.to_string())?,
+            md5: self.md5.map(Md5Stream::finish),
+            sha1: self.sha1.map(MsSha1::finish),
+        })
+    }
+}
+
+/// Why [`stream_npy`] stopped.
+enum StreamError {
+    /// Writing the file failed.
+    Write(std::io::Error),
+    /// The device (or the statistics fed from it) failed.
+    Source(String),
+}
+
+/// Writes `out`'s header, then the tensor's chunks as `d` hands them over (bf16 widened to
+/// f32 when the options say so), each chunk fed to `feed` first. Every chunk is consumed even
+/// after a write error, so that the statistics still see the whole tensor; the first write
+/// error is returned at the end.
+fn stream_npy(
+    f: &mut std::fs::File,
+    out: &NpyOut,
+    d: &dyn super::DeviceTensor,
+    feed: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+) -> Result<(), StreamError> {
+    use std::io::Write;
+    let invalid = |e: String| StreamError::Write(std::io::Error::other(e));
+    let len = out
+        .shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .and_then(|n| out.dtype.storage_bytes(n))
+        .ok_or_else(|| invalid(format!("shape {:?} overflows", out.shape)))?;
+    let layout = dump_npy::NpyLayout::new(out.dtype, &out.shape, len, out.opts)
+        .map_err(|e| invalid(e.to_string()))?;
+    // Only bf16 widens on this path (int4 and uint1 are not streamed).
+    let widen = layout.widens();
+    let mut header = Vec::with_capacity(layout.header_len());
+    dump_npy::write_header(&mut header, layout.descr(), &out.shape)
+        .map_err(|e| invalid(e.to_string()))?;
+    let mut write_error = f.write_all(&header).err();
+    let mut scratch = if widen {
+        vec![0u8; 1 << 20]
+    } else {
+        Vec::new()
+    };
+    d.copy_chunks(&mut |chunk| {
+        feed(chunk)?;
+        if write_error.is_some() {
+            return Ok(());
+        }
+        let r = if widen {
+            chunk.chunks(scratch.len() / 2).try_for_each(|c| {
+                let n = dump_core::widen::bf16_to_f32(c, &mut scratch[..c.len() * 2])
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                f.write_all(&scratch[..n])
+            })
+        } else {
+            f.write_all(chunk)
+        };
+        write_error = r.err();
+        Ok(())
+    })
+    .map_err(StreamError::Source)?;
+    write_error.map_or(Ok(()), |e| Err(StreamError::Write(e)))
+}
+
 #[cfg(test)]
 mod tests {
     //! Which path a tensor's file takes: copied and queued, handed over, or written directly.
@@ -737,6 +943,172 @@ mod tests {
         let dir = r.join("rank_0/Net/0/0");
         assert_eq!(npy_of(&dir, "Mid").unwrap().data, mid.data);
         assert_eq!(npy_of(&dir, "Huge").unwrap().data, huge.data);
+        std::fs::remove_dir_all(&r).unwrap();
+    }
+
+    /// A device tensor that hands its bytes over in `chunk`-byte pieces (failing at piece
+    /// `fail_at`, if set) and must never be copied whole.
+    struct Chunked {
+        dtype: DType,
+        shape: [usize; 1],
+        data: Vec<u8>,
+        chunk: usize,
+        fail_at: Option<usize>,
+        pieces: std::sync::atomic::AtomicUsize,
+    }
+
+    impl DeviceTensor for Chunked {
+        fn dtype(&self) -> DType {
+            self.dtype
+        }
+        fn shape(&self) -> &[usize] {
+            &self.shape
+        }
+        fn device_summary(&self) -> Result<Option<Summary>, String> {
+            Err("no device statistics".into())
+        }
+        fn copy_to_host(&self, _: &mut [u8]) -> Result<(), String> {
+            panic!("a streamed tensor must not be copied whole")
+        }
+        fn copy_chunks(
+            &self,
+            sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+        ) -> Result<(), String> {
+            for (i, c) in self.data.chunks(self.chunk).enumerate() {
+                if self.fail_at == Some(i) {
+                    return Err("link lost".into());
+                }
+                self.pieces
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                sink(c)?;
+            }
+            Ok(())
+        }
+    }
+
+    /// A dumper writing synchronously with every statistic column.
+    fn sync_full(root: &std::path::Path) -> Dumper {
+        let text = format!(
+            r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+            "iteration": "all", "saved_data": "full", "input_output": 0, "kernels": [],
+            "support_device": [0], "statistic_category": ["max", "min", "avg", "count",
+            "negative zero count", "positive zero count", "nan count", "negative inf count",
+            "positive inf count", "zero count", "md5", "l2norm", "hash:sha1"]}},
+            "e2e_dump_settings": {{"enable": true}}}}"#,
+            root.display()
+        );
+        let opts = DumpOptions {
+            writer: WriterConfig::sync(),
+            ..DumpOptions::default()
+        };
+        Dumper::from_json_with(text.into_bytes(), &HashMap::<String, String>::new(), &opts).unwrap()
+    }
+
+    /// The statistic.csv rows of `dir` without the timestamp column.
+    fn rows(dir: &std::path::Path) -> Vec<String> {
+        std::fs::read_to_string(dir.join("statistic.csv"))
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let mut f: Vec<&str> = l.split(',').collect();
+                f.remove(4);
+                f.join(",")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn large_device_tensors_stream_into_the_file_and_the_row() {
+        // 1 MiB + 12 bytes of f32 and of bf16 (values with NaN, inf, zeros of both signs),
+        // handed over in 40-byte pieces, which straddle every FUSE_CHUNK boundary.
+        let n = (1 << 18) + 3;
+        let mut f32s: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.37 - 150.0).collect();
+        f32s[5] = f32::NAN;
+        f32s[77] = f32::INFINITY;
+        f32s[n - 1] = -0.0;
+        let f32_data: Vec<u8> = f32s.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let bf16_data: Vec<u8> = f32s
+            .iter()
+            .flat_map(|v| ((v.to_bits() >> 16) as u16).to_le_bytes())
+            .collect();
+        for (dtype, data) in [(DType::Float32, f32_data), (DType::BFloat16, bf16_data)] {
+            let streamed = root("stream");
+            let mut d = sync_full(&streamed);
+            let dev = Chunked {
+                dtype,
+                shape: [n],
+                data: data.clone(),
+                chunk: 40,
+                fail_at: None,
+                pieces: Default::default(),
+            };
+            let step = d.begin_step();
+            let k = step.kernel("Dev", "Default/Dev-op0").unwrap();
+            k.output(0, TensorRef::device(&dev)).unwrap();
+            drop(k);
+            step.finish().unwrap();
+            d.close().unwrap();
+            assert_eq!(
+                dev.pieces.load(std::sync::atomic::Ordering::Relaxed),
+                data.len().div_ceil(40)
+            );
+
+            let copied = root("stream-host");
+            let mut d = sync_full(&copied);
+            let step = d.begin_step();
+            let k = step.kernel("Dev", "Default/Dev-op0").unwrap();
+            k.output(0, TensorRef::host(dtype, &[n], &data)).unwrap();
+            drop(k);
+            step.finish().unwrap();
+            d.close().unwrap();
+
+            let (a, b) = (
+                streamed.join("rank_0/Net/0/0"),
+                copied.join("rank_0/Net/0/0"),
+            );
+            assert_eq!(rows(&a), rows(&b), "{dtype}: streamed row = host row");
+            let (fa, fb) = (npy_of(&a, "Dev").unwrap(), npy_of(&b, "Dev").unwrap());
+            assert_eq!(fa.descr, fb.descr, "{dtype}");
+            assert!(fa.data == fb.data, "{dtype}: streamed file = host file");
+            std::fs::remove_dir_all(&streamed).unwrap();
+            std::fs::remove_dir_all(&copied).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_device_failure_while_streaming_is_the_tensors_error_and_leaves_no_file() {
+        let r = root("stream-fail");
+        let mut d = sync_full(&r);
+        let dev = Chunked {
+            dtype: DType::Float32,
+            shape: [4096],
+            data: f32_bytes(4096, 9),
+            chunk: 1024,
+            fail_at: Some(3),
+            pieces: Default::default(),
+        };
+        let step = d.begin_step();
+        let k = step.kernel("Dev", "Default/Dev-op0").unwrap();
+        let e = k.output(0, TensorRef::device(&dev)).unwrap_err();
+        assert!(
+            e.to_string().contains("device copy failed: link lost"),
+            "{e}"
+        );
+        drop(k);
+        step.finish().expect("not a write failure");
+        d.close().unwrap();
+        let dir = r.join("rank_0/Net/0/0");
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names
+                .iter()
+                .all(|n| !n.ends_with(".npy") && !n.starts_with(".opdump-tmp")),
+            "{names:?}"
+        );
         std::fs::remove_dir_all(&r).unwrap();
     }
 

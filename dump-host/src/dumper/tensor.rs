@@ -19,6 +19,26 @@ pub trait DeviceTensor: Sync {
     /// Copies the tensor's bytes (C order, packed like the host layout) into `dst`, whose length
     /// is the tensor's storage size.
     fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), String>;
+    /// Hands the tensor's bytes (as [`copy_to_host`](DeviceTensor::copy_to_host) would give
+    /// them) to `sink` in order, in chunks whose lengths are multiples of 8 bytes (the last
+    /// may be shorter); stops at the first error, from the device or from `sink`.
+    ///
+    /// The Dumper streams large tensors through this: statistics, hashes and the `.npy` file
+    /// are fed chunk by chunk, so no host copy of the whole tensor is held. Devices that can
+    /// overlap a chunk's copy with the consumption of the previous one (the CUDA backend:
+    /// pinned double buffering) override it; the default copies the whole tensor once and
+    /// hands it over as one chunk.
+    fn copy_chunks(&self, sink: &mut dyn FnMut(&[u8]) -> Result<(), String>) -> Result<(), String> {
+        let bytes = self
+            .shape()
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .and_then(|n| self.dtype().storage_bytes(n))
+            .ok_or_else(|| format!("{} {:?} overflows", self.dtype(), self.shape()))?;
+        let mut v = vec![0u8; bytes];
+        self.copy_to_host(&mut v)?;
+        sink(&v)
+    }
 }
 
 #[derive(Clone, Copy)]
