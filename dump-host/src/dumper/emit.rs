@@ -43,6 +43,18 @@ pub(crate) struct Owner<'a> {
     pub slot: u32,
 }
 
+impl Owner<'_> {
+    /// The tensor error for this kernel input/output.
+    fn error(&self, message: String) -> Error {
+        Error::Tensor {
+            kernel: self.full_name.to_owned(),
+            io: self.io.as_str(),
+            slot: self.slot,
+            message,
+        }
+    }
+}
+
 /// The statistics of one csv row: host semantics, or Ascend device semantics (spec §7).
 #[derive(Clone, Copy)]
 enum RowStats<'a> {
@@ -127,12 +139,7 @@ impl Shared {
         host_shape: &[usize],
         bytes: &[u8],
     ) -> Result<(), Error> {
-        let bad = |message: String| Error::Tensor {
-            kernel: who.full_name.to_owned(),
-            io: who.io.as_str(),
-            slot: who.slot,
-            message,
-        };
+        let bad = |message: String| who.error(message);
         let format = AscendFormat::parse(t.format).map_err(|e| bad(e.to_string()))?;
         let dev = AscendTensor {
             format,
@@ -152,12 +159,7 @@ impl Shared {
     }
 
     fn emit_plain(&self, dir: &Path, who: Owner<'_>, t: &TensorRef<'_>) -> Result<(), Error> {
-        let bad = |message: String| Error::Tensor {
-            kernel: who.full_name.to_owned(),
-            io: who.io.as_str(),
-            slot: who.slot,
-            message,
-        };
+        let bad = |message: String| who.error(message);
         let elems = t
             .elems()
             .ok_or_else(|| bad(format!("shape {:?} overflows", t.shape)))?;
@@ -283,12 +285,7 @@ impl Shared {
         {
             return None;
         }
-        let bad = |message: String| Error::Tensor {
-            kernel: who.full_name.to_owned(),
-            io: who.io.as_str(),
-            slot: who.slot,
-            message,
-        };
+        let bad = |message: String| who.error(message);
         let ts = self.timestamp();
         let name = self.file_name(who, t, ts);
         if self.ensure_dir(dir).is_err() {
@@ -486,12 +483,7 @@ impl Shared {
         let ts = self.timestamp();
         Some(
             self.append_row(dir, who, ts, t.dtype, t.shape, size, RowStats::Host(&stats))
-                .map_err(|message| Error::Tensor {
-                    kernel: who.full_name.to_owned(),
-                    io: who.io.as_str(),
-                    slot: who.slot,
-                    message,
-                }),
+                .map_err(|message| who.error(message)),
         )
     }
 
