@@ -74,6 +74,8 @@ struct NpyOut {
     dtype: DType,
     shape: Vec<usize>,
     opts: WriteOptions,
+    /// Bytes of the whole file (counted in the report when prepared).
+    file_len: u64,
 }
 
 impl Shared {
@@ -308,6 +310,7 @@ impl Shared {
             None => Ok(()),
         };
         let mut device_error = None;
+        let counted = npy.as_ref().map(|n| n.file_len);
         match npy {
             Some(out) => self.writer.run_direct(|| {
                 let written = write_atomic(&out.path, FILE_MODE, |f| {
@@ -332,6 +335,11 @@ impl Shared {
             None => device_error = d.copy_chunks(&mut feed).err(),
         }
         if let Some(e) = device_error {
+            if let Some(len) = counted {
+                // Counted when prepared, but never written.
+                self.files.fetch_sub(1, Ordering::Relaxed);
+                self.bytes.fetch_sub(len, Ordering::Relaxed);
+            }
             return Some(Err(bad(format!("device copy failed: {e}"))));
         }
         let Some(stats) = stats else {
@@ -402,6 +410,7 @@ impl Shared {
             dtype,
             shape: shape.to_vec(),
             opts,
+            file_len,
         }))
     }
 
@@ -415,6 +424,7 @@ impl Shared {
             dtype,
             shape,
             opts,
+            ..
         } = out;
         let cost = bytes.len().saturating_add(JOB_OVERHEAD);
         match bytes {
@@ -1089,7 +1099,8 @@ mod tests {
         );
         drop(k);
         step.finish().expect("not a write failure");
-        d.close().unwrap();
+        let report = d.close().unwrap();
+        assert_eq!((report.files, report.bytes, report.rows), (0, 0, 0));
         let dir = r.join("rank_0/Net/0/0");
         let names: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
