@@ -15,8 +15,9 @@ use dump_core::{DType, widen};
 
 use crate::{Bf16Mode, Error, NpySink, WriteOptions, header};
 
-/// Bytes of the stack buffer [`write_npy`] widens through. On small stacks (firmware), use
-/// [`write_npy_with_scratch`] with a smaller buffer instead.
+/// Bytes of the stack buffer [`write_npy`] widens through (bf16, int4, uint1 only; other
+/// dtypes use no buffer). On small stacks (firmware), widen with [`write_npy_with_scratch`]
+/// and a smaller buffer instead.
 pub const SCRATCH_LEN: usize = 64 * 1024;
 
 /// The smallest scratch buffer [`write_npy_with_scratch`] accepts.
@@ -154,9 +155,23 @@ pub fn write_npy<S: NpySink + ?Sized>(
     match layout.widening {
         None if data.is_empty() => {}
         None => sink.write_all(data)?,
-        Some(w) => write_widened(sink, w, layout.elems, data, &mut [0u8; SCRATCH_LEN])?,
+        Some(w) => widen_on_stack(sink, w, layout.elems, data)?,
     }
     Ok(layout.file_len())
+}
+
+/// [`write_widened`] through a [`SCRATCH_LEN`]-byte stack buffer. Kept out of line so that
+/// only widening calls reserve it: inlined into [`write_npy`], the buffer made every call's
+/// stack frame 64 KiB, widening or not (seen in the thumbv7em firmware build), which
+/// overflows a microcontroller's stack.
+#[inline(never)]
+fn widen_on_stack<S: NpySink + ?Sized>(
+    sink: &mut S,
+    widening: Widening,
+    total: usize,
+    data: &[u8],
+) -> Result<(), S::Error> {
+    write_widened(sink, widening, total, data, &mut [0u8; SCRATCH_LEN])
 }
 
 /// [`write_npy`] with a caller-provided scratch buffer (at least [`MIN_SCRATCH_LEN`] bytes).
@@ -244,6 +259,22 @@ mod tests {
         vals.iter()
             .flat_map(|v| ((v.to_bits() >> 16) as u16).to_le_bytes())
             .collect()
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn writing_without_widening_needs_no_big_stack() {
+        // A 24 KiB stack (firmware-sized): the 64 KiB widening buffer must not be part of
+        // write_npy's own frame, or this thread overflows its stack and the test aborts.
+        let t = std::thread::Builder::new()
+            .stack_size(24 << 10)
+            .spawn(|| {
+                let data: Vec<u8> = (0..64u8).collect();
+                let mut out = Vec::new();
+                write_npy(&mut out, DType::Float32, &[16], &data, WriteOptions::new()).unwrap()
+            })
+            .unwrap();
+        assert_eq!(t.join().unwrap(), 128 + 64);
     }
 
     #[test]
