@@ -165,7 +165,14 @@ impl DeviceSummary {
                     acc.round(f64::from((s.sum_sq as f32).sqrt())),
                 ),
             };
-            let nan_or = |v: f64| DeviceValue::Float(if s.nan != 0 { s.first_nan } else { v });
+            // A NaN element as it is; a NaN the sums made (inf + -inf) as x86 makes it.
+            let nan_or = |v: f64| {
+                DeviceValue::Float(if s.nan != 0 {
+                    s.first_nan
+                } else {
+                    dump_core::stats::pin_generated_nan(v)
+                })
+            };
             out.max = nan_or(s.max);
             out.min = nan_or(s.min);
             out.avg = nan_or(avg);

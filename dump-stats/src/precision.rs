@@ -28,7 +28,7 @@
 //! the first NaN in memory order giving the value (and so the `nan`/`-nan` text).
 
 use crate::{Category, Error, error::echo};
-use dump_core::DType;
+use dump_core::{DType, stats::pin_generated_nan};
 
 /// `device_stat_precision_mode`: in which dtype device `avg` and `l2norm` accumulate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -273,7 +273,8 @@ fn float_stats(dtype: DType, data: &[u8], n: usize, precision: Precision, out: &
             f64::from(round_f32(dtype, libm::sqrtf(acc_sq))),
         ),
     };
-    let nan_or = |v: f64| DeviceValue::Float(first_nan.unwrap_or(v));
+    // A NaN element is reported as it is; a NaN the sums made (inf + -inf) as x86 makes it.
+    let nan_or = |v: f64| DeviceValue::Float(first_nan.unwrap_or(pin_generated_nan(v)));
     out.max = nan_or(max);
     out.min = nan_or(min);
     out.avg = nan_or(avg);
@@ -385,6 +386,23 @@ mod tests {
         );
         // fp16 sqrt(74) = 8.6015625 in low mode: the result keeps the source dtype.
         assert_eq!(case(&[3.0, 4.0, -7.0], Precision::Low)[3], "8.60156");
+    }
+
+    #[test]
+    fn infinities_of_both_signs_average_to_the_x86_nan_on_every_cpu() {
+        let inf = f32::INFINITY;
+        for p in [Precision::High, Precision::Low] {
+            let s = dev(DType::Float16, &f16_bytes(&[inf, 1.0, -inf]), 3, p);
+            let DeviceValue::Float(avg) = s.avg else {
+                panic!("{p}: avg {:?}", s.avg)
+            };
+            assert_eq!(
+                avg.to_bits(),
+                dump_core::stats::GENERATED_NAN.to_bits(),
+                "{p}"
+            );
+            assert_eq!(texts(&s)[2], "-nan", "{p}");
+        }
     }
 
     #[test]

@@ -32,7 +32,7 @@ mod summary;
 
 pub use accumulate::{Accumulator, Backend};
 pub use reference::summarize_reference;
-pub use summary::Summary;
+pub use summary::{GENERATED_NAN, Summary, pin_generated_nan};
 
 use crate::{
     DType, Error,

@@ -43,6 +43,19 @@ pub struct Summary {
     pub last_nan: f64,
 }
 
+/// The NaN an x86-64 CPU produces for an invalid operation such as `inf + (-inf)`: SSE's
+/// "default NaN", sign bit set, printed `-nan`. AArch64 and RISC-V produce a positive NaN
+/// (`nan`) instead. MindSpore's reference output comes from x86 builds, and opdump reports this
+/// NaN on every machine, so that the same tensor gives the same `statistic.csv` everywhere.
+pub const GENERATED_NAN: f64 = f64::from_bits(0xfff8_0000_0000_0000);
+
+/// `v`, or [`GENERATED_NAN`] if `v` is a NaN that arithmetic made (not one read from the
+/// tensor: callers report those as they are).
+#[inline]
+pub fn pin_generated_nan(v: f64) -> f64 {
+    if v.is_nan() { GENERATED_NAN } else { v }
+}
+
 impl Default for Summary {
     fn default() -> Self {
         Self::EMPTY
@@ -157,12 +170,13 @@ impl Summary {
         }
     }
 
-    /// `sum / count`, or the (first) NaN if the tensor holds any NaN.
+    /// `sum / count`, or the (first) NaN if the tensor holds any NaN. A sum made NaN by
+    /// adding `+inf` and `-inf` gives [`GENERATED_NAN`] on every CPU.
     pub fn avg(&self) -> f64 {
         if self.nan != 0 {
             self.first_nan
         } else {
-            self.sum / self.count as f64
+            pin_generated_nan(self.sum / self.count as f64)
         }
     }
 
@@ -192,6 +206,19 @@ mod tests {
         assert_eq!((s.max_value(), s.min_value(), s.count), (6.0, 1.0, 6));
         assert!((s.l2norm() - 9.539392014169456).abs() < 1e-12);
         assert_eq!(of(&[1.0; 64]).l2norm(), 8.0);
+    }
+
+    #[test]
+    fn infinities_of_both_signs_average_to_the_x86_nan_everywhere() {
+        let s = of(&[f64::INFINITY, 1.0, f64::NEG_INFINITY]);
+        assert_eq!(s.avg().to_bits(), GENERATED_NAN.to_bits());
+        // Whatever NaN the sum holds (a positive one on AArch64, or from a GPU's partials).
+        let s = Summary { sum: f64::NAN, ..s };
+        assert_eq!(s.avg().to_bits(), GENERATED_NAN.to_bits());
+        assert_eq!(s.l2norm(), f64::INFINITY);
+        // A NaN element is reported as it is.
+        let s = of(&[f64::INFINITY, f64::NAN, f64::NEG_INFINITY]);
+        assert_eq!(s.avg().to_bits(), f64::NAN.to_bits());
     }
 
     #[test]
