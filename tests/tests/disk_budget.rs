@@ -8,7 +8,7 @@ use std::{
 };
 
 use dump_core::{DType, Summary};
-use dump_host::{DeviceTensor, DumpOptions, Dumper, TensorRef, cli};
+use dump_host::{DeviceTensor, DumpOptions, Dumper, TensorRef, cli, writer::WriterConfig};
 use opdump_tests::{
     config::{config, f32_bytes, no_env},
     csv::parse_statistic_csv,
@@ -112,6 +112,38 @@ fn a_tensor_only_dump_stops_copying_device_tensors_at_the_budget() {
     assert_eq!(files.len(), 2);
     let npy = dump_npy::read_file(&files[0]).unwrap();
     assert!(npy.data == t.bytes);
+}
+
+#[test]
+fn a_synchronous_tensor_only_dump_copies_no_refused_device_tensor() {
+    // Written on the calling thread, device tensors are streamed: the budget is asked before
+    // any copy, so the refused ones are never copied.
+    let tmp = TempDir::new("disk-budget-device-sync");
+    let cfg = config(tmp.path(), json!({"saved_data": "tensor"}), json!({}));
+    let opts = DumpOptions {
+        disk_budget_bytes: Some(2 * FILE),
+        writer: WriterConfig::sync(),
+        ..DumpOptions::default()
+    };
+    let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).unwrap();
+    d.begin_graph(0, &[]).unwrap();
+    let t = Counting {
+        bytes: f32_bytes(&[2.5; 256]),
+        copies: AtomicUsize::new(0),
+    };
+    let step = d.begin_step();
+    for i in 0..6 {
+        let name = format!("Default/Mul-op{i}");
+        let k = step.kernel("Mul", &name).unwrap();
+        k.output(0, TensorRef::device(&t)).unwrap();
+    }
+    step.finish().unwrap();
+    let report = d.close().unwrap();
+    assert_eq!((report.files, report.skipped_files), (2, 4));
+    assert_eq!(t.copies.load(Ordering::Relaxed), 2);
+    for p in npy_files(tmp.path()) {
+        assert!(dump_npy::read_file(&p).unwrap().data == t.bytes);
+    }
 }
 
 #[test]

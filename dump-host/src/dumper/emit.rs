@@ -174,12 +174,6 @@ impl Shared {
         if elems == 0 {
             return Ok(()); // MindSpore writes neither a file nor a row for an empty tensor
         }
-        if let Some(done) = self.device_stats_only(dir, who, t, elems) {
-            return done;
-        }
-        if let Some(done) = self.stream_device_tensor(dir, who, t, elems) {
-            return done;
-        }
         let sampled = self.sampled(t.dtype, elems);
         if !self.plan.saved_data.statistics() && self.quota.is_stopped() {
             // Tensors only, and the disk budget has stopped the files: count this one as
@@ -194,6 +188,12 @@ impl Shared {
                 self.quota.reserve(layout.file_len() as u64);
             }
             return Ok(());
+        }
+        if let Some(done) = self.device_stats_only(dir, who, t, elems) {
+            return done;
+        }
+        if let Some(done) = self.stream_device_tensor(dir, who, t, elems) {
+            return done;
         }
         let bytes = t.contiguous().map_err(bad)?;
         // sample_mode 1: the first sample_num elements, flat.
@@ -305,6 +305,7 @@ impl Shared {
         } else {
             None
         };
+        let want_stats = stats.is_some();
         let mut feed = |chunk: &[u8]| match stats.as_mut() {
             Some(s) => s.update(chunk),
             None => Ok(()),
@@ -332,7 +333,8 @@ impl Shared {
                 }
             }),
             // The disk budget refused the file: the row still needs the statistics.
-            None => device_error = d.copy_chunks(&mut feed).err(),
+            None if want_stats => device_error = d.copy_chunks(&mut feed).err(),
+            None => {}
         }
         if let Some(e) = device_error {
             if let Some(len) = counted {
