@@ -87,10 +87,17 @@ impl DeviceTensor for Counting {
     }
 }
 
-#[test]
-fn a_tensor_only_dump_stops_copying_device_tensors_at_the_budget() {
-    let tmp = TempDir::new("disk-budget-device");
-    let mut d = dumper(&tmp, "tensor", 2 * FILE);
+/// Dumps the same device tensor as the output of six kernels, tensor-only, with a budget of
+/// two files and `writer`; returns the report and how often the tensor was copied.
+fn six_device_outputs(tag: &str, writer: WriterConfig) -> (dump_host::DumpReport, usize) {
+    let tmp = TempDir::new(tag);
+    let cfg = config(tmp.path(), json!({"saved_data": "tensor"}), json!({}));
+    let opts = DumpOptions {
+        disk_budget_bytes: Some(2 * FILE),
+        writer,
+        ..DumpOptions::default()
+    };
+    let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).unwrap();
     d.begin_graph(0, &[]).unwrap();
     let t = Counting {
         bytes: f32_bytes(&[1.5; 256]),
@@ -104,46 +111,30 @@ fn a_tensor_only_dump_stops_copying_device_tensors_at_the_budget() {
     }
     step.finish().unwrap();
     let report = d.close().unwrap();
+    let files = npy_files(tmp.path());
+    assert_eq!(files.len(), 2);
+    for p in files {
+        assert!(dump_npy::read_file(&p).unwrap().data == t.bytes);
+    }
+    (report, t.copies.load(Ordering::Relaxed))
+}
+
+#[test]
+fn a_tensor_only_dump_stops_copying_device_tensors_at_the_budget() {
+    let (report, copies) = six_device_outputs("disk-budget-device", WriterConfig::default());
     assert_eq!((report.files, report.skipped_files), (2, 4));
     assert_eq!(report.skipped_bytes, 4 * FILE);
     // Two files written, the third refused after its copy; the last three never copied.
-    assert_eq!(t.copies.load(Ordering::Relaxed), 3);
-    let files = npy_files(tmp.path());
-    assert_eq!(files.len(), 2);
-    let npy = dump_npy::read_file(&files[0]).unwrap();
-    assert!(npy.data == t.bytes);
+    assert_eq!(copies, 3);
 }
 
 #[test]
 fn a_synchronous_tensor_only_dump_copies_no_refused_device_tensor() {
     // Written on the calling thread, device tensors are streamed: the budget is asked before
     // any copy, so the refused ones are never copied.
-    let tmp = TempDir::new("disk-budget-device-sync");
-    let cfg = config(tmp.path(), json!({"saved_data": "tensor"}), json!({}));
-    let opts = DumpOptions {
-        disk_budget_bytes: Some(2 * FILE),
-        writer: WriterConfig::sync(),
-        ..DumpOptions::default()
-    };
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).unwrap();
-    d.begin_graph(0, &[]).unwrap();
-    let t = Counting {
-        bytes: f32_bytes(&[2.5; 256]),
-        copies: AtomicUsize::new(0),
-    };
-    let step = d.begin_step();
-    for i in 0..6 {
-        let name = format!("Default/Mul-op{i}");
-        let k = step.kernel("Mul", &name).unwrap();
-        k.output(0, TensorRef::device(&t)).unwrap();
-    }
-    step.finish().unwrap();
-    let report = d.close().unwrap();
+    let (report, copies) = six_device_outputs("disk-budget-device-sync", WriterConfig::sync());
     assert_eq!((report.files, report.skipped_files), (2, 4));
-    assert_eq!(t.copies.load(Ordering::Relaxed), 2);
-    for p in npy_files(tmp.path()) {
-        assert!(dump_npy::read_file(&p).unwrap().data == t.bytes);
-    }
+    assert_eq!(copies, 2);
 }
 
 #[test]
