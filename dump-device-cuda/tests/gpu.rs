@@ -36,19 +36,7 @@ fn gpu() -> Option<CudaStats> {
 fn kernels_equal_the_model_bit_for_bit() {
     let Some(gpu) = gpu() else { return };
     let stream: Arc<_> = gpu.context().default_stream();
-    let dtypes = [
-        DType::Float16,
-        DType::BFloat16,
-        DType::Float32,
-        DType::Float64,
-        DType::Int8,
-        DType::Int16,
-        DType::Int32,
-        DType::Int64,
-        DType::UInt8,
-        DType::Bool,
-    ];
-    for dtype in dtypes {
+    for dtype in samples::DTYPES {
         for n in [1usize, 3, 17, 1000, 4097, 262_147, 5_000_003] {
             let bytes = samples::bytes_for(dtype, n, n as u64 * 31 + dtype.bits() as u64);
             let size = dtype.size().unwrap();

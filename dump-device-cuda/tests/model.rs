@@ -1,6 +1,8 @@
 //! The kernel model against the host statistics and the precision policy: what users see on
 //! a device, for many shapes and dtypes, with NaN, ±inf and ±0.
 
+mod samples;
+
 use dump_core::{DType, Summary, stats::summarize_reference};
 use dump_device_cuda::{Precision, model};
 use dump_stats::precision::{DeviceStats, DeviceValue, device_statistics};
@@ -18,19 +20,6 @@ impl Rng {
         self.next() % n
     }
 }
-
-const DTYPES: [DType; 10] = [
-    DType::Float16,
-    DType::BFloat16,
-    DType::Float32,
-    DType::Float64,
-    DType::Int8,
-    DType::Int16,
-    DType::Int32,
-    DType::Int64,
-    DType::UInt8,
-    DType::Bool,
-];
 
 /// Sizes around unit, warp, block and grid boundaries.
 const SIZES: [usize; 14] = [
@@ -173,7 +162,7 @@ fn texts(s: &DeviceStats) -> [String; 4] {
 #[test]
 fn matches_host_statistics_for_every_dtype_and_shape() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    for dtype in DTYPES {
+    for dtype in samples::DTYPES {
         for &n in &SIZES {
             // The largest sizes only for a few dtypes: the model is a slow, exact replay.
             if n > 70_000 && !matches!(dtype, DType::Float16 | DType::Float32 | DType::Int8) {

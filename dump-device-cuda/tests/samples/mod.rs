@@ -4,6 +4,20 @@
 use dump_core::DType;
 use dump_device_cuda::DeviceSummary;
 
+/// Every dtype the device kernels support.
+pub const DTYPES: [DType; 10] = [
+    DType::Float16,
+    DType::BFloat16,
+    DType::Float32,
+    DType::Float64,
+    DType::Int8,
+    DType::Int16,
+    DType::Int32,
+    DType::Int64,
+    DType::UInt8,
+    DType::Bool,
+];
+
 /// Every field of a device summary as bits, so that `assert_eq!` compares NaN payloads and
 /// signed zeros exactly.
 pub fn bits(s: &DeviceSummary) -> Vec<u64> {
