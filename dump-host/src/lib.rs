@@ -2,9 +2,7 @@
 //! ([`config`]), and the `opdump` command-line tool's logic ([`cli`]).
 #![deny(missing_docs)]
 
-pub mod cli;
 pub mod config;
-pub mod demo;
 mod dumper;
 pub mod error;
 pub mod layout;

@@ -6,7 +6,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use dump_host::cli::stats::parse_file_name;
+use dump_host::layout::parse_file_name;
 
 /// The reference directory: `$OPDUMP_REFERENCE_DIR`, else `../../shared/reference` from this
 /// crate (the project's layout). `None` (tests then print SKIP) when it does not exist.

@@ -9,11 +9,8 @@ use std::{
 };
 
 use dump_core::{DType, hash};
-use dump_host::{
-    DumpOptions, Dumper, Step, TensorRef,
-    demo::{LeNet, Tracer, View},
-    layout::sanitize,
-};
+use dump_host::{DumpOptions, Dumper, Step, TensorRef, layout::sanitize};
+use opdump::demo::{LeNet, Tracer, View};
 use opdump_tests::{
     config::{ALL_CATEGORIES, config, f32_bytes, no_env},
     csv::parse_statistic_csv,
@@ -76,7 +73,7 @@ impl Tracer for Recorder<'_, '_> {
 
 /// `{type}.{name}.{io}.{slot}` of a file name.
 fn tensor_key(file: &str) -> String {
-    let p = dump_host::cli::stats::parse_file_name(file).expect("MindSpore-style name");
+    let p = dump_host::layout::parse_file_name(file).expect("MindSpore-style name");
     format!("{}.{}.{}.{}", p.op_type, p.op_name, p.io.as_str(), p.slot)
 }
 
@@ -119,7 +116,7 @@ fn numpy_loads_every_demo_file_with_the_values_given_and_csv_pairs_with_files() 
     }
 
     // statistic.csv of each iteration dir.
-    let titles: Vec<&str> = dump_host::cli::stats::all_categories()
+    let titles: Vec<&str> = opdump::cli::stats::all_categories()
         .iter()
         .map(|c| c.title())
         .collect();

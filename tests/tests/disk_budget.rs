@@ -8,7 +8,8 @@ use std::{
 };
 
 use dump_core::{DType, Summary};
-use dump_host::{DeviceTensor, DumpOptions, Dumper, TensorRef, cli, writer::WriterConfig};
+use dump_host::{DeviceTensor, DumpOptions, Dumper, TensorRef, writer::WriterConfig};
+use opdump::cli;
 use opdump_tests::{
     config::{config, f32_bytes, no_env},
     csv::parse_statistic_csv,

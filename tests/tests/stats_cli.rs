@@ -3,7 +3,8 @@
 use std::{fs, path::PathBuf};
 
 use dump_core::DType;
-use dump_host::{DumpOptions, Dumper, TensorRef, cli};
+use dump_host::{DumpOptions, Dumper, TensorRef};
+use opdump::cli;
 use opdump_tests::{
     config::{ALL_CATEGORIES, config, f32_bytes, no_env},
     fsutil::{TempDir, file_name, npy_files},

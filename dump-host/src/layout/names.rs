@@ -90,6 +90,63 @@ impl TensorFileName<'_> {
     }
 }
 
+/// The fields a MindSpore-style `.npy` file name carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpFileName<'a> {
+    /// Primitive name (`Conv2D`, `Parameter`).
+    pub op_type: &'a str,
+    /// Sanitised op name (`Default_network_Conv2D-op0`).
+    pub op_name: &'a str,
+    /// Task id.
+    pub task_id: u64,
+    /// Stream id.
+    pub stream_id: u64,
+    /// Microseconds since the Unix epoch.
+    pub timestamp: u64,
+    /// Input or output.
+    pub io: Io,
+    /// Input/output position.
+    pub slot: u64,
+    /// Data format (`DefaultFormat`).
+    pub format: &'a str,
+    /// The dtype the name gives (either spelling).
+    pub dtype: DType,
+}
+
+/// Parses `{op_type}.{op_name}.{task}.{stream}.{timestamp}.{input|output}.{slot}.{format}.
+/// {dtype}.npy`; `None` when `name` is not of that form.
+pub fn parse_file_name(name: &str) -> Option<DumpFileName<'_>> {
+    let stem = name.strip_suffix(".npy")?;
+    let f: Vec<&str> = stem.split('.').collect();
+    let [op_type, op_name, task, stream, ts, io, slot, format, dtype] = f[..] else {
+        return None;
+    };
+    if op_type.is_empty() || op_name.is_empty() || format.is_empty() {
+        return None;
+    }
+    let num = |s: &str| -> Option<u64> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok()
+    };
+    Some(DumpFileName {
+        op_type,
+        op_name,
+        task_id: num(task)?,
+        stream_id: num(stream)?,
+        timestamp: num(ts)?,
+        io: match io {
+            "input" => Io::Input,
+            "output" => Io::Output,
+            _ => return None,
+        },
+        slot: num(slot)?,
+        format,
+        dtype: DType::from_name(dtype).ok()?,
+    })
+}
+
 /// A deterministic short name for a file name longer than [`NAME_MAX`].
 ///
 /// MindSpore uses `rand_r` seeded by the timestamp, so reruns give different names; opdump

@@ -9,11 +9,8 @@
 use std::{collections::HashMap, fmt::Write as _, path::PathBuf, time::Instant};
 
 use dump_core::DType;
-use dump_host::{
-    DumpOptions, Dumper, TensorRef,
-    demo::{LeNet, NoTrace, Tracer, View},
-    writer::WriterConfig,
-};
+use dump_host::{DumpOptions, Dumper, TensorRef, writer::WriterConfig};
+use opdump::demo::{LeNet, NoTrace, Tracer, View};
 
 use super::{Opts, Row, target_dir};
 

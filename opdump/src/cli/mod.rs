@@ -13,7 +13,7 @@ use std::io::Write;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::Env;
+use dump_host::config::Env;
 
 /// Exit code for success.
 pub const EXIT_OK: i32 = 0;

@@ -1,6 +1,6 @@
-//! The `opdump` command-line tool; see `opdump --help` and [`dump_host::cli`].
+//! The `opdump` command-line tool; see `opdump --help` and [`opdump::cli`].
 fn main() {
-    let code = dump_host::cli::run(
+    let code = opdump::cli::run(
         std::env::args_os(),
         &dump_host::config::ProcessEnv,
         &mut std::io::stdout().lock(),

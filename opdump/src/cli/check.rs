@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::Error;
-use crate::config::env::{DUMP_CONFIG_VAR, check_json_suffix, dump_config_path};
-use crate::config::{Device, DumpConfig, Env, ParseOptions};
+use dump_host::Error;
+use dump_host::config::env::{DUMP_CONFIG_VAR, check_json_suffix, dump_config_path};
+use dump_host::config::{Device, DumpConfig, Env, ParseOptions};
 
 use super::{EXIT_INVALID, EXIT_OK};
 

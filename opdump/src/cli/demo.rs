@@ -8,12 +8,13 @@ use std::{
     time::Instant,
 };
 
-use crate::{
+use dump_host::{
     DumpOptions, Dumper, Step, TensorRef,
     config::{Env, SavedData},
-    demo::{LeNet, NoTrace, Tracer, View},
     writer::WriterConfig,
 };
+
+use crate::demo::{LeNet, NoTrace, Tracer, View};
 
 use super::{EXIT_INVALID, EXIT_OK};
 
@@ -115,7 +116,7 @@ pub fn default_config(path: &str, saved: SavedData, categories: &str) -> String 
 /// Reports the network's kernels to a step of the Dumper.
 struct DumpTracer<'a, 's> {
     step: &'a Step<'s>,
-    first_error: Option<crate::Error>,
+    first_error: Option<dump_host::Error>,
 }
 
 impl Tracer for DumpTracer<'_, '_> {
