@@ -90,7 +90,7 @@ fn gpu_tensors_dump_like_host_tensors() {
     let shape = [100usize, 100];
     let dev = stream.clone_htod(&bytes).unwrap();
     let t = DeviceTensor::from_slice(&dev, DType::Float32, values.len()).unwrap();
-    let ct = CudaTensor::new(&gpu, t, &shape, &stream, Precision::High).unwrap();
+    let ct = CudaTensor::new(&gpu, t, &shape, &stream).unwrap();
 
     // Statistics only: computed on the device; only the block partials cross the bus.
     mock.log(true);
