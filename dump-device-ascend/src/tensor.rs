@@ -37,9 +37,9 @@
 
 use dump_core::DType;
 use dump_stats::{
+    Hashes,
     device::{DeviceError, DeviceStatistics, Layout, StatsKind, StatsRequest},
     engine::{Engine, TensorRef},
-    Hashes,
 };
 
 use crate::{DeviceTensor, Error, device_stats::Simulated, to_host};
@@ -102,7 +102,14 @@ impl dump_stats::DeviceTensor for DeviceTensor<'_> {
             }
             .into());
         }
-        let mut scratch = vec![0u8; if self.format.is_host_layout() { 0 } else { want }];
+        let mut scratch = vec![
+            0u8;
+            if self.format.is_host_layout() {
+                0
+            } else {
+                want
+            }
+        ];
         let view = to_host(self, &mut scratch)?;
         dst.copy_from_slice(view.data);
         Ok(())

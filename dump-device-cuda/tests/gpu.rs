@@ -7,12 +7,12 @@
 mod samples;
 
 use dump_core::DType;
+use dump_device_cuda::{
+    CudaStats, CudaTensor, DeviceTensor, Precision, driver_present, model, preload_nvrtc,
+};
 use dump_stats::{
     CategorySet, DeviceTensor as _,
     device::{DeviceStatistics, StatsKind, StatsRequest},
-};
-use dump_device_cuda::{
-    CudaStats, CudaTensor, DeviceTensor, Precision, driver_present, model, preload_nvrtc,
 };
 use std::sync::Arc;
 
@@ -136,5 +136,10 @@ fn unsupported_dtypes_and_empty_tensors() {
     ct.copy_to_host(&mut host).unwrap();
     assert_eq!(host, [0u8; 16]);
     let u = CudaTensor::new(&gpu, t, &[4], &stream).unwrap();
-    assert!(u.statistics(&req).unwrap_err().to_string().contains("uint32"));
+    assert!(
+        u.statistics(&req)
+            .unwrap_err()
+            .to_string()
+            .contains("uint32")
+    );
 }

@@ -18,13 +18,13 @@ mod samples;
 
 use dump_core::DType;
 use dump_device_cuda::compile::seed_cache;
-use dump_stats::{
-    CategorySet, DeviceTensor as _,
-    device::{DeviceStatistics, StatsKind, StatsRequest},
-};
 use dump_device_cuda::{
     CudaStats, CudaTensor, DeviceTensor, Error, KernelId, PipelineError, Precision, model,
     nvrtc_present, preload_nvrtc,
+};
+use dump_stats::{
+    CategorySet, DeviceTensor as _,
+    device::{DeviceStatistics, StatsKind, StatsRequest},
 };
 use mock_driver::MockDriver;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -208,7 +208,9 @@ fn the_pipeline_overlaps_copies_and_returns_every_byte() {
         categories: &cats,
         kind,
     };
-    let Some(DeviceStatistics::Host(s)) = ct.statistics(&req(Precision::High, StatsKind::Host)).unwrap()
+    let Some(DeviceStatistics::Host(s)) = ct
+        .statistics(&req(Precision::High, StatsKind::Host))
+        .unwrap()
     else {
         panic!("host semantics asked for")
     };
@@ -221,8 +223,9 @@ fn the_pipeline_overlaps_copies_and_returns_every_byte() {
     let low = model::summarize(DType::Float32, &bytes, n, Precision::Low)
         .unwrap()
         .unwrap();
-    let Some(DeviceStatistics::Device(d)) =
-        ct.statistics(&req(Precision::Low, StatsKind::Device)).unwrap()
+    let Some(DeviceStatistics::Device(d)) = ct
+        .statistics(&req(Precision::Low, StatsKind::Device))
+        .unwrap()
     else {
         panic!("device semantics asked for")
     };

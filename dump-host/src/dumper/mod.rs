@@ -27,8 +27,6 @@
 //! (8 MiB) are copied and written by background threads through a byte-bounded queue, larger
 //! ones on the calling thread straight from the caller's memory.
 
-#[cfg(feature = "cuda")]
-mod cuda;
 mod emit;
 mod metadata;
 mod open;
