@@ -10,7 +10,7 @@ mod host_cxx;
 mod mock_driver;
 
 use dump_core::DType;
-use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor, Precision, preload_nvrtc};
+use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor, preload_nvrtc};
 use dump_host::{DumpOptions, Dumper, TensorRef, config::Device, writer::WriterConfig};
 use opdump_tests::{
     config::{config, f32_bytes, no_env},
