@@ -30,6 +30,9 @@ use dump_core::{DType, widen};
 
 use crate::{Error, MIN_SCRATCH_LEN, NpyLayout, NpySink, WriteOptions, header};
 
+/// A `dump_core::widen` unpacker of packed elements: `(src, elems, dst) -> written`.
+type Unpack = fn(&[u8], usize, &mut [u8]) -> Result<usize, dump_core::Error>;
+
 /// A `.npy` file being written chunk by chunk (see the [module docs](self)).
 #[derive(Debug)]
 pub struct NpyStream<'s, S: NpySink> {
@@ -133,12 +136,7 @@ impl<'s, S: NpySink> NpyStream<'s, S> {
 
     /// int4 (`per_byte` 2) or uint1 (8): whole bytes unpacked; the last byte of the tensor
     /// gives only the elements that remain.
-    fn packed(
-        &mut self,
-        chunk: &[u8],
-        per_byte: usize,
-        unpack: fn(&[u8], usize, &mut [u8]) -> Result<usize, dump_core::Error>,
-    ) -> Result<(), S::Error> {
+    fn packed(&mut self, chunk: &[u8], per_byte: usize, unpack: Unpack) -> Result<(), S::Error> {
         let step = (self.scratch.len() / per_byte).max(1);
         for piece in chunk.chunks(step) {
             let n = (piece.len() * per_byte).min(self.layout.elems() - self.done);

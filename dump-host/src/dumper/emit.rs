@@ -219,7 +219,7 @@ impl Shared {
         let len = t.dtype.storage_bytes(elems).unwrap_or(usize::MAX);
         match route(&self.facts(t.dtype, elems, len, false)) {
             Route::Skip => Ok(()),
-            Route::Refused => Ok(self.refuse(t.dtype, t.shape, elems)),
+            Route::Refused => self.refuse(t.dtype, t.shape, elems),
             Route::Copy { sample } => {
                 let bytes = t.contiguous().map_err(bad)?;
                 self.emit_bytes(dir, who, (t.dtype, t.shape, t.format), bytes, elems, sample)
@@ -249,7 +249,7 @@ impl Shared {
         };
         let sample = match route(&facts) {
             Route::Skip => return Ok(()),
-            Route::Refused => return Ok(self.refuse(v.dtype, v.shape, elems)),
+            Route::Refused => return self.refuse(v.dtype, v.shape, elems),
             Route::Stream => return self.stream(dir, who, v, elems, len),
             Route::DeviceStats => match v.device.statistics(&self.plan.stats_request()) {
                 Ok(stats) => return self.device_stats_row(dir, who, v, len, stats),
@@ -270,7 +270,7 @@ impl Shared {
     }
 
     /// Counts a file the disk budget refused (tensors only), without touching its bytes.
-    fn refuse(&self, dtype: DType, shape: &[usize], elems: usize) {
+    fn refuse(&self, dtype: DType, shape: &[usize], elems: usize) -> Result<(), Error> {
         let (shape, n) = match self.sampled(dtype, elems) {
             Some(n) => (&[n][..], n),
             None => (shape, elems),
@@ -280,6 +280,7 @@ impl Shared {
         if let Ok(layout) = dump_npy::NpyLayout::new(dtype, shape, len, opts) {
             self.quota.reserve(layout.file_len() as u64);
         }
+        Ok(())
     }
 
     /// The row of statistics the device computed (`None`: an empty tensor, no row).
