@@ -92,7 +92,7 @@ impl dump_stats::DeviceTensor for DeviceTensor<'_> {
         Ok(())
     }
 
-    /// [`to_host`]: converted into `dst`, which must hold [`DeviceTensor::host_bytes`].
+    /// [`to_host()`]: converted into `dst`, which must hold [`DeviceTensor::host_bytes`].
     fn copy_host_layout(&self, dst: &mut [u8]) -> Result<(), DeviceError> {
         let want = self.host_bytes()?;
         if dst.len() != want {
