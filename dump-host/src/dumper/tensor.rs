@@ -138,8 +138,8 @@ impl<'a> TensorRef<'a> {
         self.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
     }
 
-    /// The tensor as contiguous host bytes: borrowed when it already is, gathered or copied
-    /// otherwise. Errors describe what is wrong with the tensor.
+    /// A host tensor as contiguous bytes: borrowed when it already is, gathered otherwise.
+    /// Errors describe what is wrong with the tensor.
     pub(crate) fn contiguous(&self) -> Result<Cow<'a, [u8]>, String> {
         let elems = self
             .elems()
@@ -161,11 +161,9 @@ impl<'a> TensorRef<'a> {
                 strides,
                 offset,
             } => gather(self.dtype, self.shape, base, strides, offset, need).map(Cow::Owned),
-            Source::Device(d) => {
-                let mut v = vec![0u8; need];
-                d.copy_to_host(&mut v)
-                    .map_err(|e| format!("device copy failed: {e}"))?;
-                Ok(Cow::Owned(v))
+            // Device tensors are copied (or streamed) through their view in `emit`.
+            Source::Device(_) => {
+                Err("a device tensor is copied through its device view".to_owned())
             }
             #[cfg(feature = "ascend")]
             Source::DeviceFormat { .. } => {
