@@ -149,7 +149,8 @@ impl Dumper {
     }
 
     /// Starts dumping with a resolved plan: writes `.dump_metadata/` and starts the writer.
-    /// Warnings go to stderr; [`Dumper::builder`]`().plan(p)` sets another sink.
+    /// Warnings go to stderr. `Dumper::builder().plan(plan).open()`, kept for existing callers.
+    #[doc(hidden)]
     pub fn from_plan(plan: DumpPlan) -> Result<Self, Error> {
         Self::start(plan, EventSink::default())
     }

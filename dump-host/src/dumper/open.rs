@@ -8,10 +8,7 @@ use dump_stats::CategorySet;
 use super::{DumpPlan, Dumper, MS_VERSION};
 use crate::{
     Error,
-    config::{
-        Device, DumpConfig, Env, ParseOptions, ProcessEnv,
-        env::{dump_config_path, rank_id},
-    },
+    config::{Device, DumpConfig, Env, ParseOptions, env::rank_id},
     writer::WriterConfig,
 };
 
@@ -174,28 +171,17 @@ impl DumpPlan {
 impl Dumper {
     /// The Dumper the process environment asks for: the config named by
     /// `MINDSPORE_DUMP_CONFIG` (disabled when unset or empty), options from
-    /// [`DumpOptions::from_env`]. Config warnings go to stderr ([`DumpOptions::events`]).
-    /// A shortcut for `Dumper::builder().open()`.
+    /// [`DumpOptions::from_env`], warnings to stderr. The shortcut for
+    /// `Dumper::builder().open()`; [`Dumper::builder`] sets anything else.
     pub fn from_env() -> Result<Dumper, Error> {
-        Self::from_env_with(&ProcessEnv)
-    }
-
-    /// [`from_env`](Dumper::from_env) reading variables from `env`.
-    pub fn from_env_with(env: &dyn Env) -> Result<Dumper, Error> {
-        let opts = DumpOptions::from_env(env)?;
-        match dump_config_path(env)? {
-            None => Ok(Dumper::disabled()),
-            Some(p) => Self::from_config_file_with(&p, env, &opts),
-        }
-    }
-
-    /// A Dumper for the config file at `path` (environment: the process's).
-    pub fn from_config_file(path: &Path, opts: &DumpOptions) -> Result<Dumper, Error> {
-        Self::from_config_file_with(path, &ProcessEnv, opts)
+        Dumper::builder().open()
     }
 
     /// A Dumper for the config file at `path`, reading `MS_DIAGNOSTIC_DATA_PATH` and the rank
     /// from `env`.
+    /// Shorthand for `Dumper::builder().config_file(path).env(env).options(opts).open()`,
+    /// kept for existing callers.
+    #[doc(hidden)]
     pub fn from_config_file_with(
         path: &Path,
         env: &dyn Env,
@@ -213,6 +199,9 @@ impl Dumper {
     }
 
     /// A Dumper for config text (`bytes` are also copied into `.dump_metadata/data_dump.json`).
+    /// Shorthand for `Dumper::builder().config_json(bytes).env(env).options(opts).open()`,
+    /// kept for existing callers.
+    #[doc(hidden)]
     pub fn from_json_with(
         bytes: Vec<u8>,
         env: &dyn Env,
