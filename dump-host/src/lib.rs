@@ -80,6 +80,6 @@ pub mod writer;
 
 pub use dumper::{
     DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, DumperBuilder, Element, Kernel,
-    MS_VERSION, Step, TensorRef,
+    MS_VERSION, Planned, Step, TensorRef,
 };
 pub use error::Error;

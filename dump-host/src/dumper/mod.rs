@@ -53,7 +53,7 @@ use dump_stats::engine::Engine;
 pub use builder::DumperBuilder;
 pub use element::Element;
 pub use open::DumpOptions;
-pub use plan::{DumpPlan, MS_VERSION};
+pub use plan::{DumpPlan, MS_VERSION, Planned};
 pub use step::{Kernel, Step};
 pub use tensor::{DeviceTensor, TensorRef};
 
