@@ -9,6 +9,7 @@ pub mod layout;
 pub mod writer;
 
 pub use dumper::{
-    DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, Kernel, MS_VERSION, Step, TensorRef,
+    DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, Kernel, MS_VERSION, Planned, Step,
+    TensorRef,
 };
 pub use error::Error;

@@ -52,7 +52,7 @@ use dump_core::iteration::IterationSpec;
 use dump_stats::engine::Engine;
 
 pub use open::DumpOptions;
-pub use plan::{DumpPlan, MS_VERSION};
+pub use plan::{DumpPlan, MS_VERSION, Planned};
 pub use step::{Kernel, Step};
 pub use tensor::{DeviceTensor, TensorRef};
 

@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 use dump_npy::Bf16Mode;
 use dump_stats::CategorySet;
 
-use super::{DumpPlan, Dumper, MS_VERSION};
+use super::{DumpPlan, Dumper, MS_VERSION, Planned};
 use crate::{
     Error,
     config::{
-        Device, DumpConfig, Env, ParseOptions, ProcessEnv,
+        Device, DumpConfig, DumpMode, Env, KernelFilter, ParseOptions, ProcessEnv,
         env::{dump_config_path, rank_id},
+        read_config_file,
     },
     writer::WriterConfig,
 };
@@ -34,6 +35,12 @@ pub struct DumpOptions {
     /// `statistic.csv` rows are still written, and [`DumpReport`](super::DumpReport) counts
     /// what was skipped. An opdump extension (MindSpore has no such cap).
     pub disk_budget_bytes: Option<u64>,
+    /// `dump_mode` 2 (Ascend `set_dump`): the kernels the runtime marked for dump, by full name
+    /// or by scope (a cell's scope marks every kernel inside it; see
+    /// [`KernelFilter::marked`]). MindSpore reads the nodes' `dump` attribute; opdump cannot
+    /// see the graph, so the runtime lists the marks here. Empty (the default): a dump_mode 2
+    /// config dumps nothing, with a warning. Ignored in the other modes.
+    pub set_dump: Vec<String>,
 }
 
 impl Default for DumpOptions {
@@ -44,6 +51,7 @@ impl Default for DumpOptions {
             bf16: Bf16Mode::Widen,
             writer: WriterConfig::default(),
             disk_budget_bytes: None,
+            set_dump: Vec::new(),
         }
     }
 }
@@ -126,6 +134,33 @@ fn number<T: std::str::FromStr>(
 }
 
 impl DumpPlan {
+    /// Reads the config file at `path` (a regular file of at most
+    /// [`MAX_CONFIG_BYTES`](crate::config::MAX_CONFIG_BYTES)), validates it and resolves the
+    /// plan: the one path `opdump check` and [`Dumper::from_config_file_with`] share.
+    pub fn load(path: &Path, env: &dyn Env, opts: &DumpOptions) -> Result<Planned, Error> {
+        Self::from_json(read_config_file(path)?, env, opts)
+    }
+
+    /// Validates config bytes (UTF-8 JSON, see [`DumpConfig::from_json_bytes`]) and resolves
+    /// the plan with the rank from `env` and the run-time options.
+    pub fn from_json(bytes: Vec<u8>, env: &dyn Env, opts: &DumpOptions) -> Result<Planned, Error> {
+        let v = DumpConfig::from_json_bytes(&bytes, &ParseOptions::new(opts.device, env))?;
+        let mut warnings = v.warnings;
+        if v.config.dump_mode == DumpMode::SetDump && opts.set_dump.is_empty() {
+            warnings.warn(
+                "common_dump_settings.dump_mode",
+                "dump_mode 2 dumps only the kernels marked with set_dump (DumpOptions::set_dump); \
+                 none is marked, so no kernel is dumped",
+            );
+        }
+        let plan = DumpPlan::new(&v.config, bytes, rank_id(env)?, opts)?;
+        Ok(Planned {
+            plan,
+            config: v.config,
+            warnings,
+        })
+    }
+
     /// Resolves a validated config, its file's bytes, the rank and the run-time options.
     pub fn new(
         cfg: &DumpConfig,
@@ -135,6 +170,10 @@ impl DumpPlan {
     ) -> Result<DumpPlan, Error> {
         let categories = CategorySet::parse(cfg.statistic_category.iter().map(String::as_str))
             .map_err(|e| Error::Plan(format!("common_dump_settings.statistic_category: {e}")))?;
+        let kernels = match cfg.dump_mode {
+            DumpMode::SetDump => KernelFilter::marked(&opts.set_dump),
+            _ => cfg.kernel_filter()?,
+        };
         Ok(DumpPlan {
             root: PathBuf::from(&cfg.path),
             rank,
@@ -154,7 +193,7 @@ impl DumpPlan {
                 crate::config::PrecisionMode::High => dump_stats::Precision::High,
                 crate::config::PrecisionMode::Low => dump_stats::Precision::Low,
             },
-            kernels: cfg.kernel_filter()?,
+            kernels,
             device: cfg.device,
             device_id: opts.device_id,
             support_device: cfg.support_device.clone(),
@@ -190,36 +229,30 @@ impl Dumper {
     }
 
     /// A Dumper for the config file at `path`, reading `MS_DIAGNOSTIC_DATA_PATH` and the rank
-    /// from `env`.
+    /// from `env` (through [`DumpPlan::load`], as `opdump check` does).
     pub fn from_config_file_with(
         path: &Path,
         env: &dyn Env,
         opts: &DumpOptions,
     ) -> Result<Dumper, Error> {
-        let bytes = std::fs::read(path).map_err(|e| Error::Io {
-            path: path.to_owned(),
-            message: format!(
-                "Dump file:{} open failed. Errno:{} ({e})",
-                path.display(),
-                e.raw_os_error().unwrap_or(0)
-            ),
-        })?;
-        Self::from_json_with(bytes, env, opts)
+        Self::from_planned(DumpPlan::load(path, env, opts)?)
     }
 
-    /// A Dumper for config text (`bytes` are also copied into `.dump_metadata/data_dump.json`).
+    /// A Dumper for config text (`bytes` are also copied into `.dump_metadata/data_dump.json`),
+    /// read through [`DumpPlan::from_json`]: invalid UTF-8 is a config error.
     pub fn from_json_with(
         bytes: Vec<u8>,
         env: &dyn Env,
         opts: &DumpOptions,
     ) -> Result<Dumper, Error> {
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let v = DumpConfig::from_json_str(&text, &ParseOptions::new(opts.device, env))?;
-        for w in v.warnings.warnings() {
+        Self::from_planned(DumpPlan::from_json(bytes, env, opts)?)
+    }
+
+    fn from_planned(p: Planned) -> Result<Dumper, Error> {
+        for w in p.warnings.warnings() {
             eprintln!("[opdump] {w}");
         }
-        let plan = DumpPlan::new(&v.config, bytes, rank_id(env)?, opts)?;
-        Dumper::from_plan(plan)
+        Dumper::from_plan(p.plan)
     }
 }
 
