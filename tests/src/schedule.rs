@@ -178,7 +178,7 @@ fn schedule(seed: u64, threads: usize, kernels: usize) -> (Vec<Vec<Action>>, Vec
 /// instead). Kernel numbers start at `first`, so names are unique over steps. The first
 /// Dumper error stops that producer's reports and is returned.
 pub fn run_step(
-    step: &Step<'_>,
+    step: &Step,
     seed: u64,
     threads: usize,
     kernels: usize,
@@ -261,7 +261,7 @@ struct Open<'s> {
 /// Producer `thread`'s side of the schedule; `full_names` are its kernels' unsanitised names,
 /// in the order it begins them.
 fn produce<'s>(
-    step: &'s Step<'_>,
+    step: &'s Step,
     gate: &Turnstile,
     thread: usize,
     plan: &[Action],
