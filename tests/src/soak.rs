@@ -130,7 +130,8 @@ pub struct Soak {
     pub steps: u64,
     /// Steps the filter dumped.
     pub dumped_steps: u64,
-    /// Resources after the first `period` steps (writer threads started, first files made).
+    /// Resources after the first `2 * period` steps (writer threads started, files of two
+    /// windows made, so a small cache of open files is already full).
     pub start: Resources,
     /// Resources after the last step, before `close`.
     pub end: Resources,
@@ -156,7 +157,7 @@ pub fn run(root: &Path, steps: u64, period: u64, width: u64) -> Result<Soak, Err
     let mut dumped_steps = 0;
     let t0 = std::time::Instant::now();
     for s in 0..steps {
-        if s == period.min(steps - 1) {
+        if s == (2 * period).min(steps - 1) {
             start = Some(Resources::now());
         }
         let step = d.begin_step();

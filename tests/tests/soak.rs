@@ -1,7 +1,7 @@
 //! Hardening campaign 4, soak: `OPDUMP_SOAK_STEPS` steps (default 2000; `cargo xtask hardening
 //! --soak` runs 100 000) of a tiny LeNet-like kernel list with statistic dump and a rotating
 //! iteration filter (5 steps of every 100 dumped). Resident memory, open file descriptors and
-//! threads are measured after the first 100 steps and after the last: they must stay flat, and
+//! threads are measured after the first 200 steps (two dumped windows) and after the last: they must stay flat, and
 //! every dumped step must have its whole statistic.csv.
 //!
 //! Alone in its test binary so no other test's threads or files change the counts.
