@@ -52,7 +52,7 @@ fn one_step(mut d: Dumper, dir: &Path, out: f32) -> Vec<String> {
             k.output(0, TensorRef::host(DType::Float32, &[8], &y))
                 .unwrap();
             k.args(&[("transpose_a", "True")]);
-            k.finish();
+            k.finish().unwrap();
         }
     }
     step.finish().unwrap();

@@ -41,6 +41,9 @@ pub struct DumpOptions {
     /// see the graph, so the runtime lists the marks here. Empty (the default): a dump_mode 2
     /// config dumps nothing, with a warning. Ignored in the other modes.
     pub set_dump: Vec<String>,
+    /// Where warnings ([`Event`](crate::diag::Event)s) go. Default: one line each to stderr
+    /// ([`EventSink::stderr`](crate::diag::EventSink::stderr)).
+    pub events: crate::diag::EventSink,
 }
 
 impl Default for DumpOptions {
@@ -52,6 +55,7 @@ impl Default for DumpOptions {
             writer: WriterConfig::default(),
             disk_budget_bytes: None,
             set_dump: Vec::new(),
+            events: crate::diag::EventSink::default(),
         }
     }
 }
@@ -209,7 +213,8 @@ impl DumpPlan {
 impl Dumper {
     /// The Dumper the process environment asks for: the config named by
     /// `MINDSPORE_DUMP_CONFIG` (disabled when unset or empty), options from
-    /// [`DumpOptions::from_env`]. Config warnings are printed to stderr.
+    /// [`DumpOptions::from_env`]. Config warnings go to stderr ([`DumpOptions::events`]).
+    /// A shortcut for `Dumper::builder().open()`.
     pub fn from_env() -> Result<Dumper, Error> {
         Self::from_env_with(&ProcessEnv)
     }
@@ -235,7 +240,7 @@ impl Dumper {
         env: &dyn Env,
         opts: &DumpOptions,
     ) -> Result<Dumper, Error> {
-        Self::from_planned(DumpPlan::load(path, env, opts)?)
+        Self::from_planned(DumpPlan::load(path, env, opts)?, opts)
     }
 
     /// A Dumper for config text (`bytes` are also copied into `.dump_metadata/data_dump.json`),
@@ -245,14 +250,15 @@ impl Dumper {
         env: &dyn Env,
         opts: &DumpOptions,
     ) -> Result<Dumper, Error> {
-        Self::from_planned(DumpPlan::from_json(bytes, env, opts)?)
+        Self::from_planned(DumpPlan::from_json(bytes, env, opts)?, opts)
     }
 
-    fn from_planned(p: Planned) -> Result<Dumper, Error> {
+    fn from_planned(p: Planned, opts: &DumpOptions) -> Result<Dumper, Error> {
         for w in p.warnings.warnings() {
-            eprintln!("[opdump] {w}");
+            opts.events
+                .emit(&crate::diag::Event::ConfigWarning(w.clone()));
         }
-        Dumper::from_plan(p.plan)
+        Dumper::start(p.plan, opts.events.clone())
     }
 }
 

@@ -114,12 +114,12 @@ pub fn default_config(path: &str, saved: SavedData, categories: &str) -> String 
 }
 
 /// Reports the network's kernels to a step of the Dumper.
-struct DumpTracer<'a, 's> {
-    step: &'a Step<'s>,
+struct DumpTracer<'a> {
+    step: &'a Step,
     first_error: Option<dump_host::Error>,
 }
 
-impl Tracer for DumpTracer<'_, '_> {
+impl Tracer for DumpTracer<'_> {
     fn wants(&mut self, op_type: &str, full_name: &str) -> bool {
         self.step.kernel(op_type, full_name).is_some()
     }
