@@ -234,6 +234,15 @@ fn special_files_are_refused_at_once() {
         );
         let e = dumper(&p, &[], Duration::from_secs(10)).unwrap_err();
         assert!(e.contains(kind), "{e}");
+        // `opdump demo --config` reads its config the same way.
+        let out = opdump(
+            &["demo", "--config", p.to_str().unwrap()],
+            &[],
+            Duration::from_secs(10),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "demo: {stderr}");
+        assert!(stderr.contains(kind), "demo: {stderr}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
