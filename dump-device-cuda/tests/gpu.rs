@@ -14,6 +14,7 @@ use dump_stats::{
     CategorySet, DeviceTensor as _,
     device::{DeviceStatistics, StatsKind, StatsRequest},
 };
+use opdump_test_support::{Prereq, check};
 use std::sync::Arc;
 
 fn gpu() -> Option<CudaStats> {
@@ -29,10 +30,7 @@ fn gpu() -> Option<CudaStats> {
             Err(e) => e.to_string(),
         }
     };
-    if std::env::var("OPDUMP_REQUIRE_GPU").as_deref() == Ok("1") {
-        panic!("OPDUMP_REQUIRE_GPU=1 but the GPU is unusable: {reason}");
-    }
-    eprintln!("SKIP GPU test: {reason}");
+    check(Prereq::Gpu, Err(reason));
     None
 }
 
