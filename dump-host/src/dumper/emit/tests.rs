@@ -470,3 +470,53 @@ fn a_synchronous_writer_queues_nothing() {
     assert_eq!(d.close().unwrap().files, 3);
     std::fs::remove_dir_all(&r).unwrap();
 }
+
+/// Dumps `t` as output 0 of one kernel with a synchronous full dumper under `r`; returns the
+/// rows (without timestamps) and the `.npy` file.
+fn dump_one(r: &std::path::Path, t: TensorRef<'_>) -> (Vec<String>, dump_npy::NpyFile) {
+    let mut d = sync_full(r);
+    let step = d.begin_step();
+    let k = step.kernel("Dev", "Default/Dev-op0").unwrap();
+    k.output(0, t).unwrap();
+    drop(k);
+    step.finish().unwrap();
+    d.close().unwrap();
+    let dir = r.join("rank_0/Net/0/0");
+    let out = (rows(&dir), npy_of(&dir, "Dev").expect("file written"));
+    std::fs::remove_dir_all(r).unwrap();
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Any chunking of a device tensor, packed int4/uint1 included, gives the host copy's row
+    /// (statistics, md5, sha1) and file bytes.
+    #[test]
+    fn any_device_chunking_gives_the_host_dump(
+        dtype in proptest::sample::select(vec![
+            DType::Float32, DType::BFloat16, DType::Float16, DType::Int4, DType::UInt1, DType::Int8,
+        ]),
+        elems in 1usize..3000,
+        chunk in 1usize..200,
+        seed in proptest::prelude::any::<u8>(),
+    ) {
+        let len = dtype.storage_bytes(elems).unwrap();
+        let data: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect();
+        let dev = Chunked {
+            dtype,
+            shape: [elems],
+            data: data.clone(),
+            chunk,
+            fail_at: None,
+            pieces: Default::default(),
+        };
+        let streamed = dump_one(&root("prop-stream"), TensorRef::device(&dev));
+        let shape = [elems];
+        let host = dump_one(&root("prop-host"), TensorRef::host(dtype, &shape, &data));
+        proptest::prop_assert_eq!(&streamed.0, &host.0);
+        proptest::prop_assert_eq!(&streamed.1.descr, &host.1.descr);
+        proptest::prop_assert!(streamed.1.data == host.1.data, "{} file bytes differ", dtype);
+        proptest::prop_assert_eq!(dev.pieces.load(std::sync::atomic::Ordering::Relaxed), len.div_ceil(chunk));
+    }
+}
