@@ -2,10 +2,12 @@
 //! ([`config`]), and the `opdump` command-line tool's logic ([`cli`]).
 #![deny(missing_docs)]
 
+pub mod compare;
 pub mod config;
 mod dumper;
 pub mod error;
 pub mod layout;
+pub mod read;
 pub mod writer;
 
 pub use dumper::{
