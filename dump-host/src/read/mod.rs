@@ -21,6 +21,7 @@
 //! ```
 
 mod csv;
+pub mod inspect;
 mod mindspore;
 pub mod npy;
 mod stats;
