@@ -118,11 +118,16 @@ pub fn inspect(
                     break;
                 }
                 out.push((i, dump.tensors[i].stats(Hashes::NONE)));
-                progress(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, n);
+                progress(
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+                    n,
+                );
             }
             out
         };
-        let hs: Vec<_> = (1..threads.clamp(1, n.max(1))).map(|_| s.spawn(work)).collect();
+        let hs: Vec<_> = (1..threads.clamp(1, n.max(1)))
+            .map(|_| s.spawn(work))
+            .collect();
         let mut parts = vec![work()];
         parts.extend(hs.into_iter().filter_map(|h| h.join().ok()));
         parts
@@ -139,11 +144,13 @@ pub fn inspect(
     let kernels = dump.kernels();
     let mut per: BTreeMap<(u32, u64), IterationSummary> = BTreeMap::new();
     for k in &kernels {
-        let e = per.entry((k.rank, k.iteration)).or_insert(IterationSummary {
-            rank: k.rank,
-            iteration: k.iteration,
-            ..IterationSummary::default()
-        });
+        let e = per
+            .entry((k.rank, k.iteration))
+            .or_insert(IterationSummary {
+                rank: k.rank,
+                iteration: k.iteration,
+                ..IterationSummary::default()
+            });
         e.kernels += 1;
         e.tensors += k.tensors.len();
         e.bytes += k

@@ -235,7 +235,11 @@ fn stream(
         } else {
             chunk
         };
-        acc.update(bytes).map_err(core)?;
+        // In FUSE_CHUNK pieces: the partials then merge exactly as the engine's blocks do, so
+        // the statistics are bit-identical to the Dumper's rows for the same tensor.
+        for piece in bytes.chunks(dump_core::stats::FUSE_CHUNK) {
+            acc.update(piece).map_err(core)?;
+        }
         if let Some(m) = md5.as_mut() {
             m.update(bytes);
         }

@@ -99,7 +99,11 @@ fn tolerances(args: &Args) -> Result<Tolerances, String> {
         let dtype = DType::from_name(d).map_err(|_| {
             format!(
                 "--tol {spec:?}: unknown dtype {d:?} (allowed: {})",
-                DType::ALL.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
+                DType::ALL
+                    .iter()
+                    .map(|d| d.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         })?;
         let (r, a) = v.split_once(',').ok_or_else(bad)?;
@@ -258,7 +262,17 @@ fn table(a: &Dump, b: &Dump, cmp: &Comparison, all: bool) -> String {
     }
     s += &format!(
         "\n{:>5} {:<5} {:>4} {:<14} {:<9} {:>10} {:>11} {:>11} {:>9} {:>9} {:>10}  op\n",
-        "#", "rule", "iter", "op_type", "io", "cosine", "max_abs", "max_rel", ">0.001", ">0.005", "max_ulp"
+        "#",
+        "rule",
+        "iter",
+        "op_type",
+        "io",
+        "cosine",
+        "max_abs",
+        "max_rel",
+        ">0.001",
+        ">0.005",
+        "max_ulp"
     );
     let mut shown = 0;
     let mut hidden = 0;
@@ -409,21 +423,32 @@ fn page(a: &Dump, b: &Dump, cmp: &Comparison) -> String {
             })
             .collect()
     };
-    let mark = cmp
-        .first_divergent
-        .map(|i| (i, format!("first divergent: {}", a.tensors[cmp.pairs[i].a].op_name)));
+    let mark = cmp.first_divergent.map(|i| {
+        (
+            i,
+            format!("first divergent: {}", a.tensors[cmp.pairs[i].a].op_name),
+        )
+    });
     let plots = [
         Plot {
             title: "both runs' l2norm per pair (A's run order, log scale)".into(),
             series: vec![
                 Series {
                     name: "A l2norm".into(),
-                    values: cmp.pairs.iter().map(|p| p.stats_a.l2norm.unwrap_or(f64::NAN)).collect(),
+                    values: cmp
+                        .pairs
+                        .iter()
+                        .map(|p| p.stats_a.l2norm.unwrap_or(f64::NAN))
+                        .collect(),
                     color: "#1f5fbf",
                 },
                 Series {
                     name: "B l2norm".into(),
-                    values: cmp.pairs.iter().map(|p| p.stats_b.l2norm.unwrap_or(f64::NAN)).collect(),
+                    values: cmp
+                        .pairs
+                        .iter()
+                        .map(|p| p.stats_b.l2norm.unwrap_or(f64::NAN))
+                        .collect(),
                     color: "#e08a00",
                 },
             ],
@@ -452,8 +477,19 @@ fn page(a: &Dump, b: &Dump, cmp: &Comparison) -> String {
         },
     ];
     let head = [
-        "#", "rule", "iteration", "op_type", "op_name", "io", "cosine", "max_abs", "max_rel",
-        ">0.001", ">0.005", "max_ulp", "diverged",
+        "#",
+        "rule",
+        "iteration",
+        "op_type",
+        "op_name",
+        "io",
+        "cosine",
+        "max_abs",
+        "max_rel",
+        ">0.001",
+        ">0.005",
+        "max_ulp",
+        "diverged",
     ];
     let rows: Vec<Vec<String>> = cmp
         .pairs
@@ -475,7 +511,11 @@ fn page(a: &Dump, b: &Dump, cmp: &Comparison) -> String {
                 c[3].clone(),
                 c[4].clone(),
                 c[5].clone(),
-                if p.diverged() { p.reasons.join("; ") } else { String::new() },
+                if p.diverged() {
+                    p.reasons.join("; ")
+                } else {
+                    String::new()
+                },
             ]
         })
         .collect();

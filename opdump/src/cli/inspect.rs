@@ -168,7 +168,10 @@ fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
         }
     }
     if !ins.growth.is_empty() {
-        s += &format!("\ntop {} kernels by growth (output / input):\n", top.min(ins.growth.len()));
+        s += &format!(
+            "\ntop {} kernels by growth (output / input):\n",
+            top.min(ins.growth.len())
+        );
         for gr in ins.growth.iter().take(top) {
             let k = &ins.kernels[gr.kernel];
             s += &format!(
@@ -188,7 +191,10 @@ fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
         }
     }
     if !dump.problems.is_empty() {
-        s += &format!("\n{} problem(s) reading the dump (details on stderr)\n", dump.problems.len());
+        s += &format!(
+            "\n{} problem(s) reading the dump (details on stderr)\n",
+            dump.problems.len()
+        );
     }
     s
 }
@@ -266,10 +272,12 @@ fn page(dump: &Dump, ins: &Inspection) -> String {
             })
             .collect()
     };
-    let mark = ins
-        .first_nonfinite
-        .as_ref()
-        .map(|f| (f.kernel, format!("first non-finite: {}", ins.kernels[f.kernel].op_name)));
+    let mark = ins.first_nonfinite.as_ref().map(|f| {
+        (
+            f.kernel,
+            format!("first non-finite: {}", ins.kernels[f.kernel].op_name),
+        )
+    });
     let plots = [
         Plot {
             title: "output l2norm per kernel (run order, log scale)".into(),
@@ -293,8 +301,19 @@ fn page(dump: &Dump, ins: &Inspection) -> String {
         },
     ];
     let head = [
-        "#", "rank", "iteration", "op_type", "op_name", "io", "dtype", "shape", "max", "min",
-        "l2norm", "nan", "inf",
+        "#",
+        "rank",
+        "iteration",
+        "op_type",
+        "op_name",
+        "io",
+        "dtype",
+        "shape",
+        "max",
+        "min",
+        "l2norm",
+        "nan",
+        "inf",
     ];
     let mut rows = Vec::new();
     let mut hl = None;

@@ -70,7 +70,9 @@ pub fn svg(p: &Plot) -> String {
         .collect();
     let (mut lo, mut hi) = ys
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
     if !lo.is_finite() {
         (lo, hi) = (0.0, 1.0);
     }
@@ -117,7 +119,11 @@ pub fn svg(p: &Plot) -> String {
         let mut seg: Vec<(f64, f64)> = Vec::new();
         let flush = |seg: &mut Vec<(f64, f64)>, s: &mut String| {
             if let [(x, y)] = seg[..] {
-                let _ = write!(s, r#"<circle r="2" cx="{x:.1}" cy="{y:.1}" fill="{}"/>"#, ser.color);
+                let _ = write!(
+                    s,
+                    r#"<circle r="2" cx="{x:.1}" cy="{y:.1}" fill="{}"/>"#,
+                    ser.color
+                );
             } else if seg.len() > 1 {
                 let pts: Vec<String> = seg.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
                 let _ = write!(
@@ -197,13 +203,20 @@ tr.hl td{{background:#fdd}} .sum{{font-size:14px;margin-bottom:12px}} svg{{displ
     }
     s.push_str("</tr></thead><tbody>");
     for (i, r) in rows.iter().enumerate() {
-        s.push_str(if highlight == Some(i) { r#"<tr class="hl">"# } else { "<tr>" });
+        s.push_str(if highlight == Some(i) {
+            r#"<tr class="hl">"#
+        } else {
+            "<tr>"
+        });
         for c in r {
             let _ = write!(s, "<td>{}</td>", esc(c));
         }
         s.push_str("</tr>");
     }
-    let _ = write!(s, "</tbody></table><script>{SORT_JS}</script></body></html>\n");
+    let _ = write!(
+        s,
+        "</tbody></table><script>{SORT_JS}</script></body></html>\n"
+    );
     s
 }
 
@@ -224,7 +237,11 @@ mod tests {
             log: false,
         };
         let s = svg(&p);
-        assert_eq!(s.matches("<polyline").count(), 2, "NaN splits the line: {s}");
+        assert_eq!(
+            s.matches("<polyline").count(),
+            2,
+            "NaN splits the line: {s}"
+        );
         assert!(s.contains("l2 &lt;norm&gt;"));
         assert!(s.contains(r#"class="mark""#));
         let page = page("t", "", &[p], &["a"], &[vec!["<x>".into()]], Some(0));

@@ -34,7 +34,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| format!("{}: not a file path", path.display()))?;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let tmp = dir.join(format!(".{name}.opdump-tmp-{}", std::process::id()));
     if let Ok(mut l) = IN_FLIGHT.lock() {
         l.push(tmp.clone());
