@@ -102,8 +102,11 @@ impl TensorRecord {
             }
             None if self.row_stats.is_some() => Ok(s),
             None => Err(Error::Io {
-                path: PathBuf::from(&self.op_name),
-                message: "no file and no statistic.csv row".into(),
+                path: PathBuf::from(format!("{}.{}", self.op_type, self.op_name)),
+                message: format!(
+                    "{}: its .npy file could not be read (see the dump's problems) and it has no statistic.csv row",
+                    self.io_slot()
+                ),
             }),
         }
     }
