@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod config;
+pub mod diag;
 mod dumper;
 pub mod error;
 pub mod layout;
@@ -11,6 +12,7 @@ pub mod read;
 pub mod writer;
 
 pub use dumper::{
-    DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, Kernel, MS_VERSION, Step, TensorRef,
+    DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, DumperBuilder, Element, Kernel,
+    MS_VERSION, Step, TensorRef,
 };
 pub use error::Error;

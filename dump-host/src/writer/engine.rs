@@ -25,7 +25,8 @@ use std::{
     thread::JoinHandle,
 };
 
-use super::{Budget, ErrorLog, WriteFailure};
+use super::{Budget, ErrorLog, WriteFailure, budget::Admitted};
+use crate::diag::EventSink;
 
 /// A unit of background work: writes one file (or row) and reports its failure.
 pub type Job = Box<dyn FnOnce() -> Result<(), WriteFailure> + Send>;
@@ -133,10 +134,16 @@ fn run_job(job: impl FnOnce() -> Result<(), WriteFailure>, errors: &ErrorLog) {
 }
 
 impl Writer {
-    /// Starts the writer (and its threads, unless `cfg.threads == 0`).
+    /// Starts the writer (and its threads, unless `cfg.threads == 0`); write failures are
+    /// reported to stderr ([`EventSink::stderr`]).
     pub fn new(cfg: &WriterConfig) -> Self {
+        Self::with_events(cfg, EventSink::default())
+    }
+
+    /// [`new`](Writer::new), reporting write failures to `events`.
+    pub fn with_events(cfg: &WriterConfig, events: EventSink) -> Self {
         let budget = Arc::new(Budget::new(cfg.budget_bytes.max(1)));
-        let errors = Arc::new(ErrorLog::new());
+        let errors = Arc::new(ErrorLog::with_events(events));
         let direct_from = cfg.direct_write_bytes.min(budget.limit());
         if cfg.threads == 0 {
             return Writer {
@@ -162,8 +169,11 @@ impl Writer {
                         loop {
                             let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
                             let Ok((job, cost)) = next else { break };
+                            let _release = Admitted {
+                                budget: &budget,
+                                cost,
+                            };
                             run_job(job, &errors);
-                            budget.release(cost);
                         }
                     })
                     .ok()
@@ -237,8 +247,11 @@ impl Writer {
                     }
                     Err(mpsc::SendError((job, cost))) => {
                         // Workers are gone (they only stop on close): write inline.
+                        let _release = Admitted {
+                            budget: &self.budget,
+                            cost,
+                        };
                         self.run_direct(job);
-                        self.budget.release(cost);
                     }
                 }
             }
