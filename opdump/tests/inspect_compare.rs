@@ -483,3 +483,62 @@ fn stats_streams_a_huge_sparse_file_and_still_reports_the_others() {
     );
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+#[test]
+fn the_demos_injected_nan_is_found_by_inspect_and_compare() {
+    let tmp = tmpdir("demo");
+    let (clean, bad) = (tmp.join("clean"), tmp.join("bad"));
+    for (dir, inject) in [(&clean, None), (&bad, Some("1"))] {
+        let mut args = vec![
+            "demo",
+            "--out",
+            dir.to_str().unwrap(),
+            "--steps",
+            "2",
+            "--batch",
+            "2",
+            "--no-baseline",
+            "--categories",
+            "default",
+        ];
+        if let Some(s) = inject {
+            args.extend(["--inject-nan", s]);
+        }
+        let o = opdump(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        if inject.is_some() {
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert!(out.contains("step 1: injected a NaN into the dumped ReLU Default/network-WithLossCell/_backbone-LeNet5/relu-ReLU/ReLU-op0 output.0"), "{out}");
+        }
+    }
+    let o = opdump(&["inspect", bad.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let f = &json_of(&o)["first_nonfinite"];
+    assert_eq!(
+        f["op_name"],
+        "Default_network-WithLossCell__backbone-LeNet5_relu-ReLU_ReLU-op0"
+    );
+    assert_eq!(
+        (f["iteration"].as_u64(), f["io"].as_str()),
+        (Some(1), Some("output"))
+    );
+    let o = opdump(&[
+        "compare",
+        bad.to_str().unwrap(),
+        clean.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json_of(&o);
+    let f = &j["first_divergent"];
+    assert_eq!(
+        f["op_name"],
+        "Default_network-WithLossCell__backbone-LeNet5_relu-ReLU_ReLU-op0"
+    );
+    assert_eq!(f["iteration"], 1);
+    assert_eq!(f["metrics"]["nonfinite_mismatch"], 1);
+    assert_eq!(j["only_in_a"].as_array().unwrap().len(), 0);
+    let o = opdump(&["compare", clean.to_str().unwrap(), clean.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
