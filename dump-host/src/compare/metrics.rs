@@ -176,8 +176,8 @@ pub(super) fn measure(
         if let (Some(x), Some(y)) = (x, y) {
             any = true;
             rels[k] = Some(rel(x, y));
-            let bad_nonfinite = (x.is_finite() != y.is_finite())
-                || (!x.is_finite() && !(x == y || (x.is_nan() && y.is_nan())));
+            let same = x == y || (x.is_nan() && y.is_nan());
+            let bad_nonfinite = (x.is_finite() != y.is_finite()) || !(x.is_finite() || same);
             if bad_nonfinite
                 || (x.is_finite() && (x - y).abs() > tolerance.atol + tolerance.rtol * y.abs())
             {

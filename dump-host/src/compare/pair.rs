@@ -75,10 +75,10 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
                 t.io == crate::layout::Io::Input,
                 t.slot,
             );
-            if let Some(&j) = by_name.get(&key) {
-                if used_b.insert(j) {
-                    partner.insert(i, (j, PairRule::Name));
-                }
+            if let Some(&j) = by_name.get(&key)
+                && used_b.insert(j)
+            {
+                partner.insert(i, (j, PairRule::Name));
             }
         }
     }
@@ -111,13 +111,12 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
             let kb_ = &kb[list_b[q]];
             for &i in &ka_.tensors {
                 let t = &a.tensors[i];
-                if let Some(&j) = kb_.tensors.iter().find(|&&j| {
-                    let u = &b.tensors[j];
-                    u.io == t.io && u.slot == t.slot
-                }) {
-                    if used_b.insert(j) {
-                        partner.insert(i, (j, PairRule::Order));
-                    }
+                let same_slot =
+                    |j: &&usize| b.tensors[**j].io == t.io && b.tensors[**j].slot == t.slot;
+                if let Some(&j) = kb_.tensors.iter().find(same_slot)
+                    && used_b.insert(j)
+                {
+                    partner.insert(i, (j, PairRule::Order));
                 }
             }
         }

@@ -143,6 +143,9 @@ fn read_bounded(path: &Path, max: u64) -> Result<String, String> {
     fs::read_to_string(path).map_err(|e| e.to_string())
 }
 
+/// (op_type, op_name, task, stream, timestamp, is input, slot): what pairs a row with a file.
+type RowKey = (String, String, u32, u32, u64, bool, u32);
+
 struct Place<'a> {
     rank: u32,
     net: &'a str,
@@ -168,7 +171,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
     }
     let start = dump.tensors.len();
     // (op_type, op_name, task, stream, timestamp, io, slot) of each record of this directory.
-    let mut by_key: HashMap<(String, String, u32, u32, u64, bool, u32), usize> = HashMap::new();
+    let mut by_key: HashMap<RowKey, usize> = HashMap::new();
     for (name, path) in &entries {
         if !name.ends_with(".npy") {
             continue;

@@ -176,17 +176,17 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     } else {
         let _ = out.write_all(table(&a, &b, &cmp, args.all).as_bytes());
     }
-    if let Some(path) = &args.csv {
-        if let Err(e) = report::output::write_atomic(path, csv(&a, &b, &cmp).as_bytes()) {
-            let _ = writeln!(err, "error: cannot write the csv file: {e}");
-            return EXIT_INVALID;
-        }
+    if let Some(path) = &args.csv
+        && let Err(e) = report::output::write_atomic(path, csv(&a, &b, &cmp).as_bytes())
+    {
+        let _ = writeln!(err, "error: cannot write the csv file: {e}");
+        return EXIT_INVALID;
     }
-    if let Some(path) = &args.html {
-        if let Err(e) = report::output::write_atomic(path, page(&a, &b, &cmp).as_bytes()) {
-            let _ = writeln!(err, "error: cannot write the HTML page: {e}");
-            return EXIT_INVALID;
-        }
+    if let Some(path) = &args.html
+        && let Err(e) = report::output::write_atomic(path, page(&a, &b, &cmp).as_bytes())
+    {
+        let _ = writeln!(err, "error: cannot write the HTML page: {e}");
+        return EXIT_INVALID;
     }
     let diverged = cmp.pairs.iter().filter(|p| p.diverged()).count();
     let _ = writeln!(

@@ -100,11 +100,11 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     } else {
         let _ = out.write_all(text(&dump, &ins, args.top).as_bytes());
     }
-    if let Some(path) = &args.html {
-        if let Err(e) = report::output::write_atomic(path, page(&dump, &ins).as_bytes()) {
-            let _ = writeln!(err, "error: cannot write the HTML page: {e}");
-            return EXIT_INVALID;
-        }
+    if let Some(path) = &args.html
+        && let Err(e) = report::output::write_atomic(path, page(&dump, &ins).as_bytes())
+    {
+        let _ = writeln!(err, "error: cannot write the HTML page: {e}");
+        return EXIT_INVALID;
     }
     let _ = writeln!(
         err,

@@ -213,9 +213,9 @@ tr.hl td{{background:#fdd}} .sum{{font-size:14px;margin-bottom:12px}} svg{{displ
         }
         s.push_str("</tr>");
     }
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "</tbody></table><script>{SORT_JS}</script></body></html>\n"
+        "</tbody></table><script>{SORT_JS}</script></body></html>"
     );
     s
 }
