@@ -89,7 +89,7 @@ pub fn svg(p: &Plot) -> String {
     );
     let label = |v: f64| {
         if p.log {
-            format!("1e{v:.1}")
+            super::g(10f64.powf(v))
         } else {
             super::g(v)
         }
