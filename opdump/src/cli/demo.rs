@@ -189,7 +189,16 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
                 &categories_json(&args.categories),
             )
         }
-        Some(p) => match std::fs::read_to_string(p) {
+        // Read as the Dumper and `opdump check` read configs (regular file, bounded size).
+        Some(p) => match dump_host::config::read_config_file(p).and_then(|b| {
+            String::from_utf8(b).map_err(|e| dump_host::Error::Io {
+                path: p.clone(),
+                message: format!(
+                    "the dump config is not UTF-8 text (invalid byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            })
+        }) {
             Ok(t) => match &args.out {
                 None => t,
                 Some(o) => match with_path(&t, &absolute(o)) {
@@ -201,7 +210,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
                 },
             },
             Err(e) => {
-                let _ = writeln!(err, "error: cannot read {}: {e}", p.display());
+                let _ = writeln!(err, "error: {e}");
                 return EXIT_INVALID;
             }
         },
