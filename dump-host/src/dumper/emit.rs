@@ -674,12 +674,11 @@ enum StreamError {
 /// after a write error, so that the statistics still see the whole tensor; the first write
 /// error is returned at the end.
 fn stream_npy(
-    f: &mut std::fs::File,
+    f: &mut dyn std::io::Write,
     out: &NpyOut,
     d: &dyn super::DeviceTensor,
     feed: &mut dyn FnMut(&[u8]) -> Result<(), String>,
 ) -> Result<(), StreamError> {
-    use std::io::Write;
     let invalid = |e: String| StreamError::Write(std::io::Error::other(e));
     let len = out
         .shape
