@@ -25,7 +25,7 @@ use std::{
     thread::JoinHandle,
 };
 
-use super::{Budget, ErrorLog, WriteFailure};
+use super::{Budget, ErrorLog, Tally, WriteFailure};
 
 /// A unit of background work: writes one file (or row) and reports its failure.
 pub type Job = Box<dyn FnOnce() -> Result<(), WriteFailure> + Send>;
@@ -115,6 +115,7 @@ pub struct Writer {
     workers: Vec<JoinHandle<()>>,
     budget: Arc<Budget>,
     errors: Arc<ErrorLog>,
+    written: Arc<Tally>,
     /// `min(direct_write_bytes, budget_bytes)`.
     direct_from: usize,
     queued: AtomicU64,
@@ -144,6 +145,7 @@ impl Writer {
                 workers: Vec::new(),
                 budget,
                 errors,
+                written: Arc::default(),
                 direct_from,
                 queued: AtomicU64::new(0),
                 inline: AtomicU64::new(0),
@@ -176,6 +178,7 @@ impl Writer {
             workers,
             budget,
             errors,
+            written: Arc::default(),
             direct_from,
             queued: AtomicU64::new(0),
             inline: AtomicU64::new(0),
@@ -195,6 +198,11 @@ impl Writer {
     /// Failures recorded so far.
     pub fn errors(&self) -> &ErrorLog {
         &self.errors
+    }
+
+    /// Files complete on disk (counted by the jobs that wrote them, after the rename).
+    pub fn written(&self) -> &Arc<Tally> {
+        &self.written
     }
 
     /// Jobs handed to the writer threads so far.

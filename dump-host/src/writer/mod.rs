@@ -10,6 +10,7 @@ mod engine;
 mod errors;
 pub mod faults;
 mod pool;
+mod tally;
 
 pub use atomic_file::{TMP_PREFIX, write_atomic, write_bytes_atomic};
 pub use budget::Budget;
@@ -17,3 +18,4 @@ pub use csv_append::{CsvAppender, OPEN_FILES};
 pub use engine::{DEFAULT_DIRECT_WRITE_BYTES, Job, WriteErrors, Writer, WriterConfig};
 pub use errors::{ErrorLog, WriteFailure};
 pub use pool::BufferPool;
+pub use tally::Tally;
