@@ -6,5 +6,6 @@
 pub mod config;
 pub mod csv;
 pub mod fsutil;
+pub mod invariants;
 pub mod reference;
 pub mod tinynet;

@@ -443,7 +443,6 @@ impl Shared {
             file_len,
         } = out;
         let tally = Arc::clone(self.writer.written());
-        let cost = bytes.len().saturating_add(JOB_OVERHEAD);
         match bytes {
             // Ours already: queue it without another copy, unless the budget could not hold it
             // (it would wait for every queued write to finish, then be written alone).
@@ -468,10 +467,14 @@ impl Shared {
             bytes => {
                 // The runtime may reuse its buffer as soon as we return: the job owns a copy,
                 // which the writer's byte budget bounds (the producer waits when it is full).
+                // The budget is charged for the whole buffer the copy holds, and the copy is
+                // made only once that is admitted.
                 let mut owned = self.pool.take(bytes.len());
+                let cost = owned.capacity().saturating_add(JOB_OVERHEAD);
+                self.writer.budget().acquire(cost);
                 owned.extend_from_slice(&bytes);
                 let pool = Arc::clone(&self.pool);
-                self.writer.submit(
+                self.writer.submit_admitted(
                     cost,
                     Box::new(move || {
                         let r = write_one(&path, dtype, &shape, &owned, opts);

@@ -157,7 +157,7 @@ impl Dumper {
         })?;
         let csv_header = dump_stats::csv::header_string(&plan.categories);
         let writer = Writer::new(&plan.writer);
-        let pool = Arc::new(BufferPool::new(plan.writer.budget_bytes));
+        let pool = Arc::new(writer.pool());
         let shared = Shared {
             tree,
             writer,

@@ -94,7 +94,16 @@ pub fn write_atomic(
         drop(file);
         faults::check(final_path)
             .and_then(|()| fs::rename(&tmp, final_path))
-            .map_err(|e| at(&tmp, &format!("renaming to {}:", final_path.display()), e))
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "renaming {} to {}: {e}",
+                        tmp.display(),
+                        final_path.display()
+                    ),
+                )
+            })
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

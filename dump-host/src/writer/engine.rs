@@ -25,7 +25,7 @@ use std::{
     thread::JoinHandle,
 };
 
-use super::{Budget, ErrorLog, Tally, WriteFailure};
+use super::{Budget, BufferPool, ErrorLog, Tally, WriteFailure};
 
 /// A unit of background work: writes one file (or row) and reports its failure.
 pub type Job = Box<dyn FnOnce() -> Result<(), WriteFailure> + Send>;
@@ -122,6 +122,15 @@ pub struct Writer {
     inline: AtomicU64,
 }
 
+/// Releases a job's budget when dropped.
+struct Release<'a>(&'a Budget, usize);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.release(self.1);
+    }
+}
+
 fn run_job(job: impl FnOnce() -> Result<(), WriteFailure>, errors: &ErrorLog) {
     match catch_unwind(AssertUnwindSafe(job)) {
         Ok(Ok(())) => {}
@@ -164,8 +173,10 @@ impl Writer {
                         loop {
                             let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
                             let Ok((job, cost)) = next else { break };
+                            // Released however the job ends, even if recording its failure
+                            // unwinds: `close` waits for the budget to drain.
+                            let _release = Release(&budget, cost);
                             run_job(job, &errors);
-                            budget.release(cost);
                         }
                     })
                     .ok()
@@ -193,6 +204,11 @@ impl Writer {
     /// The byte budget.
     pub fn budget(&self) -> &Budget {
         &self.budget
+    }
+
+    /// A pool of copy buffers whose idle buffers are charged to this writer's budget.
+    pub fn pool(&self) -> BufferPool {
+        BufferPool::new(Arc::clone(&self.budget))
     }
 
     /// Failures recorded so far.
@@ -234,11 +250,26 @@ impl Writer {
 
     /// Queues `job`, which holds about `cost` bytes, waiting while the budget is full.
     pub fn submit(&self, cost: usize, job: Job) {
+        if self.tx.is_none() {
+            return self.run_direct(job);
+        }
+        let cost = cost.max(1);
+        self.budget.acquire(cost);
+        self.submit_admitted(cost, job);
+    }
+
+    /// Queues `job`, whose `cost` the caller has already [`acquire`](Budget::acquire)d from
+    /// [`budget`](Writer::budget) (so that a copy is made only once its memory is admitted);
+    /// the writer releases it when the job is done. A synchronous writer runs the job inline
+    /// and releases the cost at once.
+    pub fn submit_admitted(&self, cost: usize, job: Job) {
         let cost = cost.max(1);
         match &self.tx {
-            None => self.run_direct(job),
+            None => {
+                self.run_direct(job);
+                self.budget.release(cost);
+            }
             Some(tx) => {
-                self.budget.acquire(cost);
                 match tx.send((job, cost)) {
                     Ok(()) => {
                         self.queued.fetch_add(1, Ordering::Relaxed);

@@ -6,42 +6,34 @@
 //! written directly from the caller's memory instead. Fresh allocations of large buffers cost
 //! page faults and zeroing that can exceed the copy itself; reusing the buffers of finished
 //! writes avoids them.
-//! The pool keeps at most `limit` bytes of idle buffers, so with the writer's byte budget the
-//! memory opdump holds stays bounded (budget in flight + `limit` idle).
+//!
+//! Idle buffers are charged to the writer's [`Budget`] like queued jobs, so the memory opdump
+//! holds for copies (queued, being written, or idle) stays within the budget: idle buffers are
+//! freed as soon as a job needs their room, kept only while no producer waits, and a small
+//! tensor never takes a buffer more than about twice its size.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Arc;
 
-/// Idle buffers, bounded in total capacity.
+use super::Budget;
+
+/// Idle copy buffers, charged to a writer's budget.
 #[derive(Debug)]
 pub struct BufferPool {
-    limit: usize,
-    idle: Mutex<(usize, Vec<Vec<u8>>)>,
+    budget: Arc<Budget>,
 }
 
 impl BufferPool {
-    /// A pool keeping at most `limit` bytes of idle buffers.
-    pub fn new(limit: usize) -> Self {
-        BufferPool {
-            limit,
-            idle: Mutex::new((0, Vec::new())),
-        }
+    /// A pool whose idle buffers count against `budget`.
+    pub fn new(budget: Arc<Budget>) -> Self {
+        BufferPool { budget }
     }
 
-    /// An empty buffer with room for at least `len` bytes: the smallest idle one that fits, or a
-    /// new one.
+    /// An empty buffer with room for at least `len` bytes: the smallest idle one that fits
+    /// (and is at most about twice `len`), or a new one. Charge its capacity to the budget
+    /// before filling it.
     pub fn take(&self, len: usize) -> Vec<u8> {
-        let mut g = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        let (held, bufs) = &mut *g;
-        let best = bufs
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.capacity() >= len)
-            .min_by_key(|(_, b)| b.capacity())
-            .map(|(i, _)| i);
-        match best {
-            Some(i) => {
-                let mut b = bufs.swap_remove(i);
-                *held -= b.capacity();
+        match self.budget.take_idle(len) {
+            Some(mut b) => {
                 b.clear();
                 b
             }
@@ -49,24 +41,19 @@ impl BufferPool {
         }
     }
 
-    /// Returns a buffer for reuse (dropped when the pool is full).
+    /// Returns a buffer for reuse (freed when the budget has no room for it).
     pub fn give(&self, buf: Vec<u8>) {
-        let mut g = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        let (held, bufs) = &mut *g;
-        if *held + buf.capacity() <= self.limit {
-            *held += buf.capacity();
-            bufs.push(buf);
-        }
+        self.budget.keep_idle(buf);
     }
 
     /// Bytes held by idle buffers.
     pub fn idle_bytes(&self) -> usize {
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner).0
+        self.budget.idle_bytes()
     }
 
     /// Frees every idle buffer.
     pub fn clear(&self) {
-        *self.idle.lock().unwrap_or_else(PoisonError::into_inner) = (0, Vec::new());
+        self.budget.clear_idle();
     }
 }
 
@@ -76,7 +63,7 @@ mod tests {
 
     #[test]
     fn reuses_the_smallest_fit_and_stays_bounded() {
-        let p = BufferPool::new(1000);
+        let p = BufferPool::new(Arc::new(Budget::new(1000)));
         let a = p.take(600);
         let b = p.take(300);
         let (ca, cb) = (a.capacity(), b.capacity());
