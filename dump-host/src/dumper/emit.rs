@@ -469,9 +469,7 @@ impl Shared {
                 // which the writer's byte budget bounds (the producer waits when it is full).
                 // The budget is charged for the whole buffer the copy holds, and the copy is
                 // made only once that is admitted.
-                let mut owned = self.pool.take(bytes.len());
-                let cost = owned.capacity().saturating_add(JOB_OVERHEAD);
-                self.writer.budget().acquire(cost);
+                let (mut owned, cost) = self.pool.take(bytes.len(), JOB_OVERHEAD);
                 owned.extend_from_slice(&bytes);
                 let pool = Arc::clone(&self.pool);
                 self.writer.submit_admitted(

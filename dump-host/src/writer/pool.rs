@@ -28,17 +28,13 @@ impl BufferPool {
         BufferPool { budget }
     }
 
-    /// An empty buffer with room for at least `len` bytes: the smallest idle one that fits
-    /// (and is at most about twice `len`), or a new one. Charge its capacity to the budget
-    /// before filling it.
-    pub fn take(&self, len: usize) -> Vec<u8> {
-        match self.budget.take_idle(len) {
-            Some(mut b) => {
-                b.clear();
-                b
-            }
-            None => Vec::with_capacity(len),
-        }
+    /// An empty buffer with room for at least `len` bytes and the bytes charged to the budget
+    /// for it (its capacity plus `overhead`), waiting while the budget is full: the smallest idle
+    /// buffer that fits (and is at most about twice `len`), or a new one. Return the charge with
+    /// [`Budget::release`] (the writer does, for a submitted job) and the buffer with
+    /// [`give`](Self::give).
+    pub fn take(&self, len: usize, overhead: usize) -> (Vec<u8>, usize) {
+        self.budget.take_buffer(len, overhead)
     }
 
     /// Returns a buffer for reuse (freed when the budget has no room for it).
@@ -63,18 +59,25 @@ mod tests {
 
     #[test]
     fn reuses_the_smallest_fit_and_stays_bounded() {
-        let p = BufferPool::new(Arc::new(Budget::new(1000)));
-        let a = p.take(600);
-        let b = p.take(300);
-        let (ca, cb) = (a.capacity(), b.capacity());
+        let budget = Arc::new(Budget::new(1000));
+        let p = BufferPool::new(Arc::clone(&budget));
+        let (a, ca) = p.take(600, 0);
+        let (b, cb) = p.take(300, 0);
+        assert_eq!(budget.in_use(), ca + cb);
+        budget.release(ca + cb);
         p.give(a);
         p.give(b); // 600 + 300 <= 1000
         assert_eq!(p.idle_bytes(), ca + cb);
-        let c = p.take(200);
-        assert_eq!(c.capacity(), cb, "smallest fitting buffer");
+        let (c, cc) = p.take(200, 0);
+        assert_eq!(c.capacity(), cb, "smallest fitting buffer (at most twice the request)");
         assert!(c.is_empty());
-        p.give(p.take(900)); // 600 + 900 > 1000: dropped
-        assert_eq!(p.idle_bytes(), ca);
+        budget.release(cc);
+        p.give(c);
+        let (d, cd) = p.take(900, 0); // frees idle buffers to make room
+        assert!(budget.peak() <= 1000);
+        budget.release(cd);
+        p.give(d);
+        assert!(p.idle_bytes() <= 1000);
         p.clear();
         assert_eq!(p.idle_bytes(), 0);
     }
