@@ -3,12 +3,14 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod diag;
 mod dumper;
 pub mod error;
 pub mod layout;
 pub mod writer;
 
 pub use dumper::{
-    DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, Kernel, MS_VERSION, Step, TensorRef,
+    DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, DumperBuilder, Element, Kernel,
+    MS_VERSION, Step, TensorRef,
 };
 pub use error::Error;

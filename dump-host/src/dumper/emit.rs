@@ -398,12 +398,13 @@ impl Shared {
         let file_len = layout.file_len() as u64;
         if let Reservation::Refused { first } = self.quota.reserve(file_len) {
             if first {
-                eprintln!(
-                    "[opdump] disk budget of {} bytes reached: {name} ({file_len} bytes) and \
-                     every later .npy file are not written; statistic.csv rows still are \
-                     (raise OPDUMP_DISK_BUDGET_MB, or narrow `kernels` / `iteration`)",
-                    self.quota.limit().unwrap_or(0)
-                );
+                let (limit, file_bytes) = (self.quota.limit().unwrap_or(0), file_len);
+                let e = crate::diag::Event::DiskBudgetReached {
+                    limit,
+                    file: name,
+                    file_bytes,
+                };
+                self.events.emit(&e);
             }
             return Ok(None);
         }

@@ -34,6 +34,9 @@ pub struct DumpOptions {
     /// `statistic.csv` rows are still written, and [`DumpReport`](super::DumpReport) counts
     /// what was skipped. An opdump extension (MindSpore has no such cap).
     pub disk_budget_bytes: Option<u64>,
+    /// Where warnings ([`Event`](crate::diag::Event)s) go. Default: one line each to stderr
+    /// ([`EventSink::stderr`](crate::diag::EventSink::stderr)).
+    pub events: crate::diag::EventSink,
 }
 
 impl Default for DumpOptions {
@@ -44,6 +47,7 @@ impl Default for DumpOptions {
             bf16: Bf16Mode::Widen,
             writer: WriterConfig::default(),
             disk_budget_bytes: None,
+            events: crate::diag::EventSink::default(),
         }
     }
 }
@@ -170,7 +174,8 @@ impl DumpPlan {
 impl Dumper {
     /// The Dumper the process environment asks for: the config named by
     /// `MINDSPORE_DUMP_CONFIG` (disabled when unset or empty), options from
-    /// [`DumpOptions::from_env`]. Config warnings are printed to stderr.
+    /// [`DumpOptions::from_env`]. Config warnings go to stderr ([`DumpOptions::events`]).
+    /// A shortcut for `Dumper::builder().open()`.
     pub fn from_env() -> Result<Dumper, Error> {
         Self::from_env_with(&ProcessEnv)
     }
@@ -216,10 +221,11 @@ impl Dumper {
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let v = DumpConfig::from_json_str(&text, &ParseOptions::new(opts.device, env))?;
         for w in v.warnings.warnings() {
-            eprintln!("[opdump] {w}");
+            opts.events
+                .emit(&crate::diag::Event::ConfigWarning(w.clone()));
         }
         let plan = DumpPlan::new(&v.config, bytes, rank_id(env)?, opts)?;
-        Dumper::from_plan(plan)
+        Dumper::start(plan, opts.events.clone())
     }
 }
 

@@ -25,7 +25,8 @@ use std::{
     thread::JoinHandle,
 };
 
-use super::{Budget, BufferPool, ErrorLog, Tally, WriteFailure};
+use super::{Budget, BufferPool, ErrorLog, Tally, WriteFailure, budget::Admitted};
+use crate::diag::EventSink;
 
 /// A unit of background work: writes one file (or row) and reports its failure.
 pub type Job = Box<dyn FnOnce() -> Result<(), WriteFailure> + Send>;
@@ -122,15 +123,6 @@ pub struct Writer {
     inline: AtomicU64,
 }
 
-/// Releases a job's budget when dropped.
-struct Release<'a>(&'a Budget, usize);
-
-impl Drop for Release<'_> {
-    fn drop(&mut self) {
-        self.0.release(self.1);
-    }
-}
-
 fn run_job(job: impl FnOnce() -> Result<(), WriteFailure>, errors: &ErrorLog) {
     match catch_unwind(AssertUnwindSafe(job)) {
         Ok(Ok(())) => {}
@@ -143,10 +135,16 @@ fn run_job(job: impl FnOnce() -> Result<(), WriteFailure>, errors: &ErrorLog) {
 }
 
 impl Writer {
-    /// Starts the writer (and its threads, unless `cfg.threads == 0`).
+    /// Starts the writer (and its threads, unless `cfg.threads == 0`); write failures are
+    /// reported to stderr ([`EventSink::stderr`]).
     pub fn new(cfg: &WriterConfig) -> Self {
+        Self::with_events(cfg, EventSink::default())
+    }
+
+    /// [`new`](Writer::new), reporting write failures to `events`.
+    pub fn with_events(cfg: &WriterConfig, events: EventSink) -> Self {
         let budget = Arc::new(Budget::new(cfg.budget_bytes.max(1)));
-        let errors = Arc::new(ErrorLog::new());
+        let errors = Arc::new(ErrorLog::with_events(events));
         let direct_from = cfg.direct_write_bytes.min(budget.limit());
         if cfg.threads == 0 {
             return Writer {
@@ -173,9 +171,10 @@ impl Writer {
                         loop {
                             let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
                             let Ok((job, cost)) = next else { break };
-                            // Released however the job ends, even if recording its failure
-                            // unwinds: `close` waits for the budget to drain.
-                            let _release = Release(&budget, cost);
+                            let _release = Admitted {
+                                budget: &budget,
+                                cost,
+                            };
                             run_job(job, &errors);
                         }
                     })
@@ -276,8 +275,11 @@ impl Writer {
                     }
                     Err(mpsc::SendError((job, cost))) => {
                         // Workers are gone (they only stop on close): write inline.
+                        let _release = Admitted {
+                            budget: &self.budget,
+                            cost,
+                        };
                         self.run_direct(job);
-                        self.budget.release(cost);
                     }
                 }
             }
