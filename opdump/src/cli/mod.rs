@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod demo;
+pub mod events;
 pub mod stats;
 
 use std::ffi::OsString;
