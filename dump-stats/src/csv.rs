@@ -94,7 +94,9 @@ pub fn write_header<W: Write>(w: &mut W, categories: &CategorySet) -> Result<(),
 
 /// `true` when `field` must be quoted to stay one csv field: it holds `"`, `,`, `\n` or `\r`.
 pub fn field_needs_quotes(field: &str) -> bool {
-    field.bytes().any(|b| matches!(b, b'"' | b',' | b'\n' | b'\r'))
+    field
+        .bytes()
+        .any(|b| matches!(b, b'"' | b',' | b'\n' | b'\r'))
 }
 
 /// Writes `field` as one csv field the way Python's `csv` module, pandas and MindSpore's own

@@ -123,7 +123,10 @@ fn campaign(w: Workload, full: bool) -> (u64, u64) {
         faults::arm(clean.path(), 0, Fault::ShortWrite);
         let (errors, counts, _) = run(clean.path(), threads, w);
         let (calls, none) = faults::disarm();
-        assert!(errors.is_empty() && none == 0, "clean run failed: {errors:?}");
+        assert!(
+            errors.is_empty() && none == 0,
+            "clean run failed: {errors:?}"
+        );
         let disk = check_tree(clean.path()).unwrap();
         assert_eq!(counts, [disk.files, disk.bytes, disk.rows]);
         assert!(calls > 20, "only {calls} I/O calls seen");

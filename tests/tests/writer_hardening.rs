@@ -25,7 +25,11 @@ struct FastDir(std::path::PathBuf);
 impl FastDir {
     fn new(tag: &str) -> FastDir {
         let shm = Path::new("/dev/shm");
-        let base = if shm.is_dir() { shm.to_owned() } else { std::env::temp_dir() };
+        let base = if shm.is_dir() {
+            shm.to_owned()
+        } else {
+            std::env::temp_dir()
+        };
         let p = base.join(format!("opdump-hardening-{tag}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&p);
         fs::create_dir_all(&p).unwrap();
@@ -102,7 +106,10 @@ fn ten_thousand_steps_run_under_ulimit_256_with_flat_descriptors() {
     assert_eq!(report[0], 20_000, "files");
     assert_eq!(report[2], 20_000, "rows");
     let disk = check_tree(&root).unwrap();
-    assert_eq!([disk.files, disk.bytes, disk.rows], [report[0], report[1], report[2]]);
+    assert_eq!(
+        [disk.files, disk.bytes, disk.rows],
+        [report[0], report[1], report[2]]
+    );
 }
 
 /// Issue 13.4: a small tensor took a large pooled buffer while only its own length was
@@ -118,7 +125,13 @@ fn peak_memory_of_a_tensor_dump_stays_within_the_budget() {
     let root = tmp.0.join("dump");
     let out = run_child(
         "true",
-        &["rss", root.to_str().unwrap(), "40", "4000", &BUDGET_MB.to_string()],
+        &[
+            "rss",
+            root.to_str().unwrap(),
+            "40",
+            "4000",
+            &BUDGET_MB.to_string(),
+        ],
     );
     let v = numbers(&out, "rss ");
     let (base, peak, held) = (v[0], v[1], v[2]);
@@ -154,13 +167,20 @@ fn quotes_in_op_names_round_trip_through_pythons_csv_module() {
     let step = d.begin_step();
     for n in names {
         let k = step.kernel("Ty\"pe", n).unwrap();
-        k.output(0, TensorRef::host(DType::Float32, &[2], &v)).unwrap();
+        k.output(0, TensorRef::host(DType::Float32, &[2], &v))
+            .unwrap();
     }
     step.finish().unwrap();
     d.close().unwrap();
     let csv = tmp.path().join("rank_0/Net/0/0/statistic.csv");
-    let script = "import csv, json, sys\nprint(json.dumps(list(csv.reader(open(sys.argv[1], newline='')))))";
-    let out = match Command::new("python3").arg("-c").arg(script).arg(&csv).output() {
+    let script =
+        "import csv, json, sys\nprint(json.dumps(list(csv.reader(open(sys.argv[1], newline='')))))";
+    let out = match Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&csv)
+        .output()
+    {
         Ok(o) if o.status.success() => o,
         Ok(o) => panic!("python3 failed: {}", String::from_utf8_lossy(&o.stderr)),
         Err(e) => return cannot_run(&format!("python3 is not available ({e})")),
@@ -190,13 +210,17 @@ fn long_kernel_args_names_and_hostile_execution_order_names() {
         json!({"save_kernel_args": true}),
     );
     let long = format!("Default/{}/MatMul-op0", "layer".repeat(60));
-    d.begin_graph(0, &[&long, "Default/evil\nline-op1", "Default/cr\rnul\0-op2"])
-        .unwrap();
+    d.begin_graph(
+        0,
+        &[&long, "Default/evil\nline-op1", "Default/cr\rnul\0-op2"],
+    )
+    .unwrap();
     let v = f32_bytes(&[1.0]);
     let step = d.begin_step();
     let k = step.kernel("MatMul", &long).unwrap();
     k.args(&[("transpose_a", "False")]);
-    k.output(0, TensorRef::host(DType::Float32, &[1], &v)).unwrap();
+    k.output(0, TensorRef::host(DType::Float32, &[1], &v))
+        .unwrap();
     drop(k);
     step.finish().unwrap();
     d.close().expect("no write failure");
@@ -211,7 +235,9 @@ fn long_kernel_args_names_and_hostile_execution_order_names() {
     let mapping = fs::read_to_string(dir.join("mapping.csv")).unwrap();
     let json_name = jsons[0].path.file_name().unwrap().to_str().unwrap();
     assert!(
-        mapping.lines().any(|l| l.starts_with(&format!("{json_name},MatMul."))),
+        mapping
+            .lines()
+            .any(|l| l.starts_with(&format!("{json_name},MatMul."))),
         "{mapping}"
     );
     let order = fs::read_to_string(
@@ -254,8 +280,10 @@ fn a_full_disk_leaves_whole_files_whole_rows_and_true_counts() {
             for i in 0..60 {
                 let name = format!("Default/network/layer{i}/Add-op{i}");
                 let k = step.kernel("Add", &name).unwrap();
-                k.input(0, TensorRef::host(DType::Float32, &[3000], &v)).unwrap();
-                k.output(0, TensorRef::host(DType::Float32, &[3000], &v)).unwrap();
+                k.input(0, TensorRef::host(DType::Float32, &[3000], &v))
+                    .unwrap();
+                k.output(0, TensorRef::host(DType::Float32, &[3000], &v))
+                    .unwrap();
             }
             failed |= step.finish().is_err();
         }
@@ -264,7 +292,10 @@ fn a_full_disk_leaves_whole_files_whole_rows_and_true_counts() {
         let r = d.progress();
         let disk = check_tree(&mnt).unwrap();
         assert!(r.files < 360, "not everything fits in 1 MiB: {r:?}");
-        assert_eq!([r.files, r.bytes, r.rows], [disk.files, disk.bytes, disk.rows]);
+        assert_eq!(
+            [r.files, r.bytes, r.rows],
+            [disk.files, disk.bytes, disk.rows]
+        );
     });
     let _ = Command::new("umount").arg(&mnt).status();
     if let Err(p) = result {
@@ -292,7 +323,8 @@ fn symlinks_inside_the_dump_tree_are_never_followed() {
     for _ in 0..2 {
         let step = d.begin_step();
         let k = step.kernel("Add", "Default/Add-op0").unwrap();
-        k.output(0, TensorRef::host(DType::Float32, &[2], &v)).unwrap();
+        k.output(0, TensorRef::host(DType::Float32, &[2], &v))
+            .unwrap();
         drop(k);
         if let Err(e) = step.finish() {
             errors.push_str(&e.to_string());
@@ -307,7 +339,11 @@ fn symlinks_inside_the_dump_tree_are_never_followed() {
         fs::metadata(&precious).unwrap().permissions().mode() & 0o777,
         0o444
     );
-    assert_eq!(fs::read_dir(&outside).unwrap().count(), 1, "nothing written through the link");
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        1,
+        "nothing written through the link"
+    );
 }
 
 /// Issue 13.9: a dump root that is a file, or a directory of another user, is refused with an
@@ -324,7 +360,10 @@ fn a_dump_root_that_is_not_our_directory_is_refused() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains(&file.display().to_string()) && e.contains("not a directory"), "{e}");
+    assert!(
+        e.contains(&file.display().to_string()) && e.contains("not a directory"),
+        "{e}"
+    );
     let theirs = tmp.path().join("theirs");
     fs::create_dir(&theirs).unwrap();
     if std::os::unix::fs::chown(&theirs, Some(54321), None).is_err() {
@@ -354,12 +393,17 @@ fn a_dump_directory_deleted_mid_run_is_reported_and_recreated() {
             },
             ..DumpOptions::default()
         };
-        let cfg = config(tmp.path(), json!({"saved_data": "full", "iteration": "0"}), json!({}));
+        let cfg = config(
+            tmp.path(),
+            json!({"saved_data": "full", "iteration": "0"}),
+            json!({}),
+        );
         let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).unwrap();
         let v = f32_bytes(&[1.0, 2.0]);
         let step = d.begin_step();
         let k = step.kernel("Add", "Default/Add-op0").unwrap();
-        k.output(0, TensorRef::host(DType::Float32, &[2], &v)).unwrap();
+        k.output(0, TensorRef::host(DType::Float32, &[2], &v))
+            .unwrap();
         drop(k);
         step.finish().unwrap();
         d.flush().unwrap();
@@ -368,7 +412,8 @@ fn a_dump_directory_deleted_mid_run_is_reported_and_recreated() {
         d.set_step(0);
         let step = d.begin_step();
         let k = step.kernel("Add", "Default/Add-op1").unwrap();
-        k.output(0, TensorRef::host(DType::Float32, &[2], &v)).unwrap();
+        k.output(0, TensorRef::host(DType::Float32, &[2], &v))
+            .unwrap();
         drop(k);
         let finished = step.finish();
         let closed = d.close();

@@ -4,9 +4,12 @@
 //!   benchmarks; prints a table and writes `target/bench-stats/summary.csv`.
 //! - `cargo xtask test-cross`: builds dump-core, dump-npy and dump-stats without `std` for
 //!   `thumbv7em-none-eabihf` and runs their firmware known-answer tests under `qemu-system-arm`.
+//! - `cargo xtask hardening [--soak]`: the full fault-injection, schedule, memory and
+//!   descriptor campaign of issue 13 in release builds (`--soak`: plus 10^5 soak steps).
 
 mod bench;
 mod cross;
+mod hardening;
 
 use std::process::ExitCode;
 
@@ -15,6 +18,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   bench-stats [--quick] [--device cuda]   benchmark statistics, hashes, widening, npy writing
   test-cross                              no_std build for thumbv7em + firmware tests in qemu
+  hardening [--soak]                      full fault injection, schedules, memory, descriptors
 ";
 
 fn main() -> ExitCode {
@@ -22,6 +26,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("bench-stats") => bench::run(&args[1..]),
         Some("test-cross") => cross::run(&args[1..]),
+        Some("hardening") => hardening::run_all(&args[1..]),
         Some("-h" | "--help") | None => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

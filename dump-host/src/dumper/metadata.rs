@@ -156,7 +156,10 @@ mod tests {
     fn long_kernel_args_names_get_a_short_json_name() {
         let long = format!("T.{}.json", "x".repeat(300));
         let short = kernel_args_short_name(&long);
-        assert!(short.starts_with("opdump-") && short.ends_with(".json"), "{short}");
+        assert!(
+            short.starts_with("opdump-") && short.ends_with(".json"),
+            "{short}"
+        );
         assert_eq!(short.len(), "opdump-".len() + 16 + ".json".len());
         assert_eq!(short, kernel_args_short_name(&long), "deterministic");
     }

@@ -195,7 +195,10 @@ mod tests {
         let file = base.join("file");
         fs::write(&file, b"").unwrap();
         let e = DumpTree::new(&file, 0, "Net").check_root().unwrap_err();
-        assert!(e.contains("is not a directory") && e.contains("/file"), "{e}");
+        assert!(
+            e.contains("is not a directory") && e.contains("/file"),
+            "{e}"
+        );
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             let theirs = base.join("theirs");

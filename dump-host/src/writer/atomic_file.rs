@@ -37,10 +37,7 @@ fn tmp_name(dir: &Path, attempt: u32) -> PathBuf {
 
 /// `error` with `path` and what was being done in its message (its kind is kept).
 pub(crate) fn at(path: &Path, doing: &str, error: io::Error) -> io::Error {
-    io::Error::new(
-        error.kind(),
-        format!("{doing} {}: {error}", path.display()),
-    )
+    io::Error::new(error.kind(), format!("{doing} {}: {error}", path.display()))
 }
 
 /// Creates a new temporary file in `dir` (never following a symlink), retrying with a fresh

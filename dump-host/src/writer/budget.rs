@@ -120,7 +120,8 @@ impl Budget {
             st = self.freed.wait(st).unwrap_or_else(PoisonError::into_inner);
         };
         st.used += reused.as_ref().map_or(n, |b| b.capacity() + reuse_extra);
-        self.peak.fetch_max(st.used + st.idle_bytes, Ordering::Relaxed);
+        self.peak
+            .fetch_max(st.used + st.idle_bytes, Ordering::Relaxed);
         (st, reused)
     }
 

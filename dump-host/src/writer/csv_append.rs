@@ -60,7 +60,11 @@ impl CsvAppender {
 
     /// Files held open now (at most [`OPEN_FILES`]).
     pub fn open_files(&self) -> usize {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner).1.len()
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .1
+            .len()
     }
 
     fn cached(&self, path: &Path) -> Option<Arc<Mutex<File>>> {

@@ -69,7 +69,11 @@ mod tests {
         p.give(b); // 600 + 300 <= 1000
         assert_eq!(p.idle_bytes(), ca + cb);
         let (c, cc) = p.take(200, 0);
-        assert_eq!(c.capacity(), cb, "smallest fitting buffer (at most twice the request)");
+        assert_eq!(
+            c.capacity(),
+            cb,
+            "smallest fitting buffer (at most twice the request)"
+        );
         assert!(c.is_empty());
         budget.release(cc);
         p.give(c);

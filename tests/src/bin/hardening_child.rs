@@ -32,17 +32,16 @@ fn status_kib(field: &str) -> u64 {
 }
 
 fn fds(root: &str, steps: u64) -> Result<(), String> {
-    let cfg = config(
-        root.as_ref(),
-        json!({"saved_data": "full"}),
-        json!({}),
-    );
+    let cfg = config(root.as_ref(), json!({"saved_data": "full"}), json!({}));
     let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default())
         .map_err(|e| e.to_string())?;
     let long = format!("Default/{}/Add-op1", "x".repeat(300));
     d.begin_graph(0, &["Default/Add-op0", &long])
         .map_err(|e| e.to_string())?;
-    let v: Vec<u8> = [1.0f32, 2.0, -3.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let v: Vec<u8> = [1.0f32, 2.0, -3.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     let start = open_fds();
     for _ in 0..steps {
         let step = d.begin_step();
