@@ -7,4 +7,4 @@ pub use names::{
     DTypeSpelling, DumpFileName, Io, NAME_MAX, TensorFileName, parse_file_name, sanitize,
     short_name,
 };
-pub use paths::DumpTree;
+pub use paths::{DumpTree, create_dir_nofollow};
