@@ -16,8 +16,11 @@ use dump_host::{DumpOptions, DumpPlan, Error};
 use dump_stats::csv::{Io, RowMeta, header_string, row_string, write_row_to_slice};
 use dump_stats::{Category, CategorySet, TensorStats};
 
+/// A fuzz target: its name and its check.
+pub type Target = (&'static str, fn(&[u8]));
+
 /// Every target by name, for the replay test.
-pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+pub const TARGETS: [Target; 5] = [
     ("config_json", config_json),
     ("npy", npy),
     ("file_name", file_name),
@@ -266,7 +269,7 @@ pub fn csv_row(data: &[u8]) {
         stream_id,
         timestamp,
         io,
-        slot: slot as u64,
+        slot,
         data_size,
         dtype,
         shape: &shape,
