@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use dump_core::DType;
 use dump_core::wire::{MAX_COBS_LEN, MAX_ENCODED_LEN, StatRecord};
 use dump_host::config::{Device, DumpConfig, ParseOptions};
-use dump_host::layout::{DTypeSpelling, TensorFileName, parse_file_name, sanitize};
+use dump_host::layout::{TensorFileName, sanitize};
 use dump_host::{DumpOptions, DumpPlan, Error};
 use dump_stats::csv::{Io, RowMeta, header_string, row_string, write_row_to_slice};
 use dump_stats::{Category, CategorySet, TensorStats};
@@ -108,58 +108,31 @@ pub fn npy(data: &[u8]) {
 }
 
 /// File names: a parsed name whose text fields are already sanitised renders (in the spelling
-/// it used) to a name that parses to the same fields.
+/// it used) to a name that parses to the same fields; canonical names come back byte for byte.
 pub fn file_name(data: &[u8]) {
     let Ok(name) = std::str::from_utf8(data) else {
         return;
     };
-    let Some(p) = parse_file_name(name) else {
+    let Some(p) = TensorFileName::parse(name) else {
         return;
     };
     let fixed = |s: &str| sanitize(s) == s;
     if !(fixed(p.op_type) && fixed(p.op_name) && fixed(p.format)) {
         return;
     }
-    let (Ok(task_id), Ok(stream_id), Ok(slot)) = (
-        u32::try_from(p.task_id),
-        u32::try_from(p.stream_id),
-        u32::try_from(p.slot),
-    ) else {
-        return;
-    };
-    let dtype_text = name
-        .strip_suffix(".npy")
-        .and_then(|s| s.rsplit('.').next())
-        .unwrap_or("");
-    let spelling = if DTypeSpelling::Cpu.spell(p.dtype) == dtype_text {
-        DTypeSpelling::Cpu
-    } else {
-        DTypeSpelling::Device
-    };
-    let rendered = TensorFileName {
-        op_type: p.op_type,
-        full_name: p.op_name,
-        task_id,
-        stream_id,
-        timestamp_us: p.timestamp,
-        io: p.io,
-        slot,
-        format: p.format,
-        dtype: p.dtype,
-        spelling,
-    }
-    .render();
-    let again = parse_file_name(&rendered)
+    let rendered = p.render();
+    let again = TensorFileName::parse(&rendered)
         .unwrap_or_else(|| panic!("rendered name does not parse: {rendered:?} (from {name:?})"));
     assert_eq!(again, p, "{name:?} -> {rendered:?}");
     // Canonical names (no leading zeros, the dtype as spelled) come back byte for byte.
     let canonical = |n: u64, text: &str| n.to_string() == text;
     let f: Vec<&str> = name.trim_end_matches(".npy").split('.').collect();
-    if canonical(p.task_id, f[2])
-        && canonical(p.stream_id, f[3])
+    let dtype_text = f.last().copied().unwrap_or("");
+    if canonical(p.task_id.into(), f[2])
+        && canonical(p.stream_id.into(), f[3])
         && canonical(p.timestamp, f[4])
-        && canonical(p.slot, f[6])
-        && spelling.spell(p.dtype) == dtype_text
+        && canonical(p.slot.into(), f[6])
+        && p.spelling.spell(p.dtype) == dtype_text
     {
         assert_eq!(rendered, name);
     }

@@ -71,11 +71,13 @@
 //! for non-contiguous host tensors and [`TensorRef::device`] for a [`DeviceTensor`].
 #![deny(missing_docs)]
 
+pub mod compare;
 pub mod config;
 pub mod diag;
 mod dumper;
 pub mod error;
 pub mod layout;
+pub mod read;
 pub mod writer;
 
 pub use dumper::{

@@ -7,7 +7,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use dump_host::layout::parse_file_name;
+use dump_host::layout::TensorFileName;
 
 /// The reference directory: `$OPDUMP_REFERENCE_DIR`, else the trimmed copy in
 /// `tests/fixtures/reference/`. `None` when it is missing (the test then prints SKIP, or fails
@@ -19,7 +19,7 @@ pub fn reference_root() -> Option<PathBuf> {
 /// A file name without its timestamp: `{type}.{name}.{io}.{slot}.{format}.{dtype}` (what two
 /// runs of the same network have in common). `None` for a name not in MindSpore's form.
 pub fn npy_key(file_name: &str) -> Option<String> {
-    let p = parse_file_name(file_name)?;
+    let p = TensorFileName::parse(file_name)?;
     Some(format!(
         "{}.{}.{}.{}.{}.{}",
         p.op_type,

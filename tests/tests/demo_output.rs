@@ -74,7 +74,7 @@ impl Tracer for Recorder<'_> {
 
 /// `{type}.{name}.{io}.{slot}` of a file name.
 fn tensor_key(file: &str) -> String {
-    let p = dump_host::layout::parse_file_name(file).expect("MindSpore-style name");
+    let p = dump_host::layout::TensorFileName::parse(file).expect("MindSpore-style name");
     format!("{}.{}.{}.{}", p.op_type, p.op_name, p.io.as_str(), p.slot)
 }
 

@@ -261,10 +261,10 @@ impl Shared {
     fn file_name(&self, who: Owner<'_>, t: &TensorRef<'_>, ts: u64) -> String {
         TensorFileName {
             op_type: who.op_type,
-            full_name: who.full_name,
+            op_name: who.full_name,
             task_id: 0,
             stream_id: 0,
-            timestamp_us: ts,
+            timestamp: ts,
             io: who.io,
             slot: who.slot,
             format: t.format,

@@ -57,6 +57,10 @@ pub struct Args {
     /// Only dump: skip the undumped baseline run (no overhead figure).
     #[arg(long)]
     pub no_baseline: bool,
+    /// At step STEP, put a NaN into the dumped output of one kernel (the first ReLU; printed),
+    /// so that `opdump inspect` has something to find. The network's own values are untouched.
+    #[arg(long, value_name = "STEP")]
+    pub inject_nan: Option<u64>,
 }
 
 fn parse_saved(s: &str) -> Result<SavedData, String> {
@@ -117,6 +121,28 @@ pub fn default_config(path: &str, saved: SavedData, categories: &str) -> String 
 struct DumpTracer<'a> {
     step: &'a Step,
     first_error: Option<dump_host::Error>,
+    /// Put a NaN into the first ReLU's dumped output at this step.
+    inject_nan: Option<u64>,
+    /// The kernel that got the NaN.
+    injected: Option<String>,
+}
+
+impl DumpTracer<'_> {
+    /// `v` with its first element made NaN, when this is the kernel to inject into.
+    fn injected_copy(&mut self, op_type: &str, full_name: &str, v: &View<'_>) -> Option<Vec<u8>> {
+        let wanted = self.inject_nan == Some(self.step.iteration())
+            && self.injected.is_none()
+            && op_type == "ReLU"
+            && v.dtype == dump_core::DType::Float32
+            && v.data.len() >= 4;
+        if !wanted {
+            return None;
+        }
+        self.injected = Some(format!("{op_type} {full_name} output.0"));
+        let mut data = v.data.to_vec();
+        data[..4].copy_from_slice(&f32::NAN.to_le_bytes());
+        Some(data)
+    }
 }
 
 impl Tracer for DumpTracer<'_> {
@@ -139,7 +165,13 @@ impl Tracer for DumpTracer<'_> {
                 k.input(i as u32, TensorRef::host(v.dtype, v.shape, v.data))?;
             }
             for (i, v) in outputs.iter().enumerate() {
-                k.output(i as u32, TensorRef::host(v.dtype, v.shape, v.data))?;
+                let nan = if i == 0 {
+                    self.injected_copy(op_type, full_name, v)
+                } else {
+                    None
+                };
+                let data = nan.as_deref().unwrap_or(v.data);
+                k.output(i as u32, TensorRef::host(v.dtype, v.shape, data))?;
             }
             Ok(())
         })();
@@ -283,8 +315,13 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         let mut tracer = DumpTracer {
             step: &step,
             first_error: None,
+            inject_nan: args.inject_nan,
+            injected: None,
         };
         let loss = net.step(&mut tracer);
+        if let Some(k) = &tracer.injected {
+            let _ = writeln!(out, "  step {n}: injected a NaN into the dumped {k}");
+        }
         if let Some(e) = tracer.first_error.take() {
             failed.get_or_insert(e);
         }
