@@ -243,10 +243,12 @@ fn create_with(path: &Path, header: &str, row: &str, mode: u32) -> io::Result<Op
 /// original mode restored (the open descriptor stays writable).
 fn open_existing(path: &Path) -> io::Result<File> {
     faults::check(path)?;
+    // O_NONBLOCK: a FIFO planted at `path` fails at once (ENXIO) instead of blocking the run
+    // until a reader appears; it changes nothing for a regular file.
     let append = || {
         OpenOptions::new()
             .append(true)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
     };
     let f = match append() {
@@ -393,6 +395,19 @@ mod tests {
             0o444,
             "never made writable through the link"
         );
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_fifo_in_place_of_a_csv_is_an_error_not_a_hang() {
+        let d = tmpdir("fifo");
+        let p = d.join("statistic.csv");
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let app = CsvAppender::new();
+        let e = app.append(&p, "H\n", "r,\n", 0o400).unwrap_err();
+        assert!(e.to_string().contains("statistic.csv"), "{e}");
         fs::remove_dir_all(&d).unwrap();
     }
 
