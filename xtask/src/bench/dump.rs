@@ -69,11 +69,11 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-struct StepTracer<'a, 's> {
-    step: &'a dump_host::Step<'s>,
+struct StepTracer<'a> {
+    step: &'a dump_host::Step,
 }
 
-impl Tracer for StepTracer<'_, '_> {
+impl Tracer for StepTracer<'_> {
     fn wants(&mut self, op: &str, name: &str) -> bool {
         self.step.kernel(op, name).is_some()
     }
