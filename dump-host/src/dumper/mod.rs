@@ -1,18 +1,15 @@
-//! The [`Dumper`]: what a runtime calls on every kernel.
+//! The [`Dumper`]: what a runtime calls on every kernel (the crate docs show a whole
+//! integration).
 //!
-//! ```no_run
-//! use dump_core::DType;
+//! ```
 //! use dump_host::{Dumper, TensorRef};
 //!
 //! # fn main() -> Result<(), dump_host::Error> {
-//! let mut dumper = Dumper::from_env()?; // MINDSPORE_DUMP_CONFIG; disabled when unset
-//! dumper.begin_graph(0, &["Default/network/conv1-Conv2d/Conv2D-op0"])?;
-//! let x = [1.0f32, 2.0, 3.0, 4.0];
-//! let bytes: &[u8] = bytemuck::cast_slice(&x);
+//! let no_env = std::collections::HashMap::<String, String>::new();
+//! let mut dumper = Dumper::builder().env(&no_env).open()?; // no MINDSPORE_DUMP_CONFIG: disabled
 //! let step = dumper.begin_step();
 //! if let Some(k) = step.kernel("Conv2D", "Default/network/conv1-Conv2d/Conv2D-op0") {
-//!     k.input(0, TensorRef::host(DType::Float32, &[2, 2], bytes))?;
-//!     k.output(0, TensorRef::host(DType::Float32, &[2, 2], bytes))?;
+//!     k.output(0, TensorRef::from_slice(&[2, 2], &[1.0f32, 2.0, 3.0, 4.0]))?;
 //! }
 //! step.finish()?;
 //! dumper.close()?;
@@ -56,7 +53,7 @@ use dump_stats::engine::Engine;
 pub use builder::DumperBuilder;
 pub use element::Element;
 pub use open::DumpOptions;
-pub use plan::{DumpPlan, MS_VERSION};
+pub use plan::{DumpPlan, MS_VERSION, Planned};
 pub use step::{Kernel, Step};
 pub use tensor::{DeviceTensor, TensorRef};
 
@@ -112,10 +109,11 @@ pub struct DumpReport {
 
 /// Dumps the kernels of a running model as MindSpore 2.10 does.
 ///
-/// Create it with [`from_env`](Dumper::from_env), [`from_plan`](Dumper::from_plan) or
-/// (see the config module) from a config file. Call [`begin_graph`](Dumper::begin_graph) once
-/// per graph, [`begin_step`](Dumper::begin_step) for each step, and [`close`](Dumper::close) at
-/// the end (dropping the Dumper closes it too, ignoring errors).
+/// Create it with [`Dumper::builder`] (a config file, config text or a plan, an environment,
+/// options, an event sink), or [`from_env`](Dumper::from_env) for the defaults. Call
+/// [`begin_graph`](Dumper::begin_graph) once per graph, [`begin_step`](Dumper::begin_step) for
+/// each step, and [`close`](Dumper::close) at the end (dropping the Dumper closes it too,
+/// ignoring errors).
 pub struct Dumper {
     shared: Option<Arc<Shared>>,
     iteration: String,
@@ -151,7 +149,8 @@ impl Dumper {
     }
 
     /// Starts dumping with a resolved plan: writes `.dump_metadata/` and starts the writer.
-    /// Warnings go to stderr; [`Dumper::builder`]`().plan(p)` sets another sink.
+    /// Warnings go to stderr. `Dumper::builder().plan(plan).open()`, kept for existing callers.
+    #[doc(hidden)]
     pub fn from_plan(plan: DumpPlan) -> Result<Self, Error> {
         Self::start(plan, EventSink::default())
     }

@@ -343,6 +343,37 @@ mod tests {
         assert!(w.close().is_ok());
     }
 
+    /// Issue 13, defect 1: a failing diagnostic (then `eprintln!` on a full or closed stderr)
+    /// panicked a writer thread between its job and the budget release, and `flush` waited
+    /// forever. Now the event sink is contained and the budget released by a guard.
+    #[test]
+    fn a_panicking_event_sink_neither_kills_a_worker_nor_hangs_flush() {
+        let mut w = Writer::with_events(
+            &WriterConfig {
+                threads: 2,
+                budget_bytes: 100,
+                ..WriterConfig::default()
+            },
+            EventSink::new(|_| panic!("stderr is gone")),
+        );
+        for i in 0..20 {
+            w.submit(
+                60,
+                Box::new(move || {
+                    Err(WriteFailure {
+                        path: format!("/nope/{i}/x.npy").into(),
+                        error: std::io::Error::from_raw_os_error(28),
+                    })
+                }),
+            );
+        }
+        let e = w.flush().unwrap_err();
+        assert_eq!(e.count, 20);
+        assert_eq!(w.budget().in_use(), 0);
+        assert_eq!(w.workers.len(), 2);
+        assert!(w.close().is_ok());
+    }
+
     #[test]
     fn sync_mode_runs_inline() {
         let w = Writer::new(&WriterConfig::sync());

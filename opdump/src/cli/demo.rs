@@ -16,7 +16,7 @@ use dump_host::{
 
 use crate::demo::{LeNet, NoTrace, Tracer, View};
 
-use super::{EXIT_INVALID, EXIT_OK};
+use super::{EXIT_INVALID, EXIT_OK, events::EventQueue};
 
 /// Exit code when the dump itself failed (write errors).
 pub const EXIT_DUMP_FAILED: i32 = 1;
@@ -221,7 +221,16 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
                 &categories_json(&args.categories),
             )
         }
-        Some(p) => match std::fs::read_to_string(p) {
+        // Read as the Dumper and `opdump check` read configs (regular file, bounded size).
+        Some(p) => match dump_host::config::read_config_file(p).and_then(|b| {
+            String::from_utf8(b).map_err(|e| dump_host::Error::Io {
+                path: p.clone(),
+                message: format!(
+                    "the dump config is not UTF-8 text (invalid byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            })
+        }) {
             Ok(t) => match &args.out {
                 None => t,
                 Some(o) => match with_path(&t, &absolute(o)) {
@@ -233,7 +242,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
                 },
             },
             Err(e) => {
-                let _ = writeln!(err, "error: cannot read {}: {e}", p.display());
+                let _ = writeln!(err, "error: {e}");
                 return EXIT_INVALID;
             }
         },
@@ -251,6 +260,9 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     if let Some(mb) = args.disk_budget_mb {
         opts.disk_budget_bytes = Some(mb.saturating_mul(1 << 20));
     }
+    // The library's warnings are queued and printed here, between library calls.
+    let events = EventQueue::new();
+    opts.events = events.sink();
 
     // Baseline: the same steps without dump.
     let mut base_ms = Vec::new();
@@ -263,7 +275,13 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         }
     }
 
-    let mut dumper = match Dumper::from_json_with(text.into_bytes(), env, &opts) {
+    let opened = Dumper::builder()
+        .config_json(text)
+        .env(env)
+        .options(opts)
+        .open();
+    events.print_to(err);
+    let mut dumper = match opened {
         Ok(d) => d,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
@@ -284,6 +302,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     let order: Vec<&str> = order.iter().map(String::as_str).collect();
     let wall = Instant::now();
     if let Err(e) = dumper.begin_graph(0, &order) {
+        events.print_to(err);
         let _ = writeln!(err, "error: {e}");
         return EXIT_DUMP_FAILED;
     }
@@ -311,6 +330,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         }
         let ms = t.elapsed().as_secs_f64() * 1e3;
         dump_ms.push(ms);
+        events.print_to(err);
         let p = dumper.progress();
         let _ = writeln!(
             out,
@@ -320,6 +340,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     }
     let report = dumper.close();
     let secs = wall.elapsed().as_secs_f64();
+    events.print_to(err);
     let report = match (report, failed) {
         (Ok(r), None) => r,
         (Err(e), _) | (Ok(_), Some(e)) => {
@@ -350,9 +371,6 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             "median step time: {d:.2} ms with dump vs {b:.2} ms without ({:.2}x)",
             d / b.max(1e-9)
         );
-    }
-    for k in &report.unused_kernels {
-        let _ = writeln!(err, "warning: kernels entry never matched: {k}");
     }
     EXIT_OK
 }

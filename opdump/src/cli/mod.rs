@@ -7,6 +7,7 @@
 pub mod check;
 pub mod compare;
 pub mod demo;
+pub mod events;
 pub mod inspect;
 pub mod report;
 pub mod stats;
