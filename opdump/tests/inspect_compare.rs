@@ -9,21 +9,10 @@ use std::{
 
 use serde_json::Value;
 
-/// The shared reference data, or `None` (printing why) when it is absent; with `CI=true` a
-/// missing prerequisite fails the test instead.
+/// The MindSpore reference output (the trimmed copy in tests/fixtures, or
+/// `$OPDUMP_REFERENCE_DIR`); `None` (printing why) when absent, a failure with `CI=true`.
 fn reference() -> Option<PathBuf> {
-    let p = std::env::var_os("OPDUMP_REFERENCE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference"));
-    if p.join("a_tensor_all_io0/files/dump/rank_0").is_dir() {
-        return Some(p);
-    }
-    let why = format!("reference dumps not found at {}", p.display());
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{why} (CI=true: a test that cannot run fails)");
-    }
-    eprintln!("SKIP: {why}");
-    None
+    opdump_test_support::reference_dir()
 }
 
 fn tmpdir(name: &str) -> PathBuf {
