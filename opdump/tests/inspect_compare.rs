@@ -531,3 +531,42 @@ fn the_demos_injected_nan_is_found_by_inspect_and_compare() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+#[test]
+fn ctrl_c_leaves_no_partial_output_file() {
+    let Some(r) = reference() else { return };
+    let tmp = tmpdir("sigint");
+    let d = r.join("a_tensor_all_io0/files/dump");
+    let html = tmp.join("out.html");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .args([
+            "compare",
+            d.to_str().unwrap(),
+            d.to_str().unwrap(),
+            "--html",
+        ])
+        .arg(&html)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let st = child.wait().unwrap();
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if st.code() == Some(130) || st.code().is_none() {
+        assert!(left.is_empty(), "interrupted, yet left {left:?}");
+    } else {
+        // It finished before the signal: the page is complete.
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(page.trim_end().ends_with("</html>"), "{left:?}");
+        assert_eq!(left, ["out.html"]);
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}
