@@ -5,6 +5,7 @@
 pub mod config;
 mod dumper;
 pub mod error;
+pub mod graph;
 pub mod layout;
 pub mod writer;
 
