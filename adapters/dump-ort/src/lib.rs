@@ -1,0 +1,2 @@
+//! `dump-ort`: opdump for ONNX Runtime.
+#![deny(missing_docs)]
