@@ -23,6 +23,39 @@ pub fn dtype_of(d: candle_core::DType) -> Option<DType> {
     })
 }
 
+/// The candle dtype of a dump dtype (the inverse of [`dtype_of`]).
+pub fn candle_dtype(d: DType) -> Option<candle_core::DType> {
+    use candle_core::DType as C;
+    [
+        C::U8,
+        C::U32,
+        C::I16,
+        C::I32,
+        C::I64,
+        C::BF16,
+        C::F16,
+        C::F32,
+        C::F64,
+    ]
+    .into_iter()
+    .find(|&c| dtype_of(c) == Some(d))
+}
+
+/// A CPU tensor from little-endian bytes in C order (one copy, into candle's storage).
+pub fn host_tensor(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor, crate::Error> {
+    let c = candle_dtype(dtype).ok_or_else(|| {
+        crate::Error::Model(format!(
+            "{dtype} tensors are not supported by candle (u8 u32 i16 i32 i64 bf16 f16 f32 f64 are)"
+        ))
+    })?;
+    Ok(Tensor::from_raw_buffer(
+        bytes,
+        c,
+        shape,
+        &candle_core::Device::Cpu,
+    )?)
+}
+
 /// Why a tensor cannot be handed over (one diagnostic per distinct reason).
 pub(crate) fn unsupported_reason(t: &Tensor) -> Option<String> {
     if dtype_of(t.dtype()).is_none() {
