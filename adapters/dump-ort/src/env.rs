@@ -34,7 +34,10 @@ pub fn library_path() -> Result<PathBuf, Error> {
 pub fn environment() -> Result<Environment, Error> {
     static ENV: OnceLock<Result<Environment, String>> = OnceLock::new();
     ENV.get_or_init(|| {
-        let path = library_path().map_err(|e| e.to_string())?;
+        let path = library_path().map_err(|e| match e {
+            Error::Library(m) => m,
+            other => other.to_string(),
+        })?;
         let builder =
             ort::init_from(&path).map_err(|e| format!("cannot load {}: {e}", path.display()))?;
         builder
