@@ -291,3 +291,36 @@ pub fn check_nan_hunt(rank: &Path, g: &Graph) {
         "no constants in an overflow dump"
     );
 }
+
+/// Splits one csv line on commas outside double quotes.
+fn split_row(line: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(String::new()),
+            c => out.last_mut().expect("non-empty").push(c),
+        }
+    }
+    out
+}
+
+/// The rows of `{dir}/statistic.csv` by `(Op Name, IO, Slot)`, each as column -> field.
+pub fn stat_rows(dir: &Path) -> HashMap<(String, String, String), HashMap<String, String>> {
+    let text = std::fs::read_to_string(dir.join("statistic.csv"))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let mut lines = text.lines();
+    let header = split_row(lines.next().expect("header"));
+    let mut out = HashMap::new();
+    for l in lines {
+        let row: HashMap<String, String> = header.iter().cloned().zip(split_row(l)).collect();
+        let key = (
+            row["Op Name"].clone(),
+            row["IO"].clone(),
+            row["Slot"].clone(),
+        );
+        assert!(out.insert(key, row).is_none(), "duplicate row {l}");
+    }
+    out
+}

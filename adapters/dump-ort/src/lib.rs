@@ -29,7 +29,7 @@
 //! let mut dumper = Dumper::from_env()?; // MINDSPORE_DUMP_CONFIG
 //! let x = [0f32; 64];
 //! let input = dump_ort::host_value(dump_core::DType::Float32, &[1, 1, 8, 8], bytemuck::cast_slice(&x))?;
-//! let outputs = runner.run(&mut dumper, vec![("x".into(), input)])?;
+//! let outputs = runner.run(&mut dumper, &[("x".into(), input)])?;
 //! dumper.close()?;
 //! # drop(outputs);
 //! # Ok(())

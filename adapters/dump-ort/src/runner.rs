@@ -62,12 +62,12 @@ impl OrtRunner {
         &self.dump
     }
 
-    /// Runs one step: feeds `inputs` (by graph input name), dumps every node in graph order
+    /// Runs one step: feeds `inputs` (by graph input name, borrowed: reusable across steps), dumps every node in graph order
     /// as the Dumper's next step, and returns the model's declared outputs.
     pub fn run(
         &mut self,
         dumper: &mut Dumper,
-        inputs: Vec<(String, DynValue)>,
+        inputs: &[(String, DynValue)],
     ) -> Result<HashMap<String, DynValue>, Error> {
         if let Some(m) = self
             .dump
@@ -79,7 +79,7 @@ impl OrtRunner {
             inputs.iter().map(|(k, v)| (k.clone(), v.into())).collect();
         let mut outputs = self.session.run(fed)?;
         let mut values: HashMap<&str, ValueRef<'_>> = HashMap::new();
-        for (k, v) in &inputs {
+        for (k, v) in inputs {
             values.insert(k, v.view());
         }
         for (k, v) in outputs.iter() {

@@ -37,8 +37,9 @@ fn ort_inputs(model: &str) -> Vec<(String, dump_ort::ort::value::DynValue)> {
 fn run(env: &Environment, tmp: &Tmp, model: &str, common: &str, steps: usize) -> OrtRunner {
     let mut d = dumper(&tmp.0, common);
     let mut r = OrtRunner::new(env, model_bytes(model), 0).unwrap();
+    let ins = ort_inputs(model);
     for _ in 0..steps {
-        r.run(&mut d, ort_inputs(model)).unwrap();
+        r.run(&mut d, &ins).unwrap();
     }
     d.close().unwrap();
     r
@@ -86,7 +87,7 @@ fn missing_inputs_and_bad_models_are_clear_errors() {
     let tmp = Tmp::new("errors");
     let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
     let mut r = OrtRunner::new(&env, model_bytes("cnn"), 0).unwrap();
-    let e = r.run(&mut d, Vec::new()).unwrap_err().to_string();
+    let e = r.run(&mut d, &[]).unwrap_err().to_string();
     assert!(e.contains("missing input x"), "{e}");
     let e = OrtRunner::new(&env, b"not a model".to_vec(), 0)
         .unwrap_err()
@@ -94,9 +95,6 @@ fn missing_inputs_and_bad_models_are_clear_errors() {
     assert!(e.contains("not a valid ONNX model"), "{e}");
     // A wrong shape is ONNX Runtime's error, naming the input.
     let x = host_value(dump_core::DType::Float32, &[1, 1, 2, 2], &[0; 16]).unwrap();
-    let e = r
-        .run(&mut d, vec![("x".into(), x)])
-        .unwrap_err()
-        .to_string();
+    let e = r.run(&mut d, &[("x".into(), x)]).unwrap_err().to_string();
     assert!(e.contains("x"), "{e}");
 }
