@@ -49,6 +49,7 @@ use core::fmt;
 
 pub use dtype::dtype_of;
 pub use run::TractDump;
+pub use tensor::host_tensor;
 /// The tract version this adapter is built against (re-exported so users need no second pin).
 pub use tract_onnx;
 
@@ -63,6 +64,11 @@ pub enum Error {
     Tract(tract_onnx::prelude::TractError),
     /// The Dumper failed (a write error, a config problem).
     Dump(dump_host::Error),
+    /// Host data cannot become a tract tensor (byte count, dtype tract lacks).
+    Tensor {
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -70,6 +76,7 @@ impl fmt::Display for Error {
         match self {
             Error::Tract(e) => write!(f, "tract: {e:#}"),
             Error::Dump(e) => write!(f, "dump: {e}"),
+            Error::Tensor { message } => write!(f, "tensor: {message}"),
         }
     }
 }
