@@ -13,6 +13,10 @@
 //!   execution order); the op type is tract's op name (`Conv`, `Max`, `Softmax`, `EinSum`).
 //! - ONNX value names (tract's outlet labels) are the graph description's output names, so the
 //!   dumps of different runtimes pair up by value.
+//! - The plan is dumped as built: `into_typed()` keeps one kernel per ONNX node (what the
+//!   fixture tests compare with onnx.reference's intermediates); `into_decluttered()` and
+//!   `into_optimized()` fold nodes (a Flatten into the next MatMul), so some ONNX values are
+//!   no longer a kernel output.
 //! - Datum types: bool, u8-u64, i8-i64, f16, f32, f64 are dumped; `TDim`, `String`, `Blob`,
 //!   quantized and complex types are skipped with one diagnostic each (tract has no bf16).
 //!
@@ -23,8 +27,7 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let plan = tract_onnx::onnx()
 //!     .model_for_path("model.onnx")?
-//!     .into_typed()?
-//!     .into_decluttered()?
+//!     .into_typed()? // no declutter: one kernel per ONNX node, every ONNX value dumped
 //!     .into_runnable()?;
 //! let mut state = plan.spawn()?;
 //! let mut dumper = Dumper::from_env()?; // MINDSPORE_DUMP_CONFIG
@@ -46,6 +49,7 @@ use core::fmt;
 
 pub use dtype::dtype_of;
 pub use run::TractDump;
+pub use tensor::host_tensor;
 /// The tract version this adapter is built against (re-exported so users need no second pin).
 pub use tract_onnx;
 
@@ -60,6 +64,11 @@ pub enum Error {
     Tract(tract_onnx::prelude::TractError),
     /// The Dumper failed (a write error, a config problem).
     Dump(dump_host::Error),
+    /// Host data cannot become a tract tensor (byte count, dtype tract lacks).
+    Tensor {
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -67,6 +76,7 @@ impl fmt::Display for Error {
         match self {
             Error::Tract(e) => write!(f, "tract: {e:#}"),
             Error::Dump(e) => write!(f, "dump: {e}"),
+            Error::Tensor { message } => write!(f, "tensor: {message}"),
         }
     }
 }

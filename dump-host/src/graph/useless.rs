@@ -6,16 +6,10 @@ pub const VAR: &str = "MINDSPORE_DUMP_IGNORE_USELESS_OUTPUT";
 /// The useless-output policy: MindSpore skips outputs a kernel marks useless unless
 /// `MINDSPORE_DUMP_IGNORE_USELESS_OUTPUT=0`; unset or `1` skips them; any other value is
 /// warned about and means `1`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UselessOutputs {
     /// `true`: useless outputs are dumped like the others.
     pub dump: bool,
-}
-
-impl Default for UselessOutputs {
-    fn default() -> Self {
-        UselessOutputs { dump: false }
-    }
 }
 
 impl UselessOutputs {

@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod demo;
+pub mod run;
 pub mod stats;
 
 use std::ffi::OsString;
@@ -51,6 +52,9 @@ pub enum Command {
     /// MindSpore made on CPU, where it refuses to compute statistics. Exit code 2 if any file
     /// could not be read.
     Stats(stats::Args),
+    /// Run an ONNX model with every operator dumped (tract by default), and print what was
+    /// dumped.
+    Run(run::Args),
 }
 
 /// Runs the command line `args` (program name first) with `env` as the environment, writing
@@ -82,5 +86,6 @@ where
         Command::Check(a) => check::run(&a, env, out, err),
         Command::Demo(a) => demo::run(&a, env, out, err),
         Command::Stats(a) => stats::run(&a, out, err),
+        Command::Run(a) => run::run(&a, env, out, err),
     }
 }
