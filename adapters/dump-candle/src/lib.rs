@@ -56,6 +56,11 @@ mod error;
 pub mod onnx;
 mod trace;
 
+/// The candle version this adapter is built against (re-exported so users need no second pin).
+pub use candle_core;
+/// The candle-onnx version the ONNX evaluator runs (feature `onnx`).
+#[cfg(feature = "onnx")]
+pub use candle_onnx;
 pub use dumped::{Dumped, DumpedT, op_type_of};
 pub use error::Error;
 pub use trace::{Tracer, tap};
