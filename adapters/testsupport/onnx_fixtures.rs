@@ -1,5 +1,5 @@
 //! Checks shared by the ONNX runtime adapters' tests (included with `#[path]` from each
-//! adapter's `tests/`): the fixtures of tests/fixtures/onnx (made by gen.py), a Dumper on a
+//! adapter's `tests/` and opdump's `run` tests): the fixtures of tests/fixtures/onnx (made by gen.py), a Dumper on a
 //! temporary root, and the full-dump check every adapter must pass — execution order,
 //! file and row counts, constants, every node output against onnx.reference's
 //! intermediates (atol 1e-5), and numpy loading every file.
@@ -17,9 +17,13 @@ use dump_host::{
     layout::{parse_file_name, sanitize},
 };
 
-/// tests/fixtures/onnx.
+/// tests/fixtures/onnx of the workspace (found upwards from the crate using this file).
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/onnx")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|a| a.join("tests/fixtures/onnx"))
+        .find(|p| p.is_dir())
+        .expect("tests/fixtures/onnx above the crate")
 }
 
 /// The bytes of fixture model `name`.
