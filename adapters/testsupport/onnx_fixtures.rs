@@ -157,34 +157,34 @@ pub fn assert_close(what: &str, got: &Path, want: &Path, atol: f64) {
     }
 }
 
-/// numpy loads every file (skipped with a reason without python3/numpy, failing on CI).
+/// numpy loads every file (skipped with the reason without python3/numpy, failing on CI).
 pub fn python_numpy_loads(files: &[PathBuf]) {
+    if !opdump_test_support::require(opdump_test_support::Prereq::Numpy) {
+        return;
+    }
     let script =
         "import sys, numpy\nfor p in sys.argv[1:]:\n    numpy.load(p)\nprint(len(sys.argv) - 1)";
-    let out = std::process::Command::new("python3")
+    let o = std::process::Command::new("python3")
         .arg("-c")
         .arg(script)
         .args(files)
-        .output();
-    let on_ci = std::env::var("CI").as_deref() == Ok("true");
-    match out {
-        Ok(o) if o.status.success() => assert_eq!(
-            String::from_utf8_lossy(&o.stdout).trim(),
-            files.len().to_string()
-        ),
-        Ok(o) if String::from_utf8_lossy(&o.stderr).contains("No module named 'numpy'") => {
-            assert!(!on_ci, "numpy is missing on CI");
-            eprintln!("skipping the numpy check: python3 has no numpy");
-        }
-        Ok(o) => panic!(
-            "numpy could not load the dump: {}",
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(e) => {
-            assert!(!on_ci, "python3 missing on CI: {e}");
-            eprintln!("skipping the numpy check: no python3 ({e})");
-        }
-    }
+        .output()
+        .expect("python3 runs");
+    assert!(
+        o.status.success(),
+        "numpy could not load the dump: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        files.len().to_string()
+    );
+}
+
+/// Whether `libonnxruntime` is available (`ORT_DYLIB_PATH`); otherwise the test skips with
+/// the reason, or fails on CI.
+pub fn onnx_runtime_available() -> bool {
+    opdump_test_support::require(opdump_test_support::Prereq::OnnxRuntime)
 }
 
 /// The full-dump check: `steps` steps of fixture `model` dumped with `saved_data: full`

@@ -54,20 +54,6 @@ fn dump_with(runtime: &str, out: &Tmp) -> std::path::PathBuf {
     dir
 }
 
-fn ort_available() -> bool {
-    match std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
-        Some(_) => true,
-        None => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "ORT_DYLIB_PATH is required on CI (adapters/dump-ort/ci/fetch-ort.sh)"
-            );
-            eprintln!("skipping the ONNX Runtime run: ORT_DYLIB_PATH is not set");
-            false
-        }
-    }
-}
-
 #[cfg(feature = "candle")]
 #[test]
 fn candle_runs_and_dumps_every_node() {
@@ -78,7 +64,7 @@ fn candle_runs_and_dumps_every_node() {
 #[cfg(all(feature = "candle", feature = "ort"))]
 #[test]
 fn candle_and_ort_dump_the_same_kernels_with_the_same_statistics() {
-    if !ort_available() {
+    if !support::onnx_runtime_available() {
         return;
     }
     let (c, o) = (Tmp::new("same-candle"), Tmp::new("same-ort"));

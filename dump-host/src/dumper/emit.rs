@@ -243,10 +243,10 @@ impl Shared {
     fn file_name(&self, who: Owner<'_>, t: &TensorRef<'_>, ts: u64) -> String {
         TensorFileName {
             op_type: who.op_type,
-            full_name: who.full_name,
+            op_name: who.full_name,
             task_id: 0,
             stream_id: 0,
-            timestamp_us: ts,
+            timestamp: ts,
             io: who.io,
             slot: who.slot,
             format: t.format,
@@ -382,12 +382,13 @@ impl Shared {
         let file_len = layout.file_len() as u64;
         if let Reservation::Refused { first } = self.quota.reserve(file_len) {
             if first {
-                eprintln!(
-                    "[opdump] disk budget of {} bytes reached: {name} ({file_len} bytes) and \
-                     every later .npy file are not written; statistic.csv rows still are \
-                     (raise OPDUMP_DISK_BUDGET_MB, or narrow `kernels` / `iteration`)",
-                    self.quota.limit().unwrap_or(0)
-                );
+                let (limit, file_bytes) = (self.quota.limit().unwrap_or(0), file_len);
+                let e = crate::diag::Event::DiskBudgetReached {
+                    limit,
+                    file: name,
+                    file_bytes,
+                };
+                self.events.emit(&e);
             }
             return Ok(None);
         }

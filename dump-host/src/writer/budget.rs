@@ -76,6 +76,20 @@ impl Budget {
     }
 }
 
+/// Releases `cost` bytes of a [`Budget`] when dropped, whatever happens to the job that held
+/// them (a panic included): a writer job can never leave [`Budget::wait_idle`] waiting forever.
+#[derive(Debug)]
+pub(crate) struct Admitted<'b> {
+    pub(crate) budget: &'b Budget,
+    pub(crate) cost: usize,
+}
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.budget.release(self.cost);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +113,21 @@ mod tests {
         assert_eq!(b.in_use(), 1000);
         b.release(1000);
         b.wait_idle();
+    }
+
+    #[test]
+    fn admitted_bytes_are_released_even_when_the_job_panics() {
+        let b = Budget::new(100);
+        b.acquire(40);
+        let r = std::panic::catch_unwind(|| {
+            let _held = Admitted {
+                budget: &b,
+                cost: 40,
+            };
+            panic!("a job that dies");
+        });
+        assert!(r.is_err());
+        assert_eq!(b.in_use(), 0);
+        b.wait_idle(); // returns at once
     }
 }

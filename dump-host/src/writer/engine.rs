@@ -25,7 +25,8 @@ use std::{
     thread::JoinHandle,
 };
 
-use super::{Budget, ErrorLog, WriteFailure};
+use super::{Budget, ErrorLog, WriteFailure, budget::Admitted};
+use crate::diag::EventSink;
 
 /// A unit of background work: writes one file (or row) and reports its failure.
 pub type Job = Box<dyn FnOnce() -> Result<(), WriteFailure> + Send>;
@@ -133,10 +134,16 @@ fn run_job(job: impl FnOnce() -> Result<(), WriteFailure>, errors: &ErrorLog) {
 }
 
 impl Writer {
-    /// Starts the writer (and its threads, unless `cfg.threads == 0`).
+    /// Starts the writer (and its threads, unless `cfg.threads == 0`); write failures are
+    /// reported to stderr ([`EventSink::stderr`]).
     pub fn new(cfg: &WriterConfig) -> Self {
+        Self::with_events(cfg, EventSink::default())
+    }
+
+    /// [`new`](Writer::new), reporting write failures to `events`.
+    pub fn with_events(cfg: &WriterConfig, events: EventSink) -> Self {
         let budget = Arc::new(Budget::new(cfg.budget_bytes.max(1)));
-        let errors = Arc::new(ErrorLog::new());
+        let errors = Arc::new(ErrorLog::with_events(events));
         let direct_from = cfg.direct_write_bytes.min(budget.limit());
         if cfg.threads == 0 {
             return Writer {
@@ -162,8 +169,11 @@ impl Writer {
                         loop {
                             let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
                             let Ok((job, cost)) = next else { break };
+                            let _release = Admitted {
+                                budget: &budget,
+                                cost,
+                            };
                             run_job(job, &errors);
-                            budget.release(cost);
                         }
                     })
                     .ok()
@@ -237,8 +247,11 @@ impl Writer {
                     }
                     Err(mpsc::SendError((job, cost))) => {
                         // Workers are gone (they only stop on close): write inline.
+                        let _release = Admitted {
+                            budget: &self.budget,
+                            cost,
+                        };
                         self.run_direct(job);
-                        self.budget.release(cost);
                     }
                 }
             }
@@ -327,6 +340,37 @@ mod tests {
         assert_eq!(e.count, 2);
         assert!(e.to_string().contains("/nope/x.npy"));
         assert!(w.flush().is_ok(), "errors are returned once");
+        assert!(w.close().is_ok());
+    }
+
+    /// Issue 13, defect 1: a failing diagnostic (then `eprintln!` on a full or closed stderr)
+    /// panicked a writer thread between its job and the budget release, and `flush` waited
+    /// forever. Now the event sink is contained and the budget released by a guard.
+    #[test]
+    fn a_panicking_event_sink_neither_kills_a_worker_nor_hangs_flush() {
+        let mut w = Writer::with_events(
+            &WriterConfig {
+                threads: 2,
+                budget_bytes: 100,
+                ..WriterConfig::default()
+            },
+            EventSink::new(|_| panic!("stderr is gone")),
+        );
+        for i in 0..20 {
+            w.submit(
+                60,
+                Box::new(move || {
+                    Err(WriteFailure {
+                        path: format!("/nope/{i}/x.npy").into(),
+                        error: std::io::Error::from_raw_os_error(28),
+                    })
+                }),
+            );
+        }
+        let e = w.flush().unwrap_err();
+        assert_eq!(e.count, 20);
+        assert_eq!(w.budget().in_use(), 0);
+        assert_eq!(w.workers.len(), 2);
         assert!(w.close().is_ok());
     }
 
