@@ -14,7 +14,7 @@ use dump_core::DType;
 use dump_host::{
     DumpOptions, Dumper,
     graph::Graph,
-    layout::{parse_file_name, sanitize},
+    layout::{TensorFileName, sanitize},
 };
 
 /// tests/fixtures/onnx of the workspace (found upwards from the crate using this file).
@@ -138,8 +138,8 @@ pub fn kernel_file(dir: &Path, kernel: &str, io: &str, slot: usize) -> PathBuf {
         .into_iter()
         .filter(|p| {
             let name = file_name(p);
-            let f = parse_file_name(&name).unwrap();
-            f.op_name == want && f.io.as_str() == io && f.slot == slot as u64
+            let f = TensorFileName::parse(&name).unwrap();
+            f.op_name == want && f.io.as_str() == io && f.slot as usize == slot
         })
         .collect();
     assert_eq!(got.len(), 1, "{kernel} {io} {slot} in {}", dir.display());
@@ -273,7 +273,7 @@ pub fn check_full_dump(model: &str, rank: &Path, g: &Graph, steps: usize) {
 pub fn kernels_in(dir: &Path) -> Vec<String> {
     let set: BTreeSet<String> = npy_in(dir)
         .iter()
-        .map(|p| parse_file_name(&file_name(p)).unwrap().op_name.to_owned())
+        .map(|p| TensorFileName::parse(&file_name(p)).unwrap().op_name.to_owned())
         .collect();
     set.into_iter().collect()
 }

@@ -30,7 +30,7 @@ pub struct Tracer {
 
 /// What a step records while its forward runs (lives on the stack of [`Tracer::step`]).
 struct Active<'a> {
-    step: &'a Step<'a>,
+    step: &'a Step,
     seq: Cell<usize>,
     order: RefCell<Vec<String>>,
     changed: Cell<bool>,
