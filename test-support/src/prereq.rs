@@ -33,6 +33,9 @@ pub enum Prereq {
     /// The MindSpore 2.10 reference output (`tests/fixtures/reference/` or
     /// `$OPDUMP_REFERENCE_DIR`).
     ReferenceData,
+    /// The ONNX Runtime shared library named by `ORT_DYLIB_PATH`
+    /// (`adapters/dump-ort/ci/fetch-ort.sh` prints one).
+    OnnxRuntime,
 }
 
 impl fmt::Display for Prereq {
@@ -48,6 +51,7 @@ impl fmt::Display for Prereq {
             Prereq::Nvrtc => "NVRTC (libnvrtc.so.12)",
             Prereq::Gpu => "a usable NVIDIA GPU",
             Prereq::ReferenceData => "the MindSpore reference data",
+            Prereq::OnnxRuntime => "libonnxruntime (ORT_DYLIB_PATH)",
         })
     }
 }
@@ -63,6 +67,7 @@ const ALL: [Prereq; 10] = [
     Prereq::Nvrtc,
     Prereq::Gpu,
     Prereq::ReferenceData,
+    Prereq::OnnxRuntime,
 ];
 
 impl Prereq {
@@ -89,6 +94,15 @@ impl Prereq {
                 "{self} has no probe in opdump-test-support; the test must probe it and call check"
             )),
             Prereq::ReferenceData => crate::reference::probe(),
+            Prereq::OnnxRuntime => match std::env::var_os("ORT_DYLIB_PATH") {
+                Some(p) if std::path::Path::new(&p).is_file() => Ok(()),
+                Some(p) if !p.is_empty() => Err(format!("ORT_DYLIB_PATH={p:?} is not a file")),
+                _ => Err(
+                    "ORT_DYLIB_PATH is not set (adapters/dump-ort/ci/fetch-ort.sh prints \
+                          the library of the onnxruntime wheel)"
+                        .into(),
+                ),
+            },
         }
     }
 }
