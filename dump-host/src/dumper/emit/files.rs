@@ -35,17 +35,35 @@ impl Shared {
         }
     }
 
-    /// Creates `dir` (0700, recursively) once; failures are recorded and returned.
+    /// Creates `dir` (0700, with its parents below the dump root, never through a symlink)
+    /// the first time; later calls check that it still exists (one `lstat`) and recreate it if
+    /// it was deleted mid-run, reporting the loss. Failures are recorded and returned.
     pub(crate) fn ensure_dir(&self, dir: &Path) -> Result<(), ()> {
-        {
-            let made = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
-            if made.contains(dir) {
-                return Ok(());
+        let made = self
+            .dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(dir);
+        if made {
+            match std::fs::symlink_metadata(dir) {
+                Ok(m) if m.is_dir() => return Ok(()),
+                _ => {
+                    self.dirs
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(dir);
+                    self.writer.errors().record(
+                        dir.to_owned(),
+                        std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            "the directory was deleted (or replaced) while the dump was \
+                             running; the files written to it before are lost; recreating it",
+                        ),
+                    );
+                }
             }
         }
-        let mut b = std::fs::DirBuilder::new();
-        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-        match b.recursive(true).create(dir) {
+        match crate::layout::create_dir_nofollow(self.tree.root(), dir) {
             Ok(()) => {
                 self.dirs
                     .lock()

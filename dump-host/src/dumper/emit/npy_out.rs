@@ -6,7 +6,7 @@
 use std::{
     borrow::Cow,
     path::{Path, PathBuf},
-    sync::{Arc, atomic::Ordering},
+    sync::Arc,
 };
 
 use dump_core::DType;
@@ -29,7 +29,7 @@ pub(super) struct NpyOut {
     pub(super) dtype: DType,
     pub(super) shape: Vec<usize>,
     pub(super) opts: WriteOptions,
-    /// Bytes of the whole file (counted in the report when prepared).
+    /// Bytes of the whole file (counted in the report once it is written).
     pub(super) file_len: u64,
 }
 
@@ -79,8 +79,6 @@ impl Shared {
             name
         };
         let path = dir.join(file_name);
-        self.files.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(file_len, Ordering::Relaxed);
         Ok(Some(NpyOut {
             path,
             dtype,
@@ -100,9 +98,9 @@ impl Shared {
             dtype,
             shape,
             opts,
-            ..
+            file_len,
         } = out;
-        let cost = bytes.len().saturating_add(JOB_OVERHEAD);
+        let tally = Arc::clone(self.writer.written());
         match bytes {
             // Ours already: queue it without another copy, unless the budget could not hold it
             // (it would wait for every queued write to finish, then be written alone).
@@ -110,25 +108,36 @@ impl Shared {
                 let (owned, cost) = hand_over(owned);
                 self.writer.submit(
                     cost,
-                    Box::new(move || write_one(&path, dtype, &shape, &owned, opts)),
+                    Box::new(move || {
+                        write_one(&path, dtype, &shape, &owned, opts)?;
+                        tally.add(file_len);
+                        Ok(())
+                    }),
                 );
             }
             bytes if self.writer.writes_direct(bytes.len()) => {
-                self.writer
-                    .run_direct(|| write_one(&path, dtype, &shape, &bytes, opts));
+                self.writer.run_direct(|| {
+                    write_one(&path, dtype, &shape, &bytes, opts)?;
+                    tally.add(file_len);
+                    Ok(())
+                });
             }
             bytes => {
                 // The runtime may reuse its buffer as soon as we return: the job owns a copy,
                 // which the writer's byte budget bounds (the producer waits when it is full).
-                let mut owned = self.pool.take(bytes.len());
+                // The budget is charged for the whole buffer the copy holds, and the copy is
+                // made only once that is admitted.
+                let (mut owned, cost) = self.pool.take(bytes.len(), JOB_OVERHEAD);
                 owned.extend_from_slice(&bytes);
                 let pool = Arc::clone(&self.pool);
-                self.writer.submit(
+                self.writer.submit_admitted(
                     cost,
                     Box::new(move || {
                         let r = write_one(&path, dtype, &shape, &owned, opts);
                         pool.give(owned);
-                        r
+                        r?;
+                        tally.add(file_len);
+                        Ok(())
                     }),
                 );
             }

@@ -121,9 +121,12 @@ impl Shared {
             return Ok(());
         }
         let path = dir.join("statistic.csv");
-        self.rows.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = self.csv.append(&path, &self.csv_header, &row, FILE_MODE) {
-            self.writer.errors().record(path, e);
+        match self.csv.append(&path, &self.csv_header, &row, FILE_MODE) {
+            // Counted once it is in the file, never before.
+            Ok(()) => {
+                self.rows.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => self.writer.errors().record(path, e),
         }
         Ok(())
     }

@@ -5,7 +5,7 @@
 //! way) on the caller's thread, so no host copy of the whole tensor is held. The row and the
 //! file equal the copy path's bit for bit, however the device cuts the chunks.
 
-use std::{path::Path, sync::atomic::Ordering};
+use std::path::Path;
 
 use dump_npy::{IoSink, NpyStream};
 use dump_stats::{
@@ -56,7 +56,6 @@ impl Shared {
             }
         };
         let mut device_error = None;
-        let counted = npy.as_ref().map(|n| n.file_len);
         match npy {
             Some(out) => self.writer.run_direct(|| {
                 let written = write_atomic(&out.path, FILE_MODE, |f| {
@@ -71,6 +70,10 @@ impl Shared {
                 match written {
                     // A device failure is the tensor's error (below), not a write failure.
                     Err(_) if device_error.is_some() => Ok(()),
+                    Ok(()) => {
+                        self.writer.written().add(out.file_len);
+                        Ok(())
+                    }
                     r => r.map_err(|error| WriteFailure {
                         path: out.path.clone(),
                         error,
@@ -82,11 +85,6 @@ impl Shared {
             None => {}
         }
         if let Some(e) = device_error {
-            if let Some(len) = counted {
-                // Counted when prepared, but never written.
-                self.files.fetch_sub(1, Ordering::Relaxed);
-                self.bytes.fetch_sub(len, Ordering::Relaxed);
-            }
             return Err(bad(format!("device copy failed: {e}")));
         }
         let Some(stats) = stats else {
@@ -119,7 +117,7 @@ enum StreamError {
 /// write error, so that the statistics still see the whole tensor; the first write error is
 /// returned at the end.
 fn stream_npy(
-    f: &mut std::fs::File,
+    f: &mut dyn std::io::Write,
     out: &NpyOut,
     d: &dyn DeviceTensor,
     len: usize,
