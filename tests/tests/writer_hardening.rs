@@ -7,6 +7,7 @@ use std::{fs, os::unix::fs::PermissionsExt, path::Path, process::Command};
 
 use dump_core::DType;
 use dump_host::{DumpOptions, Dumper, TensorRef, writer::WriterConfig};
+use opdump_test_support::{Prereq, Tmpfs, check, require};
 use opdump_tests::{
     config::{config, f32_bytes, no_env},
     csv::parse_statistic_csv,
@@ -41,17 +42,6 @@ impl Drop for FastDir {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
     }
-}
-
-/// `true` when a check that cannot run must fail instead of being skipped.
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-/// Skips (printing why) or, in CI, fails.
-fn cannot_run(why: &str) {
-    assert!(!in_ci(), "CI=true and this check cannot run: {why}");
-    println!("skipped: {why}");
 }
 
 fn run_child(shell: &str, args: &[&str]) -> String {
@@ -175,16 +165,20 @@ fn quotes_in_op_names_round_trip_through_pythons_csv_module() {
     let csv = tmp.path().join("rank_0/Net/0/0/statistic.csv");
     let script =
         "import csv, json, sys\nprint(json.dumps(list(csv.reader(open(sys.argv[1], newline='')))))";
-    let out = match Command::new("python3")
+    if !require(Prereq::Python3) {
+        return;
+    }
+    let out = Command::new("python3")
         .arg("-c")
         .arg(script)
         .arg(&csv)
         .output()
-    {
-        Ok(o) if o.status.success() => o,
-        Ok(o) => panic!("python3 failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => return cannot_run(&format!("python3 is not available ({e})")),
-    };
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "python3 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rows: Vec<Vec<String>> = serde_json::from_slice(&out.stdout).unwrap();
     let header = &rows[0];
     assert_eq!(rows.len(), 1 + names.len());
@@ -258,18 +252,13 @@ fn long_kernel_args_names_and_hostile_execution_order_names() {
 #[test]
 fn a_full_disk_leaves_whole_files_whole_rows_and_true_counts() {
     let tmp = TempDir::new("full");
-    let mnt = tmp.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-        .arg(&mnt)
-        .status();
-    if !mounted.is_ok_and(|s| s.success()) {
-        return cannot_run("cannot mount a tmpfs (needs root)");
-    }
+    let Some(fs) = Tmpfs::mount(&tmp.path().join("mnt"), "1m") else {
+        return;
+    };
+    let mnt = fs.path();
     let result = std::panic::catch_unwind(|| {
         let mut d = dumper(
-            &mnt,
+            mnt,
             json!({"saved_data": "full", "statistic_category": ["max", "min", "md5"]}),
             json!({}),
         );
@@ -290,14 +279,14 @@ fn a_full_disk_leaves_whole_files_whole_rows_and_true_counts() {
         failed |= d.close().is_err();
         assert!(failed, "a full disk must be reported");
         let r = d.progress();
-        let disk = check_tree(&mnt).unwrap();
+        let disk = check_tree(mnt).unwrap();
         assert!(r.files < 360, "not everything fits in 1 MiB: {r:?}");
         assert_eq!(
             [r.files, r.bytes, r.rows],
             [disk.files, disk.bytes, disk.rows]
         );
     });
-    let _ = Command::new("umount").arg(&mnt).status();
+    drop(fs);
     if let Err(p) = result {
         std::panic::resume_unwind(p);
     }
@@ -366,8 +355,9 @@ fn a_dump_root_that_is_not_our_directory_is_refused() {
     );
     let theirs = tmp.path().join("theirs");
     fs::create_dir(&theirs).unwrap();
-    if std::os::unix::fs::chown(&theirs, Some(54321), None).is_err() {
-        return cannot_run("cannot chown (needs root)");
+    let chown = std::os::unix::fs::chown(&theirs, Some(54321), None);
+    if !check(Prereq::Root, chown.map_err(|e| format!("chown: {e}"))) {
+        return;
     }
     let e = Dumper::from_json_with(
         config(&theirs, json!({}), json!({})),

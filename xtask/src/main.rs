@@ -4,8 +4,8 @@
 //!   benchmarks; prints a table and writes `target/bench-stats/summary.csv`.
 //! - `cargo xtask test-cross`: builds dump-core, dump-npy and dump-stats without `std` for
 //!   `thumbv7em-none-eabihf` and runs their firmware known-answer tests under `qemu-system-arm`.
-//! - `cargo xtask hardening [--soak]`: the full fault-injection, schedule, memory and
-//!   descriptor campaign of issue 13 in release builds (`--soak`: plus 10^5 soak steps).
+//! - `cargo xtask hardening [--faults] [--schedules] [--soak] [--valgrind] [--quick]`: the
+//!   hardening campaign of issue 13 at full scale, in release builds (see `hardening`).
 
 mod bench;
 mod cross;
@@ -18,7 +18,9 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   bench-stats [--quick] [--device cuda]   benchmark statistics, hashes, widening, npy writing
   test-cross                              no_std build for thumbv7em + firmware tests in qemu
-  hardening [--soak]                      full fault injection, schedules, memory, descriptors
+  hardening [--faults] [--schedules] [--soak] [--valgrind] [--quick]
+                                          full fault injection, memory, descriptors, schedules +
+                                          kill -9 loop, 10^5-step soak, memcheck (none: all)
 ";
 
 fn main() -> ExitCode {

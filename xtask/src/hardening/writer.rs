@@ -1,18 +1,15 @@
-//! `cargo xtask hardening [--soak]`: the full versions of issue 13's campaign, in release
-//! builds (`cargo test` runs the fast versions).
+//! The writer's part of `cargo xtask hardening` (`--faults`): the full versions of issue 13's
+//! fault injection and writer defects, in release builds (`cargo test` runs the fast versions).
 //!
 //! Steps, each a plain command printed before it runs:
 //! 1. fault injection at every I/O call, every fault, sync and threaded, over the small dump
 //!    and the TinyNet sequence (`tests/tests/fault_injection.rs` with
 //!    `OPDUMP_HARDENING_FULL=1`);
 //! 2. the writer defects as a user meets them (`tests/tests/writer_hardening.rs`);
-//! 3. schedules: 8 producer threads, random interleavings and SIGKILLs
-//!    (`tests/tests/schedules.rs`, 200 rounds and 50 killed children);
-//! 4. peak memory of the issue's workload, 80 x 7 MiB then 16,000 x 64 KiB tensors with the
+//! 3. peak memory of the issue's workload, 80 x 7 MiB then 16,000 x 64 KiB tensors with the
 //!    default 256 MiB budget, in a child process (`hardening_child rss`); fails beyond the budget
 //!    plus [`RSS_SLACK_MIB`];
-//! 5. `opdump demo --steps 10000 --batch 1` under `ulimit -n 256` (one `statistic.csv` per step);
-//! 6. with `--soak`: the soak (`tests/tests/soak.rs`) over 100,000 steps.
+//! 4. `opdump demo --steps 10000 --batch 1` under `ulimit -n 256` (one `statistic.csv` per step).
 //!
 //! Dumps go to `/dev/shm` when it exists (a busy disk makes 10^4 directories slow).
 
@@ -20,6 +17,8 @@ use std::{
     path::{Path, PathBuf},
     process::Command,
 };
+
+use super::{cargo_test, run};
 
 /// What a tensor dump may hold beyond its memory budget (docs/compat.md, "Memory").
 const RSS_SLACK_MIB: u64 = 16;
@@ -34,46 +33,6 @@ fn scratch(tag: &str) -> PathBuf {
     let p = base.join(format!("opdump-xtask-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&p);
     p
-}
-
-/// Runs `cmd`, printing it first; its output goes to ours, or is returned with `capture`.
-fn run(cmd: &mut Command, capture: bool) -> Result<String, String> {
-    eprintln!("xtask hardening: {cmd:?}");
-    if capture {
-        let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if !out.status.success() {
-            return Err(format!(
-                "{cmd:?} failed ({}): {text}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        return Ok(text);
-    }
-    let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if !status.success() {
-        return Err(format!("{cmd:?} failed ({status})"));
-    }
-    Ok(String::new())
-}
-
-fn cargo_test(test: &str, env: &[(&str, &str)]) -> Result<(), String> {
-    let mut c = Command::new(env!("CARGO"));
-    c.args([
-        "test",
-        "--release",
-        "-p",
-        "opdump-tests",
-        "--test",
-        test,
-        "--",
-        "--nocapture",
-    ]);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    run(&mut c, false).map(drop)
 }
 
 /// The release binary `name` of the workspace, built first.
@@ -144,31 +103,10 @@ fn descriptors() -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `cargo xtask hardening`.
-pub fn run_all(args: &[String]) -> Result<(), String> {
-    let soak = match args {
-        [] => false,
-        [a] if a == "--soak" => true,
-        _ => {
-            return Err(format!(
-                "usage: cargo xtask hardening [--soak] (got {args:?})"
-            ));
-        }
-    };
+/// Fault injection, the writer's defects, peak memory and descriptors (`--faults`).
+pub fn faults() -> Result<(), String> {
     cargo_test("fault_injection", &[("OPDUMP_HARDENING_FULL", "1")])?;
     cargo_test("writer_hardening", &[])?;
-    cargo_test(
-        "schedules",
-        &[
-            ("OPDUMP_SCHEDULE_ROUNDS", "200"),
-            ("OPDUMP_KILL_ROUNDS", "50"),
-        ],
-    )?;
     memory()?;
-    descriptors()?;
-    if soak {
-        cargo_test("soak", &[("OPDUMP_SOAK_STEPS", "100000")])?;
-    }
-    println!("xtask hardening: all passed");
-    Ok(())
+    descriptors()
 }
