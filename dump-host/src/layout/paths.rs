@@ -52,9 +52,11 @@ impl DumpTree {
             Err(e) => return Err(format!("the dump path cannot be read: {e}")),
         };
         if !meta.is_dir() {
-            return Err("the dump path is not a directory; `path` must name a directory (or a \
+            return Err(
+                "the dump path is not a directory; `path` must name a directory (or a \
                         path to create one at)"
-                .to_owned());
+                    .to_owned(),
+            );
         }
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
