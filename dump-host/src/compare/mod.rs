@@ -1,5 +1,6 @@
-//! Comparing two dumps: tensors paired across the dumps ([`pair`]), per-pair metrics from one
-//! fused pass over both files ([`metrics`]), and the first divergent operator in run order.
+//! Comparing two dumps: tensors paired across the dumps ([`pair_tensors`]), per-pair metrics
+//! from one fused pass over both files ([`compare_files`]), and the first divergent operator
+//! in run order.
 //!
 //! A pair **diverges** when an element is outside its dtype's tolerance (numpy's `allclose`
 //! rule `|a - b| <= atol + rtol * |b|`, defaults in
