@@ -1,8 +1,9 @@
 //! `opdump compare A B [--json] [--csv FILE] [--html FILE] [--rtol R --atol T] [--tol DTYPE=R,T]`:
 //! where two dumps start to differ.
 //!
-//! Tensors pair by (rank, iteration, op name, IO, slot); kernels left over pair by position in
-//! the run order when their op types agree (the `rule` column says which). Per pair: cosine
+//! Tensors pair by (rank, iteration, op name, IO, slot); kernels left over pair by the value
+//! name of their node in `graphs/*.ir` (an ONNX value name), then by position in the run order
+//! when their op types agree (the `rule` column says which: `name`, `value`, `order`). Per pair: cosine
 //! similarity, max absolute and relative error, the shares of elements with a relative error
 //! above 0.001 and 0.005, max ULP distance, and both sides' statistics; statistic-only dumps
 //! compare max/min/avg/l2norm, md5-only rows compare digests. A pair diverges when an element

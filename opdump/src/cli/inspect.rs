@@ -162,6 +162,8 @@ fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
                 match (f.basis, f.inputs_dumped) {
                     (dump_host::read::inspect::NonfiniteBasis::FiniteInputs, _) =>
                         "its dumped inputs are all finite: this kernel produced the first NaN/Inf",
+                    (dump_host::read::inspect::NonfiniteBasis::FiniteProducers, _) =>
+                        "its inputs were not dumped, but the outputs of the kernels feeding it (graphs/*.ir) are finite: this kernel produced the first NaN/Inf",
                     (_, false) =>
                         "its inputs were not dumped: this is the first kernel with a non-finite output",
                     (_, true) =>
