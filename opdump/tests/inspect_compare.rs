@@ -636,3 +636,60 @@ fn graph_files_give_producers_to_inspect_and_value_names_to_compare() {
     assert_eq!(j["first_divergent"]["b_op_name"], "Default_Add-op1");
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+#[test]
+fn statistic_only_dumps_are_inspected_and_compared_from_their_rows() {
+    let tmp = tmpdir("statonly");
+    let (clean, bad) = (tmp.join("clean"), tmp.join("bad"));
+    for (dir, inject) in [(&clean, None), (&bad, Some("1"))] {
+        // MindSpore's default columns only: max, min, l2norm (no counts).
+        let mut args = vec![
+            "demo",
+            "--out",
+            dir.to_str().unwrap(),
+            "--steps",
+            "2",
+            "--batch",
+            "2",
+            "--no-baseline",
+            "--saved-data",
+            "statistic",
+            "--categories",
+            "default",
+        ];
+        if let Some(s) = inject {
+            args.extend(["--inject-nan", s]);
+        }
+        let o = opdump(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let o = opdump(&["inspect", bad.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let f = &json_of(&o)["first_nonfinite"];
+    assert_eq!(
+        f["op_name"],
+        "Default_network-WithLossCell__backbone-LeNet5_relu-ReLU_ReLU-op0"
+    );
+    assert_eq!(
+        f["basis"], "finite_inputs",
+        "finite max/min of the inputs prove them finite: {f}"
+    );
+    let o = opdump(&[
+        "compare",
+        bad.to_str().unwrap(),
+        clean.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json_of(&o);
+    let p = j["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["diverged"] == true)
+        .unwrap();
+    assert_eq!(p["outcome"]["kind"], "statistics");
+    assert_eq!(p["a"]["op_type"], "ReLU");
+    assert_eq!(j["first_divergent"]["iteration"], 1);
+    let _ = std::fs::remove_dir_all(&tmp);
+}

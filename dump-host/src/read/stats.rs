@@ -73,7 +73,8 @@ impl Stats {
     }
 
     /// Whether the tensor holds a NaN or an infinity: from the counts when known, else from
-    /// max/min/avg/l2norm (a NaN or infinity shows in them); `None` when nothing tells.
+    /// max/min/avg/l2norm (a NaN or infinity shows in them: finite max and min mean a finite
+    /// tensor); `None` when nothing tells.
     pub fn nonfinite(&self) -> Option<bool> {
         if let (Some(n), Some(p), Some(m)) = (self.nan, self.pos_inf, self.neg_inf) {
             return Some(n + p + m > 0);
@@ -82,10 +83,12 @@ impl Stats {
         if vals.iter().any(|v| v.is_some_and(|v| !v.is_finite())) {
             return Some(true);
         }
-        if self.nan == Some(0) && self.max.is_some() && self.min.is_some() {
-            return Some(false);
+        // A NaN makes max and min NaN (MindSpore's rows, opdump's Summary) and an infinity is
+        // the max or the min: finite max and min mean every element is finite.
+        match (self.max, self.min) {
+            (Some(mx), Some(mn)) if mx.is_finite() && mn.is_finite() => Some(false),
+            _ => None,
         }
-        None
     }
 
     /// `max(|max|, |min|)` when both are known.
