@@ -38,6 +38,7 @@ use super::{
         html::{self, Plot, Series},
         json as j, opt_g,
         progress::Progress,
+        who,
     },
 };
 
@@ -119,19 +120,6 @@ fn tolerances(args: &Args) -> Result<Tolerances, String> {
         );
     }
     Ok(t)
-}
-
-fn who(dump: &Dump, i: usize) -> String {
-    let t = &dump.tensors[i];
-    format!(
-        "rank {} iteration {} graph {}: {} {} {}",
-        t.rank,
-        t.iteration,
-        t.graph,
-        t.op_type,
-        t.op_name,
-        t.io_slot()
-    )
 }
 
 /// Runs `compare`; returns the exit code.

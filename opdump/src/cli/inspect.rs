@@ -27,6 +27,7 @@ use super::{
         html::{self, Plot, Series},
         json as j, opt_g,
         progress::Progress,
+        who,
     },
 };
 
@@ -57,19 +58,6 @@ pub struct Args {
 pub fn threads(n: Option<usize>) -> usize {
     n.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1)
-}
-
-fn who(dump: &Dump, i: usize) -> String {
-    let t = &dump.tensors[i];
-    format!(
-        "rank {} iteration {} graph {}: {} {} {}",
-        t.rank,
-        t.iteration,
-        t.graph,
-        t.op_type,
-        t.op_name,
-        t.io_slot()
-    )
 }
 
 /// Runs `inspect`; returns the exit code.
