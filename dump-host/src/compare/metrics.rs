@@ -33,6 +33,12 @@ pub fn compare_files(
             format!("stored dtypes differ: {} vs {}", fa.dtype, fb.dtype),
         ));
     }
+    if fa.fortran_order != fb.fortran_order {
+        return Err(mismatch(
+            a,
+            "memory orders differ (one file is Fortran-ordered): elements cannot be paired".into(),
+        ));
+    }
     if fa.shape != fb.shape {
         return Err(mismatch(
             a,
