@@ -23,7 +23,8 @@
 //!
 //! Files are streamed in bounded chunks (any size; memory stays a few MiB per core) and spread
 //! over the cores, rows printed in command-line order. An unreadable or invalid file is
-//! reported on stderr with its path and skipped; the exit code is then 2. An empty tensor gets no row (as in MindSpore) and a note on stderr.
+//! reported on stderr with its path and skipped; the exit code is then 2. An empty tensor gets
+//! no row (as in MindSpore) and a note on stderr.
 
 use std::{
     io::Write,
