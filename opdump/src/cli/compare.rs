@@ -63,7 +63,8 @@ pub struct Args {
     /// Also write a self-contained HTML page with plots to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Relative tolerance for every dtype without a --tol (default: per dtype).
+    /// Relative tolerance for every dtype without a --tol (default: per dtype; --atol stays
+    /// per dtype unless given too).
     #[arg(long, value_name = "R")]
     pub rtol: Option<f64>,
     /// Absolute tolerance for every dtype without a --tol (default: per dtype).
@@ -89,12 +90,10 @@ fn tolerances(args: &Args) -> Result<Tolerances, String> {
             Err(format!("{what} is {v}: expected a finite number >= 0"))
         }
     };
-    if args.rtol.is_some() || args.atol.is_some() {
-        t.set_all(Tolerance {
-            rtol: check("--rtol", args.rtol.unwrap_or(0.0))?,
-            atol: check("--atol", args.atol.unwrap_or(0.0))?,
-        });
-    }
+    t.set_all(
+        args.rtol.map(|v| check("--rtol", v)).transpose()?,
+        args.atol.map(|v| check("--atol", v)).transpose()?,
+    );
     for spec in &args.tol {
         let bad = || format!("--tol {spec:?}: expected DTYPE=RTOL,ATOL such as float16=1e-2,1e-4");
         let (d, v) = spec.split_once('=').ok_or_else(bad)?;
