@@ -634,6 +634,22 @@ fn graph_files_give_producers_to_inspect_and_value_names_to_compare() {
     assert_eq!(rules, ["value", "value"]);
     assert_eq!(j["first_divergent"]["op_name"], "Default_add_node-Add-op9");
     assert_eq!(j["first_divergent"]["b_op_name"], "Default_Add-op1");
+    // Without graph files the run order pairs them, op types checked.
+    std::fs::remove_dir_all(other.join("rank_0/graphs")).unwrap();
+    let o = opdump(&[
+        "compare",
+        other.to_str().unwrap(),
+        bad.to_str().unwrap(),
+        "--json",
+    ]);
+    let j = json_of(&o);
+    let rules: Vec<&str> = j["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["order", "order"]);
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
