@@ -199,8 +199,9 @@ fn done(npy: NpyStream, dtype: DType, stats: TensorStats, warning: Option<String
     }
 }
 
-/// One pass over the file's data as `dtype` (`narrow`: the file holds f32 that are narrowed
-/// to bf16 per chunk; `Ok(None)` when a value is not an exact bf16).
+/// One pass over the file's data as `dtype` through dump-stats' [`StreamStats`] (statistics
+/// and digests over chunks, bit-identical to the Dumper's rows). `narrow`: the file holds f32
+/// that are narrowed to bf16 per chunk; `Ok(None)` when a value is not an exact bf16.
 fn stream(
     npy: &mut NpyStream,
     dtype: DType,
@@ -209,19 +210,13 @@ fn stream(
 ) -> Result<Option<TensorStats>, Error> {
     let elems = npy.elems();
     let path = npy.path().to_path_buf();
-    let core = |e: dump_stats::Error| {
-        let e = match e {
-            dump_stats::Error::Core(e) => e.to_string(),
-            e => e.to_string(),
-        };
+    let stats_err = |e: dump_stats::Error| {
         io_err(
             &path,
             format!("cannot compute statistics of {dtype} data: {e}"),
         )
     };
-    // The one streaming accumulator: chunks are re-cut at the engine's FUSE_CHUNK offsets, so
-    // the statistics are bit-identical to the Dumper's rows for the same tensor.
-    let mut stats = StreamStats::new(dtype, elems, hashes).map_err(core)?;
+    let mut acc = StreamStats::new(dtype, elems, hashes).map_err(stats_err)?;
     let mut narrowed = Vec::new();
     let mut exact = true;
     npy.for_each_chunk(|chunk| {
@@ -238,11 +233,11 @@ fn stream(
         } else {
             chunk
         };
-        stats.update(bytes).map_err(core)
+        acc.update(bytes).map_err(stats_err)
     })
     .or_else(|e| if exact { Err(e) } else { Ok(()) })?;
     if !exact {
         return Ok(None);
     }
-    stats.finish().map(Some).map_err(core)
+    acc.finish().map(Some).map_err(stats_err)
 }
