@@ -707,5 +707,37 @@ fn statistic_only_dumps_are_inspected_and_compared_from_their_rows() {
     assert_eq!(p["outcome"]["kind"], "statistics");
     assert_eq!(p["a"]["op_type"], "ReLU");
     assert_eq!(j["first_divergent"]["iteration"], 1);
+    // The same run dumped as tensors only: its statistics come from the files and match the
+    // rows of the statistic-only dump.
+    let tensors = tmp.join("tensors");
+    let o = opdump(&[
+        "demo",
+        "--out",
+        tensors.to_str().unwrap(),
+        "--steps",
+        "2",
+        "--batch",
+        "2",
+        "--no-baseline",
+        "--saved-data",
+        "tensor",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = opdump(&[
+        "compare",
+        tensors.to_str().unwrap(),
+        clean.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json_of(&o);
+    assert_eq!(j["only_in_a"].as_array().unwrap().len(), 0);
+    assert!(
+        j["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["outcome"]["kind"] == "statistics")
+    );
     let _ = std::fs::remove_dir_all(&tmp);
 }
