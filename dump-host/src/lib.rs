@@ -76,6 +76,7 @@ pub mod config;
 pub mod diag;
 mod dumper;
 pub mod error;
+pub mod graph;
 pub mod layout;
 pub mod read;
 pub mod writer;

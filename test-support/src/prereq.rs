@@ -22,6 +22,8 @@ pub enum Prereq {
     Cxx,
     /// Permission to mount a tmpfs (`mount -t tmpfs`; root in a container that allows it).
     Tmpfs,
+    /// Running as root (chown to another user, files root may write whatever their mode).
+    Root,
     /// NVRTC, the CUDA runtime compiler. Probed by the test itself ([`check`]): loading it
     /// needs dump-device-cuda.
     Nvrtc,
@@ -31,6 +33,9 @@ pub enum Prereq {
     /// The MindSpore 2.10 reference output (`tests/fixtures/reference/` or
     /// `$OPDUMP_REFERENCE_DIR`).
     ReferenceData,
+    /// The ONNX Runtime shared library named by `ORT_DYLIB_PATH`
+    /// (`adapters/dump-ort/ci/fetch-ort.sh` prints one).
+    OnnxRuntime,
 }
 
 impl fmt::Display for Prereq {
@@ -42,23 +47,27 @@ impl fmt::Display for Prereq {
             Prereq::CCompiler => "a C compiler ($CC or cc)",
             Prereq::Cxx => "g++",
             Prereq::Tmpfs => "permission to mount a tmpfs",
+            Prereq::Root => "root (effective uid 0)",
             Prereq::Nvrtc => "NVRTC (libnvrtc.so.12)",
             Prereq::Gpu => "a usable NVIDIA GPU",
             Prereq::ReferenceData => "the MindSpore reference data",
+            Prereq::OnnxRuntime => "libonnxruntime (ORT_DYLIB_PATH)",
         })
     }
 }
 
-const ALL: [Prereq; 9] = [
+const ALL: [Prereq; 10] = [
     Prereq::Python3,
     Prereq::Numpy,
     Prereq::Gzip,
     Prereq::CCompiler,
     Prereq::Cxx,
     Prereq::Tmpfs,
+    Prereq::Root,
     Prereq::Nvrtc,
     Prereq::Gpu,
     Prereq::ReferenceData,
+    Prereq::OnnxRuntime,
 ];
 
 impl Prereq {
@@ -80,10 +89,20 @@ impl Prereq {
             }
             Prereq::Cxx => run_ok(Command::new("g++").arg("--version")),
             Prereq::Tmpfs => probe_tmpfs(),
+            Prereq::Root => probe_root(),
             Prereq::Nvrtc | Prereq::Gpu => Err(format!(
                 "{self} has no probe in opdump-test-support; the test must probe it and call check"
             )),
             Prereq::ReferenceData => crate::reference::probe(),
+            Prereq::OnnxRuntime => match std::env::var_os("ORT_DYLIB_PATH") {
+                Some(p) if std::path::Path::new(&p).is_file() => Ok(()),
+                Some(p) if !p.is_empty() => Err(format!("ORT_DYLIB_PATH={p:?} is not a file")),
+                _ => Err(
+                    "ORT_DYLIB_PATH is not set (adapters/dump-ort/ci/fetch-ort.sh prints \
+                          the library of the onnxruntime wheel)"
+                        .into(),
+                ),
+            },
         }
     }
 }
@@ -113,7 +132,8 @@ fn in_ci() -> bool {
 /// Probes `p` (once per process) and decides: `true` when it is there; otherwise see
 /// [`check`].
 pub fn require(p: Prereq) -> bool {
-    static CACHE: [OnceLock<Result<(), String>>; ALL.len()] = [const { OnceLock::new() }; 9];
+    static CACHE: [OnceLock<Result<(), String>>; ALL.len()] =
+        [const { OnceLock::new() }; ALL.len()];
     let probe = CACHE[p.index()].get_or_init(|| p.probe()).clone();
     check(p, probe)
 }
@@ -151,6 +171,22 @@ pub(crate) fn run_ok(cmd: &mut Command) -> Result<(), String> {
             String::from_utf8_lossy(&o.stderr).trim()
         )),
         Err(e) => Err(format!("cannot run `{program}`: {e}")),
+    }
+}
+
+/// The effective uid from `/proc/self/status` (`Uid: real effective saved fs`) is 0.
+fn probe_root() -> Result<(), String> {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| format!("reading /proc/self/status: {e}"))?;
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().nth(1))
+        .ok_or("no Uid line in /proc/self/status")?;
+    if euid == "0" {
+        Ok(())
+    } else {
+        Err(format!("running as uid {euid}"))
     }
 }
 

@@ -78,8 +78,6 @@ pub(crate) struct Shared {
     pub(crate) constants: Mutex<HashSet<(u32, String)>>,
     pub(crate) last_ts: AtomicU64,
     pub(crate) overflowed: AtomicU64,
-    pub(crate) files: AtomicU64,
-    pub(crate) bytes: AtomicU64,
     pub(crate) rows: AtomicU64,
     pub(crate) quota: DiskQuota,
     /// Where warnings go (never printed directly).
@@ -122,6 +120,8 @@ pub struct Dumper {
     closed: bool,
     /// Steps begun, and those of them `iteration` selected (for the "nothing dumped" warning).
     steps: (u64, u64),
+    /// Graphs described with [`begin_graph_with`](Dumper::begin_graph_with).
+    graphs: crate::graph::files::Graphs,
 }
 
 impl std::fmt::Debug for Dumper {
@@ -145,6 +145,7 @@ impl Dumper {
             next_step: 0,
             closed: true,
             steps: (0, 0),
+            graphs: Default::default(),
         }
     }
 
@@ -167,9 +168,13 @@ impl Dumper {
             return Ok(Self::disabled());
         }
         let tree = DumpTree::new(&plan.root, plan.rank, &plan.net);
+        tree.check_root().map_err(|message| Error::Io {
+            path: plan.root.clone(),
+            message,
+        })?;
         let csv_header = dump_stats::csv::header_string(&plan.categories);
         let writer = Writer::with_events(&plan.writer, events.clone());
-        let pool = Arc::new(BufferPool::new(plan.writer.budget_bytes));
+        let pool = Arc::new(writer.pool());
         let shared = Shared {
             tree,
             writer,
@@ -181,8 +186,6 @@ impl Dumper {
             constants: Mutex::new(HashSet::new()),
             last_ts: AtomicU64::new(0),
             overflowed: AtomicU64::new(0),
-            files: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
             rows: AtomicU64::new(0),
             quota: DiskQuota::new(plan.disk_budget_bytes),
             events,
@@ -197,6 +200,7 @@ impl Dumper {
             graph: 0,
             closed: false,
             steps: (0, 0),
+            graphs: Default::default(),
         })
     }
 
@@ -218,6 +222,33 @@ impl Dumper {
             s.write_execution_order(graph_id, execution_order);
         }
         Ok(())
+    }
+
+    /// Starts (or switches to) graph `graph_id` described by `graph`: writes its execution
+    /// order (the node names), `graphs/ms_output_trace_code_graph_{id}.ir` and `.pb`, and keeps
+    /// the graph for [`graph`](Dumper::graph) (edges for inspect and compare, useless outputs).
+    pub fn begin_graph_with(
+        &mut self,
+        graph_id: u32,
+        graph: &crate::graph::Graph,
+    ) -> Result<(), Error> {
+        self.graph = graph_id;
+        self.graphs.insert(graph_id, graph);
+        if let Some(s) = &self.shared {
+            s.write_graph(graph_id, graph);
+        }
+        Ok(())
+    }
+
+    /// Graph `graph_id` as described to [`begin_graph_with`](Dumper::begin_graph_with).
+    pub fn graph(&self, graph_id: u32) -> Option<&crate::graph::Graph> {
+        self.graphs.get(graph_id)
+    }
+
+    /// Whether outputs marked useless are dumped (`MINDSPORE_DUMP_IGNORE_USELESS_OUTPUT=0`),
+    /// with the warning for a value other than 0 or 1 (read at the first described graph).
+    pub fn useless_outputs(&self) -> (crate::graph::UselessOutputs, Option<&str>) {
+        self.graphs.policy()
     }
 
     /// Sets the step counter (MindSpore's `_set_init_iter`): the next step is `step`.
@@ -330,8 +361,8 @@ impl Dumper {
         match &self.shared {
             None => DumpReport::default(),
             Some(s) => DumpReport {
-                files: s.files.load(Ordering::Relaxed),
-                bytes: s.bytes.load(Ordering::Relaxed),
+                files: s.writer.written().files(),
+                bytes: s.writer.written().bytes(),
                 rows: s.rows.load(Ordering::Relaxed),
                 skipped_files: s.quota.refused_files(),
                 skipped_bytes: s.quota.refused_bytes(),

@@ -73,7 +73,7 @@ fn parse_saved(s: &str) -> Result<SavedData, String> {
 }
 
 /// The `statistic_category` JSON for `--categories`.
-fn categories_json(arg: &str) -> String {
+pub(crate) fn categories_json(arg: &str) -> String {
     match arg {
         "all" => serde_json::Value::from(
             dump_stats::CategorySet::all()
@@ -190,7 +190,7 @@ impl Tracer for DumpTracer<'_> {
     }
 }
 
-fn absolute(p: &Path) -> PathBuf {
+pub(crate) fn absolute(p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_owned()
     } else {
@@ -376,7 +376,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
 }
 
 /// `text` with `common_dump_settings.path` set to `root`.
-fn with_path(text: &str, root: &Path) -> Result<String, String> {
+pub(crate) fn with_path(text: &str, root: &Path) -> Result<String, String> {
     let mut v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let common = v

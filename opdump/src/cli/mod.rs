@@ -2,7 +2,8 @@
 //! a module with an `Args` struct and a `run` function returning the exit code; output goes to
 //! the given writers so tests can run commands in-process, and nothing here panics.
 //!
-//! Exit codes: 0 success, 2 invalid input (bad config, unreadable file, bad arguments).
+//! Exit codes: 0 success, 1 a finding (`inspect`: a non-finite operator; `compare`: a
+//! divergence), 2 invalid input (bad config, unreadable file, bad arguments).
 
 pub mod check;
 pub mod compare;
@@ -10,6 +11,7 @@ pub mod demo;
 pub mod events;
 pub mod inspect;
 pub mod report;
+pub mod run;
 pub mod stats;
 
 use std::ffi::OsString;
@@ -55,6 +57,9 @@ pub enum Command {
     /// MindSpore made on CPU, where it refuses to compute statistics. Exit code 2 if any file
     /// could not be read.
     Stats(stats::Args),
+    /// Run an ONNX model with every operator dumped (tract by default), and print what was
+    /// dumped.
+    Run(run::Args),
     /// Summarise a dump: per rank and iteration counts, the first operator that produced a
     /// NaN or Inf, the kernels that grow their values most, odd outputs.
     ///
@@ -97,6 +102,7 @@ where
         Command::Check(a) => check::run(&a, env, out, err),
         Command::Demo(a) => demo::run(&a, env, out, err),
         Command::Stats(a) => stats::run(&a, out, err),
+        Command::Run(a) => run::run(&a, env, out, err),
         Command::Inspect(a) => inspect::run(&a, out, err),
         Command::Compare(a) => compare::run(&a, out, err),
     }

@@ -1,0 +1,133 @@
+//! A tract plan described for the Dumper: kernel names, the graph description
+//! ([`dump_host::graph::Graph`]), the graph inputs and the constants.
+
+use std::collections::HashMap;
+
+use dump_host::graph::{Graph, Input, Node, Output, Parameter};
+use tract_onnx::prelude::{OutletId, TypedFact, TypedModel, TypedSimplePlan};
+use tract_onnx::tract_core::ops::{konst::Const, source::TypedSource};
+
+use crate::dtype::dtype_of;
+
+/// How one plan node is dumped.
+#[derive(Debug, Clone)]
+pub(crate) enum Role {
+    /// A kernel: `graph.nodes[index]`.
+    Kernel(usize),
+    /// A graph input: `graph.parameters[index]`, dumped as a Parameter at step end.
+    Input(usize),
+    /// A constant: `graph.parameters[index]`, dumped once per graph.
+    Const(usize),
+}
+
+/// Everything the hook needs, computed once per plan.
+#[derive(Debug)]
+pub(crate) struct Described {
+    /// The graph handed to [`dump_host::Dumper::begin_graph_with`].
+    pub(crate) graph: Graph,
+    /// Role of each model node, by node id (`None`: not in the plan).
+    pub(crate) roles: Vec<Option<Role>>,
+}
+
+fn fact_shape(f: &TypedFact) -> Vec<usize> {
+    f.shape
+        .as_concrete()
+        .map(<[usize]>::to_vec)
+        .unwrap_or_default()
+}
+
+/// The MindSpore-style full name of a kernel: `Default/{node name}/{Op}-op{n}`, `n` counting
+/// the kernels of op `Op` in execution order (like MindSpore's `Conv2D-op0`, `Conv2D-op1`).
+pub(crate) fn full_name(node_name: &str, op: &str, n: usize) -> String {
+    format!("Default/{node_name}/{op}-op{n}")
+}
+
+/// The ONNX value name of `outlet` (tract's outlet label), or the node name (`name:slot` for
+/// a second output) when the model has none.
+fn value_name(model: &TypedModel, outlet: OutletId) -> String {
+    match model.outlet_label(outlet) {
+        Some(l) => l.to_owned(),
+        None if outlet.slot == 0 => model.node(outlet.node).name.clone(),
+        None => format!("{}:{}", model.node(outlet.node).name, outlet.slot),
+    }
+}
+
+fn parameter(model: &TypedModel, id: usize, weight: bool) -> Parameter {
+    let node = model.node(id);
+    let fact = &node.outputs[0].fact;
+    let dt = dtype_of(fact.datum_type);
+    if weight {
+        Parameter::weight(&node.name, dt, &fact_shape(fact))
+    } else {
+        Parameter::input(&node.name, dt, &fact_shape(fact))
+    }
+}
+
+/// Describes `plan` as graph `name`.
+pub(crate) fn describe(plan: &TypedSimplePlan, name: &str) -> Described {
+    let model = plan.model();
+    let mut graph = Graph::new(name);
+    let mut roles: Vec<Option<Role>> = vec![None; model.nodes().len()];
+    for node in model.nodes() {
+        if node.op_as::<Const>().is_some() {
+            roles[node.id] = Some(Role::Const(graph.parameters.len()));
+            graph.parameters.push(parameter(model, node.id, true));
+        }
+    }
+    let mut per_op: HashMap<String, usize> = HashMap::new();
+    for &id in plan.order_without_consts() {
+        let node = model.node(id);
+        if node.op_as::<TypedSource>().is_some() {
+            roles[id] = Some(Role::Input(graph.parameters.len()));
+            graph.parameters.push(parameter(model, id, false));
+            continue;
+        }
+        let op = node.op().name().to_string();
+        let count = per_op.entry(op.clone()).or_insert(0);
+        let full = full_name(&node.name, &op, *count);
+        *count += 1;
+        roles[id] = Some(Role::Kernel(graph.nodes.len()));
+        graph.nodes.push(Node {
+            name: full,
+            op_type: op.clone(),
+            inputs: Vec::new(),
+            outputs: node
+                .outputs
+                .iter()
+                .enumerate()
+                .map(|(slot, o)| {
+                    Output::new(
+                        &value_name(model, OutletId::new(id, slot)),
+                        dtype_of(o.fact.datum_type),
+                        &fact_shape(&o.fact),
+                    )
+                })
+                .collect(),
+            scope: format!("Default/{}", node.name),
+            source: Some(format!("tract node #{id} {:?} ({op})", node.name)),
+        });
+    }
+    let input = |o: &OutletId| -> Option<Input> {
+        match roles.get(o.node)?.as_ref()? {
+            Role::Kernel(k) => Some(Input::Node {
+                node: *k,
+                output: o.slot,
+            }),
+            Role::Input(p) | Role::Const(p) => Some(Input::Parameter(*p)),
+        }
+    };
+    let mut wired = Vec::with_capacity(graph.nodes.len());
+    for &id in plan.order_without_consts() {
+        if let Some(Role::Kernel(_)) = roles[id] {
+            wired.push(model.node(id).inputs.iter().filter_map(input).collect());
+        }
+    }
+    for (n, inputs) in graph.nodes.iter_mut().zip(wired) {
+        n.inputs = inputs;
+    }
+    graph.outputs = model
+        .output_outlets()
+        .map(|o| o.iter().filter_map(input).collect())
+        .unwrap_or_default();
+    Described { graph, roles }
+}

@@ -1,0 +1,198 @@
+//! [`TractDump`]: runs a tract plan with every node's inputs and outputs handed to the Dumper.
+
+use std::collections::HashSet;
+
+use dump_host::{Dumper, Kernel, config::OpDebugMode, graph::Graph};
+use tract_onnx::prelude::{
+    TValue, TVec, Tensor, TractResult, TypedNode, TypedSimplePlan, TypedSimpleState,
+};
+use tract_onnx::tract_core::{
+    ops::{OpState, konst::Const},
+    plan::{EvalContext, eval},
+};
+
+use crate::{
+    Error,
+    describe::{Described, Role, describe},
+    tensor::{Skip, tensor_ref},
+};
+
+/// A tract plan prepared for dumping: kernel names, the graph description and the diagnostics
+/// of the runs so far. Make one per plan and call [`run`](TractDump::run) for every step
+/// ([`crate::run_dumped`] does both in one call).
+#[derive(Debug)]
+pub struct TractDump {
+    graph_id: u32,
+    described: Described,
+    announced: bool,
+    diagnostics: Vec<String>,
+    reported: HashSet<String>,
+}
+
+/// Records `skip` once per kind.
+fn note(diags: &mut Vec<String>, seen: &mut HashSet<String>, what: &str, skip: Skip) {
+    if seen.insert(skip.key()) {
+        diags.push(format!("{what}: not dumped: {}", skip.describe()));
+    }
+}
+
+/// Hands `t` to the kernel as input or output `slot`; problems become diagnostics.
+fn report(
+    k: &Kernel<'_>,
+    output: bool,
+    slot: usize,
+    t: &Tensor,
+    diags: &mut Vec<String>,
+    seen: &mut HashSet<String>,
+    name: &str,
+) {
+    let io = if output { "output" } else { "input" };
+    match tensor_ref(t) {
+        Ok(r) => {
+            let done = if output {
+                k.output(slot as u32, r)
+            } else {
+                k.input(slot as u32, r)
+            };
+            if let Err(e) = done {
+                diags.push(format!("{name} {io} {slot}: {e}"));
+            }
+        }
+        Err(skip) => note(diags, seen, &format!("{name} {io} {slot}"), skip),
+    }
+}
+
+impl TractDump {
+    /// Prepares `plan` (its kernels in the plan's execution order) as graph `graph_id`.
+    pub fn new(plan: &TypedSimplePlan, graph_id: u32) -> Self {
+        TractDump {
+            graph_id,
+            described: describe(plan, &format!("kernel_graph{graph_id}")),
+            announced: false,
+            diagnostics: Vec::new(),
+            reported: HashSet::new(),
+        }
+    }
+
+    /// The graph description handed to the Dumper (kernels in execution order, ONNX value
+    /// names on their outputs).
+    pub fn graph(&self) -> &Graph {
+        &self.described.graph
+    }
+
+    /// Tensors that could not be dumped (one line per unsupported type), and dump errors.
+    pub fn diagnostics(&self) -> &[String] {
+        &self.diagnostics
+    }
+
+    /// Describes the graph to the Dumper (unless it already holds this very description) and
+    /// dumps the constants, once.
+    fn announce(&mut self, dumper: &mut Dumper, plan: &TypedSimplePlan) -> Result<(), Error> {
+        if self.announced {
+            return Ok(());
+        }
+        self.announced = true;
+        if dumper.graph(self.graph_id) == Some(&self.described.graph) {
+            return Ok(());
+        }
+        dumper.begin_graph_with(self.graph_id, &self.described.graph)?;
+        if dumper.plan().map(|p| p.op_debug_mode) != Some(OpDebugMode::Off) {
+            return Ok(()); // overflow/exception dumps hold kernels only
+        }
+        let model = plan.model();
+        for (id, role) in self.described.roles.iter().enumerate() {
+            let (Some(Role::Const(p)), Some(c)) = (role.clone(), model.node(id).op_as::<Const>())
+            else {
+                continue;
+            };
+            let name = &self.described.graph.parameters[p].name;
+            match tensor_ref(c.val()) {
+                Ok(t) => dumper.constant(self.graph_id, name, t)?,
+                Err(skip) => note(
+                    &mut self.diagnostics,
+                    &mut self.reported,
+                    &format!("constant {name}"),
+                    skip,
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one step of `state` on `inputs` with the Dumper's next step: every selected kernel's
+    /// inputs (before it runs) and outputs (after), graph inputs as Parameters at step end.
+    /// Returns the model's outputs; a tensor the Dumper rejects becomes a
+    /// [`diagnostic`](TractDump::diagnostics), a failed write an [`Error::Dump`] after the step.
+    pub fn run(
+        &mut self,
+        dumper: &mut Dumper,
+        state: &mut TypedSimpleState,
+        inputs: TVec<TValue>,
+    ) -> Result<TVec<TValue>, Error> {
+        let plan = state.plan().clone();
+        self.announce(dumper, &plan)?;
+        let policy = dumper.useless_outputs().0;
+        let step = dumper.begin_step();
+        if !step.is_active() {
+            drop(step);
+            return state.run(inputs).map_err(Error::Tract);
+        }
+        let graph = &self.described.graph;
+        let roles = &self.described.roles;
+        let (diags, seen) = (&mut self.diagnostics, &mut self.reported);
+        let mut fed: Vec<(usize, TValue)> = Vec::new();
+        let hook = |ctx: &EvalContext<'_>,
+                    op_state: Option<&mut (dyn OpState + 'static)>,
+                    node: &TypedNode,
+                    ins: TVec<TValue>|
+         -> TractResult<TVec<TValue>> {
+            match roles.get(node.id).cloned().flatten() {
+                Some(Role::Kernel(k)) => {
+                    let g = &graph.nodes[k];
+                    let Some(kernel) = step.kernel(&g.op_type, &g.name) else {
+                        return eval(ctx, op_state, node, ins);
+                    };
+                    for (slot, t) in ins.iter().enumerate() {
+                        report(&kernel, false, slot, t, diags, seen, &g.name);
+                    }
+                    let outs = eval(ctx, op_state, node, ins)?;
+                    for (slot, t) in outs.iter().enumerate() {
+                        if graph.output_dumped(k, slot, policy) {
+                            report(&kernel, true, slot, t, diags, seen, &g.name);
+                        }
+                    }
+                    Ok(outs)
+                }
+                Some(Role::Input(p)) => {
+                    let outs = eval(ctx, op_state, node, ins)?;
+                    if let Some(v) = outs.first() {
+                        fed.push((p, v.clone()));
+                    }
+                    Ok(outs)
+                }
+                _ => eval(ctx, op_state, node, ins),
+            }
+        };
+        let outputs = state.run_plan_with_eval(inputs, hook);
+        for (p, v) in &fed {
+            let name = &graph.parameters[*p].name;
+            match tensor_ref(v) {
+                Ok(t) => {
+                    if let Err(e) = step.parameter(name, t) {
+                        self.diagnostics.push(format!("parameter {name}: {e}"));
+                    }
+                }
+                Err(skip) => note(
+                    &mut self.diagnostics,
+                    &mut self.reported,
+                    &format!("parameter {name}"),
+                    skip,
+                ),
+            }
+        }
+        let finished = step.finish();
+        let outputs = outputs.map_err(Error::Tract)?;
+        finished?;
+        Ok(outputs)
+    }
+}

@@ -1,0 +1,322 @@
+//! dump-tract on the ONNX fixtures (tests/fixtures/onnx, made by gen.py): counts, execution
+//! order, every node's tensor against onnx.reference's intermediates, numpy, the NaN hunt.
+
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap},
+    path::{Path, PathBuf},
+};
+
+use dump_core::DType;
+use dump_host::{DumpOptions, Dumper, layout::parse_file_name, layout::sanitize};
+use dump_tract::{TractDump, tract_onnx::prelude::*};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/onnx")
+}
+
+struct Tmp(PathBuf);
+impl Tmp {
+    fn new(tag: &str) -> Self {
+        let d = std::env::temp_dir().join(format!("dump-tract-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        Tmp(d)
+    }
+}
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn dumper(root: &Path, common: &str) -> Dumper {
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+        "iteration": "all", "input_output": 0, "kernels": [], "support_device": [0]{common}}},
+        "e2e_dump_settings": {{"enable": true}}}}"#,
+        root.display()
+    );
+    let env = HashMap::<String, String>::new();
+    Dumper::from_json_with(text.into_bytes(), &env, &DumpOptions::default()).unwrap()
+}
+
+fn plan(model: &str) -> Arc<TypedSimplePlan> {
+    tract_onnx::onnx()
+        .model_for_path(fixtures().join(format!("{model}.onnx")))
+        .unwrap()
+        .into_typed()
+        .unwrap()
+        .into_runnable()
+        .unwrap()
+}
+
+/// The f32 values of an `.npy` file (f16 widened), NaN kept.
+fn values(p: &Path) -> (Vec<usize>, Vec<f32>) {
+    let f = dump_npy::read_file(p).unwrap();
+    let v = match f.dtype {
+        DType::Float32 => f
+            .data
+            .chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect(),
+        DType::Float16 => f
+            .data
+            .chunks(2)
+            .map(|c| half::f16::from_le_bytes(c.try_into().unwrap()).to_f32())
+            .collect(),
+        other => panic!("{}: unexpected dtype {other}", p.display()),
+    };
+    (f.shape, v)
+}
+
+fn input(model: &str) -> TVec<TValue> {
+    let (shape, v) = values(&fixtures().join(format!("{model}/inputs/x.npy")));
+    tvec!(Tensor::from_shape(&shape, &v).unwrap().into_tvalue())
+}
+
+fn npy_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|r| r.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.retain(|p| p.extension().is_some_and(|e| e == "npy"));
+    v.sort();
+    v
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// Runs `model` for `steps` steps with `common` settings; returns the dump root's rank dir,
+/// the adapter (graph, diagnostics) and the plan.
+fn run(
+    tmp: &Tmp,
+    model: &str,
+    common: &str,
+    steps: usize,
+) -> (PathBuf, TractDump, Arc<TypedSimplePlan>) {
+    let plan = plan(model);
+    let mut state = plan.spawn().unwrap();
+    let mut d = dumper(&tmp.0, common);
+    let mut td = TractDump::new(&plan, 0);
+    for _ in 0..steps {
+        td.run(&mut d, &mut state, input(model)).unwrap();
+    }
+    d.close().unwrap();
+    (tmp.0.join("rank_0"), td, plan)
+}
+
+fn python_numpy_loads(files: &[PathBuf]) {
+    let script =
+        "import sys, numpy\nfor p in sys.argv[1:]:\n    numpy.load(p)\nprint(len(sys.argv) - 1)";
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(files)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            assert_eq!(
+                String::from_utf8_lossy(&o.stdout).trim(),
+                files.len().to_string()
+            );
+        }
+        Ok(o) if String::from_utf8_lossy(&o.stderr).contains("No module named 'numpy'") => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "numpy is missing on CI"
+            );
+            eprintln!("skipping the numpy check: python3 has no numpy");
+        }
+        Ok(o) => panic!(
+            "numpy could not load the dump: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "python3 missing on CI: {e}"
+            );
+            eprintln!("skipping the numpy check: no python3 ({e})");
+        }
+    }
+}
+
+#[test]
+fn cnn_two_full_steps_match_plan_order_counts_reference_values_and_numpy() {
+    let tmp = Tmp::new("cnn");
+    let (rank, td, plan) = run(&tmp, "cnn", r#", "saved_data": "full""#, 2);
+    let g = td.graph();
+    assert!(td.diagnostics().is_empty(), "{:?}", td.diagnostics());
+
+    // execution order: the plan's, node by node
+    let csv = std::fs::read_to_string(rank.join("execution_order/ms_execution_order_graph_0.csv"))
+        .unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "NodeExecutionOrder-FullNameWithScope");
+    let model = plan.model();
+    let plan_names: Vec<String> = plan
+        .order_without_consts()
+        .iter()
+        .map(|&id| model.node(id))
+        .filter(|n| !n.inputs.is_empty() || n.op().name() != "Source")
+        .map(|n| format!("Default/{}/{}-op", n.name, n.op().name()))
+        .collect();
+    assert_eq!(lines.len() - 1, plan_names.len(), "{csv}");
+    for (line, want) in lines[1..].iter().zip(&plan_names) {
+        assert!(line.starts_with(want.as_str()), "{line} vs {want}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(rank.join("execution_order/ms_global_execution_order_graph_0.csv"))
+            .unwrap(),
+        "0\n1\n"
+    );
+    for ext in ["ir", "pb"] {
+        assert!(
+            rank.join(format!("graphs/ms_output_trace_code_graph_0.{ext}"))
+                .is_file()
+        );
+    }
+
+    // counts: per step every kernel's inputs and outputs plus the graph input, one row each
+    let per_step: usize = g
+        .nodes
+        .iter()
+        .map(|n| n.inputs.len() + n.outputs.len())
+        .sum::<usize>()
+        + 1;
+    let mut all = Vec::new();
+    for step in ["0", "1"] {
+        let dir = rank.join("Net/0").join(step);
+        let files = npy_in(&dir);
+        assert_eq!(files.len(), per_step, "step {step}: {files:?}");
+        let rows = std::fs::read_to_string(dir.join("statistic.csv"))
+            .unwrap()
+            .lines()
+            .count();
+        assert_eq!(
+            rows,
+            per_step + 1,
+            "step {step}: header + one row per tensor"
+        );
+        all.extend(files);
+    }
+    let consts = npy_in(&rank.join("Net/0/constants"));
+    let weights = g.parameters.iter().filter(|p| p.is_weight).count();
+    assert!(
+        weights >= 4,
+        "conv and gemm weights and biases are constants: {weights}"
+    );
+    assert_eq!(consts.len(), weights, "{consts:?}");
+
+    // every node output that is an ONNX value equals the reference intermediate
+    let mut checked = BTreeSet::new();
+    for n in &g.nodes {
+        for (slot, o) in n.outputs.iter().enumerate() {
+            let want = fixtures().join(format!("cnn/expected/{}.npy", o.value));
+            if !want.is_file() {
+                continue;
+            }
+            let (wshape, wv) = values(&want);
+            for step in ["0", "1"] {
+                let dir = rank.join("Net/0").join(step);
+                let got: Vec<PathBuf> = npy_in(&dir)
+                    .into_iter()
+                    .filter(|p| {
+                        let name = file_name(p);
+                        let f = parse_file_name(&name).unwrap();
+                        f.op_name == sanitize(&n.name)
+                            && f.io.as_str() == "output"
+                            && f.slot == slot as u64
+                    })
+                    .collect();
+                assert_eq!(got.len(), 1, "{} output {slot} in step {step}", n.name);
+                let (gshape, gv) = values(&got[0]);
+                assert_eq!(gshape, wshape, "{}", o.value);
+                for (a, b) in gv.iter().zip(&wv) {
+                    assert!((a - b).abs() <= 1e-5, "{}: {a} vs {b}", o.value);
+                }
+            }
+            checked.insert(o.value.clone());
+        }
+    }
+    let expected: BTreeSet<String> = std::fs::read_dir(fixtures().join("cnn/expected"))
+        .unwrap()
+        .map(|e| {
+            file_name(&e.unwrap().path())
+                .trim_end_matches(".npy")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        checked, expected,
+        "every ONNX value of the model was dumped and checked"
+    );
+
+    all.extend(consts);
+    python_numpy_loads(&all);
+}
+
+#[test]
+fn nan_hunt_dumps_the_log_kernel_and_what_follows_it_only() {
+    let tmp = Tmp::new("nan");
+    let (rank, td, _) = run(
+        &tmp,
+        "nan_source",
+        r#", "saved_data": "tensor", "op_debug_mode": 3"#,
+        1,
+    );
+    let mut kernels: BTreeMap<String, usize> = BTreeMap::new();
+    for p in npy_in(&rank.join("Net/0/0")) {
+        let name = file_name(&p);
+        let f = parse_file_name(&name).unwrap();
+        *kernels.entry(f.op_name.to_owned()).or_default() += 1;
+    }
+    let g = td.graph();
+    let after_log: Vec<String> = g
+        .nodes
+        .iter()
+        .skip_while(|n| !n.name.contains("log1"))
+        .map(|n| sanitize(&n.name))
+        .collect();
+    assert!(!after_log.is_empty(), "no log1 kernel in {:?}", g.nodes);
+    assert_eq!(kernels.keys().cloned().collect::<Vec<_>>(), {
+        let mut v = after_log.clone();
+        v.sort();
+        v
+    });
+    assert!(
+        !rank.join("Net/0/constants").exists(),
+        "no constants in an overflow dump"
+    );
+}
+
+#[test]
+fn f16_cast_pair_dumps_float16_tensors_equal_to_the_reference() {
+    let tmp = Tmp::new("f16");
+    let (rank, td, _) = run(
+        &tmp,
+        "cast_f16",
+        r#", "saved_data": "tensor", "input_output": 2"#,
+        1,
+    );
+    let files = npy_in(&rank.join("Net/0/0"));
+    let mut f16 = 0;
+    for n in &td.graph().nodes {
+        let o = &n.outputs[0];
+        let got: Vec<&PathBuf> = files
+            .iter()
+            .filter(|p| parse_file_name(&file_name(p)).unwrap().op_name == sanitize(&n.name))
+            .collect();
+        assert_eq!(got.len(), 1, "{}", n.name);
+        let f = parse_file_name(&file_name(got[0])).unwrap().dtype;
+        f16 += usize::from(f == DType::Float16);
+        let want = fixtures().join(format!("cast_f16/expected/{}.npy", o.value));
+        if want.is_file() {
+            assert_eq!(values(got[0]).1, values(&want).1, "{}", o.value);
+        }
+    }
+    assert!(
+        f16 >= 2,
+        "the cast to f16 and the f16 add dump Float16 files"
+    );
+}

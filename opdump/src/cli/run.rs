@@ -1,0 +1,431 @@
+//! `opdump run MODEL.onnx`: runs an ONNX model with a Rust runtime (tract by default), every
+//! operator dumped, and prints what it dumped like the demo.
+//!
+//! Inputs come from `--input NAME=FILE.npy` (repeatable) or, with none, are deterministic
+//! pseudo-random values of the model's declared types and shapes (the seed is printed and can
+//! be set with `--seed`). The config is `--config` or the demo's embedded one.
+//! A runtime plugs in through [`Runner`]; `tract` is [`tract::TractRunner`].
+
+#[cfg(feature = "candle")]
+mod candle;
+#[cfg(feature = "ort")]
+mod ort;
+mod tract;
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+use dump_core::DType;
+use dump_host::{
+    DumpOptions, Dumper,
+    config::{Env, SavedData},
+};
+
+use super::{
+    EXIT_INVALID, EXIT_OK,
+    demo::{EXIT_DUMP_FAILED, absolute, categories_json, default_config, with_path},
+};
+
+/// The runtimes `--runtime` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Runtime {
+    /// tract (always built in).
+    Tract,
+    /// candle with candle-onnx (cargo feature `candle` of the opdump crate).
+    Candle,
+    /// ONNX Runtime, loaded at run time from ORT_DYLIB_PATH (cargo feature `ort`).
+    Ort,
+}
+
+/// Arguments of `opdump run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The ONNX model to run.
+    pub model: PathBuf,
+    /// The runtime that runs it.
+    #[arg(long, value_enum, default_value_t = Runtime::Tract)]
+    pub runtime: Runtime,
+    /// An input as NAME=FILE.npy (repeat for each input). Without any, every input gets
+    /// deterministic random values of its declared type and shape.
+    #[arg(long = "input", value_name = "NAME=FILE.npy")]
+    pub inputs: Vec<String>,
+    /// Seed of the random inputs.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// A MindSpore data_dump.json instead of the embedded one (the demo's: every kernel,
+    /// saved_data "full", every statistic category, iteration "all").
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Where to write the dump (replaces the config's `path`). Default `./opdump-run` with the
+    /// embedded config.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Steps to run (each one a dump iteration).
+    #[arg(long, default_value_t = 1)]
+    pub steps: u32,
+}
+
+/// One model input as the runtime declares it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Declared {
+    /// Input name.
+    pub(crate) name: String,
+    /// Element type, when the model fixes it.
+    pub(crate) dtype: Option<DType>,
+    /// Dimensions, when the model fixes all of them.
+    pub(crate) shape: Option<Vec<usize>>,
+}
+
+/// One input value: C-order little-endian bytes.
+#[derive(Clone, Debug)]
+pub(crate) struct Feed {
+    /// Input name.
+    pub(crate) name: String,
+    /// Element type.
+    pub(crate) dtype: DType,
+    /// Dimensions.
+    pub(crate) shape: Vec<usize>,
+    /// Bytes.
+    pub(crate) data: Vec<u8>,
+}
+
+/// Why a run stopped: bad input (exit 2) or a failure while running or dumping (exit 1).
+#[derive(Debug)]
+pub(crate) enum RunError {
+    /// The model file, an input or an argument is unusable.
+    Invalid(String),
+    /// The runtime or the dump failed.
+    Failed(String),
+}
+
+/// A model loaded by one runtime.
+pub(crate) trait Runner {
+    /// The runtime's name (`tract`).
+    fn name(&self) -> &'static str;
+    /// The model's inputs in order.
+    fn declared(&self) -> Vec<Declared>;
+    /// Fixes the inputs (one feed per declared input, in order) and prepares the plan.
+    fn prepare(&mut self, feeds: Vec<Feed>) -> Result<(), RunError>;
+    /// Runs one step with every kernel dumped; returns the kernels run.
+    fn step(&mut self, dumper: &mut Dumper) -> Result<usize, RunError>;
+    /// Tensors the runtime could not dump (unsupported types), one line each.
+    fn diagnostics(&self) -> Vec<String>;
+}
+
+/// Loads `model` with `runtime`.
+fn load(runtime: Runtime, model: &Path) -> Result<Box<dyn Runner>, RunError> {
+    match runtime {
+        Runtime::Tract => Ok(Box::new(tract::TractRunner::load(model)?)),
+        #[cfg(feature = "candle")]
+        Runtime::Candle => Ok(Box::new(candle::CandleRunner::load(model)?)),
+        #[cfg(not(feature = "candle"))]
+        Runtime::Candle => Err(RunError::Invalid(
+            "this opdump was built without the candle runtime (cargo feature `candle`)".into(),
+        )),
+        #[cfg(feature = "ort")]
+        Runtime::Ort => Ok(Box::new(ort::OrtModel::load(model)?)),
+        #[cfg(not(feature = "ort"))]
+        Runtime::Ort => Err(RunError::Invalid(
+            "this opdump was built without the ONNX Runtime runner (cargo feature `ort`)".into(),
+        )),
+    }
+}
+
+/// The inputs an ONNX model declares (candle and ORT runners read the model themselves).
+#[cfg(any(feature = "candle", feature = "ort"))]
+fn onnx_declared(m: &dump_onnx::Model) -> Vec<Declared> {
+    m.graph
+        .inputs
+        .iter()
+        .map(|i| Declared {
+            name: i.name.clone(),
+            dtype: i.dtype(),
+            shape: i.fixed_shape(),
+        })
+        .collect()
+}
+
+fn describe(dtype: Option<DType>, shape: Option<&[usize]>) -> String {
+    let dt = dtype.map_or_else(|| "?".to_owned(), |d| d.to_string());
+    match shape {
+        Some(s) => format!("{dt} {s:?}"),
+        None => format!("{dt} [dynamic]"),
+    }
+}
+
+/// Reads `--input NAME=FILE.npy` values and checks them against the declared inputs.
+fn read_feeds(specs: &[String], declared: &[Declared]) -> Result<Vec<Feed>, RunError> {
+    let names: Vec<&str> = declared.iter().map(|d| d.name.as_str()).collect();
+    let mut feeds: Vec<Option<Feed>> = vec![None; declared.len()];
+    for spec in specs {
+        let Some((name, file)) = spec.split_once('=') else {
+            return Err(RunError::Invalid(format!(
+                "--input {spec:?}: expected NAME=FILE.npy (model inputs: {names:?})"
+            )));
+        };
+        let Some(i) = names.iter().position(|n| *n == name) else {
+            return Err(RunError::Invalid(format!(
+                "--input {name}: the model has no input {name:?} (its inputs: {names:?})"
+            )));
+        };
+        let npy = dump_npy::read_file(file)
+            .map_err(|e| RunError::Invalid(format!("--input {name}: {file}: {e}")))?;
+        if npy.fortran_order {
+            return Err(RunError::Invalid(format!(
+                "--input {name}: {file}: Fortran-order arrays are not supported (save it with \
+                 numpy.ascontiguousarray)"
+            )));
+        }
+        let d = &declared[i];
+        if d.dtype.is_some_and(|t| t != npy.dtype) {
+            return Err(RunError::Invalid(format!(
+                "--input {name}: {file} holds {} but the model declares {}",
+                npy.dtype,
+                describe(d.dtype, d.shape.as_deref())
+            )));
+        }
+        if d.shape.as_ref().is_some_and(|s| *s != npy.shape) {
+            return Err(RunError::Invalid(format!(
+                "--input {name}: {file} has shape {:?} but the model declares {}",
+                npy.shape,
+                describe(d.dtype, d.shape.as_deref())
+            )));
+        }
+        feeds[i] = Some(Feed {
+            name: name.to_owned(),
+            dtype: npy.dtype,
+            shape: npy.shape,
+            data: npy.data,
+        });
+    }
+    feeds
+        .into_iter()
+        .zip(declared)
+        .map(|(f, d)| {
+            f.ok_or_else(|| {
+                RunError::Invalid(format!(
+                    "missing input {:?} ({}): pass --input {}=FILE.npy",
+                    d.name,
+                    describe(d.dtype, d.shape.as_deref()),
+                    d.name
+                ))
+            })
+        })
+        .collect()
+}
+
+/// SplitMix64: a tiny deterministic generator for the random inputs.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [-1, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+}
+
+/// Random values for every declared input: floats in [-1, 1), integers in 0..10, booleans.
+fn random_feeds(declared: &[Declared], seed: u64) -> Result<Vec<Feed>, RunError> {
+    let mut rng = SplitMix(seed);
+    declared
+        .iter()
+        .map(|d| {
+            let (Some(dtype), Some(shape)) = (d.dtype, d.shape.clone()) else {
+                return Err(RunError::Invalid(format!(
+                    "input {:?} has no fixed type and shape ({}): pass --input {}=FILE.npy",
+                    d.name,
+                    describe(d.dtype, d.shape.as_deref()),
+                    d.name
+                )));
+            };
+            let n: usize = shape.iter().product();
+            let mut data = Vec::with_capacity(n * 8);
+            for _ in 0..n {
+                let u = rng.unit();
+                let int = ((u + 1.0) * 5.0) as i64;
+                match dtype {
+                    DType::Float32 => data.extend((u as f32).to_le_bytes()),
+                    DType::Float64 => data.extend(u.to_le_bytes()),
+                    DType::Float16 => data.extend(half::f16::from_f64(u).to_le_bytes()),
+                    DType::Bool => data.push(u8::from(u >= 0.0)),
+                    DType::Int8 | DType::UInt8 => data.push(int as u8),
+                    DType::Int16 | DType::UInt16 => data.extend((int as u16).to_le_bytes()),
+                    DType::Int32 | DType::UInt32 => data.extend((int as u32).to_le_bytes()),
+                    DType::Int64 | DType::UInt64 => data.extend(int.to_le_bytes()),
+                    other => {
+                        return Err(RunError::Invalid(format!(
+                            "input {:?}: no random {other} values; pass --input {}=FILE.npy",
+                            d.name, d.name
+                        )));
+                    }
+                }
+            }
+            Ok(Feed {
+                name: d.name.clone(),
+                dtype,
+                shape,
+                data,
+            })
+        })
+        .collect()
+}
+
+/// The config text: the user's (path replaced by `--out`) or the embedded one.
+fn config_text(args: &Args) -> Result<String, String> {
+    match &args.config {
+        None => {
+            let root = absolute(args.out.as_deref().unwrap_or(Path::new("opdump-run")));
+            let net: String = args
+                .model
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let text = default_config(
+                &root.to_string_lossy(),
+                SavedData::Full,
+                &categories_json("all"),
+            );
+            let net = if net.is_empty() {
+                "Net".to_owned()
+            } else {
+                net
+            };
+            Ok(text.replace(
+                "\"net_name\": \"LeNet5\"",
+                &format!("\"net_name\": \"{net}\""),
+            ))
+        }
+        Some(p) => {
+            let t = std::fs::read_to_string(p)
+                .map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+            match &args.out {
+                None => Ok(t),
+                Some(o) => with_path(&t, &absolute(o)).map_err(|m| format!("{}: {m}", p.display())),
+            }
+        }
+    }
+}
+
+/// Runs `run`; returns the exit code.
+pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    match run_inner(args, env, out, err) {
+        Ok(()) => EXIT_OK,
+        Err(RunError::Invalid(m)) => {
+            let _ = writeln!(err, "error: {m}");
+            EXIT_INVALID
+        }
+        Err(RunError::Failed(m)) => {
+            let _ = writeln!(err, "error: {m}");
+            EXIT_DUMP_FAILED
+        }
+    }
+}
+
+fn run_inner(
+    args: &Args,
+    env: &dyn Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), RunError> {
+    if args.steps == 0 {
+        return Err(RunError::Invalid("--steps must be at least 1".into()));
+    }
+    let text = config_text(args).map_err(RunError::Invalid)?;
+    let mut runner = load(args.runtime, &args.model)?;
+    let declared = runner.declared();
+    let feeds = if args.inputs.is_empty() {
+        random_feeds(&declared, args.seed)?
+    } else {
+        read_feeds(&args.inputs, &declared)?
+    };
+    let source = if args.inputs.is_empty() {
+        format!("random, seed {}", args.seed)
+    } else {
+        "from --input".to_owned()
+    };
+    let list: Vec<String> = feeds
+        .iter()
+        .map(|f| format!("{} {} {:?}", f.name, f.dtype, f.shape))
+        .collect();
+    runner.prepare(feeds)?;
+    let opts = DumpOptions::from_env(env).map_err(|e| RunError::Invalid(e.to_string()))?;
+    let mut dumper = Dumper::from_json_with(text.into_bytes(), env, &opts)
+        .map_err(|e| RunError::Invalid(e.to_string()))?;
+    let root = dumper
+        .plan()
+        .map(|p| p.root.display().to_string())
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "opdump run: {} with {}, {} step(s), dumping to {root}",
+        args.model.display(),
+        runner.name(),
+        args.steps
+    );
+    let _ = writeln!(out, "inputs ({source}): {}", list.join(", "));
+    let wall = Instant::now();
+    let mut failed = None;
+    for _ in 0..args.steps {
+        let n = dumper.next_step();
+        let t = Instant::now();
+        match runner.step(&mut dumper) {
+            Ok(kernels) => {
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                let p = dumper.progress();
+                let _ = writeln!(
+                    out,
+                    "  step {n}: {kernels} kernels, {ms:.2} ms, {} files, {} rows so far",
+                    p.files, p.rows
+                );
+            }
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    if let (_, Some(w)) = dumper.useless_outputs() {
+        let _ = writeln!(err, "warning: {w}");
+    }
+    for d in runner.diagnostics() {
+        let _ = writeln!(err, "warning: {d}");
+    }
+    let report = dumper.close();
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let report = report.map_err(|e| RunError::Failed(e.to_string()))?;
+    let secs = wall.elapsed().as_secs_f64();
+    let _ = writeln!(
+        out,
+        "wrote {} .npy files ({:.1} MB) and {} statistic rows in {secs:.3} s; graphs in \
+         {root}/rank_*/graphs",
+        report.files,
+        report.bytes as f64 / 1e6,
+        report.rows
+    );
+    for k in &report.unused_kernels {
+        let _ = writeln!(err, "warning: kernels entry never matched: {k}");
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! `opdump run --runtime tract`: the model through tract, dumped by dump-tract.
+
+use std::path::{Path, PathBuf};
+
+use dump_host::Dumper;
+use dump_tract::{
+    TractDump, dtype_of, host_tensor,
+    tract_onnx::{
+        self,
+        prelude::{
+            Framework, InferenceFact, InferenceModel, InferenceModelExt, IntoRunnable as _,
+            IntoTValue, TValue, TVec, TypedSimpleState,
+        },
+        tract_hir::infer::Factoid,
+    },
+};
+
+use super::{Declared, Feed, RunError, Runner};
+
+/// An ONNX model loaded by tract; after [`Runner::prepare`], its plan and dump state.
+pub(crate) struct TractRunner {
+    path: PathBuf,
+    model: Option<InferenceModel>,
+    running: Option<(TypedSimpleState, TractDump)>,
+    inputs: TVec<TValue>,
+}
+
+impl TractRunner {
+    /// Loads `path` (an error names the file and what tract said).
+    pub(crate) fn load(path: &Path) -> Result<Self, RunError> {
+        let model = tract_onnx::onnx().model_for_path(path).map_err(|e| {
+            RunError::Invalid(format!(
+                "{}: not an ONNX model tract can load: {e:#}",
+                path.display()
+            ))
+        })?;
+        Ok(TractRunner {
+            path: path.to_owned(),
+            model: Some(model),
+            running: None,
+            inputs: TVec::new(),
+        })
+    }
+
+    fn cannot(&self, e: impl std::fmt::Display) -> RunError {
+        RunError::Invalid(format!(
+            "{}: tract cannot run this model: {e:#}",
+            self.path.display()
+        ))
+    }
+}
+
+impl Runner for TractRunner {
+    fn name(&self) -> &'static str {
+        "tract"
+    }
+
+    fn declared(&self) -> Vec<Declared> {
+        let Some(m) = &self.model else {
+            return Vec::new();
+        };
+        let outlets = m.input_outlets().map(<[_]>::to_vec).unwrap_or_default();
+        outlets
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let fact = m.input_fact(i).ok();
+                Declared {
+                    name: m.node(o.node).name.clone(),
+                    dtype: fact
+                        .and_then(|f| f.datum_type.concretize())
+                        .and_then(dtype_of),
+                    shape: fact
+                        .and_then(|f| f.shape.as_concrete_finite().ok().flatten())
+                        .map(|s| s.to_vec()),
+                }
+            })
+            .collect()
+    }
+
+    fn prepare(&mut self, feeds: Vec<Feed>) -> Result<(), RunError> {
+        let Some(mut model) = self.model.take() else {
+            return Err(RunError::Failed("the model was already prepared".into()));
+        };
+        for (i, f) in feeds.iter().enumerate() {
+            let t = host_tensor(f.dtype, &f.shape, &f.data)
+                .map_err(|e| RunError::Invalid(format!("input {:?}: {e}", f.name)))?;
+            model
+                .set_input_fact(i, InferenceFact::dt_shape_from_tensor(&t))
+                .map_err(|e| self.cannot(e))?;
+            self.inputs.push(t.into_tvalue());
+        }
+        let plan = model
+            .into_typed()
+            .and_then(|m| m.into_runnable())
+            .map_err(|e| self.cannot(e))?;
+        let state = plan.spawn().map_err(|e| self.cannot(e))?;
+        let dump = TractDump::new(&plan, 0);
+        self.running = Some((state, dump));
+        Ok(())
+    }
+
+    fn step(&mut self, dumper: &mut Dumper) -> Result<usize, RunError> {
+        let Some((state, dump)) = self.running.as_mut() else {
+            return Err(RunError::Failed("the model was not prepared".into()));
+        };
+        dump.run(dumper, state, self.inputs.clone())
+            .map_err(|e| RunError::Failed(e.to_string()))?;
+        Ok(dump.graph().nodes.len())
+    }
+
+    fn diagnostics(&self) -> Vec<String> {
+        self.running
+            .as_ref()
+            .map(|(_, d)| d.diagnostics().to_vec())
+            .unwrap_or_default()
+    }
+}

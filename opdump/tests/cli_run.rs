@@ -1,0 +1,235 @@
+//! `opdump run MODEL.onnx` run as a process on the ONNX fixtures (tests/fixtures/onnx).
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+};
+
+fn fixture(p: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/onnx")
+        .join(p)
+        .to_string_lossy()
+        .into_owned()
+}
+
+struct Tmp(PathBuf);
+impl Tmp {
+    fn new(name: &str) -> Self {
+        let d = std::env::temp_dir().join(format!("opdump-run-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        Tmp(d)
+    }
+    fn s(&self) -> String {
+        self.0.to_string_lossy().into_owned()
+    }
+}
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn opdump(args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opdump"));
+    cmd.arg("run").args(args);
+    for v in [
+        "MINDSPORE_DUMP_CONFIG",
+        "MS_DIAGNOSTIC_DATA_PATH",
+        "MINDSPORE_DUMP_IGNORE_USELESS_OUTPUT",
+    ] {
+        cmd.env_remove(v);
+    }
+    cmd.output().expect("run opdump")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn npy(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "npy"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn f32s(p: &Path) -> Vec<f32> {
+    let f = dump_npy::read_file(p).unwrap();
+    f.data
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn one(dir: &Path, prefix: &str, io: &str) -> PathBuf {
+    let v: Vec<PathBuf> = npy(dir)
+        .into_iter()
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with(prefix) && n.contains(io)
+        })
+        .collect();
+    assert_eq!(v.len(), 1, "{prefix} {io} in {}", dir.display());
+    v[0].clone()
+}
+
+#[test]
+fn cnn_with_an_input_file_dumps_two_steps_graphs_and_reference_values() {
+    let tmp = Tmp::new("cnn");
+    let x = format!("x={}", fixture("cnn/inputs/x.npy"));
+    let o = opdump(&[
+        &fixture("cnn.onnx"),
+        "--input",
+        &x,
+        "--out",
+        &tmp.s(),
+        "--steps",
+        "2",
+    ]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("with tract, 2 step(s)")
+            && out.contains("inputs (from --input): x float32 [2, 1, 8, 8]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  step 0: 7 kernels") && out.contains("  step 1: 7 kernels"),
+        "{out}"
+    );
+    let rank = tmp.0.join("rank_0");
+    for ext in ["ir", "pb"] {
+        let p = rank.join(format!("graphs/ms_output_trace_code_graph_0.{ext}"));
+        assert!(
+            std::fs::metadata(&p).unwrap().len() > 100,
+            "{}",
+            p.display()
+        );
+    }
+    let order =
+        std::fs::read_to_string(rank.join("execution_order/ms_execution_order_graph_0.csv"))
+            .unwrap();
+    assert_eq!(order.lines().count(), 8, "{order}");
+    assert!(
+        order
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("Default/conv1/Conv-op0"),
+        "{order}"
+    );
+    // net_name is the model's file stem; 19 kernel tensors + the input per step
+    for step in ["0", "1"] {
+        let dir = rank.join("cnn/0").join(step);
+        assert_eq!(npy(&dir).len(), 20, "step {step}");
+        let rows = std::fs::read_to_string(dir.join("statistic.csv")).unwrap();
+        assert_eq!(rows.lines().count(), 21);
+        let got = f32s(&one(&dir, "Softmax.", ".output.0."));
+        let want = f32s(Path::new(&fixture("cnn/expected/probs.npy")));
+        assert_eq!(got.len(), 10);
+        for (a, b) in got.iter().zip(&want) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+    }
+    assert_eq!(npy(&rank.join("cnn/0/constants")).len(), 7);
+}
+
+#[test]
+fn random_inputs_are_deterministic_per_seed_and_the_seed_is_printed() {
+    let run = |seed: &str, tag: &str| {
+        let tmp = Tmp::new(tag);
+        let o = opdump(&[&fixture("add2.onnx"), "--out", &tmp.s(), "--seed", seed]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert!(
+            out.contains(&format!(
+                "inputs (random, seed {seed}): a float32 [2, 3], b float32 [2, 3]"
+            )),
+            "{out}"
+        );
+        let dir = tmp.0.join("rank_0/add2/0/0");
+        (
+            f32s(&one(&dir, "Parameter.a.", "output")),
+            f32s(&one(&dir, "Parameter.b.", "output")),
+        )
+    };
+    let (a1, b1) = run("7", "s7a");
+    let (a2, b2) = run("7", "s7b");
+    let (a3, _) = run("8", "s8");
+    assert_eq!((&a1, &b1), (&a2, &b2));
+    assert_ne!(a1, a3);
+    assert_ne!(a1, b1);
+    assert!(a1.iter().all(|v| (-1.0..1.0).contains(v)), "{a1:?}");
+}
+
+#[test]
+fn bad_model_missing_input_unknown_input_and_shape_mismatch_are_clear_errors() {
+    let tmp = Tmp::new("errors");
+    let bad = opdump(&[&fixture("gen.py"), "--out", &tmp.s()]);
+    assert_eq!(bad.status.code(), Some(2));
+    let e = text(&bad.stderr);
+    assert!(
+        e.contains("gen.py: not an ONNX model tract can load"),
+        "{e}"
+    );
+
+    let a = format!("a={}", fixture("add2/inputs/a.npy"));
+    let missing = opdump(&[&fixture("add2.onnx"), "--input", &a, "--out", &tmp.s()]);
+    assert_eq!(missing.status.code(), Some(2));
+    let e = text(&missing.stderr);
+    assert!(
+        e.contains("missing input \"b\" (float32 [2, 3]): pass --input b=FILE.npy"),
+        "{e}"
+    );
+
+    let z = format!("z={}", fixture("add2/inputs/a.npy"));
+    let unknown = opdump(&[&fixture("add2.onnx"), "--input", &z, "--out", &tmp.s()]);
+    assert_eq!(unknown.status.code(), Some(2));
+    let e = text(&unknown.stderr);
+    assert!(
+        e.contains("the model has no input \"z\" (its inputs: [\"a\", \"b\"])"),
+        "{e}"
+    );
+
+    let x = format!("x={}", fixture("add2/inputs/a.npy"));
+    let shape = opdump(&[&fixture("cnn.onnx"), "--input", &x, "--out", &tmp.s()]);
+    assert_eq!(shape.status.code(), Some(2));
+    let e = text(&shape.stderr);
+    assert!(
+        e.contains("--input x:")
+            && e.contains("has shape [2, 3] but the model declares float32 [2, 1, 8, 8]"),
+        "{e}"
+    );
+
+    let unreadable = opdump(&[
+        &fixture("cnn.onnx"),
+        "--input",
+        "x=/nonexistent.npy",
+        "--out",
+        &tmp.s(),
+    ]);
+    assert_eq!(unreadable.status.code(), Some(2));
+    assert!(text(&unreadable.stderr).contains("--input x: /nonexistent.npy:"));
+    assert!(
+        !tmp.0.join("rank_0/add2").exists(),
+        "nothing dumped for rejected runs"
+    );
+}
+
+#[test]
+fn a_closed_stderr_and_stdout_do_not_stop_the_dump() {
+    let tmp = Tmp::new("closed");
+    let st = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .args(["run", &fixture("add2.onnx"), "--out", &tmp.s()])
+        .env_remove("MINDSPORE_DUMP_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(0));
+    assert_eq!(npy(&tmp.0.join("rank_0/add2/0/0")).len(), 2 * 3 + 2);
+}
