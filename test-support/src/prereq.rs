@@ -56,7 +56,7 @@ impl fmt::Display for Prereq {
     }
 }
 
-const ALL: [Prereq; 10] = [
+const ALL: [Prereq; 11] = [
     Prereq::Python3,
     Prereq::Numpy,
     Prereq::Gzip,
