@@ -106,39 +106,27 @@ fn run(
 }
 
 fn python_numpy_loads(files: &[PathBuf]) {
+    use opdump_test_support::{Prereq, require};
+    if !require(Prereq::Numpy) {
+        return;
+    }
     let script =
         "import sys, numpy\nfor p in sys.argv[1:]:\n    numpy.load(p)\nprint(len(sys.argv) - 1)";
-    let out = std::process::Command::new("python3")
+    let o = std::process::Command::new("python3")
         .arg("-c")
         .arg(script)
         .args(files)
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {
-            assert_eq!(
-                String::from_utf8_lossy(&o.stdout).trim(),
-                files.len().to_string()
-            );
-        }
-        Ok(o) if String::from_utf8_lossy(&o.stderr).contains("No module named 'numpy'") => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "numpy is missing on CI"
-            );
-            eprintln!("skipping the numpy check: python3 has no numpy");
-        }
-        Ok(o) => panic!(
-            "numpy could not load the dump: {}",
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(e) => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "python3 missing on CI: {e}"
-            );
-            eprintln!("skipping the numpy check: no python3 ({e})");
-        }
-    }
+        .output()
+        .expect("run python3");
+    assert!(
+        o.status.success(),
+        "numpy could not load the dump: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        files.len().to_string()
+    );
 }
 
 #[test]
