@@ -273,7 +273,12 @@ pub fn check_full_dump(model: &str, rank: &Path, g: &Graph, steps: usize) {
 pub fn kernels_in(dir: &Path) -> Vec<String> {
     let set: BTreeSet<String> = npy_in(dir)
         .iter()
-        .map(|p| TensorFileName::parse(&file_name(p)).unwrap().op_name.to_owned())
+        .map(|p| {
+            TensorFileName::parse(&file_name(p))
+                .unwrap()
+                .op_name
+                .to_owned()
+        })
         .collect();
     set.into_iter().collect()
 }

@@ -118,7 +118,7 @@ fn cnn_trained_three_steps_is_dumped_module_by_module() {
     // Counts: 3 modules x (input + output) + the tap's output, per step.
     assert_eq!((report.files, report.rows), (3 * 7, 3 * 7));
     let mut all = Vec::new();
-    for step in 0..3 {
+    for (step, conv) in conv_out.iter().enumerate() {
         let dir = rank.join("Net/0").join(step.to_string());
         let files = npy_in(&dir);
         assert_eq!(files.len(), 7, "step {step}: {files:?}");
@@ -126,8 +126,8 @@ fn cnn_trained_three_steps_is_dumped_module_by_module() {
         assert_eq!(rows.lines().count(), 8, "{rows}");
         // The conv output file holds the tensor the model computed in this step.
         let (shape, got) = values(&kernel_file(&dir, ORDER[0], "output", 0));
-        let want: Vec<f32> = conv_out[step].flatten_all().unwrap().to_vec1().unwrap();
-        assert_eq!(shape, conv_out[step].dims());
+        let want: Vec<f32> = conv.flatten_all().unwrap().to_vec1().unwrap();
+        assert_eq!(shape, conv.dims());
         for (a, b) in got.iter().zip(&want) {
             assert!((a - f64::from(*b)).abs() <= 1e-6, "{a} vs {b}");
         }
