@@ -6,7 +6,7 @@
 //!   module: each forward is one kernel, its input and output dumped, named by the
 //!   VarBuilder-style prefix you give (`"features.conv1"`), its op type from the module type;
 //! * [`tap`] dumps a tensor inside a forward that no module boundary exposes;
-//! * with feature `onnx`, [`onnx::run_dumped`] runs a candle-onnx model with every node's
+//! * with feature `onnx`, `onnx::OnnxRunner` runs a candle-onnx model with every node's
 //!   inputs and outputs dumped in graph order.
 //!
 //! A [`Tracer`] runs each step: it begins the Dumper's step, installs it for the calling
