@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! ORT_DYLIB_PATH=$(adapters/dump-ort/ci/fetch-ort.sh) \
-//!     cargo run --release -p dump-ort --example bench_onnx [-- STEPS]
+//!     cargo run --release -p dump-candle --features onnx --example bench_onnx [-- STEPS]
 //! ```
 //!
 //! Modes: the runtime alone; the adapter with a disabled Dumper; statistic dump (default
