@@ -16,8 +16,11 @@ use dump_host::{DumpOptions, DumpPlan, Error};
 use dump_stats::csv::{Io, RowMeta, header_string, row_string, write_row_to_slice};
 use dump_stats::{Category, CategorySet, TensorStats};
 
+/// One fuzzed entry point: takes arbitrary bytes, panics when an invariant breaks.
+pub type Check = fn(&[u8]);
+
 /// Every target by name, for the replay test.
-pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+pub const TARGETS: [(&str, Check); 5] = [
     ("config_json", config_json),
     ("npy", npy),
     ("file_name", file_name),
@@ -239,7 +242,7 @@ pub fn csv_row(data: &[u8]) {
         stream_id,
         timestamp,
         io,
-        slot: slot as u64,
+        slot,
         data_size,
         dtype,
         shape: &shape,

@@ -9,76 +9,27 @@
 
 use std::{
     io::Read,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
+
+use opdump_test_support::Tmpfs;
 
 /// How long a demo that must fail fast may take (it takes about a second; a debug build on a
 /// loaded 2-core machine is given ample room, a deadlock never ends).
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// A tmpfs mounted on a fresh directory, unmounted (and removed) on drop.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    /// A `size`-byte tmpfs, or why one cannot be had here.
-    fn mount(tag: &str, size: &str) -> Result<Tmpfs, String> {
-        let dir = std::env::temp_dir().join(format!("opdump-faults-{tag}-{}", std::process::id()));
-        let _ = Command::new("umount")
-            .arg(&dir)
-            .stderr(Stdio::null())
-            .status();
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
-        let st = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&dir)
-            .stderr(Stdio::null())
-            .status()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !st.success() {
-            let _ = std::fs::remove_dir(&dir);
-            return Err(format!("mount -t tmpfs on {} failed ({st})", dir.display()));
-        }
-        Ok(Tmpfs(dir))
-    }
-
-    /// Remounts it read-only.
-    fn read_only(self) -> Result<Tmpfs, String> {
-        let st = Command::new("mount")
-            .args(["-o", "remount,ro"])
-            .arg(&self.0)
-            .status()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if st.success() {
-            Ok(self)
-        } else {
-            Err(format!("remount,ro {} failed ({st})", self.0.display()))
-        }
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
-/// The tmpfs, or `None` after printing why this test skips (a failure when `CI=true`).
+/// A fresh tmpfs for `tag` (read-only when asked), or `None` after printing why this test
+/// skips (a failure when `CI=true`; see `opdump_test_support`).
 fn tmpfs(tag: &str, size: &str, read_only: bool) -> Option<Tmpfs> {
-    let t = Tmpfs::mount(tag, size).and_then(|t| if read_only { t.read_only() } else { Ok(t) });
-    match t {
-        Ok(t) => Some(t),
-        Err(why) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI=true and this test cannot run: {why}")
-        }
-        Err(why) => {
-            eprintln!("SKIP: {why}");
-            None
-        }
+    let dir = std::env::temp_dir().join(format!("opdump-faults-{tag}-{}", std::process::id()));
+    let t = Tmpfs::mount(&dir, size)?;
+    if read_only {
+        t.remount_read_only()
+            .unwrap_or_else(|e| panic!("remount,ro {}: {e}", dir.display()));
     }
+    Some(t)
 }
 
 /// Where stderr of the demo goes.
@@ -173,7 +124,7 @@ fn demo_on_a_full_file_system_exits_naming_the_path_and_the_os_error() {
     let Some(fs) = tmpfs("enospc", "2m", false) else {
         return;
     };
-    let out = fs.0.join("dump");
+    let out = fs.path().join("dump");
     let (code, err) = demo(&out, Stderr::Piped, &["--steps", "5"]);
     assert_eq!(code, 1, "exit code of a failed dump:\n{err}");
     assert!(
@@ -205,7 +156,7 @@ fn demo_on_a_read_only_file_system_blames_the_writes() {
     let Some(fs) = tmpfs("erofs", "1m", true) else {
         return;
     };
-    let out = fs.0.join("dump");
+    let out = fs.path().join("dump");
     for mode in [&[][..], &["--sync"][..]] {
         let (code, err) = demo(&out, Stderr::Piped, mode);
         assert_eq!(code, 1, "{mode:?}:\n{err}");
@@ -237,7 +188,7 @@ fn an_unwritable_stderr_neither_panics_nor_hangs() {
     let Some(fs) = tmpfs("stderr", "1m", true) else {
         return;
     };
-    let out = fs.0.join("dump");
+    let out = fs.path().join("dump");
     for (what, stderr) in [
         ("/dev/full", Stderr::DevFull),
         ("a closed pipe", Stderr::ClosedPipe),

@@ -9,21 +9,10 @@ use std::{
 
 use serde_json::Value;
 
-/// The shared reference data, or `None` (printing why) when it is absent; with `CI=true` a
-/// missing prerequisite fails the test instead.
+/// The MindSpore reference output (the trimmed copy in tests/fixtures, or
+/// `$OPDUMP_REFERENCE_DIR`); `None` (printing why) when absent, a failure with `CI=true`.
 fn reference() -> Option<PathBuf> {
-    let p = std::env::var_os("OPDUMP_REFERENCE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference"));
-    if p.join("a_tensor_all_io0/files/dump/rank_0").is_dir() {
-        return Some(p);
-    }
-    let why = format!("reference dumps not found at {}", p.display());
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{why} (CI=true: a test that cannot run fails)");
-    }
-    eprintln!("SKIP: {why}");
-    None
+    opdump_test_support::reference_dir()
 }
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -540,5 +529,44 @@ fn the_demos_injected_nan_is_found_by_inspect_and_compare() {
     assert_eq!(j["only_in_a"].as_array().unwrap().len(), 0);
     let o = opdump(&["compare", clean.to_str().unwrap(), clean.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn ctrl_c_leaves_no_partial_output_file() {
+    let Some(r) = reference() else { return };
+    let tmp = tmpdir("sigint");
+    let d = r.join("a_tensor_all_io0/files/dump");
+    let html = tmp.join("out.html");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .args([
+            "compare",
+            d.to_str().unwrap(),
+            d.to_str().unwrap(),
+            "--html",
+        ])
+        .arg(&html)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let st = child.wait().unwrap();
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if st.code() == Some(130) || st.code().is_none() {
+        assert!(left.is_empty(), "interrupted, yet left {left:?}");
+    } else {
+        // It finished before the signal: the page is complete.
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(page.trim_end().ends_with("</html>"), "{left:?}");
+        assert_eq!(left, ["out.html"]);
+    }
     let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -22,6 +22,8 @@ pub enum Prereq {
     Cxx,
     /// Permission to mount a tmpfs (`mount -t tmpfs`; root in a container that allows it).
     Tmpfs,
+    /// Running as root (chown to another user, files root may write whatever their mode).
+    Root,
     /// NVRTC, the CUDA runtime compiler. Probed by the test itself ([`check`]): loading it
     /// needs dump-device-cuda.
     Nvrtc,
@@ -45,6 +47,7 @@ impl fmt::Display for Prereq {
             Prereq::CCompiler => "a C compiler ($CC or cc)",
             Prereq::Cxx => "g++",
             Prereq::Tmpfs => "permission to mount a tmpfs",
+            Prereq::Root => "root (effective uid 0)",
             Prereq::Nvrtc => "NVRTC (libnvrtc.so.12)",
             Prereq::Gpu => "a usable NVIDIA GPU",
             Prereq::ReferenceData => "the MindSpore reference data",
@@ -53,13 +56,14 @@ impl fmt::Display for Prereq {
     }
 }
 
-const ALL: [Prereq; 10] = [
+const ALL: [Prereq; 11] = [
     Prereq::Python3,
     Prereq::Numpy,
     Prereq::Gzip,
     Prereq::CCompiler,
     Prereq::Cxx,
     Prereq::Tmpfs,
+    Prereq::Root,
     Prereq::Nvrtc,
     Prereq::Gpu,
     Prereq::ReferenceData,
@@ -85,6 +89,7 @@ impl Prereq {
             }
             Prereq::Cxx => run_ok(Command::new("g++").arg("--version")),
             Prereq::Tmpfs => probe_tmpfs(),
+            Prereq::Root => probe_root(),
             Prereq::Nvrtc | Prereq::Gpu => Err(format!(
                 "{self} has no probe in opdump-test-support; the test must probe it and call check"
             )),
@@ -166,6 +171,22 @@ pub(crate) fn run_ok(cmd: &mut Command) -> Result<(), String> {
             String::from_utf8_lossy(&o.stderr).trim()
         )),
         Err(e) => Err(format!("cannot run `{program}`: {e}")),
+    }
+}
+
+/// The effective uid from `/proc/self/status` (`Uid: real effective saved fs`) is 0.
+fn probe_root() -> Result<(), String> {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| format!("reading /proc/self/status: {e}"))?;
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().nth(1))
+        .ok_or("no Uid line in /proc/self/status")?;
+    if euid == "0" {
+        Ok(())
+    } else {
+        Err(format!("running as uid {euid}"))
     }
 }
 

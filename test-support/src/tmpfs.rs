@@ -7,7 +7,8 @@ use std::{
 
 use crate::{Prereq, check, prereq::run_ok};
 
-/// A tmpfs mounted on a directory; unmounted (lazily, so open files do not block it) on drop.
+/// A tmpfs mounted on a directory; unmounted (lazily, so open files do not block it) and the
+/// empty mount point removed on drop.
 #[derive(Debug)]
 pub struct Tmpfs {
     path: PathBuf,
@@ -41,6 +42,7 @@ impl Tmpfs {
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = run_ok(Command::new("umount").arg("-l").arg(&self.path));
+        let _ = std::fs::remove_dir(&self.path);
     }
 }
 

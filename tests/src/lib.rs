@@ -7,6 +7,7 @@
 pub mod config;
 pub mod csv;
 pub mod fsutil;
+pub mod invariants;
 pub mod reference;
 pub mod schedule;
 pub mod soak;

@@ -169,8 +169,8 @@ fn share(n: u64, of: u64) -> f64 {
     if of == 0 { 0.0 } else { n as f64 / of as f64 }
 }
 
-/// Bytes per kernel call: keeps the AVX2 kernel's `u32` lane counters far from overflow and
-/// both inputs' chunks in L2. A multiple of 8, so it cuts every dtype at an element boundary.
+/// Bytes per kernel call: both inputs' chunks stay in L2 while the statistics kernels read
+/// them too. A multiple of 8, so it cuts every dtype at an element boundary.
 pub const PAIR_CHUNK: usize = 256 << 10;
 
 /// Streaming pair metrics of two tensors of the same dtype and element count, fed in chunks.
@@ -277,9 +277,9 @@ impl PairAccumulator {
     fn kernel(&self, a: &[u8], b: &[u8], n: usize) -> PairMetrics {
         match (self.backend, self.dtype) {
             #[cfg(target_arch = "x86_64")]
-            (Backend::Avx2, DType::Float32) => {
+            (Backend::Avx2, DType::Float32) if popcnt() => {
                 // SAFETY: an `Avx2` accumulator exists only when `Backend::available`
-                // confirmed AVX2, FMA and F16C on this CPU.
+                // confirmed AVX2, FMA and F16C on this CPU, and `popcnt()` confirmed POPCNT.
                 unsafe { avx2::f32_pair(a, b, self.tol) }
             }
             _ => portable::pair(self.dtype, a, b, n, self.tol),
@@ -296,6 +296,19 @@ impl PairAccumulator {
             });
         }
         Ok(self.metrics)
+    }
+}
+
+/// Whether the CPU has POPCNT (every AVX2 CPU does; checked anyway, at run time with `std`).
+#[cfg(target_arch = "x86_64")]
+fn popcnt() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(target_feature = "popcnt")
     }
 }
 

@@ -35,7 +35,7 @@ impl PairRule {
 /// Tensor pairs of two dumps.
 #[derive(Clone, Debug, Default)]
 pub struct Pairing {
-    /// `(index in A, index in B, rule)` in A's run order.
+    /// `(index in A, index in B, rule)` in A's run order (iteration, rank, timestamps).
     pub pairs: Vec<(usize, usize, PairRule)>,
     /// A's tensors without a partner, in A's run order.
     pub only_in_a: Vec<usize>,
@@ -122,7 +122,11 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
         }
     }
     let mut out = Pairing::default();
-    for k in &ka {
+    // Run order across ranks: iteration first (the earliest step), then rank; stable, so the
+    // timestamp order within a rank and iteration stays.
+    let mut order: Vec<&KernelRef> = ka.iter().collect();
+    order.sort_by_key(|k| (k.iteration, k.rank));
+    for k in order {
         for &i in &k.tensors {
             match partner.get(&i) {
                 Some(&(j, rule)) => out.pairs.push((i, j, rule)),

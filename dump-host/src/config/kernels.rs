@@ -386,6 +386,20 @@ mod tests {
         assert_eq!(f.unused_entries(), ["mul"]);
     }
 
+    #[test]
+    fn set_dump_marks_select_names_and_scopes_only() {
+        let none = KernelFilter::marked(std::iter::empty::<&str>());
+        assert!(!none.selects_all() && !none.matches(CONV) && !none.matches(""));
+        let f = KernelFilter::marked(["Default/network-WithLossCell/_backbone-TinyNet/", "x"]);
+        assert!(f.matches(CONV));
+        assert!(f.matches("x") && f.matches("x/Add-op1"));
+        assert!(!f.matches("xy/Add-op1") && !f.matches("Default/network-WithLossCell"));
+        assert!(
+            f.unused_entries().is_empty(),
+            "marks are not kernels entries"
+        );
+    }
+
     fn naive(entries: &[String], name: &str) -> bool {
         let nonempty: Vec<&String> = entries.iter().filter(|e| !e.is_empty()).collect();
         if nonempty.is_empty() {

@@ -78,8 +78,6 @@ pub(crate) struct Shared {
     pub(crate) constants: Mutex<HashSet<(u32, String)>>,
     pub(crate) last_ts: AtomicU64,
     pub(crate) overflowed: AtomicU64,
-    pub(crate) files: AtomicU64,
-    pub(crate) bytes: AtomicU64,
     pub(crate) rows: AtomicU64,
     pub(crate) quota: DiskQuota,
     /// Where warnings go (never printed directly).
@@ -170,9 +168,13 @@ impl Dumper {
             return Ok(Self::disabled());
         }
         let tree = DumpTree::new(&plan.root, plan.rank, &plan.net);
+        tree.check_root().map_err(|message| Error::Io {
+            path: plan.root.clone(),
+            message,
+        })?;
         let csv_header = dump_stats::csv::header_string(&plan.categories);
         let writer = Writer::with_events(&plan.writer, events.clone());
-        let pool = Arc::new(BufferPool::new(plan.writer.budget_bytes));
+        let pool = Arc::new(writer.pool());
         let shared = Shared {
             tree,
             writer,
@@ -184,8 +186,6 @@ impl Dumper {
             constants: Mutex::new(HashSet::new()),
             last_ts: AtomicU64::new(0),
             overflowed: AtomicU64::new(0),
-            files: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
             rows: AtomicU64::new(0),
             quota: DiskQuota::new(plan.disk_budget_bytes),
             events,
@@ -361,8 +361,8 @@ impl Dumper {
         match &self.shared {
             None => DumpReport::default(),
             Some(s) => DumpReport {
-                files: s.files.load(Ordering::Relaxed),
-                bytes: s.bytes.load(Ordering::Relaxed),
+                files: s.writer.written().files(),
+                bytes: s.writer.written().bytes(),
                 rows: s.rows.load(Ordering::Relaxed),
                 skipped_files: s.quota.refused_files(),
                 skipped_bytes: s.quota.refused_bytes(),

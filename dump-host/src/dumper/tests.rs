@@ -324,11 +324,14 @@ fn a_dump_that_wrote_nothing_says_why() {
     assert!(w.contains("no kernel reported a non-empty tensor"), "{w}");
     let _ = std::fs::remove_dir_all(&r);
 
-    // Defect (issue 13, 11): with every write failing (here the dump root is a regular file;
-    // EROFS and ENOSPC go the same way) the warning blamed the kernel filter.
+    // Defect (issue 13, 11): with every write failing (here the rank directory is a regular
+    // file; a dump root that is one is refused up front; EROFS and ENOSPC go the same way) the
+    // warning blamed the kernel filter.
     let (r, mut d) = {
         let r = root("nothing-writes-failed");
-        std::fs::write(&r, b"not a directory").unwrap();
+        let _ = std::fs::remove_dir_all(&r);
+        std::fs::create_dir_all(&r).unwrap();
+        std::fs::write(r.join("rank_0"), b"not a directory").unwrap();
         let text = format!(
             r#"{{"common_dump_settings": {{"dump_mode": 1, "path": "{}", "net_name": "Net",
             "iteration": "all", "kernels": ["Default/Add-op0"], "saved_data": "statistic",
@@ -352,7 +355,7 @@ fn a_dump_that_wrote_nothing_says_why() {
             && !w.contains("kernels"),
         "{w}"
     );
-    let _ = std::fs::remove_file(&r);
+    let _ = std::fs::remove_dir_all(&r);
 
     let (r, mut d) = make("nothing-something", all);
     assert_eq!(run(&mut d, 1, true), None, "a row was written");

@@ -272,3 +272,64 @@ impl Dump {
             .unwrap_or(0) as u64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::short_name;
+
+    fn npy(dtype: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; 256];
+        let n = dump_npy::encode_header(dtype, shape, &mut b).unwrap();
+        b.truncate(n);
+        b.extend_from_slice(data);
+        b
+    }
+
+    #[test]
+    fn long_names_through_mapping_csv_int4_and_rows_pair_with_files() {
+        let root = std::env::temp_dir().join(format!("opdump-read-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let it = root.join("rank_3/Net/1/7");
+        std::fs::create_dir_all(&it).unwrap();
+        let long_op = format!("Default_{}_Add-op0", "x".repeat(300));
+        let long = format!("Add.{long_op}.0.0.5.output.0.DefaultFormat.Float32.npy");
+        let short = short_name(&long);
+        let vals: Vec<u8> = [1.0f32, f32::INFINITY]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        std::fs::write(it.join(&short), npy("<f4", &[2], &vals)).unwrap();
+        std::fs::write(it.join("mapping.csv"), format!("{short},{long}\n")).unwrap();
+        // int4 widened to one byte per element (opdump's file for numpy), 0-d.
+        std::fs::write(
+            it.join("Cast.Default_Cast-op1.0.0.6.output.0.DefaultFormat.Int4.npy"),
+            npy("|i1", &[], &[0xf9]),
+        )
+        .unwrap();
+        std::fs::write(
+            it.join("statistic.csv"),
+            "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,NaN Count\n\
+             Cast,Default_Cast-op1,0,0,6,output,0,1,int4,\"()\",-7,0,\n",
+        )
+        .unwrap();
+        let d = Dump::open(&root).unwrap();
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
+        assert_eq!(d.tensors.len(), 2);
+        let add = d.tensors.iter().find(|t| t.op_type == "Add").unwrap();
+        assert_eq!((add.rank, add.graph, add.iteration), (3, 1, 7));
+        assert_eq!(add.op_name, long_op);
+        let s = add.stats(dump_stats::Hashes::NONE).unwrap();
+        assert_eq!((s.pos_inf, s.nonfinite()), (Some(1), Some(true)));
+        let cast = d.tensors.iter().find(|t| t.op_type == "Cast").unwrap();
+        assert_eq!((cast.dtype, cast.stored), (DType::Int4, Some(DType::Int8)));
+        assert_eq!(cast.row_stats.as_ref().unwrap().max, Some(-7.0));
+        // The row lacks min/l2norm: completed from the file, the row's max kept.
+        let s = cast.stats(dump_stats::Hashes::NONE).unwrap();
+        assert_eq!((s.max, s.min, s.count), (Some(-7.0), Some(-7.0), Some(1)));
+        let k = d.kernels();
+        assert_eq!(k.len(), 2);
+        assert_eq!(k[0].op_type, "Add", "run order follows the timestamps");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

@@ -25,7 +25,7 @@ use std::{
     thread::JoinHandle,
 };
 
-use super::{Budget, ErrorLog, WriteFailure, budget::Admitted};
+use super::{Budget, BufferPool, ErrorLog, Tally, WriteFailure, budget::Admitted};
 use crate::diag::EventSink;
 
 /// A unit of background work: writes one file (or row) and reports its failure.
@@ -116,6 +116,7 @@ pub struct Writer {
     workers: Vec<JoinHandle<()>>,
     budget: Arc<Budget>,
     errors: Arc<ErrorLog>,
+    written: Arc<Tally>,
     /// `min(direct_write_bytes, budget_bytes)`.
     direct_from: usize,
     queued: AtomicU64,
@@ -151,6 +152,7 @@ impl Writer {
                 workers: Vec::new(),
                 budget,
                 errors,
+                written: Arc::default(),
                 direct_from,
                 queued: AtomicU64::new(0),
                 inline: AtomicU64::new(0),
@@ -186,6 +188,7 @@ impl Writer {
             workers,
             budget,
             errors,
+            written: Arc::default(),
             direct_from,
             queued: AtomicU64::new(0),
             inline: AtomicU64::new(0),
@@ -202,9 +205,19 @@ impl Writer {
         &self.budget
     }
 
+    /// A pool of copy buffers whose idle buffers are charged to this writer's budget.
+    pub fn pool(&self) -> BufferPool {
+        BufferPool::new(Arc::clone(&self.budget))
+    }
+
     /// Failures recorded so far.
     pub fn errors(&self) -> &ErrorLog {
         &self.errors
+    }
+
+    /// Files complete on disk (counted by the jobs that wrote them, after the rename).
+    pub fn written(&self) -> &Arc<Tally> {
+        &self.written
     }
 
     /// Jobs handed to the writer threads so far.
@@ -236,11 +249,26 @@ impl Writer {
 
     /// Queues `job`, which holds about `cost` bytes, waiting while the budget is full.
     pub fn submit(&self, cost: usize, job: Job) {
+        if self.tx.is_none() {
+            return self.run_direct(job);
+        }
+        let cost = cost.max(1);
+        self.budget.acquire(cost);
+        self.submit_admitted(cost, job);
+    }
+
+    /// Queues `job`, whose `cost` the caller has already [`acquire`](Budget::acquire)d from
+    /// [`budget`](Writer::budget) (so that a copy is made only once its memory is admitted);
+    /// the writer releases it when the job is done. A synchronous writer runs the job inline
+    /// and releases the cost at once.
+    pub fn submit_admitted(&self, cost: usize, job: Job) {
         let cost = cost.max(1);
         match &self.tx {
-            None => self.run_direct(job),
+            None => {
+                self.run_direct(job);
+                self.budget.release(cost);
+            }
             Some(tx) => {
-                self.budget.acquire(cost);
                 match tx.send((job, cost)) {
                     Ok(()) => {
                         self.queued.fetch_add(1, Ordering::Relaxed);

@@ -135,6 +135,9 @@ fn who(dump: &Dump, i: usize) -> String {
 
 /// Runs `compare`; returns the exit code.
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if args.csv.is_some() || args.html.is_some() {
+        report::output::install_interrupt_handler();
+    }
     let tol = match tolerances(args) {
         Ok(t) => t,
         Err(m) => {

@@ -74,6 +74,9 @@ fn who(dump: &Dump, i: usize) -> String {
 
 /// Runs `inspect`; returns the exit code.
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if args.html.is_some() {
+        report::output::install_interrupt_handler();
+    }
     let dump = match Dump::open(&args.dir) {
         Ok(d) => d,
         Err(e) => {

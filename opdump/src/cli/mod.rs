@@ -2,7 +2,8 @@
 //! a module with an `Args` struct and a `run` function returning the exit code; output goes to
 //! the given writers so tests can run commands in-process, and nothing here panics.
 //!
-//! Exit codes: 0 success, 2 invalid input (bad config, unreadable file, bad arguments).
+//! Exit codes: 0 success, 1 a finding (`inspect`: a non-finite operator; `compare`: a
+//! divergence), 2 invalid input (bad config, unreadable file, bad arguments).
 
 pub mod check;
 pub mod compare;
