@@ -53,6 +53,7 @@ pub mod convert;
 mod cuda;
 mod dumped;
 mod error;
+mod graph;
 #[cfg(feature = "onnx")]
 pub mod onnx;
 mod trace;

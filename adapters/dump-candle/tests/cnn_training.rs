@@ -94,7 +94,24 @@ fn cnn_trained_three_steps_is_dumped_module_by_module() {
         losses.push(l);
         conv_out.push(c);
     }
+    // The graph: conv -> act wired by tensor identity; the pool tap has no input and fc's input
+    // (the flattened pool output) is no dumped kernel's output, so it is a parameter, like x.
+    let g = d.graph(0).expect("described").clone();
+    assert_eq!(g.execution_order(), ORDER);
+    let edges: Vec<_> = g.edges().collect();
+    assert_eq!(edges, [((0, 0), 1, 0)], "{g:?}");
+    assert_eq!(
+        g.parameters.len(),
+        2,
+        "x, and the flattened pool output fed to fc: {g:?}"
+    );
     let report = d.close().unwrap();
+    for ext in ["ir", "pb"] {
+        let p = tmp
+            .rank()
+            .join(format!("graphs/ms_output_trace_code_graph_0.{ext}"));
+        assert!(p.is_file(), "{}", p.display());
+    }
     let diags: Vec<&str> = tracer.diagnostics().collect();
     assert!(diags.is_empty(), "{diags:?}");
     assert!(
