@@ -21,6 +21,9 @@ use dump_ort::{OrtRunner, host_value, ort};
 
 type Res<T> = Result<T, String>;
 
+/// One model input: name, shape, little-endian f32 bytes.
+type Feed = (String, Vec<usize>, Vec<u8>);
+
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/onnx")
@@ -65,7 +68,7 @@ fn time(steps: usize, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
 }
 
 /// The model's inputs: f32 values `((k * 7919) % 2000) / 1000 - 1`.
-fn inputs(model: &Model, file: &str) -> Res<Vec<(String, Vec<usize>, Vec<u8>)>> {
+fn inputs(model: &Model, file: &str) -> Res<Vec<Feed>> {
     model
         .graph
         .inputs
