@@ -320,3 +320,49 @@ fn f16_cast_pair_dumps_float16_tensors_equal_to_the_reference() {
         "the cast to f16 and the f16 add dump Float16 files"
     );
 }
+
+#[test]
+fn run_dumped_is_one_call_per_step_and_plain_tract_when_disabled() {
+    let tmp = Tmp::new("one-call");
+    let plan = plan("cnn");
+    let mut state = plan.spawn().unwrap();
+    let plain = state.run(input("cnn")).unwrap();
+    let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
+    for _ in 0..2 {
+        let out = dump_tract::run_dumped(&mut d, &mut state, input("cnn")).unwrap();
+        assert_eq!(
+            out[0].as_plain_ram().unwrap().as_bytes(),
+            plain[0].as_plain_ram().unwrap().as_bytes()
+        );
+    }
+    let g = d.graph(0).expect("the graph was described").clone();
+    assert_eq!(g.nodes.len(), 7);
+    d.close().unwrap();
+    let rank = tmp.0.join("rank_0");
+    for step in ["0", "1"] {
+        let csv =
+            std::fs::read_to_string(rank.join("Net/0").join(step).join("statistic.csv")).unwrap();
+        let per_step: usize = g
+            .nodes
+            .iter()
+            .map(|n| n.inputs.len() + n.outputs.len())
+            .sum::<usize>()
+            + 1;
+        assert_eq!(csv.lines().count(), per_step + 1, "{csv}");
+    }
+    assert!(
+        rank.join("graphs/ms_output_trace_code_graph_0.ir")
+            .is_file()
+    );
+
+    let mut off = Dumper::disabled();
+    let out = dump_tract::run_dumped(&mut off, &mut state, input("cnn")).unwrap();
+    assert_eq!(
+        out[0].as_plain_ram().unwrap().as_bytes(),
+        plain[0].as_plain_ram().unwrap().as_bytes()
+    );
+    assert!(
+        off.graph(0).is_none(),
+        "a disabled Dumper is not even told about the graph"
+    );
+}

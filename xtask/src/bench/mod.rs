@@ -7,6 +7,7 @@
 //! Timing: every cell is the median of at least [`Opts::runs`] runs (the machine is a noisy
 //! 2-core VM, so medians, never means or bests).
 
+mod adapters;
 mod cuda;
 mod dump;
 mod engine;
@@ -116,12 +117,12 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--only" => {
                 let v = it
                     .next()
-                    .ok_or("--only needs a list: stats,engine,npy,dump,cuda")?;
+                    .ok_or("--only needs a list: stats,engine,npy,dump,adapters,cuda")?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,npy,dump,cuda]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,npy,dump,adapters,cuda]"
                         .into(),
                 );
             }
@@ -150,6 +151,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if opts.wants("dump") {
         dump::run(&opts, &mut rows)?;
+    }
+    if opts.wants("adapters") {
+        adapters::run(&opts, &mut rows)?;
     }
     if opts.device.as_deref() == Some("cuda") && opts.wants("cuda") {
         cuda::run(&opts, &mut rows)?;
