@@ -25,6 +25,7 @@
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(missing_docs)]
 
+pub mod compare;
 pub mod dtype;
 pub mod error;
 pub mod fmt;

@@ -1,15 +1,88 @@
-//! `dump-host`: opdump on a host with `std`: the MindSpore `data_dump.json` config
-//! ([`config`]), and the `opdump` command-line tool's logic ([`cli`]).
+//! `dump-host`: the opdump library a Rust ML runtime embeds. It reads a MindSpore 2.10
+//! `data_dump.json` ([`config`]), and its [`Dumper`] writes every wanted kernel's inputs and
+//! outputs as `.npy` files and `statistic.csv` rows in MindSpore's exact layout ([`layout`]),
+//! through a bounded background writer ([`writer`]). It never prints: warnings are typed
+//! [`diag::Event`]s delivered to a sink you choose (one line to stderr by default).
+//!
+//! # Integrating it
+//!
+//! Open a [`Dumper`] once (here from config text; [`Dumper::from_env`] reads the file named by
+//! `MINDSPORE_DUMP_CONFIG` and is disabled when it is unset), then for each step of each graph
+//! ask the [`Step`] whether a kernel is wanted and hand over its tensors. A [`Step`] owns its
+//! handle on the Dumper's state, so it can be kept in the runtime's own structs or a
+//! thread-local and sent to other threads.
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use dump_host::{DumpOptions, Dumper, TensorRef};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let root = std::env::temp_dir().join(format!("opdump-doc-{}", std::process::id()));
+//! let config = format!(
+//!     r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+//!           "iteration": "all", "saved_data": "tensor", "input_output": 0, "kernels": [],
+//!           "support_device": [0]}},
+//!         "e2e_dump_settings": {{"enable": true}}}}"#,
+//!     root.display()
+//! );
+//! // The rank and MS_DIAGNOSTIC_DATA_PATH come from this map instead of the process environment.
+//! let env = std::collections::HashMap::<String, String>::new();
+//! let warnings = Arc::new(Mutex::new(Vec::new()));
+//! let log = Arc::clone(&warnings);
+//! let mut dumper = Dumper::builder()
+//!     .config_json(config)
+//!     .env(&env)
+//!     .options(DumpOptions::default())
+//!     .on_event(move |e| log.lock().unwrap().push(e.to_string())) // instead of stderr
+//!     .open()?;
+//!
+//! let conv = "Default/network/conv1-Conv2d/Conv2D-op0";
+//! dumper.begin_graph(0, &[conv])?; // ms_execution_order_graph_0.csv
+//! let (x, w) = ([1.0f32, 2.0, 3.0, 4.0], [0.5f32; 4]);
+//! let step = dumper.begin_step(); // iteration 0
+//! // `kernel` is a cheap "no" (no tensor touched) when the iteration or `kernels` does not
+//! // want this kernel.
+//! if let Some(k) = step.kernel("Conv2D", conv) {
+//!     k.input(0, TensorRef::from_slice(&[2, 2], &x))?;
+//!     k.input(1, TensorRef::from_slice(&[2, 2], &w))?;
+//!     k.output(0, TensorRef::from_slice(&[2, 2], &x))?;
+//!     k.finish()?;
+//! }
+//! step.finish()?; // returns the write failures seen so far
+//! let report = dumper.close()?; // waits for queued files
+//!
+//! assert_eq!(report.files, 3);
+//! let dir = root.join("rank_0/Net/0/0");
+//! let names: Vec<String> = std::fs::read_dir(&dir)?
+//!     .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+//!     .collect::<Result<_, _>>()?;
+//! assert!(names.iter().any(|n| n.starts_with(
+//!     "Conv2D.Default_network_conv1-Conv2d_Conv2D-op0.") && n.ends_with(
+//!     ".output.0.DefaultFormat.Float32.npy")), "{names:?}");
+//! // Warnings (config, unused `kernels` entries, failed writes, ...) went to the closure.
+//! assert!(warnings.lock().unwrap().iter().all(|w| !w.contains("write failed")));
+//! std::fs::remove_dir_all(&root)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Tensors: [`TensorRef::from_slice`] for `&[f32]`, `&[half::bf16]`, `&[i64]`, `&[bool]`, ...;
+//! [`TensorRef::host`] for raw little-endian bytes (int4/uint1 packed), [`TensorRef::strided`]
+//! for non-contiguous host tensors and [`TensorRef::device`] for a [`DeviceTensor`].
 #![deny(missing_docs)]
 
+pub mod compare;
 pub mod config;
+pub mod diag;
 mod dumper;
 pub mod error;
 pub mod graph;
 pub mod layout;
+pub mod read;
 pub mod writer;
 
 pub use dumper::{
-    DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, Kernel, MS_VERSION, Step, TensorRef,
+    DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, DumperBuilder, Element, Kernel,
+    MS_VERSION, Planned, Step, TensorRef,
 };
 pub use error::Error;

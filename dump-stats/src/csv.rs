@@ -4,6 +4,9 @@
 //!   then `,` + the title of every category in order, then `\n` (no trailing comma).
 //! - Row: every field followed by `,`, then `\n` (so a row ends with `,\n` and has one field more
 //!   than the header). Shape is the only quoted field: `"(2,3)"`, `"(3)"`, `"()"`.
+//! - Op Type and Op Name are written as given unless they hold `"`, `,`, CR or LF; then they are
+//!   quoted with `"` doubled ([`write_field`]), so a csv reader never shifts a column. MindSpore
+//!   writes them raw (it only replaces `,` in names); a name with a `"` broke its file.
 //! - Host values: `%g` for max/min/avg/l2norm, plain decimal counts, lowercase hex digests.
 //! - Device values ([`write_device_row`]): `%g` floats, decimal integers, `True`/`False`, `null`.
 //!
@@ -89,10 +92,36 @@ pub fn write_header<W: Write>(w: &mut W, categories: &CategorySet) -> Result<(),
     Ok(())
 }
 
+/// `true` when `field` must be quoted to stay one csv field: it holds `"`, `,`, `\n` or `\r`.
+pub fn field_needs_quotes(field: &str) -> bool {
+    field
+        .bytes()
+        .any(|b| matches!(b, b'"' | b',' | b'\n' | b'\r'))
+}
+
+/// Writes `field` as one csv field the way Python's `csv` module, pandas and MindSpore's own
+/// test readers parse it: as is when [`field_needs_quotes`] is false (so every name MindSpore
+/// writes keeps its bytes), otherwise in double quotes with each `"` doubled (RFC 4180).
+pub fn write_field<W: Write>(w: &mut W, field: &str) -> Result<(), Error> {
+    if !field_needs_quotes(field) {
+        w.write_str(field)?;
+        return Ok(());
+    }
+    w.write_char('"')?;
+    for (i, part) in field.split('"').enumerate() {
+        if i > 0 {
+            w.write_str("\"\"")?;
+        }
+        w.write_str(part)?;
+    }
+    w.write_char('"')?;
+    Ok(())
+}
+
 fn write_meta<W: Write>(w: &mut W, m: &RowMeta<'_>) -> Result<(), Error> {
-    w.write_str(m.op_type)?;
+    write_field(w, m.op_type)?;
     w.write_char(',')?;
-    w.write_str(m.op_name)?;
+    write_field(w, m.op_name)?;
     w.write_char(',')?;
     for v in [m.task_id, m.stream_id, m.timestamp] {
         w.write_str(u64_str(v).as_str())?;
@@ -484,6 +513,40 @@ mod tests {
                 .unwrap()
                 .unwrap(),
             "Add,b,0,0,3,output,0,4,bfloat16,\"(1,2)\",1.5,-2,2.5,\n"
+        );
+    }
+
+    #[test]
+    fn quotes_and_commas_in_names_stay_one_field() {
+        let mut s = String::new();
+        write_field(&mut s, "Default_Add-op0").unwrap();
+        assert_eq!(s, "Default_Add-op0", "plain names keep their bytes");
+        for (raw, quoted) in [
+            ("a\"b", "\"a\"\"b\""),
+            ("\"", "\"\"\"\""),
+            ("x,y", "\"x,y\""),
+            ("l\nm\r", "\"l\nm\r\""),
+            ("\"\"", "\"\"\"\"\"\""),
+        ] {
+            let mut s = String::new();
+            write_field(&mut s, raw).unwrap();
+            assert_eq!(s, quoted, "{raw:?}");
+        }
+        let st = stats_of(&[1.0]);
+        let shape = [1];
+        let row = row_string(
+            &RowMeta {
+                op_type: "T\"x",
+                ..meta("\"Default_Add\"-op0", Io::Input, 0, 1, &shape)
+            },
+            &CategorySet::default(),
+            &st,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            row,
+            "\"T\"\"x\",\"\"\"Default_Add\"\"-op0\",0,0,1,input,0,4,float32,\"(1)\",1,1,1,\n"
         );
     }
 

@@ -120,10 +120,14 @@ fn unreadable_and_bad_input_files() {
             text(&out.stderr)
         );
     }
-    // A directory is unreadable as a file.
+    // A directory is refused before it is opened, naming what it is.
     let out = opdump(&["check", dir.to_str().unwrap()], &[]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("open failed"));
+    assert!(
+        text(&out.stderr).contains("is a directory, not a regular file"),
+        "{}",
+        text(&out.stderr)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

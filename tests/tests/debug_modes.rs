@@ -85,7 +85,7 @@ fn run_overflow(tmp: &Path, overflow_number: u32) -> (Vec<String>, BTreeSet<Stri
         k.input(0, TensorRef::host(DType::Float32, &[2], &i))
             .unwrap();
         k.output(0, TensorRef::host(dt, &[2], &o)).unwrap();
-        k.finish();
+        k.finish().unwrap();
     }
     step.finish().unwrap();
     d.close().unwrap();
@@ -99,7 +99,7 @@ fn run_overflow(tmp: &Path, overflow_number: u32) -> (Vec<String>, BTreeSet<Stri
         .iter()
         .map(|p| {
             let f = file_name(p);
-            let p = dump_host::layout::parse_file_name(&f).unwrap();
+            let p = dump_host::layout::TensorFileName::parse(&f).unwrap();
             (p.timestamp, p.op_name.to_owned())
         })
         .collect();

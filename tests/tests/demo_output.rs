@@ -11,6 +11,7 @@ use std::{
 use dump_core::{DType, hash};
 use dump_host::{DumpOptions, Dumper, Step, TensorRef, layout::sanitize};
 use opdump::demo::{LeNet, Tracer, View};
+use opdump_test_support::{Prereq, require};
 use opdump_tests::{
     config::{ALL_CATEGORIES, config, f32_bytes, no_env},
     csv::parse_statistic_csv,
@@ -20,8 +21,8 @@ use serde_json::json;
 
 /// Forwards the network's kernels to a step and remembers every tensor's bytes as numpy will
 /// load them (bf16 widened to f32), keyed by `(step, file-name key)`.
-struct Recorder<'a, 's> {
-    step: &'a Step<'s>,
+struct Recorder<'a> {
+    step: &'a Step,
     seen: &'a mut HashMap<(u64, String), Vec<u8>>,
 }
 
@@ -36,7 +37,7 @@ fn as_loaded(v: &View<'_>) -> Vec<u8> {
     }
 }
 
-impl Tracer for Recorder<'_, '_> {
+impl Tracer for Recorder<'_> {
     fn wants(&mut self, op_type: &str, full_name: &str) -> bool {
         self.step.kernel(op_type, full_name).is_some()
     }
@@ -73,7 +74,7 @@ impl Tracer for Recorder<'_, '_> {
 
 /// `{type}.{name}.{io}.{slot}` of a file name.
 fn tensor_key(file: &str) -> String {
-    let p = dump_host::layout::parse_file_name(file).expect("MindSpore-style name");
+    let p = dump_host::layout::TensorFileName::parse(file).expect("MindSpore-style name");
     format!("{}.{}.{}.{}", p.op_type, p.op_name, p.io.as_str(), p.slot)
 }
 
@@ -178,22 +179,15 @@ for dp, _, fs in os.walk(sys.argv[1]):
             a = np.load(os.path.join(dp, f))
             print(os.path.basename(dp), f, a.dtype.str, hashlib.md5(np.ascontiguousarray(a).tobytes()).hexdigest())
 "#;
-    let out = match Command::new("python3")
+    if !require(Prereq::Numpy) {
+        return;
+    }
+    let out = Command::new("python3")
         .args(["-c", script])
         .arg(tmp.path())
         .output()
-    {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("SKIP numpy check: python3 not runnable: {e}");
-            return;
-        }
-    };
+        .expect("run python3");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if stderr.contains("No module named 'numpy'") {
-        eprintln!("SKIP numpy check: numpy is not installed");
-        return;
-    }
     assert!(out.status.success(), "numpy failed: {stderr}");
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();

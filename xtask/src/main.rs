@@ -4,9 +4,12 @@
 //!   benchmarks; prints a table and writes `target/bench-stats/summary.csv`.
 //! - `cargo xtask test-cross`: builds dump-core, dump-npy and dump-stats without `std` for
 //!   `thumbv7em-none-eabihf` and runs their firmware known-answer tests under `qemu-system-arm`.
+//! - `cargo xtask hardening [--faults] [--schedules] [--soak] [--valgrind] [--quick]`: the
+//!   hardening campaign of issue 13 at full scale, in release builds (see `hardening`).
 
 mod bench;
 mod cross;
+mod hardening;
 
 use std::process::ExitCode;
 
@@ -15,6 +18,9 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   bench-stats [--quick] [--device cuda]   benchmark statistics, hashes, widening, npy writing
   test-cross                              no_std build for thumbv7em + firmware tests in qemu
+  hardening [--faults] [--schedules] [--soak] [--valgrind] [--quick]
+                                          full fault injection, memory, descriptors, schedules +
+                                          kill -9 loop, 10^5-step soak, memcheck (none: all)
 ";
 
 fn main() -> ExitCode {
@@ -22,6 +28,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("bench-stats") => bench::run(&args[1..]),
         Some("test-cross") => cross::run(&args[1..]),
+        Some("hardening") => hardening::run_all(&args[1..]),
         Some("-h" | "--help") | None => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -7,7 +7,14 @@ use std::{
 };
 
 use dump_core::DType;
-use dump_host::{DumpOptions, Dumper, layout::parse_file_name, layout::sanitize};
+use dump_host::{
+    DumpOptions, Dumper,
+    layout::{TensorFileName, sanitize},
+};
+
+fn parse_file_name(name: &str) -> Option<TensorFileName<'_>> {
+    TensorFileName::parse(name)
+}
 use dump_tract::{TractDump, tract_onnx::prelude::*};
 
 fn fixtures() -> PathBuf {
@@ -226,7 +233,7 @@ fn cnn_two_full_steps_match_plan_order_counts_reference_values_and_numpy() {
                         let f = parse_file_name(&name).unwrap();
                         f.op_name == sanitize(&n.name)
                             && f.io.as_str() == "output"
-                            && f.slot == slot as u64
+                            && f.slot == slot as u32
                     })
                     .collect();
                 assert_eq!(got.len(), 1, "{} output {slot} in step {step}", n.name);

@@ -31,6 +31,7 @@ mod reference;
 mod summary;
 
 pub use accumulate::{Accumulator, Backend};
+pub(crate) use reference::element_f64;
 pub use reference::summarize_reference;
 pub use summary::{GENERATED_NAN, Summary, pin_generated_nan};
 

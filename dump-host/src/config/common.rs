@@ -46,9 +46,9 @@ pub(crate) struct Common {
     pub overflow_number: Option<u32>,
     pub saved_data: Option<SavedData>,
     pub initial_iteration: Option<u32>,
-    /// The raw `statistic_category` array, checked later (its rules depend on saved_data).
-    pub statistic_category: Option<Vec<Value>>,
-    pub statistic_category_present: bool,
+    /// The raw `statistic_category` value, checked later: MindSpore reads it only when
+    /// saved_data is statistic or full.
+    pub statistic_category: Option<Value>,
 }
 
 /// Path characters MindSpore allows.
@@ -170,6 +170,7 @@ pub(crate) fn parse_common(
         "Dump config parse failed, kernels should be array type",
         d,
     ) {
+        let mut seen = std::collections::HashSet::new();
         for (i, item) in items.iter().enumerate() {
             let e = normalize_entry(item);
             if e.is_empty() {
@@ -177,7 +178,7 @@ pub(crate) fn parse_common(
                     format!("{}[{i}]", sec.path("kernels")),
                     "empty kernels entry is skipped",
                 );
-            } else if c.kernels.contains(&e) {
+            } else if !seen.insert(e.clone()) {
                 d.warn(
                     format!("{}[{i}]", sec.path("kernels")),
                     format!("Duplicate dump kernel name:{e}"),
@@ -244,20 +245,25 @@ pub(crate) fn parse_common(
         );
     }
 
-    if let Got::Val(n) = sec.uint(
-        "overflow_number",
-        "Dump config parse failed, overflow_number should be unsigned int type",
-        d,
-    ) {
-        if c.op_debug_mode == Some(OpDebugMode::Overflow) {
+    // Its presence is checked before its type: with op_debug_mode other than 3 MindSpore
+    // rejects the key whatever its value.
+    if c.op_debug_mode == Some(OpDebugMode::Overflow) {
+        if let Got::Val(n) = sec.uint(
+            "overflow_number",
+            "Dump config parse failed, overflow_number should be unsigned int type",
+            d,
+        ) {
             c.overflow_number = Some(n);
-        } else {
-            d.error(
-                sec.path("overflow_number"),
-                "overflow_number only need to be set when op_debug_mode is 3. (remove it, or set \
-                 op_debug_mode to 3)",
-            );
         }
+    } else if map.contains_key("overflow_number") {
+        d.error(
+            sec.path("overflow_number"),
+            format!(
+                "overflow_number only need to be set when op_debug_mode is 3. (got {}; remove \
+                 it, or set op_debug_mode to 3)",
+                describe(&map["overflow_number"])
+            ),
+        );
     }
 
     match sec.string(
@@ -286,14 +292,8 @@ pub(crate) fn parse_common(
         c.initial_iteration = Some(n);
     }
 
-    c.statistic_category_present = map.contains_key("statistic_category");
-    if let Got::Val(items) = sec.array(
-        "statistic_category",
-        "Dump config parse failed, statistic_category should be array type",
-        d,
-    ) {
-        c.statistic_category = Some(items.to_vec());
-    }
+    // Read (and type-checked) later, only when saved_data asks for statistics.
+    c.statistic_category = map.get("statistic_category").cloned();
 
     sec.unknown_keys(&COMMON_KEYS, d);
     c
@@ -415,6 +415,7 @@ fn parse_support_device(
     out: &mut Vec<u32>,
     d: &mut Diagnostics,
 ) {
+    let mut seen = std::collections::HashSet::new();
     for (i, item) in items.iter().enumerate() {
         let path = format!("{}[{i}]", sec.path("support_device"));
         let id = match item {
@@ -458,7 +459,7 @@ fn parse_support_device(
                 continue;
             }
         };
-        if out.contains(&id) {
+        if !seen.insert(id) {
             d.warn(path, format!("Duplicate support device:{id}"));
         } else {
             out.push(id);

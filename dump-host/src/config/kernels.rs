@@ -22,7 +22,7 @@
 //! assert_eq!(f.unused_entries(), ["Default/x/MatMul-op3"]);
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use regex::Regex;
@@ -114,6 +114,8 @@ pub struct KernelFilter {
     exact_lens: Vec<usize>,
     types: Vec<(Vec<u8>, usize)>,
     used: Vec<AtomicBool>,
+    /// dump_mode 2: the names and scopes marked with `set_dump` (see [`KernelFilter::marked`]).
+    marks: Vec<String>,
 }
 
 impl KernelFilter {
@@ -126,6 +128,30 @@ impl KernelFilter {
             exact_lens: Vec::new(),
             types: Vec::new(),
             used: Vec::new(),
+            marks: Vec::new(),
+        }
+    }
+
+    /// The filter of a `dump_mode` 2 config (Ascend `set_dump`): it selects the kernels whose
+    /// full name is one of `marks`, or lies in a scope that is (`Default/net/conv1-Conv2d`
+    /// marks `Default/net/conv1-Conv2d/Conv2D-op0`, as `set_dump` on a cell marks the kernels
+    /// inside it). Without marks it selects nothing, as in MindSpore, where nothing is marked
+    /// by default. Marks are not `kernels` entries: they are never reported as unused.
+    pub fn marked<I, S>(marks: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut seen = HashSet::new();
+        let marks = marks
+            .into_iter()
+            .map(|m| m.as_ref().trim_end_matches('/').to_owned())
+            .filter(|m| !m.is_empty() && seen.insert(m.clone()))
+            .collect();
+        KernelFilter {
+            entries: Some(Vec::new()),
+            marks,
+            ..Self::all()
         }
     }
 
@@ -138,13 +164,15 @@ impl KernelFilter {
         S: AsRef<str>,
     {
         let mut kept: Vec<String> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
         let mut regexes = Vec::new();
         let mut exact = HashMap::new();
         let mut types = Vec::new();
         let mut bad = Vec::new();
-        for (index, e) in entries.into_iter().enumerate() {
+        let entries: Vec<S> = entries.into_iter().collect();
+        for (index, e) in entries.iter().enumerate() {
             let e = e.as_ref();
-            if e.is_empty() || kept.iter().any(|k| k == e) {
+            if e.is_empty() || !seen.insert(e) {
                 continue;
             }
             let slot = kept.len();
@@ -187,6 +215,7 @@ impl KernelFilter {
             exact_lens,
             types,
             used,
+            marks: Vec::new(),
         })
     }
 
@@ -225,7 +254,11 @@ impl KernelFilter {
         if let Some((_, slot)) = self.types.iter().find(|(t, _)| contains_lower(part, t)) {
             return self.mark(*slot);
         }
-        false
+        self.marks.iter().any(|m| {
+            full_name
+                .strip_prefix(m.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
     }
 
     /// The entries that never selected anything so far, in order. MindSpore logs each as
@@ -351,6 +384,20 @@ mod tests {
         assert!(f.matches("Default/ReluGrad-op1"));
         assert!(f.matches("Default/Add-op1"));
         assert_eq!(f.unused_entries(), ["mul"]);
+    }
+
+    #[test]
+    fn set_dump_marks_select_names_and_scopes_only() {
+        let none = KernelFilter::marked(std::iter::empty::<&str>());
+        assert!(!none.selects_all() && !none.matches(CONV) && !none.matches(""));
+        let f = KernelFilter::marked(["Default/network-WithLossCell/_backbone-TinyNet/", "x"]);
+        assert!(f.matches(CONV));
+        assert!(f.matches("x") && f.matches("x/Add-op1"));
+        assert!(!f.matches("xy/Add-op1") && !f.matches("Default/network-WithLossCell"));
+        assert!(
+            f.unused_entries().is_empty(),
+            "marks are not kernels entries"
+        );
     }
 
     fn naive(entries: &[String], name: &str) -> bool {

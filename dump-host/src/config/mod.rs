@@ -39,6 +39,7 @@ mod diagnostics;
 mod e2e;
 mod effective;
 pub mod env;
+mod file;
 mod kernels;
 mod read;
 mod rules;
@@ -56,6 +57,7 @@ pub use common::COMMON_KEYS;
 pub use diagnostics::{Diagnostic, Diagnostics, Severity};
 pub use e2e::{E2E_KEYS, E2eSettings};
 pub use env::{Env, ProcessEnv};
+pub use file::{MAX_CONFIG_BYTES, read_config_file};
 pub use kernels::{BadRegex, EntryKind, KernelFilter, classify, normalize_entry, type_part};
 pub use suggest::{did_you_mean, edit_distance};
 pub use types::{
@@ -145,24 +147,35 @@ impl DumpConfig {
         }
     }
 
-    /// Reads and validates a config file.
+    /// Validates a config's bytes: they must be UTF-8 text of at most [`MAX_CONFIG_BYTES`]
+    /// (both a config error, like every other problem of the text). The Dumper and
+    /// `opdump check` read configs through this function.
+    pub fn from_json_bytes(bytes: &[u8], opts: &ParseOptions<'_>) -> Result<Validated, Error> {
+        let mut d = Diagnostics::new();
+        if bytes.len() as u64 > MAX_CONFIG_BYTES {
+            d.error("", file::too_large(bytes.len() as u64));
+            return Err(Error::Config(d));
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Self::from_json_str(text, opts),
+            Err(e) => {
+                d.error(
+                    "",
+                    format!(
+                        "the dump config is not UTF-8 text (invalid byte at offset {}); allowed: \
+                         JSON text in UTF-8",
+                        e.valid_up_to()
+                    ),
+                );
+                Err(Error::Config(d))
+            }
+        }
+    }
+
+    /// Reads ([`read_config_file`]) and validates ([`from_json_bytes`](Self::from_json_bytes))
+    /// a config file.
     pub fn load(path: &Path, opts: &ParseOptions<'_>) -> Result<Validated, Error> {
-        let bytes = std::fs::read(path).map_err(|e| Error::Io {
-            path: path.to_owned(),
-            message: format!(
-                "Dump file:{} open failed. Errno:{} ({e})",
-                path.display(),
-                e.raw_os_error().unwrap_or(0)
-            ),
-        })?;
-        let text = String::from_utf8(bytes).map_err(|e| Error::Io {
-            path: path.to_owned(),
-            message: format!(
-                "the dump config is not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ),
-        })?;
-        Self::from_json_str(&text, opts)
+        Self::from_json_bytes(&read_config_file(path)?, opts)
     }
 
     /// The config named by `MINDSPORE_DUMP_CONFIG` in `opts.env`, or `None` when that variable
@@ -189,8 +202,9 @@ impl DumpConfig {
 
     /// A fresh kernel filter for this config: everything for dump_mode 0 (and 1 without
     /// entries), the `kernels` entries for dump_mode 1. For dump_mode 2 (Ascend `set_dump`)
-    /// the runtime decides per node; this returns the everything-filter and the caller must
-    /// also check the node's `dump` mark.
+    /// only marked kernels are dumped and the config holds no marks: this returns the filter
+    /// that selects nothing; build one with [`KernelFilter::marked`] from the runtime's marks
+    /// (the Dumper takes them from `DumpOptions::set_dump`).
     pub fn kernel_filter(&self) -> Result<KernelFilter, Error> {
         match self.dump_mode {
             DumpMode::Kernels => KernelFilter::from_entries(&self.kernels).map_err(|bad| {
@@ -203,7 +217,8 @@ impl DumpConfig {
                 }
                 Error::Config(d)
             }),
-            _ => Ok(KernelFilter::all()),
+            DumpMode::SetDump => Ok(KernelFilter::marked(std::iter::empty::<&str>())),
+            DumpMode::All => Ok(KernelFilter::all()),
         }
     }
 

@@ -58,7 +58,7 @@ pub(crate) fn assemble(
         if device != Device::Ascend {
             d.warn(
                 format!("{C}.op_debug_mode"),
-                format!("Abnormal dump is not supported on CPU/GPU backend. (device {device}: exception dump writes no kernel data)"),
+                format!("MindSpore logs \"Abnormal dump is not supported on CPU/GPU backend.\" and dumps no kernel data; opdump on {device} dumps the inputs of every kernel the runtime reports as failed (Step::kernel_failed), never outputs or Parameters"),
             );
         }
         if e2e_enabled {
@@ -74,7 +74,7 @@ pub(crate) fn assemble(
                     "e2e_dump_settings.sample_mode",
                     "exception dump (op_debug_mode 4) sets sample_mode to 0",
                 );
-                e2e.sample_mode = 0;
+                sampling_off(&mut e2e);
             }
             if saved_data != SavedData::Tensor {
                 d.warn(
@@ -85,12 +85,26 @@ pub(crate) fn assemble(
             }
         }
     }
+    if e2e.sample_mode == 1 && op_debug_mode == OpDebugMode::Overflow {
+        d.warn(
+            "e2e_dump_settings.sample_mode",
+            "sample dump applies to op_debug_mode 0 only: overflow dump (op_debug_mode 3) writes whole tensors, sample_mode is set to 0",
+        );
+        sampling_off(&mut e2e);
+    }
+    if e2e.save_kernel_args && !e2e.enable {
+        d.warn(
+            "e2e_dump_settings.save_kernel_args",
+            "save_kernel_args takes effect only when enable is true (MindSpore's documented rule): no kernel-args files are written; set enable to true to get them",
+        );
+        e2e.save_kernel_args = false;
+    }
     if e2e.sample_mode == 1 && device != Device::Ascend {
         d.warn(
             "e2e_dump_settings.sample_mode",
             format!("sample dump is only supported on Ascend: sample_mode is set to 0 on {device}"),
         );
-        e2e.sample_mode = 0;
+        sampling_off(&mut e2e);
     }
     if device == Device::Cpu && saved_data.statistics() {
         d.warn(
@@ -169,6 +183,13 @@ pub(crate) fn assemble(
     })
 }
 
+/// Turns sampling off as MindSpore's coercions do: `sample_num` goes back to its default too,
+/// since it is read only with sample_mode 1 (so the effective config parses to the same one).
+fn sampling_off(e2e: &mut E2eSettings) {
+    e2e.sample_mode = 0;
+    e2e.sample_num = E2eSettings::default().sample_num;
+}
+
 /// `statistic_category`: read only when statistics are saved; every name checked; duplicates
 /// dropped with a warning (MindSpore 2.10 host mode de-duplicates); device mode keeps only
 /// max/min/avg/l2norm.
@@ -179,20 +200,30 @@ fn categories(
     d: &mut Diagnostics,
 ) -> Option<Vec<String>> {
     let path = format!("{C}.statistic_category");
+    let defaults = || Some(DEFAULT_CATEGORIES.iter().map(|s| (*s).to_owned()).collect());
+    let Some(raw) = &c.statistic_category else {
+        return defaults();
+    };
     if !saved_data.statistics() {
-        if c.statistic_category_present {
-            d.warn(
-                path,
-                "statistic_category is ignored because saved_data is \"tensor\"",
-            );
-        }
-        return Some(DEFAULT_CATEGORIES.iter().map(|s| (*s).to_owned()).collect());
+        // Not read by MindSpore in this mode, so not type-checked either.
+        d.warn(
+            path,
+            format!(
+                "statistic_category is ignored (and not checked) because saved_data is \"tensor\"; got {}",
+                describe(raw)
+            ),
+        );
+        return defaults();
     }
-    let Some(items) = &c.statistic_category else {
-        if c.statistic_category_present {
-            return None; // type error already recorded
-        }
-        return Some(DEFAULT_CATEGORIES.iter().map(|s| (*s).to_owned()).collect());
+    let Value::Array(items) = raw else {
+        d.error(
+            path,
+            format!(
+                "Dump config parse failed, statistic_category should be array type; got {}, allowed: a JSON array of category names",
+                describe(raw)
+            ),
+        );
+        return None;
     };
     let mut out: Vec<String> = Vec::new();
     let mut seen: Vec<dump_stats::Category> = Vec::new();

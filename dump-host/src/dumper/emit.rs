@@ -74,7 +74,7 @@ struct NpyOut {
     dtype: DType,
     shape: Vec<usize>,
     opts: WriteOptions,
-    /// Bytes of the whole file (counted in the report when prepared).
+    /// Bytes of the whole file (counted in the report once it is written).
     file_len: u64,
 }
 
@@ -98,17 +98,35 @@ impl Shared {
         }
     }
 
-    /// Creates `dir` (0700, recursively) once; failures are recorded and returned.
+    /// Creates `dir` (0700, with its parents below the dump root, never through a symlink)
+    /// the first time; later calls check that it still exists (one `lstat`) and recreate it if
+    /// it was deleted mid-run, reporting the loss. Failures are recorded and returned.
     pub(crate) fn ensure_dir(&self, dir: &Path) -> Result<(), ()> {
-        {
-            let made = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
-            if made.contains(dir) {
-                return Ok(());
+        let made = self
+            .dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(dir);
+        if made {
+            match std::fs::symlink_metadata(dir) {
+                Ok(m) if m.is_dir() => return Ok(()),
+                _ => {
+                    self.dirs
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(dir);
+                    self.writer.errors().record(
+                        dir.to_owned(),
+                        std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            "the directory was deleted (or replaced) while the dump was \
+                             running; the files written to it before are lost; recreating it",
+                        ),
+                    );
+                }
             }
         }
-        let mut b = std::fs::DirBuilder::new();
-        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-        match b.recursive(true).create(dir) {
+        match crate::layout::create_dir_nofollow(self.tree.root(), dir) {
             Ok(()) => {
                 self.dirs
                     .lock()
@@ -243,10 +261,10 @@ impl Shared {
     fn file_name(&self, who: Owner<'_>, t: &TensorRef<'_>, ts: u64) -> String {
         TensorFileName {
             op_type: who.op_type,
-            full_name: who.full_name,
+            op_name: who.full_name,
             task_id: 0,
             stream_id: 0,
-            timestamp_us: ts,
+            timestamp: ts,
             io: who.io,
             slot: who.slot,
             format: t.format,
@@ -311,7 +329,6 @@ impl Shared {
             None => Ok(()),
         };
         let mut device_error = None;
-        let counted = npy.as_ref().map(|n| n.file_len);
         match npy {
             Some(out) => self.writer.run_direct(|| {
                 let written = write_atomic(&out.path, FILE_MODE, |f| {
@@ -326,6 +343,10 @@ impl Shared {
                 match written {
                     // A device failure is the tensor's error (below), not a write failure.
                     Err(_) if device_error.is_some() => Ok(()),
+                    Ok(()) => {
+                        self.writer.written().add(out.file_len);
+                        Ok(())
+                    }
                     r => r.map_err(|error| WriteFailure {
                         path: out.path.clone(),
                         error,
@@ -337,11 +358,6 @@ impl Shared {
             None => {}
         }
         if let Some(e) = device_error {
-            if let Some(len) = counted {
-                // Counted when prepared, but never written.
-                self.files.fetch_sub(1, Ordering::Relaxed);
-                self.bytes.fetch_sub(len, Ordering::Relaxed);
-            }
             return Some(Err(bad(format!("device copy failed: {e}"))));
         }
         let Some(stats) = stats else {
@@ -360,8 +376,8 @@ impl Shared {
         Some(if dtype == DType::Int4 { n & !1 } else { n })
     }
 
-    /// Validates an `.npy` file of `len` data bytes, reserves it against the disk budget,
-    /// names it (long names through `mapping.csv`) and counts it;
+    /// Validates an `.npy` file of `len` data bytes, reserves it against the disk budget and
+    /// names it (long names through `mapping.csv`); it is counted once written:
     /// [`write_npy`](Shared::write_npy) writes it. `None` when the disk budget refuses it.
     fn prepare_npy(
         &self,
@@ -382,12 +398,13 @@ impl Shared {
         let file_len = layout.file_len() as u64;
         if let Reservation::Refused { first } = self.quota.reserve(file_len) {
             if first {
-                eprintln!(
-                    "[opdump] disk budget of {} bytes reached: {name} ({file_len} bytes) and \
-                     every later .npy file are not written; statistic.csv rows still are \
-                     (raise OPDUMP_DISK_BUDGET_MB, or narrow `kernels` / `iteration`)",
-                    self.quota.limit().unwrap_or(0)
-                );
+                let (limit, file_bytes) = (self.quota.limit().unwrap_or(0), file_len);
+                let e = crate::diag::Event::DiskBudgetReached {
+                    limit,
+                    file: name,
+                    file_bytes,
+                };
+                self.events.emit(&e);
             }
             return Ok(None);
         }
@@ -405,8 +422,6 @@ impl Shared {
             name
         };
         let path = dir.join(file_name);
-        self.files.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(file_len, Ordering::Relaxed);
         Ok(Some(NpyOut {
             path,
             dtype,
@@ -426,9 +441,9 @@ impl Shared {
             dtype,
             shape,
             opts,
-            ..
+            file_len,
         } = out;
-        let cost = bytes.len().saturating_add(JOB_OVERHEAD);
+        let tally = Arc::clone(self.writer.written());
         match bytes {
             // Ours already: queue it without another copy, unless the budget could not hold it
             // (it would wait for every queued write to finish, then be written alone).
@@ -436,25 +451,36 @@ impl Shared {
                 let (owned, cost) = hand_over(owned);
                 self.writer.submit(
                     cost,
-                    Box::new(move || write_one(&path, dtype, &shape, &owned, opts)),
+                    Box::new(move || {
+                        write_one(&path, dtype, &shape, &owned, opts)?;
+                        tally.add(file_len);
+                        Ok(())
+                    }),
                 );
             }
             bytes if self.writer.writes_direct(bytes.len()) => {
-                self.writer
-                    .run_direct(|| write_one(&path, dtype, &shape, &bytes, opts));
+                self.writer.run_direct(|| {
+                    write_one(&path, dtype, &shape, &bytes, opts)?;
+                    tally.add(file_len);
+                    Ok(())
+                });
             }
             bytes => {
                 // The runtime may reuse its buffer as soon as we return: the job owns a copy,
                 // which the writer's byte budget bounds (the producer waits when it is full).
-                let mut owned = self.pool.take(bytes.len());
+                // The budget is charged for the whole buffer the copy holds, and the copy is
+                // made only once that is admitted.
+                let (mut owned, cost) = self.pool.take(bytes.len(), JOB_OVERHEAD);
                 owned.extend_from_slice(&bytes);
                 let pool = Arc::clone(&self.pool);
-                self.writer.submit(
+                self.writer.submit_admitted(
                     cost,
                     Box::new(move || {
                         let r = write_one(&path, dtype, &shape, &owned, opts);
                         pool.give(owned);
-                        r
+                        r?;
+                        tally.add(file_len);
+                        Ok(())
                     }),
                 );
             }
@@ -589,9 +615,12 @@ impl Shared {
             return Ok(());
         }
         let path = dir.join("statistic.csv");
-        self.rows.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = self.csv.append(&path, &self.csv_header, &row, FILE_MODE) {
-            self.writer.errors().record(path, e);
+        match self.csv.append(&path, &self.csv_header, &row, FILE_MODE) {
+            // Counted once it is in the file, never before.
+            Ok(()) => {
+                self.rows.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => self.writer.errors().record(path, e),
         }
         Ok(())
     }
@@ -674,12 +703,11 @@ enum StreamError {
 /// after a write error, so that the statistics still see the whole tensor; the first write
 /// error is returned at the end.
 fn stream_npy(
-    f: &mut std::fs::File,
+    f: &mut dyn std::io::Write,
     out: &NpyOut,
     d: &dyn super::DeviceTensor,
     feed: &mut dyn FnMut(&[u8]) -> Result<(), String>,
 ) -> Result<(), StreamError> {
-    use std::io::Write;
     let invalid = |e: String| StreamError::Write(std::io::Error::other(e));
     let len = out
         .shape

@@ -5,7 +5,10 @@ use std::{collections::BTreeMap, path::Path};
 use serde::Serialize;
 
 use super::{Shared, emit::FILE_MODE};
-use crate::{layout::sanitize, writer::write_bytes_atomic};
+use crate::{
+    layout::{NAME_MAX, sanitize, short_name},
+    writer::write_bytes_atomic,
+};
 
 impl Shared {
     /// `.dump_metadata/data_dump.json` (byte copy of the config) and `config.json`; existing
@@ -42,8 +45,7 @@ impl Shared {
         }
         let mut text = String::from("NodeExecutionOrder-FullNameWithScope\n");
         for n in names {
-            text.push_str(n);
-            text.push('\n');
+            push_order_line(&mut text, n);
         }
         let p = self.tree.execution_order_csv(graph);
         if let Err(e) = write_bytes_atomic(&p, FILE_MODE, text.as_bytes()) {
@@ -73,12 +75,45 @@ impl Shared {
         // opdump also replaces the other characters `sanitize` removes, for safety.
         let t = crate::config::type_part(full_name);
         let file = format!("{}.{}.json", sanitize(t), sanitize(full_name));
+        let file = if file.len() > NAME_MAX {
+            // Too long for the file system: a short name, listed in mapping.csv like a long
+            // .npy name.
+            let short = kernel_args_short_name(&file);
+            let map = dir.join("mapping.csv");
+            if let Err(e) = self
+                .csv
+                .append(&map, "", &format!("{short},{file}\n"), FILE_MODE)
+            {
+                self.writer.errors().record(map, e);
+            }
+            short
+        } else {
+            file
+        };
         let text = kernel_args_json(args);
         let p = dir.join(file);
         if let Err(e) = write_bytes_atomic(&p, FILE_MODE, text.as_bytes()) {
             self.writer.errors().record(p, e);
         }
     }
+}
+
+/// The short name of a kernel-args file whose name passes [`NAME_MAX`]: the `.npy` short name
+/// scheme (`opdump-{16 hex digits of its SHA-1}`) with `.json`.
+fn kernel_args_short_name(long: &str) -> String {
+    let npy = short_name(long);
+    format!("{}.json", npy.strip_suffix(".npy").unwrap_or(&npy))
+}
+
+/// Appends one line of an execution-order csv: the name as given (MindSpore writes it raw),
+/// except that ASCII control characters (newline, CR, NUL, ...) become `_`, so a name can never
+/// add or split a line.
+fn push_order_line(text: &mut String, name: &str) {
+    text.extend(
+        name.chars()
+            .map(|c| if c.is_ascii_control() { '_' } else { c }),
+    );
+    text.push('\n');
 }
 
 /// MindSpore's kernel-args text (nlohmann `dump(4)` of a sorted object; `null` when empty).
@@ -106,5 +141,26 @@ mod tests {
             "{\n    \"transpose_a\": \"True\",\n    \"transpose_b\": \"False\"\n}"
         );
         assert_eq!(kernel_args_json(&[]), "null");
+    }
+
+    #[test]
+    fn order_lines_never_split_or_join() {
+        let mut t = String::new();
+        for n in ["Default/Add-op0", "a\nb", "c\r\nd", "e\0f", "g,\"h"] {
+            push_order_line(&mut t, n);
+        }
+        assert_eq!(t, "Default/Add-op0\na_b\nc__d\ne_f\ng,\"h\n");
+    }
+
+    #[test]
+    fn long_kernel_args_names_get_a_short_json_name() {
+        let long = format!("T.{}.json", "x".repeat(300));
+        let short = kernel_args_short_name(&long);
+        assert!(
+            short.starts_with("opdump-") && short.ends_with(".json"),
+            "{short}"
+        );
+        assert_eq!(short.len(), "opdump-".len() + 16 + ".json".len());
+        assert_eq!(short, kernel_args_short_name(&long), "deterministic");
     }
 }

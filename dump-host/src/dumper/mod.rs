@@ -1,18 +1,15 @@
-//! The [`Dumper`]: what a runtime calls on every kernel.
+//! The [`Dumper`]: what a runtime calls on every kernel (the crate docs show a whole
+//! integration).
 //!
-//! ```no_run
-//! use dump_core::DType;
+//! ```
 //! use dump_host::{Dumper, TensorRef};
 //!
 //! # fn main() -> Result<(), dump_host::Error> {
-//! let mut dumper = Dumper::from_env()?; // MINDSPORE_DUMP_CONFIG; disabled when unset
-//! dumper.begin_graph(0, &["Default/network/conv1-Conv2d/Conv2D-op0"])?;
-//! let x = [1.0f32, 2.0, 3.0, 4.0];
-//! let bytes: &[u8] = bytemuck::cast_slice(&x);
+//! let no_env = std::collections::HashMap::<String, String>::new();
+//! let mut dumper = Dumper::builder().env(&no_env).open()?; // no MINDSPORE_DUMP_CONFIG: disabled
 //! let step = dumper.begin_step();
 //! if let Some(k) = step.kernel("Conv2D", "Default/network/conv1-Conv2d/Conv2D-op0") {
-//!     k.input(0, TensorRef::host(DType::Float32, &[2, 2], bytes))?;
-//!     k.output(0, TensorRef::host(DType::Float32, &[2, 2], bytes))?;
+//!     k.output(0, TensorRef::from_slice(&[2, 2], &[1.0f32, 2.0, 3.0, 4.0]))?;
 //! }
 //! step.finish()?;
 //! dumper.close()?;
@@ -27,8 +24,10 @@
 //! (8 MiB) are copied and written by background threads through a byte-bounded queue, larger
 //! ones on the calling thread straight from the caller's memory.
 
+mod builder;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod element;
 mod emit;
 mod metadata;
 mod open;
@@ -44,15 +43,17 @@ use std::{
     path::PathBuf,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
 };
 
 use dump_core::iteration::IterationSpec;
 use dump_stats::engine::Engine;
 
+pub use builder::DumperBuilder;
+pub use element::Element;
 pub use open::DumpOptions;
-pub use plan::{DumpPlan, MS_VERSION};
+pub use plan::{DumpPlan, MS_VERSION, Planned};
 pub use step::{Kernel, Step};
 pub use tensor::{DeviceTensor, TensorRef};
 
@@ -60,6 +61,7 @@ use quota::DiskQuota;
 
 use crate::{
     Error,
+    diag::{EmptyReason, Event, EventSink},
     layout::DumpTree,
     writer::{BufferPool, CsvAppender, Writer},
 };
@@ -76,10 +78,12 @@ pub(crate) struct Shared {
     pub(crate) constants: Mutex<HashSet<(u32, String)>>,
     pub(crate) last_ts: AtomicU64,
     pub(crate) overflowed: AtomicU64,
-    pub(crate) files: AtomicU64,
-    pub(crate) bytes: AtomicU64,
     pub(crate) rows: AtomicU64,
     pub(crate) quota: DiskQuota,
+    /// Where warnings go (never printed directly).
+    pub(crate) events: EventSink,
+    /// Set by [`Dumper::close`]: steps still held by the runtime dump nothing more.
+    pub(crate) closed: AtomicBool,
 }
 
 /// What a dump produced, returned by [`Dumper::close`].
@@ -103,10 +107,11 @@ pub struct DumpReport {
 
 /// Dumps the kernels of a running model as MindSpore 2.10 does.
 ///
-/// Create it with [`from_env`](Dumper::from_env), [`from_plan`](Dumper::from_plan) or
-/// (see the config module) from a config file. Call [`begin_graph`](Dumper::begin_graph) once
-/// per graph, [`begin_step`](Dumper::begin_step) for each step, and [`close`](Dumper::close) at
-/// the end (dropping the Dumper closes it too, ignoring errors).
+/// Create it with [`Dumper::builder`] (a config file, config text or a plan, an environment,
+/// options, an event sink), or [`from_env`](Dumper::from_env) for the defaults. Call
+/// [`begin_graph`](Dumper::begin_graph) once per graph, [`begin_step`](Dumper::begin_step) for
+/// each step, and [`close`](Dumper::close) at the end (dropping the Dumper closes it too,
+/// ignoring errors).
 pub struct Dumper {
     shared: Option<Arc<Shared>>,
     iteration: String,
@@ -145,20 +150,31 @@ impl Dumper {
     }
 
     /// Starts dumping with a resolved plan: writes `.dump_metadata/` and starts the writer.
+    /// Warnings go to stderr. `Dumper::builder().plan(plan).open()`, kept for existing callers.
+    #[doc(hidden)]
     pub fn from_plan(plan: DumpPlan) -> Result<Self, Error> {
+        Self::start(plan, EventSink::default())
+    }
+
+    /// [`from_plan`](Dumper::from_plan) with events delivered to `events`.
+    pub(crate) fn start(plan: DumpPlan, events: EventSink) -> Result<Self, Error> {
         IterationSpec::parse(&plan.iteration)
             .map_err(|e| Error::Plan(format!("iteration {:?}: {e}", plan.iteration)))?;
         if !plan.device_selected() {
-            eprintln!(
-                "[opdump] Dump is not enabled. device_id:{} not in support_device {:?}",
-                plan.device_id, plan.support_device
-            );
+            events.emit(&Event::DeviceNotSelected {
+                device_id: plan.device_id,
+                support_device: plan.support_device.clone(),
+            });
             return Ok(Self::disabled());
         }
         let tree = DumpTree::new(&plan.root, plan.rank, &plan.net);
+        tree.check_root().map_err(|message| Error::Io {
+            path: plan.root.clone(),
+            message,
+        })?;
         let csv_header = dump_stats::csv::header_string(&plan.categories);
-        let writer = Writer::new(&plan.writer);
-        let pool = Arc::new(BufferPool::new(plan.writer.budget_bytes));
+        let writer = Writer::with_events(&plan.writer, events.clone());
+        let pool = Arc::new(writer.pool());
         let shared = Shared {
             tree,
             writer,
@@ -170,10 +186,10 @@ impl Dumper {
             constants: Mutex::new(HashSet::new()),
             last_ts: AtomicU64::new(0),
             overflowed: AtomicU64::new(0),
-            files: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
             rows: AtomicU64::new(0),
             quota: DiskQuota::new(plan.disk_budget_bytes),
+            events,
+            closed: AtomicBool::new(false),
             plan,
         };
         shared.write_metadata();
@@ -247,7 +263,11 @@ impl Dumper {
 
     /// Starts the next step of the current graph. Whether it dumps anything is decided here,
     /// once, from `iteration`.
-    pub fn begin_step(&mut self) -> Step<'_> {
+    ///
+    /// The [`Step`] holds a reference-counted handle on the Dumper's shared state, not a borrow
+    /// of the Dumper: a runtime can keep it in its own structs or a thread-local, and send it to
+    /// other threads. A step still held after [`close`](Dumper::close) dumps nothing more.
+    pub fn begin_step(&mut self) -> Step {
         let n = self.next_step;
         self.next_step += 1;
         let active = match &self.shared {
@@ -262,14 +282,15 @@ impl Dumper {
         };
         self.steps.0 += 1;
         self.steps.1 += u64::from(active);
-        Step::new(self.shared.as_deref(), self.graph, n, active)
+        Step::new(self.shared.clone(), self.graph, n, active)
     }
 
     /// Why a dump that wrote nothing wrote nothing, when that is likely a mistake (users of
     /// other tools lose hours to silently empty dumps): no step ran, `iteration` matched no
-    /// step, or no kernel matched `kernels`. `None` when something was written, when dumping
-    /// is disabled, or in overflow / exception mode (where nothing written is good news).
-    fn nothing_dumped(&self, report: &DumpReport) -> Option<String> {
+    /// step, every write failed, or no kernel matched `kernels`. `None` when something was
+    /// written, when dumping is disabled, or in overflow / exception mode (where nothing
+    /// written is good news).
+    fn nothing_dumped(&self, report: &DumpReport) -> Option<EmptyReason> {
         let s = self.shared.as_deref()?;
         if report.files + report.rows + report.skipped_files > 0
             || s.plan.op_debug_mode != crate::config::OpDebugMode::Off
@@ -277,24 +298,32 @@ impl Dumper {
             return None;
         }
         let (begun, active) = self.steps;
-        let why = if begun == 0 {
-            "no step was begun (call Dumper::begin_step for each step)".to_owned()
+        let failures = s.writer.errors().total();
+        Some(if begun == 0 {
+            EmptyReason::NoStep
         } else if active == 0 {
-            format!(
-                "iteration {:?} matched none of the {begun} step(s) run (steps {}..={})",
-                self.iteration,
-                self.next_step - begun,
-                self.next_step - 1
-            )
+            EmptyReason::IterationMatchedNone {
+                iteration: self.iteration.clone(),
+                steps: begun,
+                first: self.next_step - begun,
+                last: self.next_step - 1,
+            }
+        } else if failures > 0 {
+            EmptyReason::WritesFailed {
+                selected_steps: active,
+                failures,
+                first: s.writer.errors().first().unwrap_or_default(),
+            }
         } else if s.plan.kernels.selects_all() {
-            format!("{active} step(s) were selected but no kernel reported a non-empty tensor")
+            EmptyReason::NoTensor {
+                selected_steps: active,
+            }
         } else {
-            format!(
-                "{active} step(s) were selected but no kernel matched `kernels` {:?}",
-                s.plan.kernels.entries()
-            )
-        };
-        Some(format!("[opdump] warning: nothing was dumped: {why}"))
+            EmptyReason::KernelsMatchedNone {
+                selected_steps: active,
+                kernels: s.plan.kernels.entries().to_vec(),
+            }
+        })
     }
 
     /// Dumps a constant of graph `graph_id` into `{net}/{graph}/constants/` (as
@@ -332,8 +361,8 @@ impl Dumper {
         match &self.shared {
             None => DumpReport::default(),
             Some(s) => DumpReport {
-                files: s.files.load(Ordering::Relaxed),
-                bytes: s.bytes.load(Ordering::Relaxed),
+                files: s.writer.written().files(),
+                bytes: s.writer.written().bytes(),
                 rows: s.rows.load(Ordering::Relaxed),
                 skipped_files: s.quota.refused_files(),
                 skipped_bytes: s.quota.refused_bytes(),
@@ -361,6 +390,7 @@ impl Dumper {
         let Some(s) = self.shared.as_ref() else {
             return Ok(DumpReport::default());
         };
+        s.closed.store(true, Ordering::Release);
         let flushed = s.writer.flush();
         s.csv.close_all();
         s.pool.clear();
@@ -373,17 +403,17 @@ impl Dumper {
             .map(str::to_owned)
             .collect();
         for k in &report.unused_kernels {
-            eprintln!("[DataDump] Unused Kernel in json: {k}");
+            s.events.emit(&Event::UnusedKernel { entry: k.clone() });
         }
-        if let Some(w) = self.nothing_dumped(&report) {
-            eprintln!("{w}");
+        if let Some(why) = self.nothing_dumped(&report) {
+            s.events.emit(&Event::NothingDumped(why));
         }
         if report.skipped_files > 0 {
-            eprintln!(
-                "[opdump] disk budget: {} .npy file(s), {} bytes, were not written (their \
-                 statistic.csv rows were); {} bytes of .npy files were",
-                report.skipped_files, report.skipped_bytes, report.bytes
-            );
+            s.events.emit(&Event::DiskBudgetSummary {
+                skipped_files: report.skipped_files,
+                skipped_bytes: report.skipped_bytes,
+                written_bytes: report.bytes,
+            });
         }
         flushed.map_err(Error::Write)?;
         Ok(report)

@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use dump_npy::Bf16Mode;
 use dump_stats::CategorySet;
 
-use super::{DumpPlan, Dumper, MS_VERSION};
+use super::{DumpPlan, Dumper, MS_VERSION, Planned};
 use crate::{
     Error,
     config::{
-        Device, DumpConfig, Env, ParseOptions, ProcessEnv,
-        env::{dump_config_path, rank_id},
+        Device, DumpConfig, DumpMode, Env, KernelFilter, ParseOptions, env::rank_id,
+        read_config_file,
     },
     writer::WriterConfig,
 };
@@ -34,6 +34,15 @@ pub struct DumpOptions {
     /// `statistic.csv` rows are still written, and [`DumpReport`](super::DumpReport) counts
     /// what was skipped. An opdump extension (MindSpore has no such cap).
     pub disk_budget_bytes: Option<u64>,
+    /// Where warnings ([`Event`](crate::diag::Event)s) go. Default: one line each to stderr
+    /// ([`EventSink::stderr`](crate::diag::EventSink::stderr)).
+    pub events: crate::diag::EventSink,
+    /// `dump_mode` 2 (Ascend `set_dump`): the kernels the runtime marked for dump, by full name
+    /// or by scope (a cell's scope marks every kernel inside it; see
+    /// [`KernelFilter::marked`]). MindSpore reads the nodes' `dump` attribute; opdump cannot
+    /// see the graph, so the runtime lists the marks here. Empty (the default): a dump_mode 2
+    /// config dumps nothing, with a warning. Ignored in the other modes.
+    pub set_dump: Vec<String>,
 }
 
 impl Default for DumpOptions {
@@ -44,6 +53,8 @@ impl Default for DumpOptions {
             bf16: Bf16Mode::Widen,
             writer: WriterConfig::default(),
             disk_budget_bytes: None,
+            events: crate::diag::EventSink::default(),
+            set_dump: Vec::new(),
         }
     }
 }
@@ -126,6 +137,33 @@ fn number<T: std::str::FromStr>(
 }
 
 impl DumpPlan {
+    /// Reads the config file at `path` (a regular file of at most
+    /// [`MAX_CONFIG_BYTES`](crate::config::MAX_CONFIG_BYTES)), validates it and resolves the
+    /// plan: the one path `opdump check` and [`Dumper::from_config_file_with`] share.
+    pub fn load(path: &Path, env: &dyn Env, opts: &DumpOptions) -> Result<Planned, Error> {
+        Self::from_json(read_config_file(path)?, env, opts)
+    }
+
+    /// Validates config bytes (UTF-8 JSON, see [`DumpConfig::from_json_bytes`]) and resolves
+    /// the plan with the rank from `env` and the run-time options.
+    pub fn from_json(bytes: Vec<u8>, env: &dyn Env, opts: &DumpOptions) -> Result<Planned, Error> {
+        let v = DumpConfig::from_json_bytes(&bytes, &ParseOptions::new(opts.device, env))?;
+        let mut warnings = v.warnings;
+        if v.config.dump_mode == DumpMode::SetDump && opts.set_dump.is_empty() {
+            warnings.warn(
+                "common_dump_settings.dump_mode",
+                "dump_mode 2 dumps only the kernels marked with set_dump (DumpOptions::set_dump); \
+                 none is marked, so no kernel is dumped",
+            );
+        }
+        let plan = DumpPlan::new(&v.config, bytes, rank_id(env)?, opts)?;
+        Ok(Planned {
+            plan,
+            config: v.config,
+            warnings,
+        })
+    }
+
     /// Resolves a validated config, its file's bytes, the rank and the run-time options.
     pub fn new(
         cfg: &DumpConfig,
@@ -135,6 +173,10 @@ impl DumpPlan {
     ) -> Result<DumpPlan, Error> {
         let categories = CategorySet::parse(cfg.statistic_category.iter().map(String::as_str))
             .map_err(|e| Error::Plan(format!("common_dump_settings.statistic_category: {e}")))?;
+        let kernels = match cfg.dump_mode {
+            DumpMode::SetDump => KernelFilter::marked(&opts.set_dump),
+            _ => cfg.kernel_filter()?,
+        };
         Ok(DumpPlan {
             root: PathBuf::from(&cfg.path),
             rank,
@@ -154,7 +196,7 @@ impl DumpPlan {
                 crate::config::PrecisionMode::High => dump_stats::Precision::High,
                 crate::config::PrecisionMode::Low => dump_stats::Precision::Low,
             },
-            kernels: cfg.kernel_filter()?,
+            kernels,
             device: cfg.device,
             device_id: opts.device_id,
             support_device: cfg.support_device.clone(),
@@ -170,56 +212,44 @@ impl DumpPlan {
 impl Dumper {
     /// The Dumper the process environment asks for: the config named by
     /// `MINDSPORE_DUMP_CONFIG` (disabled when unset or empty), options from
-    /// [`DumpOptions::from_env`]. Config warnings are printed to stderr.
+    /// [`DumpOptions::from_env`], warnings to stderr. The shortcut for
+    /// `Dumper::builder().open()`; [`Dumper::builder`] sets anything else.
     pub fn from_env() -> Result<Dumper, Error> {
-        Self::from_env_with(&ProcessEnv)
-    }
-
-    /// [`from_env`](Dumper::from_env) reading variables from `env`.
-    pub fn from_env_with(env: &dyn Env) -> Result<Dumper, Error> {
-        let opts = DumpOptions::from_env(env)?;
-        match dump_config_path(env)? {
-            None => Ok(Dumper::disabled()),
-            Some(p) => Self::from_config_file_with(&p, env, &opts),
-        }
-    }
-
-    /// A Dumper for the config file at `path` (environment: the process's).
-    pub fn from_config_file(path: &Path, opts: &DumpOptions) -> Result<Dumper, Error> {
-        Self::from_config_file_with(path, &ProcessEnv, opts)
+        Dumper::builder().open()
     }
 
     /// A Dumper for the config file at `path`, reading `MS_DIAGNOSTIC_DATA_PATH` and the rank
-    /// from `env`.
+    /// from `env` (through [`DumpPlan::load`], as `opdump check` does).
+    /// Shorthand for `Dumper::builder().config_file(path).env(env).options(opts).open()`,
+    /// kept for existing callers.
+    #[doc(hidden)]
     pub fn from_config_file_with(
         path: &Path,
         env: &dyn Env,
         opts: &DumpOptions,
     ) -> Result<Dumper, Error> {
-        let bytes = std::fs::read(path).map_err(|e| Error::Io {
-            path: path.to_owned(),
-            message: format!(
-                "Dump file:{} open failed. Errno:{} ({e})",
-                path.display(),
-                e.raw_os_error().unwrap_or(0)
-            ),
-        })?;
-        Self::from_json_with(bytes, env, opts)
+        Self::from_planned(DumpPlan::load(path, env, opts)?, opts)
     }
 
-    /// A Dumper for config text (`bytes` are also copied into `.dump_metadata/data_dump.json`).
+    /// A Dumper for config text (`bytes` are also copied into `.dump_metadata/data_dump.json`),
+    /// read through [`DumpPlan::from_json`]: invalid UTF-8 is a config error.
+    /// Shorthand for `Dumper::builder().config_json(bytes).env(env).options(opts).open()`,
+    /// kept for existing callers.
+    #[doc(hidden)]
     pub fn from_json_with(
         bytes: Vec<u8>,
         env: &dyn Env,
         opts: &DumpOptions,
     ) -> Result<Dumper, Error> {
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let v = DumpConfig::from_json_str(&text, &ParseOptions::new(opts.device, env))?;
-        for w in v.warnings.warnings() {
-            eprintln!("[opdump] {w}");
+        Self::from_planned(DumpPlan::from_json(bytes, env, opts)?, opts)
+    }
+
+    fn from_planned(p: Planned, opts: &DumpOptions) -> Result<Dumper, Error> {
+        for w in p.warnings.warnings() {
+            opts.events
+                .emit(&crate::diag::Event::ConfigWarning(w.clone()));
         }
-        let plan = DumpPlan::new(&v.config, bytes, rank_id(env)?, opts)?;
-        Dumper::from_plan(plan)
+        Dumper::start(p.plan, opts.events.clone())
     }
 }
 

@@ -7,7 +7,7 @@ use dump_npy::Bf16Mode;
 use dump_stats::CategorySet;
 
 use crate::{
-    config::{Device, InputOutput, KernelFilter, OpDebugMode, SavedData},
+    config::{Device, Diagnostics, DumpConfig, InputOutput, KernelFilter, OpDebugMode, SavedData},
     layout::DTypeSpelling,
     writer::WriterConfig,
 };
@@ -64,6 +64,19 @@ pub struct DumpPlan {
     pub writer: WriterConfig,
     /// Most bytes of `.npy` files to write (`None`: no limit); see [`DumpOptions::disk_budget_bytes`](super::DumpOptions::disk_budget_bytes).
     pub disk_budget_bytes: Option<u64>,
+}
+
+/// A config read, validated and resolved: what [`DumpPlan::load`] and [`DumpPlan::from_json`]
+/// return, and the only way `opdump check` and a [`crate::Dumper`] read a config, so a config
+/// one of them rejects the other rejects too.
+#[derive(Debug)]
+pub struct Planned {
+    /// The plan a Dumper runs on.
+    pub plan: DumpPlan,
+    /// The effective config (what `opdump check` prints).
+    pub config: DumpConfig,
+    /// The config's warnings, then the plan's (for example dump_mode 2 with nothing marked).
+    pub warnings: Diagnostics,
 }
 
 /// The MindSpore version opdump's output corresponds to, written as `ms_version` in

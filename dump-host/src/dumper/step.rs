@@ -1,10 +1,12 @@
 //! [`Step`] and [`Kernel`]: the per-step and per-kernel handles a runtime uses.
 //!
-//! Both are `Sync`: several threads may report kernels of one step at once.
+//! Both are `Sync`: several threads may report kernels of one step at once. A [`Step`] owns a
+//! reference-counted handle on the Dumper's shared state (no lifetime), so a runtime can store
+//! it; a [`Kernel`] borrows its step.
 
 use std::{
     path::PathBuf,
-    sync::{Mutex, atomic::Ordering},
+    sync::{Arc, Mutex, atomic::Ordering},
 };
 
 use dump_core::{DType, stats::summarize};
@@ -16,9 +18,10 @@ use crate::{
     layout::Io,
 };
 
-/// One step of one graph. Created by [`crate::Dumper::begin_step`].
-pub struct Step<'d> {
-    shared: Option<&'d Shared>,
+/// One step of one graph. Created by [`crate::Dumper::begin_step`]; `Send + Sync + 'static`,
+/// so it can live in a runtime's struct or a thread-local until [`finish`](Step::finish).
+pub struct Step {
+    shared: Option<Arc<Shared>>,
     graph: u32,
     iteration: u64,
     active: bool,
@@ -26,7 +29,7 @@ pub struct Step<'d> {
     used: std::sync::atomic::AtomicBool,
 }
 
-impl std::fmt::Debug for Step<'_> {
+impl std::fmt::Debug for Step {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Step")
             .field("graph", &self.graph)
@@ -52,7 +55,7 @@ struct Pending {
 /// In overflow mode (`op_debug_mode` 3) the tensors are held until the `Kernel` is dropped (or
 /// [`finish`](Kernel::finish)ed) and written only if a floating-point output holds NaN or Inf.
 pub struct Kernel<'s> {
-    step: &'s Step<'s>,
+    step: &'s Step,
     shared: &'s Shared,
     op_type: &'s str,
     full_name: &'s str,
@@ -69,14 +72,16 @@ impl std::fmt::Debug for Kernel<'_> {
     }
 }
 
-impl<'d> Step<'d> {
+impl Step {
     pub(crate) fn new(
-        shared: Option<&'d Shared>,
+        shared: Option<Arc<Shared>>,
         graph: u32,
         iteration: u64,
         active: bool,
     ) -> Self {
-        let dir = shared.map_or_else(PathBuf::new, |s| s.tree.iteration_dir(graph, iteration));
+        let dir = shared
+            .as_deref()
+            .map_or_else(PathBuf::new, |s| s.tree.iteration_dir(graph, iteration));
         Step {
             shared,
             graph,
@@ -102,8 +107,10 @@ impl<'d> Step<'d> {
         &self.dir
     }
 
-    fn live(&self) -> Option<&'d Shared> {
-        if self.active { self.shared } else { None }
+    /// The shared state when this step dumps: active, and the Dumper not closed.
+    fn live(&self) -> Option<&Shared> {
+        let s = self.shared.as_deref().filter(|_| self.active)?;
+        (!s.closed.load(Ordering::Acquire)).then_some(s)
     }
 
     /// `Some` when kernel `full_name` (primitive `op_type`) is to be dumped this step. Cheap when
@@ -165,8 +172,10 @@ impl<'d> Step<'d> {
         full_name: &str,
         inputs: &[TensorRef<'_>],
     ) -> Result<(), Error> {
-        let Some(s) = self.shared else { return Ok(()) };
-        if s.plan.op_debug_mode != OpDebugMode::Exception {
+        let Some(s) = self.shared.as_deref() else {
+            return Ok(());
+        };
+        if s.plan.op_debug_mode != OpDebugMode::Exception || s.closed.load(Ordering::Acquire) {
             return Ok(());
         }
         self.used.store(true, Ordering::Relaxed);
@@ -250,12 +259,18 @@ impl Kernel<'_> {
         self.shared.emit(&self.step.dir, who, t)
     }
 
-    /// Ends the kernel (dropping it does the same): in overflow mode, writes its held tensors
-    /// if an output overflowed.
-    pub fn finish(self) {}
+    /// Ends the kernel: in overflow mode, writes its held tensors if an output overflowed, and
+    /// returns the first error of those writes (I/O failures are returned by
+    /// [`Step::finish`] and [`crate::Dumper::close`], as for every write). Dropping the
+    /// kernel does the same but has nowhere to return the error.
+    pub fn finish(mut self) -> Result<(), Error> {
+        self.settle_overflow()
+    }
 
-    fn settle_overflow(&mut self) {
-        let Some(p) = self.pending.take() else { return };
+    fn settle_overflow(&mut self) -> Result<(), Error> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
         let held = p.into_inner().unwrap_or_else(|e| e.into_inner());
         let s = self.shared;
         let overflow = held.iter().any(|t| {
@@ -271,13 +286,14 @@ impl Kernel<'_> {
                 )
         });
         if !overflow {
-            return;
+            return Ok(());
         }
         let n = s.plan.overflow_number as u64;
         let before = s.overflowed.fetch_add(1, Ordering::Relaxed);
         if n != 0 && before >= n {
-            return;
+            return Ok(());
         }
+        let mut first = Ok(());
         for t in &held {
             let who = Owner {
                 op_type: self.op_type,
@@ -286,15 +302,19 @@ impl Kernel<'_> {
                 slot: t.slot,
             };
             let r = TensorRef::host(t.dtype, &t.shape, &t.bytes).with_format(&t.format);
-            // Errors here are tensor errors already checked when held; I/O errors are recorded.
-            let _ = s.emit(&self.step.dir, who, &r);
+            // I/O errors are recorded in the writer's log; others are returned.
+            if let Err(e) = s.emit(&self.step.dir, who, &r) {
+                first = first.and(Err(e));
+            }
         }
+        first
     }
 }
 
 impl Drop for Kernel<'_> {
     fn drop(&mut self) {
-        self.settle_overflow();
+        // Nowhere to return an error from drop; `Kernel::finish` returns it.
+        let _ = self.settle_overflow();
         if self.shared.plan.save_kernel_args && !self.args_written.load(Ordering::Relaxed) {
             self.shared
                 .write_kernel_args(&self.step.dir, self.full_name, &[]);

@@ -162,6 +162,16 @@ impl<'a> TensorRef<'a> {
         self.shape
     }
 
+    /// The bytes of a host tensor handed over contiguously ([`host`](TensorRef::host),
+    /// [`device_format`](TensorRef::device_format)); `None` for strided and device tensors.
+    /// Adapters use it to check that a runtime's buffer is borrowed, not copied.
+    pub fn host_bytes(&self) -> Option<&'a [u8]> {
+        match self.source {
+            Source::Host(b) => Some(b),
+            _ => None,
+        }
+    }
+
     /// Number of elements, `None` on overflow.
     pub fn elems(&self) -> Option<usize> {
         self.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))

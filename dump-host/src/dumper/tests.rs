@@ -283,10 +283,14 @@ fn a_dump_that_wrote_nothing_says_why() {
                 k.output(0, TensorRef::host(DType::Float32, &[2], &v))
                     .unwrap();
             }
-            step.finish().unwrap();
+            // Only write failures (the writes-failed case) may end a step with an error.
+            if let Err(e) = step.finish() {
+                assert!(matches!(e, crate::Error::Write(_)), "{e}");
+            }
         }
         let report = d.progress();
         d.nothing_dumped(&report)
+            .map(|why| crate::diag::Event::NothingDumped(why).to_string())
     };
 
     let (r, mut d) = make("nothing-no-step", all);
@@ -318,6 +322,39 @@ fn a_dump_that_wrote_nothing_says_why() {
     let (r, mut d) = make("nothing-empty", all);
     let w = run(&mut d, 1, false).unwrap();
     assert!(w.contains("no kernel reported a non-empty tensor"), "{w}");
+    let _ = std::fs::remove_dir_all(&r);
+
+    // Defect (issue 13, 11): with every write failing (here the rank directory is a regular
+    // file; a dump root that is one is refused up front; EROFS and ENOSPC go the same way) the
+    // warning blamed the kernel filter.
+    let (r, mut d) = {
+        let r = root("nothing-writes-failed");
+        let _ = std::fs::remove_dir_all(&r);
+        std::fs::create_dir_all(&r).unwrap();
+        std::fs::write(r.join("rank_0"), b"not a directory").unwrap();
+        let text = format!(
+            r#"{{"common_dump_settings": {{"dump_mode": 1, "path": "{}", "net_name": "Net",
+            "iteration": "all", "kernels": ["Default/Add-op0"], "saved_data": "statistic",
+            "input_output": 0, "support_device": [0]}}, "e2e_dump_settings": {{"enable": true}}}}"#,
+            r.display()
+        );
+        let opts = DumpOptions {
+            events: crate::diag::EventSink::ignore(),
+            ..DumpOptions::default()
+        };
+        let env: HashMap<String, String> = HashMap::new();
+        (
+            r,
+            Dumper::from_json_with(text.into_bytes(), &env, &opts).unwrap(),
+        )
+    };
+    let w = run(&mut d, 2, true).unwrap();
+    assert!(
+        w.contains("2 step(s) were selected but every write failed (")
+            && w.contains(&format!("the first: {}", r.display()))
+            && !w.contains("kernels"),
+        "{w}"
+    );
     let _ = std::fs::remove_dir_all(&r);
 
     let (r, mut d) = make("nothing-something", all);

@@ -3,8 +3,5 @@
 mod names;
 mod paths;
 
-pub use names::{
-    DTypeSpelling, DumpFileName, Io, NAME_MAX, TensorFileName, parse_file_name, sanitize,
-    short_name,
-};
-pub use paths::DumpTree;
+pub use names::{DTypeSpelling, Io, NAME_MAX, TensorFileName, sanitize, short_name};
+pub use paths::{DumpTree, create_dir_nofollow};

@@ -44,19 +44,27 @@ impl DTypeSpelling {
     }
 }
 
-/// The parts of one tensor file name.
-#[derive(Clone, Debug)]
+/// One tensor file name: the single codec of the dump layout. The Dumper [`render`]s it, and
+/// every reader (`opdump stats`, the dump reader) [`parse`]s it, so what is written is what is
+/// read back: `parse(render(n)) == n` for every name whose text fields are already sanitised
+/// (the proptest below), and `render(parse(s)) == s` for every valid name `s`.
+///
+/// [`render`]: TensorFileName::render
+/// [`parse`]: TensorFileName::parse
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorFileName<'a> {
-    /// Primitive name (`Conv2D`, `Parameter`); sanitised like the op name.
+    /// Primitive name (`Conv2D`, `Parameter`); sanitised like the op name when rendered.
     pub op_type: &'a str,
-    /// Full scope name, unsanitised (`Default/network/conv1-Conv2d/Conv2D-op0`).
-    pub full_name: &'a str,
+    /// The op's full scope name. [`render`](TensorFileName::render) sanitises it
+    /// (`Default/network/Conv2D-op0` becomes `Default_network_Conv2D-op0`);
+    /// [`parse`](TensorFileName::parse) gives the sanitised form found in the file name.
+    pub op_name: &'a str,
     /// Task id (`0` on CPU/GPU).
     pub task_id: u32,
     /// Stream id (`0` on CPU/GPU).
     pub stream_id: u32,
     /// Microseconds since the Unix epoch.
-    pub timestamp_us: u64,
+    pub timestamp: u64,
     /// Input or output.
     pub io: Io,
     /// Input/output position.
@@ -69,18 +77,20 @@ pub struct TensorFileName<'a> {
     pub spelling: DTypeSpelling,
 }
 
-impl TensorFileName<'_> {
-    /// The full file name, `.npy` included.
+impl<'a> TensorFileName<'a> {
+    /// The full file name, `.npy` included:
+    /// `{op_type}.{op_name}.{task}.{stream}.{timestamp}.{input|output}.{slot}.{format}.{dtype}.npy`
+    /// with `op_type`, `op_name` and `format` sanitised ([`sanitize`]).
     pub fn render(&self) -> String {
-        let mut s = String::with_capacity(96 + self.full_name.len());
+        let mut s = String::with_capacity(96 + self.op_name.len());
         let _ = write!(
             s,
             "{}.{}.{}.{}.{}.{}.{}.{}.{}.npy",
             sanitize(self.op_type),
-            sanitize(self.full_name),
+            sanitize(self.op_name),
             self.task_id,
             self.stream_id,
-            self.timestamp_us,
+            self.timestamp,
             self.io.as_str(),
             self.slot,
             sanitize(self.format),
@@ -88,63 +98,51 @@ impl TensorFileName<'_> {
         );
         s
     }
-}
 
-/// The fields a MindSpore-style `.npy` file name carries.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DumpFileName<'a> {
-    /// Primitive name (`Conv2D`, `Parameter`).
-    pub op_type: &'a str,
-    /// Sanitised op name (`Default_network_Conv2D-op0`).
-    pub op_name: &'a str,
-    /// Task id.
-    pub task_id: u64,
-    /// Stream id.
-    pub stream_id: u64,
-    /// Microseconds since the Unix epoch.
-    pub timestamp: u64,
-    /// Input or output.
-    pub io: Io,
-    /// Input/output position.
-    pub slot: u64,
-    /// Data format (`DefaultFormat`).
-    pub format: &'a str,
-    /// The dtype the name gives (either spelling).
-    pub dtype: DType,
-}
-
-/// Parses `{op_type}.{op_name}.{task}.{stream}.{timestamp}.{input|output}.{slot}.{format}.
-/// {dtype}.npy`; `None` when `name` is not of that form.
-pub fn parse_file_name(name: &str) -> Option<DumpFileName<'_>> {
-    let stem = name.strip_suffix(".npy")?;
-    let f: Vec<&str> = stem.split('.').collect();
-    let [op_type, op_name, task, stream, ts, io, slot, format, dtype] = f[..] else {
-        return None;
-    };
-    if op_type.is_empty() || op_name.is_empty() || format.is_empty() {
-        return None;
-    }
-    let num = |s: &str| -> Option<u64> {
-        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+    /// Parses a name of the form [`render`](TensorFileName::render) writes (either dtype
+    /// spelling; the spelling found is kept). `None` when `name` is not of that form: wrong
+    /// field count, an empty text field, a number field that is not plain decimal digits or
+    /// overflows, an IO other than `input`/`output`, or an unknown dtype.
+    pub fn parse(name: &'a str) -> Option<TensorFileName<'a>> {
+        let stem = name.strip_suffix(".npy")?;
+        let mut it = stem.split('.');
+        let mut next = || it.next();
+        let (op_type, op_name) = (next()?, next()?);
+        let (task, stream, ts, io, slot) = (next()?, next()?, next()?, next()?, next()?);
+        let (format, dtype) = (next()?, next()?);
+        if next().is_some() || op_type.is_empty() || op_name.is_empty() || format.is_empty() {
             return None;
         }
-        s.parse().ok()
-    };
-    Some(DumpFileName {
-        op_type,
-        op_name,
-        task_id: num(task)?,
-        stream_id: num(stream)?,
-        timestamp: num(ts)?,
-        io: match io {
-            "input" => Io::Input,
-            "output" => Io::Output,
-            _ => return None,
-        },
-        slot: num(slot)?,
-        format,
-        dtype: DType::from_name(dtype).ok()?,
-    })
+        let dtype_parsed = DType::from_name(dtype).ok()?;
+        Some(TensorFileName {
+            op_type,
+            op_name,
+            task_id: decimal(task)?,
+            stream_id: decimal(stream)?,
+            timestamp: decimal(ts)?,
+            io: match io {
+                "input" => Io::Input,
+                "output" => Io::Output,
+                _ => return None,
+            },
+            slot: decimal(slot)?,
+            format,
+            dtype: dtype_parsed,
+            spelling: if dtype == dtype_parsed.cpu_name() {
+                DTypeSpelling::Cpu
+            } else {
+                DTypeSpelling::Device
+            },
+        })
+    }
+}
+
+/// A plain decimal number (ASCII digits only: no sign, no spaces) that fits `T`.
+fn decimal<T: std::str::FromStr>(s: &str) -> Option<T> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
 }
 
 /// A deterministic short name for a file name longer than [`NAME_MAX`].
@@ -184,10 +182,10 @@ mod tests {
     fn file_name_like_reference() {
         let n = TensorFileName {
             op_type: "Conv2D",
-            full_name: "Default/network-WithLossCell/_backbone-TinyNet/conv1-Conv2d/Conv2D-op0",
+            op_name: "Default/network-WithLossCell/_backbone-TinyNet/conv1-Conv2d/Conv2D-op0",
             task_id: 0,
             stream_id: 0,
-            timestamp_us: 1795332152777873,
+            timestamp: 1795332152777873,
             io: Io::Input,
             slot: 0,
             format: "DefaultFormat",
@@ -212,5 +210,97 @@ mod tests {
         assert_eq!(short_name(&long), short_name(&long));
         assert_ne!(short_name(&long), short_name(&"y".repeat(300)));
         assert_eq!(short_name(&long).len(), "opdump-".len() + 16 + 4);
+    }
+
+    #[test]
+    fn parses_mindspore_names_in_both_spellings() {
+        let n = "Conv2D.Default_network-WithLossCell__backbone-TinyNet_conv1-Conv2d_Conv2D-op0.0.0.1795332152777873.input.1.DefaultFormat.Float32.npy";
+        let p = TensorFileName::parse(n).unwrap();
+        assert_eq!(p.op_type, "Conv2D");
+        assert_eq!(
+            p.op_name,
+            "Default_network-WithLossCell__backbone-TinyNet_conv1-Conv2d_Conv2D-op0"
+        );
+        assert_eq!(
+            (p.task_id, p.stream_id, p.timestamp, p.io, p.slot),
+            (0, 0, 1795332152777873, Io::Input, 1)
+        );
+        assert_eq!(
+            (p.format, p.dtype, p.spelling),
+            ("DefaultFormat", DType::Float32, DTypeSpelling::Cpu)
+        );
+        assert_eq!(p.render(), n);
+        let g = TensorFileName::parse("Add.Default_Add-op0.3.7.12.output.0.NC1HWC0.bfloat16.npy")
+            .unwrap();
+        assert_eq!((g.task_id, g.stream_id, g.timestamp), (3, 7, 12));
+        assert_eq!(
+            (g.io, g.format, g.dtype, g.spelling),
+            (
+                Io::Output,
+                "NC1HWC0",
+                DType::BFloat16,
+                DTypeSpelling::Device
+            )
+        );
+    }
+
+    #[test]
+    fn rejects_other_names() {
+        for bad in [
+            "x.npy",
+            "a.b.0.0.1.input.0.DefaultFormat.Float32.bin",
+            "a.b.0.0.1.inout.0.DefaultFormat.Float32.npy",
+            "a.b.0.0.x1.input.0.DefaultFormat.Float32.npy",
+            "a.b.0.0.1.input.0.DefaultFormat.Float33.npy",
+            "a.b.0.0.1.input.-1.DefaultFormat.Float32.npy",
+            "a.b.0.0.1.input.+1.DefaultFormat.Float32.npy",
+            "a.b.0.0.1.input.4294967296.DefaultFormat.Float32.npy",
+            ".b.0.0.1.input.0.DefaultFormat.Float32.npy",
+            "a..0.0.1.input.0.DefaultFormat.Float32.npy",
+            "a.b.0.0.1.input.0..Float32.npy",
+            "a.b.c.0.0.1.input.0.DefaultFormat.Float32.npy",
+            "a.b.0.0.1.input.0.DefaultFormat.npy",
+        ] {
+            assert!(TensorFileName::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    mod roundtrip {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn text() -> impl Strategy<Value = String> {
+            // Any text, hostile characters included; sanitised before it is rendered.
+            "[a-zA-Z0-9_./\\\\ ,:|\\-\n\u{0}\u{e9}]{1,40}".prop_map(|s| sanitize(&s))
+        }
+
+        proptest! {
+            #[test]
+            fn parse_inverts_render(
+                op_type in text(), op_name in text(), format in text(),
+                task_id: u32, stream_id: u32, timestamp: u64, input: bool, slot: u32,
+                dtype in proptest::sample::select(DType::ALL.to_vec()), cpu: bool,
+            ) {
+                let n = TensorFileName {
+                    op_type: &op_type, op_name: &op_name, task_id, stream_id, timestamp,
+                    io: if input { Io::Input } else { Io::Output }, slot, format: &format, dtype,
+                    spelling: if cpu { DTypeSpelling::Cpu } else { DTypeSpelling::Device },
+                };
+                let s = n.render();
+                let back = TensorFileName::parse(&s);
+                prop_assert_eq!(back.as_ref(), Some(&n));
+                prop_assert_eq!(back.map(|b| b.render()), Some(s));
+            }
+
+            #[test]
+            fn render_inverts_parse(s in "[A-Za-z_]{1,8}\\.[A-Za-z0-9_-]{1,20}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[1-9][0-9]{0,15}\\.(input|output)\\.[1-9]?[0-9]\\.[A-Za-z]{1,8}\\.(Float32|float16|BFloat16|int4|UInt1|Bool)\\.npy") {
+                // Leading zeros are valid in a parsed name but rendered without: skip those.
+                let p = TensorFileName::parse(&s);
+                prop_assume!(p.is_some());
+                let p = p.unwrap();
+                prop_assume!(!s.split('.').skip(2).take(3).any(|f| f.len() > 1 && f.starts_with('0')));
+                prop_assert_eq!(p.render(), s);
+            }
+        }
     }
 }

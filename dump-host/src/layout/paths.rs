@@ -9,7 +9,13 @@
 //!   execution_order/ms_global_execution_order_graph_{graph}.csv
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::{
+    fs, io,
+    os::unix::fs::{DirBuilderExt, MetadataExt},
+    path::{Component, Path, PathBuf},
+};
+
+use crate::writer::faults;
 
 /// The directory tree of one rank's dump.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +33,41 @@ impl DumpTree {
             rank_dir: root.join(format!("rank_{rank}")),
             net: net.to_owned(),
         }
+    }
+
+    /// The dump root (the config's `path`).
+    pub fn root(&self) -> &Path {
+        self.rank_dir.parent().unwrap_or_else(|| Path::new("."))
+    }
+
+    /// Checks that the dump root is usable: absent (it will be created), or a directory owned
+    /// by this process's effective user (a symlink to one is fine: the user named it). Anything
+    /// else is refused with a message naming the path, what it is and what is allowed.
+    pub fn check_root(&self) -> Result<(), String> {
+        let root = self.root();
+        let meta = match fs::metadata(root) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(format!("dump path {}: {e}", root.display())),
+        };
+        if !meta.is_dir() {
+            return Err(format!(
+                "dump path {} is not a directory; `path` must name a directory (or a path to \
+                 create one at)",
+                root.display()
+            ));
+        }
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me {
+            return Err(format!(
+                "dump path {} is owned by uid {}, not by this process (uid {me}); opdump only \
+                 dumps into a directory the process owns",
+                root.display(),
+                meta.uid()
+            ));
+        }
+        Ok(())
     }
 
     /// `{path}/rank_{rank}`.
@@ -73,9 +114,101 @@ impl DumpTree {
     }
 }
 
+/// Creates `dir` and every missing directory between `root` and it (mode 0700), never
+/// following a symlink below `root`: an existing component that is a symlink or not a
+/// directory is an error naming it. (`root` itself is the user's choice and may be a link.) A
+/// `dir` outside `root` is created as a whole.
+pub fn create_dir_nofollow(root: &Path, dir: &Path) -> io::Result<()> {
+    let mut b = fs::DirBuilder::new();
+    b.mode(0o700);
+    let Ok(rel) = dir.strip_prefix(root) else {
+        faults::check(dir)?;
+        return b.recursive(true).create(dir);
+    };
+    faults::check(root)?;
+    b.recursive(true).create(root)?;
+    let mut cur = root.to_path_buf();
+    for c in rel.components() {
+        let Component::Normal(c) = c else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: `..` or `.` inside the dump tree", dir.display()),
+            ));
+        };
+        cur.push(c);
+        faults::check(&cur)?;
+        match b.recursive(false).create(&cur) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let meta = fs::symlink_metadata(&cur)?;
+                if meta.file_type().is_symlink() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!(
+                            "{} is a symbolic link; opdump never follows links inside the dump \
+                             tree",
+                            cur.display()
+                        ),
+                    ));
+                }
+                if !meta.is_dir() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        format!("{} exists and is not a directory", cur.display()),
+                    ));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn directories_are_made_without_following_links_and_roots_are_checked() {
+        let base = std::env::temp_dir().join(format!("opdump-paths-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let root = base.join("dump");
+        let t = DumpTree::new(&root, 0, "Net");
+        assert_eq!(t.root(), root);
+        assert_eq!(t.check_root(), Ok(()), "absent: will be created");
+        let it = t.iteration_dir(0, 1);
+        create_dir_nofollow(&root, &it).unwrap();
+        assert!(it.is_dir());
+        assert_eq!(t.check_root(), Ok(()));
+        // A link inside the tree is refused, and nothing is created through it.
+        let elsewhere = base.join("elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join("rank_0/Net/1")).unwrap();
+        let e = create_dir_nofollow(&root, &t.iteration_dir(1, 0)).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+        // A file where a directory must go.
+        fs::write(root.join("rank_0/Net/2"), b"").unwrap();
+        let e = create_dir_nofollow(&root, &t.iteration_dir(2, 0)).unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
+        // Roots that are not a directory of ours.
+        let file = base.join("file");
+        fs::write(&file, b"").unwrap();
+        let e = DumpTree::new(&file, 0, "Net").check_root().unwrap_err();
+        assert!(
+            e.contains("is not a directory") && e.contains("/file"),
+            "{e}"
+        );
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let theirs = base.join("theirs");
+            fs::create_dir(&theirs).unwrap();
+            std::os::unix::fs::chown(&theirs, Some(4321), None).unwrap();
+            let e = DumpTree::new(&theirs, 0, "Net").check_root().unwrap_err();
+            assert!(e.contains("owned by uid 4321"), "{e}");
+        }
+        fs::remove_dir_all(&base).unwrap();
+    }
 
     #[test]
     fn layout_matches_reference() {

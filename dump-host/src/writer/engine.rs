@@ -25,7 +25,8 @@ use std::{
     thread::JoinHandle,
 };
 
-use super::{Budget, ErrorLog, WriteFailure};
+use super::{Budget, BufferPool, ErrorLog, Tally, WriteFailure, budget::Admitted};
+use crate::diag::EventSink;
 
 /// A unit of background work: writes one file (or row) and reports its failure.
 pub type Job = Box<dyn FnOnce() -> Result<(), WriteFailure> + Send>;
@@ -115,6 +116,7 @@ pub struct Writer {
     workers: Vec<JoinHandle<()>>,
     budget: Arc<Budget>,
     errors: Arc<ErrorLog>,
+    written: Arc<Tally>,
     /// `min(direct_write_bytes, budget_bytes)`.
     direct_from: usize,
     queued: AtomicU64,
@@ -133,10 +135,16 @@ fn run_job(job: impl FnOnce() -> Result<(), WriteFailure>, errors: &ErrorLog) {
 }
 
 impl Writer {
-    /// Starts the writer (and its threads, unless `cfg.threads == 0`).
+    /// Starts the writer (and its threads, unless `cfg.threads == 0`); write failures are
+    /// reported to stderr ([`EventSink::stderr`]).
     pub fn new(cfg: &WriterConfig) -> Self {
+        Self::with_events(cfg, EventSink::default())
+    }
+
+    /// [`new`](Writer::new), reporting write failures to `events`.
+    pub fn with_events(cfg: &WriterConfig, events: EventSink) -> Self {
         let budget = Arc::new(Budget::new(cfg.budget_bytes.max(1)));
-        let errors = Arc::new(ErrorLog::new());
+        let errors = Arc::new(ErrorLog::with_events(events));
         let direct_from = cfg.direct_write_bytes.min(budget.limit());
         if cfg.threads == 0 {
             return Writer {
@@ -144,6 +152,7 @@ impl Writer {
                 workers: Vec::new(),
                 budget,
                 errors,
+                written: Arc::default(),
                 direct_from,
                 queued: AtomicU64::new(0),
                 inline: AtomicU64::new(0),
@@ -162,8 +171,11 @@ impl Writer {
                         loop {
                             let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
                             let Ok((job, cost)) = next else { break };
+                            let _release = Admitted {
+                                budget: &budget,
+                                cost,
+                            };
                             run_job(job, &errors);
-                            budget.release(cost);
                         }
                     })
                     .ok()
@@ -176,6 +188,7 @@ impl Writer {
             workers,
             budget,
             errors,
+            written: Arc::default(),
             direct_from,
             queued: AtomicU64::new(0),
             inline: AtomicU64::new(0),
@@ -192,9 +205,19 @@ impl Writer {
         &self.budget
     }
 
+    /// A pool of copy buffers whose idle buffers are charged to this writer's budget.
+    pub fn pool(&self) -> BufferPool {
+        BufferPool::new(Arc::clone(&self.budget))
+    }
+
     /// Failures recorded so far.
     pub fn errors(&self) -> &ErrorLog {
         &self.errors
+    }
+
+    /// Files complete on disk (counted by the jobs that wrote them, after the rename).
+    pub fn written(&self) -> &Arc<Tally> {
+        &self.written
     }
 
     /// Jobs handed to the writer threads so far.
@@ -226,19 +249,37 @@ impl Writer {
 
     /// Queues `job`, which holds about `cost` bytes, waiting while the budget is full.
     pub fn submit(&self, cost: usize, job: Job) {
+        if self.tx.is_none() {
+            return self.run_direct(job);
+        }
+        let cost = cost.max(1);
+        self.budget.acquire(cost);
+        self.submit_admitted(cost, job);
+    }
+
+    /// Queues `job`, whose `cost` the caller has already [`acquire`](Budget::acquire)d from
+    /// [`budget`](Writer::budget) (so that a copy is made only once its memory is admitted);
+    /// the writer releases it when the job is done. A synchronous writer runs the job inline
+    /// and releases the cost at once.
+    pub fn submit_admitted(&self, cost: usize, job: Job) {
         let cost = cost.max(1);
         match &self.tx {
-            None => self.run_direct(job),
+            None => {
+                self.run_direct(job);
+                self.budget.release(cost);
+            }
             Some(tx) => {
-                self.budget.acquire(cost);
                 match tx.send((job, cost)) {
                     Ok(()) => {
                         self.queued.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(mpsc::SendError((job, cost))) => {
                         // Workers are gone (they only stop on close): write inline.
+                        let _release = Admitted {
+                            budget: &self.budget,
+                            cost,
+                        };
                         self.run_direct(job);
-                        self.budget.release(cost);
                     }
                 }
             }
@@ -327,6 +368,37 @@ mod tests {
         assert_eq!(e.count, 2);
         assert!(e.to_string().contains("/nope/x.npy"));
         assert!(w.flush().is_ok(), "errors are returned once");
+        assert!(w.close().is_ok());
+    }
+
+    /// Issue 13, defect 1: a failing diagnostic (then `eprintln!` on a full or closed stderr)
+    /// panicked a writer thread between its job and the budget release, and `flush` waited
+    /// forever. Now the event sink is contained and the budget released by a guard.
+    #[test]
+    fn a_panicking_event_sink_neither_kills_a_worker_nor_hangs_flush() {
+        let mut w = Writer::with_events(
+            &WriterConfig {
+                threads: 2,
+                budget_bytes: 100,
+                ..WriterConfig::default()
+            },
+            EventSink::new(|_| panic!("stderr is gone")),
+        );
+        for i in 0..20 {
+            w.submit(
+                60,
+                Box::new(move || {
+                    Err(WriteFailure {
+                        path: format!("/nope/{i}/x.npy").into(),
+                        error: std::io::Error::from_raw_os_error(28),
+                    })
+                }),
+            );
+        }
+        let e = w.flush().unwrap_err();
+        assert_eq!(e.count, 20);
+        assert_eq!(w.budget().in_use(), 0);
+        assert_eq!(w.workers.len(), 2);
         assert!(w.close().is_ok());
     }
 

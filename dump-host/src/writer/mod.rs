@@ -8,11 +8,14 @@ mod budget;
 mod csv_append;
 mod engine;
 mod errors;
+pub mod faults;
 mod pool;
+mod tally;
 
 pub use atomic_file::{TMP_PREFIX, write_atomic, write_bytes_atomic};
 pub use budget::Budget;
-pub use csv_append::CsvAppender;
+pub use csv_append::{CsvAppender, OPEN_FILES};
 pub use engine::{DEFAULT_DIRECT_WRITE_BYTES, Job, WriteErrors, Writer, WriterConfig};
 pub use errors::{ErrorLog, WriteFailure};
 pub use pool::BufferPool;
+pub use tally::Tally;

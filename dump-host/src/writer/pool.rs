@@ -6,67 +6,50 @@
 //! written directly from the caller's memory instead. Fresh allocations of large buffers cost
 //! page faults and zeroing that can exceed the copy itself; reusing the buffers of finished
 //! writes avoids them.
-//! The pool keeps at most `limit` bytes of idle buffers, so with the writer's byte budget the
-//! memory opdump holds stays bounded (budget in flight + `limit` idle).
+//!
+//! Idle buffers are charged to the writer's [`Budget`] like queued jobs, so the memory opdump
+//! holds for copies (queued, being written, or idle) stays within the budget: idle buffers are
+//! freed as soon as a job needs their room, kept only while no producer waits, and a small
+//! tensor never takes a buffer more than about twice its size.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Arc;
 
-/// Idle buffers, bounded in total capacity.
+use super::Budget;
+
+/// Idle copy buffers, charged to a writer's budget.
 #[derive(Debug)]
 pub struct BufferPool {
-    limit: usize,
-    idle: Mutex<(usize, Vec<Vec<u8>>)>,
+    budget: Arc<Budget>,
 }
 
 impl BufferPool {
-    /// A pool keeping at most `limit` bytes of idle buffers.
-    pub fn new(limit: usize) -> Self {
-        BufferPool {
-            limit,
-            idle: Mutex::new((0, Vec::new())),
-        }
+    /// A pool whose idle buffers count against `budget`.
+    pub fn new(budget: Arc<Budget>) -> Self {
+        BufferPool { budget }
     }
 
-    /// An empty buffer with room for at least `len` bytes: the smallest idle one that fits, or a
-    /// new one.
-    pub fn take(&self, len: usize) -> Vec<u8> {
-        let mut g = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        let (held, bufs) = &mut *g;
-        let best = bufs
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.capacity() >= len)
-            .min_by_key(|(_, b)| b.capacity())
-            .map(|(i, _)| i);
-        match best {
-            Some(i) => {
-                let mut b = bufs.swap_remove(i);
-                *held -= b.capacity();
-                b.clear();
-                b
-            }
-            None => Vec::with_capacity(len),
-        }
+    /// An empty buffer with room for at least `len` bytes and the bytes charged to the budget
+    /// for it (its capacity plus `overhead`), waiting while the budget is full: the smallest idle
+    /// buffer that fits (and is at most about twice `len`), or a new one. Return the charge with
+    /// [`Budget::release`] (the writer does, for a submitted job) and the buffer with
+    /// [`give`](Self::give).
+    pub fn take(&self, len: usize, overhead: usize) -> (Vec<u8>, usize) {
+        self.budget.take_buffer(len, overhead)
     }
 
-    /// Returns a buffer for reuse (dropped when the pool is full).
+    /// Returns a buffer for reuse (freed when the budget has no room for it).
     pub fn give(&self, buf: Vec<u8>) {
-        let mut g = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        let (held, bufs) = &mut *g;
-        if *held + buf.capacity() <= self.limit {
-            *held += buf.capacity();
-            bufs.push(buf);
-        }
+        self.budget.keep_idle(buf);
     }
 
     /// Bytes held by idle buffers.
     pub fn idle_bytes(&self) -> usize {
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner).0
+        self.budget.idle_bytes()
     }
 
     /// Frees every idle buffer.
     pub fn clear(&self) {
-        *self.idle.lock().unwrap_or_else(PoisonError::into_inner) = (0, Vec::new());
+        self.budget.clear_idle();
     }
 }
 
@@ -76,18 +59,29 @@ mod tests {
 
     #[test]
     fn reuses_the_smallest_fit_and_stays_bounded() {
-        let p = BufferPool::new(1000);
-        let a = p.take(600);
-        let b = p.take(300);
-        let (ca, cb) = (a.capacity(), b.capacity());
+        let budget = Arc::new(Budget::new(1000));
+        let p = BufferPool::new(Arc::clone(&budget));
+        let (a, ca) = p.take(600, 0);
+        let (b, cb) = p.take(300, 0);
+        assert_eq!(budget.in_use(), ca + cb);
+        budget.release(ca + cb);
         p.give(a);
         p.give(b); // 600 + 300 <= 1000
         assert_eq!(p.idle_bytes(), ca + cb);
-        let c = p.take(200);
-        assert_eq!(c.capacity(), cb, "smallest fitting buffer");
+        let (c, cc) = p.take(200, 0);
+        assert_eq!(
+            c.capacity(),
+            cb,
+            "smallest fitting buffer (at most twice the request)"
+        );
         assert!(c.is_empty());
-        p.give(p.take(900)); // 600 + 900 > 1000: dropped
-        assert_eq!(p.idle_bytes(), ca);
+        budget.release(cc);
+        p.give(c);
+        let (d, cd) = p.take(900, 0); // frees idle buffers to make room
+        assert!(budget.peak() <= 1000);
+        budget.release(cd);
+        p.give(d);
+        assert!(p.idle_bytes() <= 1000);
         p.clear();
         assert_eq!(p.idle_bytes(), 0);
     }

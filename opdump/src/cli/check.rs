@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use dump_host::Error;
 use dump_host::config::env::{DUMP_CONFIG_VAR, check_json_suffix, dump_config_path};
-use dump_host::config::{Device, DumpConfig, Env, ParseOptions};
+use dump_host::config::{Device, Env};
+use dump_host::{DumpOptions, DumpPlan, Error};
 
 use super::{EXIT_INVALID, EXIT_OK};
 
@@ -15,11 +15,12 @@ pub struct Args {
     /// The config file. Without it, the file named by the MINDSPORE_DUMP_CONFIG environment
     /// variable is checked (with MindSpore's rules: it must exist and end in `.json`).
     pub config: Option<PathBuf>,
-    /// The device the config is checked for: cpu, gpu or ascend (case-insensitive). Some rules
-    /// depend on it (dump_mode 2, sampling needs Ascend, device statistics a GPU or Ascend; support_device is
-    /// ignored on CPU; saved_data statistic/full on CPU is accepted with a warning).
-    #[arg(long, default_value = "cpu", value_parser = parse_device)]
-    pub device: Device,
+    /// The device the config is checked for: cpu, gpu or ascend (case-insensitive); default:
+    /// OPDUMP_DEVICE, else cpu, as for the Dumper. Some rules depend on it (dump_mode 2,
+    /// sampling needs Ascend, device statistics a GPU or Ascend; support_device is ignored on
+    /// CPU; saved_data statistic/full on CPU is accepted with a warning).
+    #[arg(long, value_parser = parse_device)]
+    pub device: Option<Device>,
 }
 
 fn parse_device(s: &str) -> Result<Device, String> {
@@ -27,8 +28,21 @@ fn parse_device(s: &str) -> Result<Device, String> {
 }
 
 /// Runs `check`; returns the exit code.
+///
+/// The config goes through [`DumpPlan::load`], the path a Dumper opens it with (with the
+/// options a Dumper would take from the environment), so `check` accepts exactly what runs.
 pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let opts = ParseOptions::new(args.device, env);
+    let mut opts = match DumpOptions::from_env(env) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_INVALID;
+        }
+    };
+    if let Some(d) = args.device {
+        opts.device = d;
+    }
+    let device = opts.device;
     let path = match &args.config {
         Some(p) => {
             if let Err(msg) = check_json_suffix(&p.to_string_lossy()) {
@@ -55,7 +69,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             }
         },
     };
-    match DumpConfig::load(&path, &opts) {
+    match DumpPlan::load(&path, env, &opts) {
         Ok(v) => {
             let text = serde_json::to_string_pretty(&v.config.to_effective_json())
                 .unwrap_or_else(|e| format!("{{\"error\": \"cannot print config: {e}\"}}"));
@@ -68,7 +82,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
                 err,
                 "ok: {} is a valid dump config for {} ({n} warning{})",
                 path.display(),
-                args.device,
+                device,
                 if n == 1 { "" } else { "s" }
             );
             EXIT_OK
@@ -83,7 +97,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
                 "invalid: {} has {n} error{} (for {})",
                 path.display(),
                 if n == 1 { "" } else { "s" },
-                args.device
+                device
             );
             EXIT_INVALID
         }

@@ -16,7 +16,7 @@ use dump_host::{
 
 use crate::demo::{LeNet, NoTrace, Tracer, View};
 
-use super::{EXIT_INVALID, EXIT_OK};
+use super::{EXIT_INVALID, EXIT_OK, events::EventQueue};
 
 /// Exit code when the dump itself failed (write errors).
 pub const EXIT_DUMP_FAILED: i32 = 1;
@@ -57,6 +57,10 @@ pub struct Args {
     /// Only dump: skip the undumped baseline run (no overhead figure).
     #[arg(long)]
     pub no_baseline: bool,
+    /// At step STEP, put a NaN into the dumped output of one kernel (the first ReLU; printed),
+    /// so that `opdump inspect` has something to find. The network's own values are untouched.
+    #[arg(long, value_name = "STEP")]
+    pub inject_nan: Option<u64>,
 }
 
 fn parse_saved(s: &str) -> Result<SavedData, String> {
@@ -114,12 +118,34 @@ pub fn default_config(path: &str, saved: SavedData, categories: &str) -> String 
 }
 
 /// Reports the network's kernels to a step of the Dumper.
-struct DumpTracer<'a, 's> {
-    step: &'a Step<'s>,
+struct DumpTracer<'a> {
+    step: &'a Step,
     first_error: Option<dump_host::Error>,
+    /// Put a NaN into the first ReLU's dumped output at this step.
+    inject_nan: Option<u64>,
+    /// The kernel that got the NaN.
+    injected: Option<String>,
 }
 
-impl Tracer for DumpTracer<'_, '_> {
+impl DumpTracer<'_> {
+    /// `v` with its first element made NaN, when this is the kernel to inject into.
+    fn injected_copy(&mut self, op_type: &str, full_name: &str, v: &View<'_>) -> Option<Vec<u8>> {
+        let wanted = self.inject_nan == Some(self.step.iteration())
+            && self.injected.is_none()
+            && op_type == "ReLU"
+            && v.dtype == dump_core::DType::Float32
+            && v.data.len() >= 4;
+        if !wanted {
+            return None;
+        }
+        self.injected = Some(format!("{op_type} {full_name} output.0"));
+        let mut data = v.data.to_vec();
+        data[..4].copy_from_slice(&f32::NAN.to_le_bytes());
+        Some(data)
+    }
+}
+
+impl Tracer for DumpTracer<'_> {
     fn wants(&mut self, op_type: &str, full_name: &str) -> bool {
         self.step.kernel(op_type, full_name).is_some()
     }
@@ -139,7 +165,13 @@ impl Tracer for DumpTracer<'_, '_> {
                 k.input(i as u32, TensorRef::host(v.dtype, v.shape, v.data))?;
             }
             for (i, v) in outputs.iter().enumerate() {
-                k.output(i as u32, TensorRef::host(v.dtype, v.shape, v.data))?;
+                let nan = if i == 0 {
+                    self.injected_copy(op_type, full_name, v)
+                } else {
+                    None
+                };
+                let data = nan.as_deref().unwrap_or(v.data);
+                k.output(i as u32, TensorRef::host(v.dtype, v.shape, data))?;
             }
             Ok(())
         })();
@@ -189,7 +221,16 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
                 &categories_json(&args.categories),
             )
         }
-        Some(p) => match std::fs::read_to_string(p) {
+        // Read as the Dumper and `opdump check` read configs (regular file, bounded size).
+        Some(p) => match dump_host::config::read_config_file(p).and_then(|b| {
+            String::from_utf8(b).map_err(|e| dump_host::Error::Io {
+                path: p.clone(),
+                message: format!(
+                    "the dump config is not UTF-8 text (invalid byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            })
+        }) {
             Ok(t) => match &args.out {
                 None => t,
                 Some(o) => match with_path(&t, &absolute(o)) {
@@ -201,7 +242,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
                 },
             },
             Err(e) => {
-                let _ = writeln!(err, "error: cannot read {}: {e}", p.display());
+                let _ = writeln!(err, "error: {e}");
                 return EXIT_INVALID;
             }
         },
@@ -219,6 +260,9 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     if let Some(mb) = args.disk_budget_mb {
         opts.disk_budget_bytes = Some(mb.saturating_mul(1 << 20));
     }
+    // The library's warnings are queued and printed here, between library calls.
+    let events = EventQueue::new();
+    opts.events = events.sink();
 
     // Baseline: the same steps without dump.
     let mut base_ms = Vec::new();
@@ -231,7 +275,13 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         }
     }
 
-    let mut dumper = match Dumper::from_json_with(text.into_bytes(), env, &opts) {
+    let opened = Dumper::builder()
+        .config_json(text)
+        .env(env)
+        .options(opts)
+        .open();
+    events.print_to(err);
+    let mut dumper = match opened {
         Ok(d) => d,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
@@ -252,6 +302,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     let order: Vec<&str> = order.iter().map(String::as_str).collect();
     let wall = Instant::now();
     if let Err(e) = dumper.begin_graph(0, &order) {
+        events.print_to(err);
         let _ = writeln!(err, "error: {e}");
         return EXIT_DUMP_FAILED;
     }
@@ -264,8 +315,13 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         let mut tracer = DumpTracer {
             step: &step,
             first_error: None,
+            inject_nan: args.inject_nan,
+            injected: None,
         };
         let loss = net.step(&mut tracer);
+        if let Some(k) = &tracer.injected {
+            let _ = writeln!(out, "  step {n}: injected a NaN into the dumped {k}");
+        }
         if let Some(e) = tracer.first_error.take() {
             failed.get_or_insert(e);
         }
@@ -274,6 +330,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         }
         let ms = t.elapsed().as_secs_f64() * 1e3;
         dump_ms.push(ms);
+        events.print_to(err);
         let p = dumper.progress();
         let _ = writeln!(
             out,
@@ -283,6 +340,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     }
     let report = dumper.close();
     let secs = wall.elapsed().as_secs_f64();
+    events.print_to(err);
     let report = match (report, failed) {
         (Ok(r), None) => r,
         (Err(e), _) | (Ok(_), Some(e)) => {
@@ -313,9 +371,6 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             "median step time: {d:.2} ms with dump vs {b:.2} ms without ({:.2}x)",
             d / b.max(1e-9)
         );
-    }
-    for k in &report.unused_kernels {
-        let _ = writeln!(err, "warning: kernels entry never matched: {k}");
     }
     EXIT_OK
 }

@@ -2,10 +2,15 @@
 //! a module with an `Args` struct and a `run` function returning the exit code; output goes to
 //! the given writers so tests can run commands in-process, and nothing here panics.
 //!
-//! Exit codes: 0 success, 2 invalid input (bad config, unreadable file, bad arguments).
+//! Exit codes: 0 success, 1 a finding (`inspect`: a non-finite operator; `compare`: a
+//! divergence), 2 invalid input (bad config, unreadable file, bad arguments).
 
 pub mod check;
+pub mod compare;
 pub mod demo;
+pub mod events;
+pub mod inspect;
+pub mod report;
 pub mod run;
 pub mod stats;
 
@@ -55,6 +60,17 @@ pub enum Command {
     /// Run an ONNX model with every operator dumped (tract by default), and print what was
     /// dumped.
     Run(run::Args),
+    /// Summarise a dump: per rank and iteration counts, the first operator that produced a
+    /// NaN or Inf, the kernels that grow their values most, odd outputs.
+    ///
+    /// Exit code 0 when every tensor is finite, 1 when a non-finite operator was found, 2 when
+    /// the dump cannot be read.
+    Inspect(inspect::Args),
+    /// Compare two dumps tensor by tensor and name the first divergent operator.
+    ///
+    /// Exit code 0 when every pair is within tolerance, 1 when a divergence was found, 2 on an
+    /// error.
+    Compare(compare::Args),
 }
 
 /// Runs the command line `args` (program name first) with `env` as the environment, writing
@@ -87,5 +103,7 @@ where
         Command::Demo(a) => demo::run(&a, env, out, err),
         Command::Stats(a) => stats::run(&a, out, err),
         Command::Run(a) => run::run(&a, env, out, err),
+        Command::Inspect(a) => inspect::run(&a, out, err),
+        Command::Compare(a) => compare::run(&a, out, err),
     }
 }

@@ -6,6 +6,10 @@
 //! be set with `--seed`). The config is `--config` or the demo's embedded one.
 //! A runtime plugs in through [`Runner`]; `tract` is [`tract::TractRunner`].
 
+#[cfg(feature = "candle")]
+mod candle;
+#[cfg(feature = "ort")]
+mod ort;
 mod tract;
 
 use std::{
@@ -115,13 +119,33 @@ pub(crate) trait Runner {
 fn load(runtime: Runtime, model: &Path) -> Result<Box<dyn Runner>, RunError> {
     match runtime {
         Runtime::Tract => Ok(Box::new(tract::TractRunner::load(model)?)),
+        #[cfg(feature = "candle")]
+        Runtime::Candle => Ok(Box::new(candle::CandleRunner::load(model)?)),
+        #[cfg(not(feature = "candle"))]
         Runtime::Candle => Err(RunError::Invalid(
             "this opdump was built without the candle runtime (cargo feature `candle`)".into(),
         )),
+        #[cfg(feature = "ort")]
+        Runtime::Ort => Ok(Box::new(ort::OrtModel::load(model)?)),
+        #[cfg(not(feature = "ort"))]
         Runtime::Ort => Err(RunError::Invalid(
             "this opdump was built without the ONNX Runtime runner (cargo feature `ort`)".into(),
         )),
     }
+}
+
+/// The inputs an ONNX model declares (candle and ORT runners read the model themselves).
+#[cfg(any(feature = "candle", feature = "ort"))]
+fn onnx_declared(m: &dump_onnx::Model) -> Vec<Declared> {
+    m.graph
+        .inputs
+        .iter()
+        .map(|i| Declared {
+            name: i.name.clone(),
+            dtype: i.dtype(),
+            shape: i.fixed_shape(),
+        })
+        .collect()
 }
 
 fn describe(dtype: Option<DType>, shape: Option<&[usize]>) -> String {

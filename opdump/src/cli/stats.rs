@@ -25,21 +25,18 @@
 //! is then 2. An empty tensor gets no row (as in MindSpore) and a note on stderr.
 
 use std::{
-    borrow::Cow,
     io::Write,
     path::{Path, PathBuf},
 };
 
-use dump_core::DType;
-use dump_npy::NpyFile;
+use dump_host::read::summarize_npy;
 use dump_stats::{
     CategorySet, Hashes,
     csv::{Io, RowMeta, data_size, header_string, row_string},
-    engine::{Engine, TensorRef},
 };
 
 use super::{EXIT_INVALID, EXIT_OK};
-use dump_host::layout::{parse_file_name, sanitize};
+use dump_host::layout::{TensorFileName, sanitize};
 
 /// Arguments of `opdump stats`.
 #[derive(Debug, clap::Args)]
@@ -83,37 +80,12 @@ fn mapped_name(dir: &Path, file: &str) -> Option<String> {
         .map(|(_, long)| long.to_owned())
 }
 
-/// Whether the stored dtype is the one the name gives, or the one opdump widens it to.
-fn name_dtype_fits(named: DType, stored: DType) -> bool {
-    named == stored
-        || matches!(
-            (named, stored),
-            (DType::BFloat16, DType::Float32)
-                | (DType::Int4, DType::Int8)
-                | (DType::UInt1, DType::UInt8)
-        )
-}
-
-/// `f32` values that are all exact bf16 values, narrowed to bf16 bytes; `None` otherwise.
-fn narrow_bf16(f32_bytes: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(f32_bytes.len() / 2);
-    for c in f32_bytes.chunks_exact(4) {
-        if c[0] != 0 || c[1] != 0 {
-            return None;
-        }
-        out.extend_from_slice(&c[2..4]);
-    }
-    Some(out)
-}
-
 /// One file's row (`Ok(None)` for an empty tensor), or an error message.
 fn file_row(
     path: &Path,
     cats: &CategorySet,
-    engine: &Engine,
     err: &mut dyn Write,
 ) -> Result<Option<String>, String> {
-    let npy: NpyFile = dump_npy::read_file(path).map_err(|e| e.to_string())?;
     let file = path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
@@ -123,46 +95,25 @@ fn file_row(
     } else {
         None
     };
-    let parsed = parse_file_name(mapped.as_deref().unwrap_or(&file));
-    let elems = npy.shape.iter().product::<usize>();
-    // The dtype the statistics are computed on, the one reported, and the bytes.
-    let stored = Cow::Borrowed(&npy.data[..]);
-    let (dtype, report_dtype, data): (DType, DType, Cow<'_, [u8]>) = match &parsed {
-        Some(p) if p.dtype == DType::BFloat16 && npy.dtype == DType::Float32 => {
-            match narrow_bf16(&npy.data) {
-                Some(b) => (DType::BFloat16, DType::BFloat16, Cow::Owned(b)),
-                None => {
-                    let _ = writeln!(
-                        err,
-                        "warning: {}: named bfloat16 but holds values that are not bfloat16; statistics are of the stored float32 values",
-                        path.display()
-                    );
-                    (DType::Float32, DType::Float32, stored)
-                }
-            }
-        }
-        Some(p) if name_dtype_fits(p.dtype, npy.dtype) => (npy.dtype, p.dtype, stored),
-        Some(p) => {
-            let _ = writeln!(
-                err,
-                "warning: {}: the name says {} but the file holds {} (descr {:?}); reporting {}",
-                path.display(),
-                p.dtype,
-                npy.dtype,
-                npy.descr,
-                npy.dtype
-            );
-            (npy.dtype, npy.dtype, stored)
-        }
-        None => (npy.dtype, npy.dtype, stored),
-    };
-    let stats = engine
-        .summarize(
-            TensorRef::new(dtype, &data, elems),
-            Hashes::for_categories(cats),
-        )
-        .map_err(|e| format!("cannot compute statistics of {} data: {e}", npy.dtype))?;
-    let size = data_size(report_dtype, elems).unwrap_or(data.len() as u64);
+    let parsed = TensorFileName::parse(mapped.as_deref().unwrap_or(&file));
+    // Streamed in bounded chunks: a file of any size (a 50 GB sparse one too) is summarised
+    // without holding it.
+    let sum = summarize_npy(
+        path,
+        parsed.as_ref().map(|p| p.dtype),
+        Hashes::for_categories(cats),
+    )
+    .map_err(|e| match e {
+        dump_host::Error::Io { message, .. } => message,
+        e => e.to_string(),
+    })?;
+    if let Some(w) = &sum.warning {
+        let _ = writeln!(err, "warning: {w}");
+    }
+    let elems = sum.shape.iter().product::<usize>();
+    let report_dtype = sum.dtype;
+    let stats = sum.stats;
+    let size = data_size(report_dtype, elems).unwrap_or(0);
     let (op_type, op_name);
     let meta = match &parsed {
         Some(p) => {
@@ -173,14 +124,14 @@ fn file_row(
             RowMeta {
                 op_type: &op_type,
                 op_name: &op_name,
-                task_id: p.task_id,
-                stream_id: p.stream_id,
+                task_id: u64::from(p.task_id),
+                stream_id: u64::from(p.stream_id),
                 timestamp: p.timestamp,
                 io: p.io,
-                slot: p.slot,
+                slot: u64::from(p.slot),
                 data_size: size,
                 dtype: report_dtype,
-                shape: &npy.shape,
+                shape: &sum.shape,
             }
         }
         None => {
@@ -196,7 +147,7 @@ fn file_row(
                 slot: 0,
                 data_size: size,
                 dtype: report_dtype,
-                shape: &npy.shape,
+                shape: &sum.shape,
             }
         }
     };
@@ -219,10 +170,9 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     if !args.no_header {
         let _ = out.write_all(header_string(&cats).as_bytes());
     }
-    let engine = Engine::with_available_parallelism();
     let mut failed = 0usize;
     for path in &args.files {
-        match file_row(path, &cats, &engine, err) {
+        match file_row(path, &cats, err) {
             Ok(Some(row)) => {
                 let _ = out.write_all(row.as_bytes());
             }
@@ -254,62 +204,6 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_mindspore_names_in_both_spellings() {
-        let n = "Conv2D.Default_network-WithLossCell__backbone-TinyNet_conv1-Conv2d_Conv2D-op0.0.0.1795332152777873.input.1.DefaultFormat.Float32.npy";
-        let p = parse_file_name(n).unwrap();
-        assert_eq!(p.op_type, "Conv2D");
-        assert_eq!(
-            p.op_name,
-            "Default_network-WithLossCell__backbone-TinyNet_conv1-Conv2d_Conv2D-op0"
-        );
-        assert_eq!(
-            (p.task_id, p.stream_id, p.timestamp, p.io, p.slot),
-            (0, 0, 1795332152777873, Io::Input, 1)
-        );
-        assert_eq!((p.format, p.dtype), ("DefaultFormat", DType::Float32));
-        let g =
-            parse_file_name("Add.Default_Add-op0.3.7.12.output.0.NC1HWC0.bfloat16.npy").unwrap();
-        assert_eq!(
-            (g.task_id, g.stream_id, g.timestamp),
-            (3, 7, 12),
-            "task/stream parsed"
-        );
-        assert_eq!(
-            (g.io, g.format, g.dtype),
-            (Io::Output, "NC1HWC0", DType::BFloat16)
-        );
-    }
-
-    #[test]
-    fn rejects_other_names() {
-        for bad in [
-            "x.npy",
-            "a.b.0.0.1.input.0.DefaultFormat.Float32.bin",
-            "a.b.0.0.1.inout.0.DefaultFormat.Float32.npy",
-            "a.b.0.0.x1.input.0.DefaultFormat.Float32.npy",
-            "a.b.0.0.1.input.0.DefaultFormat.Float33.npy",
-            "a.b.0.0.1.input.-1.DefaultFormat.Float32.npy",
-            ".b.0.0.1.input.0.DefaultFormat.Float32.npy",
-            "a.b.c.0.0.1.input.0.DefaultFormat.Float32.npy",
-        ] {
-            assert!(parse_file_name(bad).is_none(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn narrows_only_exact_bf16() {
-        let v = [1.5f32, -2.0, f32::INFINITY];
-        let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let n = narrow_bf16(&b).unwrap();
-        let back: Vec<u16> = n
-            .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-            .collect();
-        assert_eq!(back, [0x3fc0, 0xc000, 0x7f80]);
-        assert!(narrow_bf16(&1.1f32.to_le_bytes()).is_none());
-    }
 
     #[test]
     fn all_categories_are_the_13_distinct_columns() {

@@ -56,12 +56,12 @@ fn dumper_with(
     opts: &DumpOptions,
 ) -> Result<Dumper, String> {
     let env: HashMap<String, String> = HashMap::new();
-    Dumper::from_json_with(
-        config(root, saved, dump_mode, kernels, iteration),
-        &env,
-        opts,
-    )
-    .map_err(|e| e.to_string())
+    Dumper::builder()
+        .config_json(config(root, saved, dump_mode, kernels, iteration))
+        .env(&env)
+        .options(opts.clone())
+        .open()
+        .map_err(|e| e.to_string())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -69,11 +69,11 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-struct StepTracer<'a, 's> {
-    step: &'a dump_host::Step<'s>,
+struct StepTracer<'a> {
+    step: &'a dump_host::Step,
 }
 
-impl Tracer for StepTracer<'_, '_> {
+impl Tracer for StepTracer<'_> {
     fn wants(&mut self, op: &str, name: &str) -> bool {
         self.step.kernel(op, name).is_some()
     }

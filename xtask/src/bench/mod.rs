@@ -8,6 +8,7 @@
 //! 2-core VM, so medians, never means or bests).
 
 mod adapters;
+mod compare;
 mod cuda;
 mod dump;
 mod engine;
@@ -25,7 +26,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `npy`, `dump`, `cuda`).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `npy`, `dump`, `compare`, `cuda`).
     pub only: Option<Vec<String>>,
 }
 
@@ -117,12 +118,12 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--only" => {
                 let v = it
                     .next()
-                    .ok_or("--only needs a list: stats,engine,npy,dump,adapters,cuda")?;
+                    .ok_or("--only needs a list: stats,engine,npy,dump,compare,adapters,cuda")?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,npy,dump,adapters,cuda]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,npy,dump,compare,adapters,cuda]"
                         .into(),
                 );
             }
@@ -151,6 +152,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if opts.wants("dump") {
         dump::run(&opts, &mut rows)?;
+    }
+    if opts.wants("compare") {
+        compare::run(&opts, &mut rows)?;
     }
     if opts.wants("adapters") {
         adapters::run(&opts, &mut rows)?;

@@ -1,0 +1,229 @@
+//! candle tensors as [`TensorRef`]s: CPU storage is borrowed in place (contiguous views as
+//! host bytes, other layouts as strided views the Dumper gathers), never copied here.
+
+use candle_core::{CpuStorage, Layout, Storage, Tensor};
+use dump_core::DType;
+use dump_host::TensorRef;
+
+/// The dump dtype of a candle dtype; `None` for candle's 8/6/4-bit float formats, which have
+/// no MindSpore dtype.
+pub fn dtype_of(d: candle_core::DType) -> Option<DType> {
+    use candle_core::DType as C;
+    Some(match d {
+        C::U8 => DType::UInt8,
+        C::U32 => DType::UInt32,
+        C::I16 => DType::Int16,
+        C::I32 => DType::Int32,
+        C::I64 => DType::Int64,
+        C::BF16 => DType::BFloat16,
+        C::F16 => DType::Float16,
+        C::F32 => DType::Float32,
+        C::F64 => DType::Float64,
+        _ => return None,
+    })
+}
+
+/// The candle dtype of a dump dtype (the inverse of [`dtype_of`]).
+pub fn candle_dtype(d: DType) -> Option<candle_core::DType> {
+    use candle_core::DType as C;
+    [
+        C::U8,
+        C::U32,
+        C::I16,
+        C::I32,
+        C::I64,
+        C::BF16,
+        C::F16,
+        C::F32,
+        C::F64,
+    ]
+    .into_iter()
+    .find(|&c| dtype_of(c) == Some(d))
+}
+
+/// A CPU tensor from little-endian bytes in C order (one copy, into candle's storage).
+pub fn host_tensor(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor, crate::Error> {
+    let c = candle_dtype(dtype).ok_or_else(|| {
+        crate::Error::Model(format!(
+            "{dtype} tensors are not supported by candle (u8 u32 i16 i32 i64 bf16 f16 f32 f64 are)"
+        ))
+    })?;
+    Ok(Tensor::from_raw_buffer(
+        bytes,
+        c,
+        shape,
+        &candle_core::Device::Cpu,
+    )?)
+}
+
+/// Why a tensor cannot be handed over (one diagnostic per distinct reason).
+pub(crate) fn unsupported_reason(t: &Tensor) -> Option<String> {
+    if dtype_of(t.dtype()).is_none() {
+        return Some(format!(
+            "candle dtype {:?} has no MindSpore dtype (supported: u8 u32 i16 i32 i64 bf16 f16 \
+             f32 f64); its tensors are skipped",
+            t.dtype()
+        ));
+    }
+    match t.device() {
+        candle_core::Device::Cpu => None,
+        #[cfg(feature = "cuda")]
+        candle_core::Device::Cuda(_) => None,
+        d => Some(format!(
+            "tensors on {:?} cannot be dumped (supported: CPU{}); they are skipped",
+            d.location(),
+            if cfg!(feature = "cuda") {
+                ", CUDA"
+            } else {
+                "; CUDA with dump-candle's `cuda` feature"
+            }
+        )),
+    }
+}
+
+/// Calls `f` with `t` as a [`TensorRef`] borrowing candle's storage (held read-locked for
+/// the call). `None` when the tensor's dtype or device has no mapping
+/// ([`unsupported_reason`] says why).
+pub fn with_tensor_ref<R>(t: &Tensor, f: impl FnOnce(TensorRef<'_>) -> R) -> Option<R> {
+    let (storage, layout) = t.storage_and_layout();
+    match &*storage {
+        Storage::Cpu(cpu) => {
+            let (dtype, bytes) = cpu_bytes(cpu)?;
+            host_view(dtype, bytes, layout, f)
+        }
+        #[cfg(feature = "cuda")]
+        Storage::Cuda(cuda) => crate::cuda::with_cuda_ref(cuda, layout, f),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+fn cpu_bytes(s: &CpuStorage) -> Option<(DType, &[u8])> {
+    use bytemuck::cast_slice as b;
+    Some(match s {
+        CpuStorage::U8(v) => (DType::UInt8, v.as_slice()),
+        CpuStorage::U32(v) => (DType::UInt32, b(v)),
+        CpuStorage::I16(v) => (DType::Int16, b(v)),
+        CpuStorage::I32(v) => (DType::Int32, b(v)),
+        CpuStorage::I64(v) => (DType::Int64, b(v)),
+        CpuStorage::BF16(v) => (DType::BFloat16, b(v)),
+        CpuStorage::F16(v) => (DType::Float16, b(v)),
+        CpuStorage::F32(v) => (DType::Float32, b(v)),
+        CpuStorage::F64(v) => (DType::Float64, b(v)),
+        _ => return None,
+    })
+}
+
+/// Dumps `t` as input or output `slot` of kernel `k`. A tensor without a dump mapping is
+/// skipped and its reason added to `diagnostics` (once per reason).
+pub(crate) fn dump_tensor(
+    k: &dump_host::Kernel<'_>,
+    is_input: bool,
+    slot: u32,
+    t: &Tensor,
+    diagnostics: &mut std::collections::BTreeSet<String>,
+) -> Result<(), dump_host::Error> {
+    let done = with_tensor_ref(t, |r| {
+        if is_input {
+            k.input(slot, r)
+        } else {
+            k.output(slot, r)
+        }
+    });
+    match done {
+        Some(r) => r,
+        None => {
+            if let Some(why) = unsupported_reason(t) {
+                diagnostics.insert(why);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Most layouts have few dimensions; strides of up to this rank live on the stack.
+const STACK_RANK: usize = 8;
+
+fn host_view<R>(
+    dtype: DType,
+    bytes: &[u8],
+    layout: &Layout,
+    f: impl FnOnce(TensorRef<'_>) -> R,
+) -> Option<R> {
+    let dims = layout.dims();
+    let size = dtype.size()?;
+    let offset = layout.start_offset();
+    if layout.is_contiguous() {
+        let n = layout.shape().elem_count();
+        let view = bytes.get(offset * size..(offset + n) * size)?;
+        return Some(f(TensorRef::host(dtype, dims, view)));
+    }
+    // candle strides are element counts (never negative).
+    let mut stack = [0isize; STACK_RANK];
+    let heap: Vec<isize>;
+    let strides: &[isize] = if dims.len() <= STACK_RANK {
+        for (s, &d) in stack.iter_mut().zip(layout.stride()) {
+            *s = d as isize;
+        }
+        &stack[..dims.len()]
+    } else {
+        heap = layout.stride().iter().map(|&s| s as isize).collect();
+        &heap
+    };
+    Some(f(TensorRef::strided(dtype, dims, bytes, strides, offset)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    fn contiguous_bytes(t: &Tensor) -> Vec<u8> {
+        let v: Vec<f32> = t.flatten_all().unwrap().to_vec1().unwrap();
+        bytemuck::cast_slice(&v).to_vec()
+    }
+
+    #[test]
+    fn contiguous_tensors_are_borrowed_not_copied() {
+        let t = Tensor::arange(0f32, 12., &Device::Cpu)
+            .unwrap()
+            .reshape((3, 4))
+            .unwrap();
+        let (storage, _) = t.storage_and_layout();
+        let Storage::Cpu(CpuStorage::F32(v)) = &*storage else {
+            panic!("cpu f32 storage expected")
+        };
+        let base = v.as_ptr() as usize;
+        drop(storage);
+        // A row slice is contiguous with an offset: the view must point into candle's buffer.
+        let row = t.narrow(0, 1, 1).unwrap();
+        let got = with_tensor_ref(&row, |r| {
+            assert_eq!(r.shape(), &[1, 4]);
+            format!("{r:?}")
+        })
+        .unwrap();
+        assert!(got.contains("host"), "{got}");
+        let ptr = with_tensor_ref(&row, |r| r.host_bytes().map(|b| b.as_ptr() as usize)).unwrap();
+        assert_eq!(ptr, Some(base + 4 * 4));
+    }
+
+    #[test]
+    fn transposed_tensors_are_strided_views() {
+        let t = Tensor::arange(0f32, 6., &Device::Cpu)
+            .unwrap()
+            .reshape((2, 3))
+            .unwrap()
+            .t()
+            .unwrap();
+        let kind = with_tensor_ref(&t, |r| format!("{r:?}")).unwrap();
+        assert!(kind.contains("strided"), "{kind}");
+        assert_eq!(contiguous_bytes(&t).len(), 24);
+    }
+
+    #[test]
+    fn eight_bit_floats_are_unsupported() {
+        let t = Tensor::zeros(4, candle_core::DType::F8E4M3, &Device::Cpu).unwrap();
+        assert!(with_tensor_ref(&t, |_| ()).is_none());
+        assert!(unsupported_reason(&t).unwrap().contains("F8E4M3"));
+    }
+}

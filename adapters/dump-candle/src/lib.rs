@@ -1,0 +1,66 @@
+//! `dump-candle`: dump every operator of a candle model in MindSpore 2.10's layout.
+//!
+//! candle has no operator hook, so the dump points are explicit:
+//!
+//! * [`Dumped<M>`](Dumped) (and [`DumpedT<M>`](DumpedT) for `ModuleT`-only modules) wraps a
+//!   module: each forward is one kernel, its input and output dumped, named by the
+//!   VarBuilder-style prefix you give (`"features.conv1"`), its op type from the module type;
+//! * [`tap`] dumps a tensor inside a forward that no module boundary exposes;
+//! * with feature `onnx`, [`onnx::run_dumped`] runs a candle-onnx model with every node's
+//!   inputs and outputs dumped in graph order.
+//!
+//! A [`Tracer`] runs each step: it begins the Dumper's step, installs it for the calling
+//! thread while your closure runs, and keeps the graph's execution order. CPU tensors are
+//! handed to the Dumper without a copy (candle's storage and layout become a host or strided
+//! [`TensorRef`](dump_host::TensorRef)); with feature `cuda`, tensors in candle's CUDA storage
+//! go through `dump-device-cuda` (statistics on the GPU).
+//!
+//! ```
+//! use candle_core::{Device, Module, Tensor};
+//! use dump_candle::{Dumped, Tracer};
+//! use dump_host::{DumpOptions, Dumper};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = std::env::temp_dir().join(format!("dump-candle-doc-{}", std::process::id()));
+//! let config = format!(
+//!     r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+//!        "iteration": "all", "saved_data": "statistic", "input_output": 0, "kernels": [],
+//!        "support_device": [0]}},
+//!        "e2e_dump_settings": {{"enable": true, "trans_flag": true}}}}"#,
+//!     dir.display()
+//! );
+//! let env = std::collections::HashMap::<String, String>::new();
+//! let mut dumper = Dumper::from_json_with(config.into_bytes(), &env, &DumpOptions::default())?;
+//!
+//! // Any Module works; a closure is one.
+//! let relu = Dumped::new(|x: &Tensor| x.relu(), "block.act");
+//! let mut tracer = Tracer::new(0);
+//! let x = Tensor::new(&[-1f32, 2.0, -3.0], &Device::Cpu)?;
+//! let y = tracer.step(&mut dumper, || relu.forward(&x))??;
+//! assert_eq!(y.to_vec1::<f32>()?, [0.0, 2.0, 0.0]);
+//! assert_eq!(tracer.execution_order()[0], "Default/block/act-{{closure}}/{{closure}}-op0");
+//! let report = dumper.close()?;
+//! assert_eq!(report.rows, 2); // input 0 and output 0
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+pub mod convert;
+#[cfg(feature = "cuda")]
+mod cuda;
+mod dumped;
+mod error;
+#[cfg(feature = "onnx")]
+pub mod onnx;
+mod trace;
+
+/// The candle version this adapter is built against (re-exported so users need no second pin).
+pub use candle_core;
+/// The candle-onnx version the ONNX evaluator runs (feature `onnx`).
+#[cfg(feature = "onnx")]
+pub use candle_onnx;
+pub use dumped::{Dumped, DumpedT, op_type_of};
+pub use error::Error;
+pub use trace::{Tracer, tap};

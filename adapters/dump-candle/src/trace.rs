@@ -1,0 +1,246 @@
+//! [`Tracer`]: runs one step of a candle model with a [`Step`] installed for the calling
+//! thread, so that [`Dumped`](crate::Dumped) modules and [`tap`] calls inside the forward find
+//! it without threading a handle through the model's code.
+//!
+//! Kernels are named `{scope}/{Type}-op{n}`, `n` counting the dumped modules and taps of the
+//! step in call order; the names seen in a step become the graph's execution order
+//! (`ms_execution_order_graph_{g}.csv`, rewritten only when the order changes).
+
+use std::{
+    cell::{Cell, RefCell},
+    collections::BTreeSet,
+    fmt::Write as _,
+    ptr,
+};
+
+use candle_core::Tensor;
+use dump_host::{Dumper, Step};
+
+use crate::{Error, convert};
+
+/// Per-graph state of a candle model's dump: the graph id, the execution order seen so far,
+/// and the diagnostics (tensors that could not be dumped, one line per reason).
+#[derive(Debug, Default)]
+pub struct Tracer {
+    graph: u32,
+    order: Vec<String>,
+    order_written: bool,
+    diagnostics: BTreeSet<String>,
+}
+
+/// What a step records while its forward runs (lives on the stack of [`Tracer::step`]).
+struct Active<'a> {
+    step: &'a Step,
+    seq: Cell<usize>,
+    order: RefCell<Vec<String>>,
+    changed: Cell<bool>,
+    name: RefCell<String>,
+    error: RefCell<Option<Error>>,
+    diagnostics: RefCell<&'a mut BTreeSet<String>>,
+}
+
+thread_local! {
+    /// The step of the [`Tracer::step`] running on this thread (null outside one). Points at
+    /// an `Active` on that call's stack; [`Installed`] clears it before the `Active` dies.
+    static ACTIVE: Cell<*const Active<'static>> = const { Cell::new(ptr::null()) };
+}
+
+/// Installs an `Active` for this thread and restores the previous one on drop (also when the
+/// forward panics), so nested steps and unwinding leave no dangling pointer behind.
+struct Installed(*const Active<'static>);
+
+impl Installed {
+    fn new(a: &Active<'_>) -> Self {
+        let p = (a as *const Active<'_>).cast::<Active<'static>>();
+        Installed(ACTIVE.with(|c| c.replace(p)))
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        ACTIVE.with(|c| c.set(self.0));
+    }
+}
+
+/// Runs `f` with the active step of this thread, if any.
+fn with_active<R>(f: impl FnOnce(&Active<'_>) -> R) -> Option<R> {
+    let p = ACTIVE.with(Cell::get);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null pointer was set by `Installed::new` from a live `Active` on the stack
+    // of a `Tracer::step` call further up this thread's stack; its `Installed` guard resets the
+    // pointer before that `Active` is dropped, so the `Active` outlives this call. The
+    // reference handed to `f` cannot escape it (its lifetime is bounded by the closure).
+    let a = unsafe { &*p.cast::<Active<'_>>() };
+    Some(f(a))
+}
+
+impl Tracer {
+    /// A tracer for graph `graph_id` (the `{graph}` directory level of the dump).
+    pub fn new(graph_id: u32) -> Self {
+        Tracer {
+            graph: graph_id,
+            ..Tracer::default()
+        }
+    }
+
+    /// Runs one step: begins a Dumper step, runs `f` (the model's forward, a training step,
+    /// ...) with that step installed for this thread, finishes the step and, when the
+    /// sequence of dumped kernels changed, rewrites the graph's execution order.
+    ///
+    /// `f`'s result is returned as is. A dump failure never fails the forward: the first one
+    /// is returned here after `f` has run (and its result dropped).
+    pub fn step<R>(&mut self, dumper: &mut Dumper, f: impl FnOnce() -> R) -> Result<R, Error> {
+        if !self.order_written {
+            // Sets the Dumper's graph before the first step of this graph.
+            dumper.begin_graph(self.graph, &[])?;
+        }
+        let step = dumper.begin_step();
+        let active = Active {
+            step: &step,
+            seq: Cell::new(0),
+            order: RefCell::new(std::mem::take(&mut self.order)),
+            changed: Cell::new(false),
+            name: RefCell::new(String::new()),
+            error: RefCell::new(None),
+            diagnostics: RefCell::new(&mut self.diagnostics),
+        };
+        let out = {
+            let _installed = Installed::new(&active);
+            f()
+        };
+        let Active {
+            seq,
+            order,
+            changed,
+            error,
+            ..
+        } = active;
+        let finished = step.finish();
+        let mut order = order.into_inner();
+        let changed = changed.get() || order.len() != seq.get();
+        order.truncate(seq.get());
+        self.order = order;
+        if changed || !self.order_written {
+            let names: Vec<&str> = self.order.iter().map(String::as_str).collect();
+            dumper.begin_graph(self.graph, &names)?;
+            self.order_written = true;
+        }
+        if let Some(e) = error.into_inner() {
+            return Err(e);
+        }
+        finished?;
+        Ok(out)
+    }
+
+    /// The graph id.
+    pub fn graph(&self) -> u32 {
+        self.graph
+    }
+
+    /// The kernel names of the last step, in call order (the execution order).
+    pub fn execution_order(&self) -> &[String] {
+        &self.order
+    }
+
+    /// Tensors that could not be dumped, one line per distinct reason (a dtype without a
+    /// MindSpore dtype, a device without a dump path).
+    pub fn diagnostics(&self) -> impl Iterator<Item = &str> {
+        self.diagnostics.iter().map(String::as_str)
+    }
+}
+
+/// Reports a kernel of the active step: `prefix` is its full name without the op number,
+/// `inputs` and `outputs` its tensors. Does nothing outside [`Tracer::step`].
+pub(crate) fn report(op_type: &str, prefix: &str, inputs: &[&Tensor], outputs: &[&Tensor]) {
+    with_active(|a| a.report(op_type, prefix, inputs, outputs));
+}
+
+impl Active<'_> {
+    fn report(&self, op_type: &str, prefix: &str, inputs: &[&Tensor], outputs: &[&Tensor]) {
+        let n = self.seq.get();
+        self.seq.set(n + 1);
+        let mut name = self.name.borrow_mut();
+        name.clear();
+        name.push_str(prefix);
+        let _ = write!(name, "{n}");
+        self.record_order(n, &name);
+        let Some(k) = self.step.kernel(op_type, &name) else {
+            return;
+        };
+        let io = inputs.iter().map(|t| (true, t)).enumerate();
+        let oo = outputs.iter().map(|t| (false, t)).enumerate();
+        let mut diagnostics = self.diagnostics.borrow_mut();
+        for (slot, (is_input, t)) in io.chain(oo) {
+            if let Err(e) = convert::dump_tensor(&k, is_input, slot as u32, t, &mut diagnostics) {
+                self.error.borrow_mut().get_or_insert(Error::Dump(e));
+            }
+        }
+    }
+
+    fn record_order(&self, n: usize, name: &str) {
+        let mut order = self.order.borrow_mut();
+        match order.get_mut(n) {
+            Some(known) if known == name => {}
+            Some(known) => {
+                name.clone_into(known);
+                self.changed.set(true);
+            }
+            None => {
+                order.push(name.to_owned());
+                self.changed.set(true);
+            }
+        }
+    }
+}
+
+/// Dumps `t` as the output of a kernel of type `op_type` named by the VarBuilder-style
+/// `name` (`"block1.attn.softmax"` becomes `Default/block1/attn/softmax/{op_type}-op{n}`).
+/// For tensors inside a forward that no module boundary exposes. Does nothing outside
+/// [`Tracer::step`], and costs one string build when the kernel is not wanted.
+pub fn tap(name: &str, op_type: &str, t: &Tensor) {
+    if ACTIVE.with(Cell::get).is_null() {
+        return;
+    }
+    let prefix = scope_prefix(name, None, op_type);
+    report(op_type, &prefix, &[], &[t]);
+}
+
+/// `Default/{a}/{b}/{c}[-{cell}]/{op_type}-op` for the prefix `a.b.c`.
+pub(crate) fn scope_prefix(name: &str, cell: Option<&str>, op_type: &str) -> String {
+    let mut s = String::from("Default");
+    for part in name.split('.').filter(|p| !p.is_empty()) {
+        s.push('/');
+        s.push_str(part);
+    }
+    if let Some(cell) = cell {
+        s.push('-');
+        s.push_str(cell);
+    }
+    s.push('/');
+    s.push_str(op_type);
+    s.push_str("-op");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_names_follow_mindspore() {
+        assert_eq!(
+            scope_prefix("features.conv1", Some("Conv2d"), "Conv2d"),
+            "Default/features/conv1-Conv2d/Conv2d-op"
+        );
+        assert_eq!(scope_prefix("", None, "Add"), "Default/Add-op");
+    }
+
+    #[test]
+    fn nothing_is_active_outside_a_step() {
+        assert!(with_active(|_| ()).is_none());
+        let t = Tensor::zeros(2, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap();
+        tap("x", "Add", &t); // must not panic or record anything
+    }
+}

@@ -1,0 +1,199 @@
+//! A small CNN built with candle-nn, trained 3 steps, dumped through `Dumped<M>` and `tap`
+//! with `saved_data: full`: counts, execution order, each output file against the tensor the
+//! model computed, training visible in the dump, numpy loading every file.
+
+#[path = "../../testsupport/onnx_fixtures.rs"]
+mod support;
+
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{
+    Activation, Conv2d, Linear, Optimizer, SGD, VarBuilder, VarMap, conv2d, linear, loss,
+};
+use dump_candle::{Dumped, Tracer, tap};
+use support::{Tmp, dumper, kernel_file, npy_in, python_numpy_loads, values};
+
+struct Cnn {
+    conv: Dumped<Conv2d>,
+    act: Dumped<Activation>,
+    fc: Dumped<Linear>,
+}
+
+impl Cnn {
+    fn new(vb: VarBuilder<'_>) -> Result<Self> {
+        Ok(Cnn {
+            conv: Dumped::new(
+                conv2d(1, 4, 3, Default::default(), vb.pp("features.conv1"))?,
+                "features.conv1",
+            ),
+            act: Dumped::new(Activation::Relu, "features.act1"),
+            fc: Dumped::new(linear(4 * 3 * 3, 5, vb.pp("fc"))?, "fc"),
+        })
+    }
+}
+
+impl Module for Cnn {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let c = self.conv.forward(x)?;
+        let a = self.act.forward(&c)?;
+        let p = a.max_pool2d(2)?;
+        tap("features.pool1", "MaxPool", &p);
+        self.fc.forward(&p.flatten_from(1)?)
+    }
+}
+
+/// Deterministic pseudo-random inputs (a fixed LCG), 8 images of 1x8x8, labels 0..5.
+fn batch() -> (Tensor, Tensor) {
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let x: Vec<f32> = (0..8 * 64)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        })
+        .collect();
+    let y: Vec<u32> = (0..8).map(|i| i % 5).collect();
+    let dev = Device::Cpu;
+    (
+        Tensor::from_vec(x, (8, 1, 8, 8), &dev).unwrap(),
+        Tensor::from_vec(y, 8, &dev).unwrap(),
+    )
+}
+
+const ORDER: [&str; 4] = [
+    "Default/features/conv1-Conv2d/Conv2d-op0",
+    "Default/features/act1-Activation/Activation-op1",
+    "Default/features/pool1/MaxPool-op2",
+    "Default/fc-Linear/Linear-op3",
+];
+
+#[test]
+fn cnn_trained_three_steps_is_dumped_module_by_module() {
+    let tmp = Tmp::new("train");
+    let varmap = VarMap::new();
+    let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
+    let model = Cnn::new(vb).unwrap();
+    let mut sgd = SGD::new(varmap.all_vars(), 0.5).unwrap();
+    let (x, y) = batch();
+
+    let mut d = dumper(&tmp.0, r#", "saved_data": "full""#);
+    let mut tracer = Tracer::new(0);
+    let mut losses = Vec::new();
+    let mut conv_out = Vec::new();
+    for _ in 0..3 {
+        let (l, c) = tracer
+            .step(&mut d, || -> Result<(f32, Tensor)> {
+                let c = model.conv.inner().forward(&x)?; // what the dumped conv computes
+                let logits = model.forward(&x)?;
+                let l = loss::cross_entropy(&logits, &y)?;
+                sgd.backward_step(&l)?;
+                Ok((l.to_scalar::<f32>()?, c))
+            })
+            .unwrap()
+            .unwrap();
+        losses.push(l);
+        conv_out.push(c);
+    }
+    let report = d.close().unwrap();
+    let diags: Vec<&str> = tracer.diagnostics().collect();
+    assert!(diags.is_empty(), "{diags:?}");
+    assert!(
+        losses[2] < losses[0],
+        "training lowers the loss: {losses:?}"
+    );
+
+    // Execution order: the modules and the tap in call order.
+    assert_eq!(tracer.execution_order(), ORDER);
+    let rank = tmp.rank();
+    let csv = std::fs::read_to_string(rank.join("execution_order/ms_execution_order_graph_0.csv"))
+        .unwrap();
+    assert_eq!(
+        csv,
+        format!(
+            "NodeExecutionOrder-FullNameWithScope\n{}\n",
+            ORDER.join("\n")
+        )
+    );
+
+    // Counts: 3 modules x (input + output) + the tap's output, per step.
+    assert_eq!((report.files, report.rows), (3 * 7, 3 * 7));
+    let mut all = Vec::new();
+    for step in 0..3 {
+        let dir = rank.join("Net/0").join(step.to_string());
+        let files = npy_in(&dir);
+        assert_eq!(files.len(), 7, "step {step}: {files:?}");
+        let rows = std::fs::read_to_string(dir.join("statistic.csv")).unwrap();
+        assert_eq!(rows.lines().count(), 8, "{rows}");
+        // The conv output file holds the tensor the model computed in this step.
+        let (shape, got) = values(&kernel_file(&dir, ORDER[0], "output", 0));
+        let want: Vec<f32> = conv_out[step].flatten_all().unwrap().to_vec1().unwrap();
+        assert_eq!(shape, conv_out[step].dims());
+        for (a, b) in got.iter().zip(&want) {
+            assert!((a - f64::from(*b)).abs() <= 1e-6, "{a} vs {b}");
+        }
+        // The activation's input is the conv's output (same bytes), the pool tap's shape.
+        let act_in = values(&kernel_file(&dir, ORDER[1], "input", 0)).1;
+        assert_eq!(act_in, got);
+        let (pool_shape, _) = values(&kernel_file(&dir, ORDER[2], "output", 0));
+        assert_eq!(pool_shape, [8, 4, 3, 3]);
+        all.extend(files);
+    }
+    // Training changes the weights, so the dumped conv outputs differ from step to step.
+    let first = values(&kernel_file(&rank.join("Net/0/0"), ORDER[0], "output", 0)).1;
+    let second = values(&kernel_file(&rank.join("Net/0/1"), ORDER[0], "output", 0)).1;
+    assert_ne!(first, second);
+    python_numpy_loads(&all);
+}
+
+#[test]
+fn outside_a_step_dumped_modules_are_the_bare_modules() {
+    let tmp = Tmp::new("bare");
+    let varmap = VarMap::new();
+    let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
+    let model = Cnn::new(vb).unwrap();
+    let (x, _) = batch();
+    let d = dumper(&tmp.0, r#", "saved_data": "full""#);
+    let a = model.forward(&x).unwrap();
+    let b = model
+        .fc
+        .inner()
+        .forward(
+            &model
+                .act
+                .inner()
+                .forward(&model.conv.inner().forward(&x).unwrap())
+                .unwrap()
+                .max_pool2d(2)
+                .unwrap()
+                .flatten_from(1)
+                .unwrap(),
+        )
+        .unwrap();
+    let (a, b): (Vec<f32>, Vec<f32>) = (
+        a.flatten_all().unwrap().to_vec1().unwrap(),
+        b.flatten_all().unwrap().to_vec1().unwrap(),
+    );
+    assert_eq!(a, b);
+    drop(d);
+    assert!(npy_in(&tmp.rank().join("Net/0/0")).is_empty());
+}
+
+#[test]
+fn a_panicking_forward_leaves_no_step_installed() {
+    let tmp = Tmp::new("panic");
+    let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
+    let mut tracer = Tracer::new(0);
+    let t = Tensor::zeros(4, DType::F32, &Device::Cpu).unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = tracer.step(&mut d, || -> () { panic!("model bug") });
+    }));
+    assert!(r.is_err());
+    // A tap after the unwound step must find no step (and not touch freed memory).
+    tap("after", "Add", &t);
+    d.close().unwrap();
+    assert!(npy_in(&tmp.rank().join("Net/0/0")).is_empty());
+    assert!(
+        !tmp.rank().join("Net/0/0/statistic.csv").exists(),
+        "nothing was dumped after the panic"
+    );
+}

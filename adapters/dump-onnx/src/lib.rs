@@ -1,0 +1,39 @@
+//! `dump-onnx`: what opdump's runtime adapters need from an ONNX model, read by a small
+//! dependency-free protobuf reader: the main graph's nodes (name, op type, input and output
+//! value names), its declared inputs and outputs, and its initializers as bytes
+//! ([`Model`]); and a rewrite that exposes chosen values as graph outputs
+//! ([`with_outputs`]), for runtimes (ONNX Runtime, candle-onnx) that only return graph
+//! outputs; the graph description for the Dumper ([`describe`]) and the driver that dumps
+//! one evaluation's values in graph order ([`OnnxDump`]).
+//!
+//! Only the main graph is read: nodes inside `If`/`Loop`/`Scan` subgraphs are not listed.
+//!
+//! ```
+//! # fn main() -> Result<(), dump_onnx::Error> {
+//! let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/onnx/cnn.onnx"))
+//!     .expect("fixture");
+//! let model = dump_onnx::Model::parse(bytes)?;
+//! let relu = &model.graph.nodes[1];
+//! assert_eq!((relu.op_type.as_str(), relu.outputs[0].as_str()), ("Relu", "relu1_out"));
+//! assert_eq!(dump_onnx::describe(&model).nodes[1].name, "Default/relu1/Relu-op0");
+//!
+//! let exposed = dump_onnx::with_outputs(model.bytes(), &["relu1_out"])?;
+//! let again = dump_onnx::Model::parse(exposed)?;
+//! assert_eq!(again.graph.outputs.last().unwrap().name, "relu1_out");
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+pub mod describe;
+mod error;
+mod expose;
+mod model;
+mod step;
+pub mod wire;
+
+pub use describe::{describe, full_name};
+pub use error::Error;
+pub use expose::with_outputs;
+pub use model::{Dim, Graph, Initializer, Model, Node, ValueInfo, dtype, onnx_code};
+pub use step::{Lookup, OnnxDump, Values};

@@ -1,0 +1,336 @@
+//! The parts of an ONNX `ModelProto` the adapters need: the main graph's nodes (name, op
+//! type, input and output value names), its inputs and outputs (element type and shape) and
+//! its initializers (dtype, dims, little-endian bytes).
+
+use dump_core::DType;
+
+use crate::{
+    Error,
+    wire::{Fields, Value, push_ints, string},
+};
+
+/// A parsed model: the main graph, the original bytes kept for rewriting.
+#[derive(Clone, Debug)]
+pub struct Model {
+    /// The main graph.
+    pub graph: Graph,
+    bytes: Vec<u8>,
+}
+
+/// The main graph of a model.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    /// `GraphProto.name`.
+    pub name: String,
+    /// Nodes in graph order (topologically sorted, as ONNX requires).
+    pub nodes: Vec<Node>,
+    /// Graph inputs fed at run time (inputs that are also initializers are left out).
+    pub inputs: Vec<ValueInfo>,
+    /// Graph outputs.
+    pub outputs: Vec<ValueInfo>,
+    /// Weights and constants.
+    pub initializers: Vec<Initializer>,
+}
+
+/// One node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Node {
+    /// `NodeProto.name`; `{op_type}_{index}` when the model leaves it empty.
+    pub name: String,
+    /// `NodeProto.op_type`.
+    pub op_type: String,
+    /// `NodeProto.domain` (empty for the default ONNX domain).
+    pub domain: String,
+    /// Input value names in slot order (empty for an omitted optional input).
+    pub inputs: Vec<String>,
+    /// Output value names in slot order (empty for an omitted optional output).
+    pub outputs: Vec<String>,
+}
+
+/// One dimension of a declared shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dim {
+    /// A fixed size.
+    Value(i64),
+    /// A named symbolic size (`batch`).
+    Param(String),
+    /// Neither.
+    Unknown,
+}
+
+/// A graph input or output: its name, element type and shape when declared.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ValueInfo {
+    /// The value name.
+    pub name: String,
+    /// ONNX `TensorProto.DataType` code, when declared.
+    pub elem_type: Option<i32>,
+    /// Dimensions, when declared.
+    pub dims: Option<Vec<Dim>>,
+}
+
+impl ValueInfo {
+    /// The element type as a dump dtype.
+    pub fn dtype(&self) -> Option<DType> {
+        self.elem_type.and_then(dtype)
+    }
+
+    /// The shape when every dimension is a fixed size.
+    pub fn fixed_shape(&self) -> Option<Vec<usize>> {
+        self.dims
+            .as_ref()?
+            .iter()
+            .map(|d| match d {
+                Dim::Value(v) => usize::try_from(*v).ok(),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A weight or constant of the graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Initializer {
+    /// The value name.
+    pub name: String,
+    /// ONNX `TensorProto.DataType` code.
+    pub data_type: i32,
+    /// Dimensions.
+    pub dims: Vec<usize>,
+    /// Little-endian element bytes in C order; `None` when the data is not in the model
+    /// (external data, strings).
+    pub data: Option<Vec<u8>>,
+}
+
+impl Initializer {
+    /// The element type as a dump dtype.
+    pub fn dtype(&self) -> Option<DType> {
+        dtype(self.data_type)
+    }
+}
+
+/// The dump dtype of an ONNX `TensorProto.DataType` code; `None` for strings, 8-bit floats
+/// and other types MindSpore has no dtype for.
+pub fn dtype(code: i32) -> Option<DType> {
+    Some(match code {
+        1 => DType::Float32,
+        2 => DType::UInt8,
+        3 => DType::Int8,
+        4 => DType::UInt16,
+        5 => DType::Int16,
+        6 => DType::Int32,
+        7 => DType::Int64,
+        9 => DType::Bool,
+        10 => DType::Float16,
+        11 => DType::Float64,
+        12 => DType::UInt32,
+        13 => DType::UInt64,
+        14 => DType::Complex64,
+        15 => DType::Complex128,
+        16 => DType::BFloat16,
+        _ => return None,
+    })
+}
+
+/// The ONNX `TensorProto.DataType` code of a dump dtype (the inverse of [`dtype`]).
+pub fn onnx_code(d: DType) -> Option<i32> {
+    (1..=16).find(|&c| dtype(c) == Some(d))
+}
+
+impl Model {
+    /// Parses `bytes` (an `.onnx` file).
+    pub fn parse(bytes: Vec<u8>) -> Result<Model, Error> {
+        let mut graph = None;
+        let mut f = Fields::new(&bytes, "ModelProto");
+        while let Some((n, v, _)) = f.next_field()? {
+            if n == 7 {
+                let Value::Bytes(b) = v else {
+                    return Err(Error::Model("ModelProto.graph is not a message".into()));
+                };
+                graph = Some(parse_graph(b)?);
+            }
+        }
+        let graph = graph.ok_or_else(|| Error::Model("the model has no graph".into()))?;
+        Ok(Model { graph, bytes })
+    }
+
+    /// The model's bytes as given to [`parse`](Model::parse).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The initializer named `name`.
+    pub fn initializer(&self, name: &str) -> Option<&Initializer> {
+        self.graph.initializers.iter().find(|i| i.name == name)
+    }
+}
+
+fn parse_graph(b: &[u8]) -> Result<Graph, Error> {
+    let mut g = Graph::default();
+    let mut inputs = Vec::new();
+    let mut f = Fields::new(b, "GraphProto");
+    while let Some((n, v, _)) = f.next_field()? {
+        match (n, v) {
+            (1, Value::Bytes(m)) => g.nodes.push(parse_node(m)?),
+            (2, v) => g.name = string(v, "GraphProto.name")?.to_owned(),
+            (5, Value::Bytes(m)) => g.initializers.push(parse_tensor(m)?),
+            (11, Value::Bytes(m)) => inputs.push(parse_value_info(m)?),
+            (12, Value::Bytes(m)) => g.outputs.push(parse_value_info(m)?),
+            _ => {}
+        }
+    }
+    g.inputs = inputs
+        .into_iter()
+        .filter(|i| !g.initializers.iter().any(|w| w.name == i.name))
+        .collect();
+    for (i, node) in g.nodes.iter_mut().enumerate() {
+        if node.name.is_empty() {
+            node.name = format!("{}_{i}", node.op_type);
+        }
+    }
+    Ok(g)
+}
+
+fn parse_node(b: &[u8]) -> Result<Node, Error> {
+    let mut node = Node::default();
+    let mut f = Fields::new(b, "NodeProto");
+    while let Some((n, v, _)) = f.next_field()? {
+        match n {
+            1 => node.inputs.push(string(v, "NodeProto.input")?.to_owned()),
+            2 => node.outputs.push(string(v, "NodeProto.output")?.to_owned()),
+            3 => node.name = string(v, "NodeProto.name")?.to_owned(),
+            4 => node.op_type = string(v, "NodeProto.op_type")?.to_owned(),
+            7 => node.domain = string(v, "NodeProto.domain")?.to_owned(),
+            _ => {}
+        }
+    }
+    Ok(node)
+}
+
+fn parse_value_info(b: &[u8]) -> Result<ValueInfo, Error> {
+    let mut vi = ValueInfo::default();
+    let mut f = Fields::new(b, "ValueInfoProto");
+    while let Some((n, v, _)) = f.next_field()? {
+        match (n, v) {
+            (1, v) => vi.name = string(v, "ValueInfoProto.name")?.to_owned(),
+            (2, Value::Bytes(t)) => parse_type(t, &mut vi)?,
+            _ => {}
+        }
+    }
+    Ok(vi)
+}
+
+/// `TypeProto.tensor_type` → element type and shape (other kinds of values are left blank).
+fn parse_type(b: &[u8], vi: &mut ValueInfo) -> Result<(), Error> {
+    let mut f = Fields::new(b, "TypeProto");
+    while let Some((n, v, _)) = f.next_field()? {
+        let (1, Value::Bytes(tt)) = (n, v) else {
+            continue;
+        };
+        let mut t = Fields::new(tt, "TypeProto.Tensor");
+        while let Some((n, v, _)) = t.next_field()? {
+            match (n, v) {
+                (1, v) => vi.elem_type = v.as_u64().map(|c| c as i32),
+                (2, Value::Bytes(shape)) => vi.dims = Some(parse_shape(shape)?),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+fn parse_shape(b: &[u8]) -> Result<Vec<Dim>, Error> {
+    let mut dims = Vec::new();
+    let mut f = Fields::new(b, "TensorShapeProto");
+    while let Some((n, v, _)) = f.next_field()? {
+        let (1, Value::Bytes(d)) = (n, v) else {
+            continue;
+        };
+        let mut dim = Dim::Unknown;
+        let mut df = Fields::new(d, "TensorShapeProto.Dimension");
+        while let Some((n, v, _)) = df.next_field()? {
+            match n {
+                1 => dim = Dim::Value(v.as_u64().unwrap_or(0) as i64),
+                2 => dim = Dim::Param(string(v, "Dimension.dim_param")?.to_owned()),
+                _ => {}
+            }
+        }
+        dims.push(dim);
+    }
+    Ok(dims)
+}
+
+/// `TensorProto` → initializer (data from `raw_data` or the typed repeated fields).
+fn parse_tensor(b: &[u8]) -> Result<Initializer, Error> {
+    let mut name = String::new();
+    let mut data_type = 0i32;
+    let mut dims = Vec::new();
+    let mut raw: Option<&[u8]> = None;
+    let mut ints: Vec<i64> = Vec::new();
+    let mut wide: Vec<u8> = Vec::new(); // float_data / double_data bytes
+    let mut external = false;
+    let mut f = Fields::new(b, "TensorProto");
+    while let Some((n, v, _)) = f.next_field()? {
+        match (n, v) {
+            (1, v) => push_ints(v, &mut dims, "TensorProto.dims")?,
+            (2, v) => data_type = v.as_u64().unwrap_or(0) as i32,
+            (4 | 10, Value::Bytes(packed)) => wide.extend_from_slice(packed),
+            (4, Value::Fixed32(x)) => wide.extend_from_slice(&x.to_le_bytes()),
+            (10, Value::Fixed64(x)) => wide.extend_from_slice(&x.to_le_bytes()),
+            (5 | 7 | 11, v) => push_ints(v, &mut ints, "TensorProto data")?,
+            (8, v) => name = string(v, "TensorProto.name")?.to_owned(),
+            (9, Value::Bytes(r)) => raw = Some(r),
+            (14, v) => external = v.as_u64() == Some(1),
+            _ => {}
+        }
+    }
+    let dims: Vec<usize> = dims
+        .iter()
+        .map(|&d| usize::try_from(d))
+        .collect::<Result<_, _>>()
+        .map_err(|_| Error::Model(format!("initializer {name:?}: negative dims {dims:?}")))?;
+    let data = if external {
+        None
+    } else if let Some(r) = raw {
+        Some(r.to_vec())
+    } else if !wide.is_empty() {
+        Some(wide)
+    } else {
+        narrow_ints(data_type, &ints)
+    };
+    let init = Initializer {
+        name,
+        data_type,
+        dims,
+        data,
+    };
+    check_length(&init)?;
+    Ok(init)
+}
+
+/// `int32_data` / `int64_data` / `uint64_data` values as element bytes of `data_type`.
+fn narrow_ints(data_type: i32, ints: &[i64]) -> Option<Vec<u8>> {
+    let size = dtype(data_type)?.size()?;
+    let mut out = Vec::with_capacity(ints.len() * size);
+    for &v in ints {
+        out.extend_from_slice(&v.to_le_bytes()[..size]);
+    }
+    Some(out)
+}
+
+fn check_length(i: &Initializer) -> Result<(), Error> {
+    let (Some(data), Some(dt)) = (&i.data, i.dtype()) else {
+        return Ok(());
+    };
+    let elems: usize = i.dims.iter().product();
+    match dt.storage_bytes(elems) {
+        Some(n) if n == data.len() => Ok(()),
+        n => Err(Error::Model(format!(
+            "initializer {:?}: {} data bytes for {dt} {:?} (needs {})",
+            i.name,
+            data.len(),
+            i.dims,
+            n.map_or("an overflowing count".to_owned(), |n| n.to_string())
+        ))),
+    }
+}

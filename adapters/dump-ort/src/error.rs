@@ -1,0 +1,63 @@
+//! The one error type of `dump-ort`.
+
+use core::fmt;
+
+/// What can go wrong running a dumped ONNX Runtime model.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// `libonnxruntime` could not be found or loaded.
+    Library(String),
+    /// ONNX Runtime failed (session creation, a run).
+    Ort(ort::Error),
+    /// The Dumper failed (a write error, a config problem).
+    Dump(dump_host::Error),
+    /// The model or its inputs cannot be used: not ONNX, a missing input, a value ONNX
+    /// Runtime does not return as a CPU tensor.
+    Model(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Library(m) => write!(f, "ONNX Runtime library: {m}"),
+            Error::Ort(e) => write!(f, "ONNX Runtime: {e}"),
+            Error::Dump(e) => write!(f, "dump: {e}"),
+            Error::Model(m) => write!(f, "model: {m}"),
+        }
+    }
+}
+
+impl core::error::Error for Error {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Error::Ort(e) => Some(e),
+            Error::Dump(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<dump_host::Error> for Error {
+    fn from(e: dump_host::Error) -> Self {
+        Error::Dump(e)
+    }
+}
+
+impl From<ort::Error> for Error {
+    fn from(e: ort::Error) -> Self {
+        Error::Ort(e)
+    }
+}
+
+impl From<ort::Error<ort::session::builder::SessionBuilder>> for Error {
+    fn from(e: ort::Error<ort::session::builder::SessionBuilder>) -> Self {
+        Error::Ort(e.into())
+    }
+}
+
+impl From<dump_onnx::Error> for Error {
+    fn from(e: dump_onnx::Error) -> Self {
+        Error::Model(e.to_string())
+    }
+}

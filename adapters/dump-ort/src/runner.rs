@@ -1,0 +1,98 @@
+//! [`OrtRunner`]: an ONNX model in an ONNX Runtime session with every node output exposed as
+//! a graph output, run with graph optimisation disabled so each dumped kernel is one node of
+//! the original graph.
+
+use std::collections::{BTreeSet, HashMap};
+
+use dump_host::Dumper;
+use dump_onnx::{Model, OnnxDump};
+use ort::{
+    environment::Environment,
+    session::{Session, builder::GraphOptimizationLevel},
+    value::{DynValue, ValueRef},
+};
+
+use crate::{Error, values::RunValues};
+
+/// An ONNX model prepared for dumped runs on ONNX Runtime.
+pub struct OrtRunner {
+    dump: OnnxDump,
+    session: Session,
+}
+
+impl std::fmt::Debug for OrtRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrtRunner")
+            .field("dump", &self.dump)
+            .finish()
+    }
+}
+
+impl OrtRunner {
+    /// Prepares `bytes` (an `.onnx` file) as graph `graph_id` in a session of `env` (see
+    /// [`environment`](crate::environment)).
+    pub fn new(env: &Environment, bytes: Vec<u8>, graph_id: u32) -> Result<Self, Error> {
+        let model = Model::parse(bytes)?;
+        let declared: BTreeSet<&str> = model
+            .graph
+            .outputs
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect();
+        let extra: Vec<&str> = model
+            .graph
+            .nodes
+            .iter()
+            .flat_map(|n| n.outputs.iter())
+            .map(String::as_str)
+            .filter(|o| !o.is_empty() && !declared.contains(o))
+            .collect();
+        let exposed = dump_onnx::with_outputs(model.bytes(), &extra)?;
+        let session = Session::builder(env)?
+            .with_optimization_level(GraphOptimizationLevel::Disable)?
+            .commit_from_memory(&exposed)?;
+        Ok(OrtRunner {
+            dump: OnnxDump::new(model, graph_id),
+            session,
+        })
+    }
+
+    /// The model's dump state: graph description, execution order, diagnostics.
+    pub fn dump(&self) -> &OnnxDump {
+        &self.dump
+    }
+
+    /// Runs one step: feeds `inputs` (by graph input name, borrowed: reusable across steps), dumps every node in graph order
+    /// as the Dumper's next step, and returns the model's declared outputs.
+    pub fn run(
+        &mut self,
+        dumper: &mut Dumper,
+        inputs: &[(String, DynValue)],
+    ) -> Result<HashMap<String, DynValue>, Error> {
+        if let Some(m) = self
+            .dump
+            .missing_inputs(|n| inputs.iter().any(|(k, _)| k == n))
+        {
+            return Err(Error::Model(m));
+        }
+        let fed: Vec<(String, ort::session::SessionInputValue<'_>)> =
+            inputs.iter().map(|(k, v)| (k.clone(), v.into())).collect();
+        let mut outputs = self.session.run(fed)?;
+        let mut values: HashMap<&str, ValueRef<'_>> = HashMap::new();
+        for (k, v) in inputs {
+            values.insert(k, v.view());
+        }
+        for (k, v) in outputs.iter() {
+            values.insert(k, v);
+        }
+        let dumped = self.dump.dump_step(dumper, &RunValues { values });
+        let mut out = HashMap::new();
+        for o in &self.dump.model().graph.outputs {
+            if let Some(v) = outputs.remove(&o.name) {
+                out.insert(o.name.clone(), v);
+            }
+        }
+        dumped?;
+        Ok(out)
+    }
+}

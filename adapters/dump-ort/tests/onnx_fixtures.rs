@@ -1,0 +1,90 @@
+//! dump-ort on the ONNX fixtures: the full-dump check shared by every adapter (order, counts,
+//! constants, every node output against onnx.reference at 1e-5, numpy), the NaN hunt, the
+//! f16/bf16 cast pairs, and clear errors.
+//!
+//! Needs libonnxruntime (`ORT_DYLIB_PATH`, see ci/fetch-ort.sh): without it each test prints
+//! why it skips, and fails when `CI=true`.
+
+#[path = "../../testsupport/onnx_fixtures.rs"]
+mod support;
+
+use dump_ort::{OrtRunner, environment, host_value, ort::environment::Environment};
+use support::*;
+
+/// The ONNX Runtime environment, or `None` (the reason printed) when the library is not
+/// available outside CI; on CI a missing library fails the test.
+fn env() -> Option<Environment> {
+    onnx_runtime_available().then(|| environment().expect("ONNX Runtime loads"))
+}
+
+fn ort_inputs(model: &str) -> Vec<(String, dump_ort::ort::value::DynValue)> {
+    inputs(model)
+        .into_iter()
+        .map(|(name, f)| (name, host_value(f.dtype, &f.shape, &f.data).unwrap()))
+        .collect()
+}
+
+fn run(env: &Environment, tmp: &Tmp, model: &str, common: &str, steps: usize) -> OrtRunner {
+    let mut d = dumper(&tmp.0, common);
+    let mut r = OrtRunner::new(env, model_bytes(model), 0).unwrap();
+    let ins = ort_inputs(model);
+    for _ in 0..steps {
+        r.run(&mut d, &ins).unwrap();
+    }
+    d.close().unwrap();
+    r
+}
+
+#[test]
+fn cnn_two_full_steps_pass_the_adapter_check() {
+    let Some(env) = env() else { return };
+    let tmp = Tmp::new("cnn");
+    let r = run(&env, &tmp, "cnn", r#", "saved_data": "full""#, 2);
+    let diags: Vec<&str> = r.dump().diagnostics().collect();
+    assert!(diags.is_empty(), "{diags:?}");
+    check_full_dump("cnn", &tmp.rank(), r.dump().graph(), 2);
+}
+
+#[test]
+fn nan_hunt_dumps_the_log_kernel_and_what_follows_it_only() {
+    let Some(env) = env() else { return };
+    let tmp = Tmp::new("nan");
+    let common = r#", "saved_data": "tensor", "op_debug_mode": 3"#;
+    let r = run(&env, &tmp, "nan_source", common, 1);
+    check_nan_hunt(&tmp.rank(), r.dump().graph());
+}
+
+#[test]
+fn f16_and_bf16_cast_pairs_match_the_reference() {
+    let Some(env) = env() else { return };
+    for model in ["cast_f16", "cast_bf16"] {
+        let tmp = Tmp::new(model);
+        let common = r#", "saved_data": "tensor", "input_output": 2"#;
+        let r = run(&env, &tmp, model, common, 1);
+        let dir = tmp.rank().join("Net/0/0");
+        for n in &r.dump().graph().nodes {
+            let value = &n.outputs[0].value;
+            let got = kernel_file(&dir, &n.name, "output", 0);
+            let want = fixtures().join(format!("{model}/expected/{value}.npy"));
+            assert_close(value, &got, &want, 0.0);
+        }
+    }
+}
+
+#[test]
+fn missing_inputs_and_bad_models_are_clear_errors() {
+    let Some(env) = env() else { return };
+    let tmp = Tmp::new("errors");
+    let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
+    let mut r = OrtRunner::new(&env, model_bytes("cnn"), 0).unwrap();
+    let e = r.run(&mut d, &[]).unwrap_err().to_string();
+    assert!(e.contains("missing input x"), "{e}");
+    let e = OrtRunner::new(&env, b"not a model".to_vec(), 0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a valid ONNX model"), "{e}");
+    // A wrong shape is ONNX Runtime's error, naming the input.
+    let x = host_value(dump_core::DType::Float32, &[1, 1, 2, 2], &[0; 16]).unwrap();
+    let e = r.run(&mut d, &[("x".into(), x)]).unwrap_err().to_string();
+    assert!(e.contains("x"), "{e}");
+}

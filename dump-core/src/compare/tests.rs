@@ -1,0 +1,208 @@
+use super::*;
+use proptest::prelude::*;
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn run(backend: Backend, dtype: DType, a: &[u8], b: &[u8], n: usize) -> PairMetrics {
+    let mut acc =
+        PairAccumulator::with_backend(dtype, n, Tolerance::default_for(dtype), backend).unwrap();
+    acc.update(a, b).unwrap();
+    acc.finish().unwrap()
+}
+
+#[test]
+fn identical_tensors_match_exactly() {
+    let v: Vec<f32> = (0..1000).map(|i| (i as f32 - 500.0) * 0.37).collect();
+    let a = f32_bytes(&v);
+    let m = compare_pair(
+        DType::Float32,
+        &a,
+        &a,
+        v.len(),
+        Tolerance::default_for(DType::Float32),
+    )
+    .unwrap();
+    assert_eq!(
+        (m.count, m.finite, m.not_close, m.max_ulp),
+        (1000, 1000, 0, 0)
+    );
+    assert_eq!((m.max_abs, m.max_rel, m.rel_over_1e3), (0.0, 0.0, 0));
+    assert!((m.cosine() - 1.0).abs() < 1e-12);
+    assert!(m.within_tolerance());
+}
+
+#[test]
+fn a_scaled_tensor_keeps_cosine_one_but_diverges() {
+    let v: Vec<f32> = (1..=100).map(|i| i as f32).collect();
+    let w: Vec<f32> = v.iter().map(|x| x * 1.001).collect();
+    let m = compare_pair(
+        DType::Float32,
+        &f32_bytes(&w),
+        &f32_bytes(&v),
+        100,
+        Tolerance::default_for(DType::Float32),
+    )
+    .unwrap();
+    assert!(m.cosine() > 0.999_999);
+    assert_eq!(m.not_close, 100, "every element is 1e-3 off, rtol is 1e-4");
+    assert!(!m.within_tolerance());
+    assert!((m.max_rel - 0.001).abs() < 1e-5, "{}", m.max_rel);
+    assert!(m.max_ulp > 1000);
+}
+
+#[test]
+fn nonfinite_positions_and_ulps() {
+    let a = [
+        f32::NAN,
+        f32::INFINITY,
+        1.0,
+        0.0,
+        -0.0,
+        f32::NEG_INFINITY,
+        1.0,
+        2.0,
+        f32::from_bits(1),
+    ];
+    let b = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NAN,
+        -0.0,
+        0.0,
+        f32::INFINITY,
+        1.0,
+        2.0,
+        f32::from_bits(0x8000_0001),
+    ];
+    for backend in [Backend::Portable, Backend::detect()] {
+        let m = run(
+            backend,
+            DType::Float32,
+            &f32_bytes(&a),
+            &f32_bytes(&b),
+            a.len(),
+        );
+        assert_eq!(
+            m.nonfinite_mismatch, 2,
+            "{backend:?}: 1 vs NaN, -inf vs inf"
+        );
+        assert_eq!(m.finite, 5);
+        assert_eq!(
+            m.max_ulp, 2,
+            "{backend:?}: ±0 equal, ±min subnormal 2 apart"
+        );
+        assert_eq!(m.not_close, 0);
+    }
+}
+
+#[test]
+fn zero_reference_gives_infinite_relative_error() {
+    let m = run(
+        Backend::Portable,
+        DType::Float32,
+        &f32_bytes(&[1.0]),
+        &f32_bytes(&[0.0]),
+        1,
+    );
+    assert_eq!(m.max_rel, f64::INFINITY);
+    assert_eq!((m.rel_over_1e3, m.not_close), (1, 1));
+}
+
+#[test]
+fn integers_must_be_equal_and_ulp_is_the_difference() {
+    let a: Vec<u8> = [5i64, -7, 9].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let b: Vec<u8> = [5i64, -10, 9]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let m = compare_pair(
+        DType::Int64,
+        &a,
+        &b,
+        3,
+        Tolerance::default_for(DType::Int64),
+    )
+    .unwrap();
+    assert_eq!((m.not_close, m.max_ulp, m.max_abs), (1, 3, 3.0));
+}
+
+#[test]
+fn half_types_count_ulps_in_their_own_format() {
+    let a = half::bf16::from_f32(1.0).to_bits().to_le_bytes();
+    let b = half::bf16::from_bits(half::bf16::from_f32(1.0).to_bits() + 3)
+        .to_bits()
+        .to_le_bytes();
+    let m = compare_pair(
+        DType::BFloat16,
+        &a,
+        &b,
+        1,
+        Tolerance::default_for(DType::BFloat16),
+    )
+    .unwrap();
+    assert_eq!(m.max_ulp, 3);
+}
+
+#[test]
+fn chunked_feeding_equals_one_call_and_length_errors() {
+    let v: Vec<f32> = (0..777).map(|i| (i as f32).sin()).collect();
+    let w: Vec<f32> = v.iter().map(|x| x + 1e-4).collect();
+    let (a, b) = (f32_bytes(&v), f32_bytes(&w));
+    let whole = run(Backend::detect(), DType::Float32, &a, &b, 777);
+    let mut acc =
+        PairAccumulator::new(DType::Float32, 777, Tolerance::default_for(DType::Float32)).unwrap();
+    for (x, y) in a.chunks(400).zip(b.chunks(400)) {
+        acc.update(x, y).unwrap();
+    }
+    let m = acc.finish().unwrap();
+    assert_eq!(
+        (m.count, m.not_close, m.rel_over_1e3),
+        (whole.count, whole.not_close, whole.rel_over_1e3)
+    );
+    let mut short =
+        PairAccumulator::new(DType::Float32, 777, Tolerance::default_for(DType::Float32)).unwrap();
+    short.update(&a[..400], &b[..400]).unwrap();
+    assert!(matches!(short.finish(), Err(Error::LengthMismatch { .. })));
+    let mut odd =
+        PairAccumulator::new(DType::Float32, 777, Tolerance::default_for(DType::Float32)).unwrap();
+    assert!(matches!(
+        odd.update(&a[..3], &b[..3]),
+        Err(Error::Misaligned { .. })
+    ));
+    assert!(matches!(
+        odd.update(&a[..4], &b[..8]),
+        Err(Error::LengthMismatch { .. })
+    ));
+}
+
+fn special() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        8 => -1e3f32..1e3,
+        1 => Just(0.0f32),
+        1 => Just(-0.0f32),
+        1 => Just(f32::NAN),
+        1 => Just(f32::INFINITY),
+        1 => Just(f32::NEG_INFINITY),
+        1 => any::<u32>().prop_map(f32::from_bits),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn avx2_equals_portable(pairs in proptest::collection::vec((special(), special(), 0u8..4), 0..300)) {
+        // Half of the pairs are near-equal, so thresholds and ULPs are exercised.
+        let a: Vec<f32> = pairs.iter().map(|p| p.0).collect();
+        let b: Vec<f32> = pairs.iter().map(|p| match p.2 { 0 => p.1, 1 => p.0, _ => p.0 * (1.0 + 1e-4 * p.2 as f32) }).collect();
+        let (x, y) = (f32_bytes(&a), f32_bytes(&b));
+        let p = run(Backend::Portable, DType::Float32, &x, &y, a.len());
+        let f = run(Backend::detect(), DType::Float32, &x, &y, a.len());
+        prop_assert_eq!((p.count, p.finite, p.nonfinite_mismatch), (f.count, f.finite, f.nonfinite_mismatch));
+        prop_assert_eq!((p.rel_over_1e3, p.rel_over_5e3, p.not_close, p.max_ulp), (f.rel_over_1e3, f.rel_over_5e3, f.not_close, f.max_ulp));
+        prop_assert_eq!(p.max_abs, f.max_abs);
+        let close = |u: f64, v: f64| u == v || (u - v).abs() <= 1e-6 * u.abs().max(v.abs());
+        prop_assert!(close(p.max_rel, f.max_rel), "{} {}", p.max_rel, f.max_rel);
+        prop_assert!(close(p.dot, f.dot) || (p.dot - f.dot).abs() < 1e-6 * p.sq_a.max(p.sq_b));
+    }
+}

@@ -1,0 +1,209 @@
+//! One pair measured: both files streamed together, chunk by chunk, through the fused pair
+//! kernel (and the statistics kernels for a side whose row lacks statistics), or the rows'
+//! statistics or digests compared when there are no files.
+
+use std::path::Path;
+
+use dump_core::{
+    DType, Summary,
+    compare::{PairAccumulator, PairMetrics, Tolerance},
+    stats::Accumulator,
+};
+
+use super::{PairOutcome, PairResult, PairRule, Tolerances};
+use crate::{
+    Error,
+    read::{Dump, NpyStream, Stats, TensorRecord, npy::CHUNK},
+};
+
+/// Element-wise metrics of two `.npy` files of the same stored dtype and shape, read in
+/// lockstep chunks of [`CHUNK`] bytes (two buffers: memory is bounded whatever the size). With
+/// `with_stats`, each side's statistics come from the same pass.
+pub fn compare_files(
+    a: &Path,
+    b: &Path,
+    tol: Tolerance,
+    with_stats: bool,
+) -> Result<(PairMetrics, Option<Summary>, Option<Summary>), Error> {
+    let mut fa = NpyStream::open(a)?;
+    let mut fb = NpyStream::open(b)?;
+    if fa.dtype != fb.dtype {
+        return Err(mismatch(
+            a,
+            format!("stored dtypes differ: {} vs {}", fa.dtype, fb.dtype),
+        ));
+    }
+    if fa.shape != fb.shape {
+        return Err(mismatch(
+            a,
+            format!("shapes differ: {:?} vs {:?}", fa.shape, fb.shape),
+        ));
+    }
+    let dtype = fa.dtype;
+    let elems = fa.elems();
+    let core = |p: &Path, e: dump_core::Error| Error::Io {
+        path: p.to_path_buf(),
+        message: format!("cannot compare {dtype} data: {e}"),
+    };
+    let mut pair = PairAccumulator::new(dtype, elems, tol).map_err(|e| core(a, e))?;
+    let mut sa = with_stats
+        .then(|| Accumulator::new(dtype, elems))
+        .transpose()
+        .map_err(|e| core(a, e))?;
+    let mut sb = with_stats
+        .then(|| Accumulator::new(dtype, elems))
+        .transpose()
+        .map_err(|e| core(b, e))?;
+    let len = fa.data_len;
+    let cap = (CHUNK as u64).min(len) as usize;
+    let (mut ba, mut bb) = (vec![0u8; cap], vec![0u8; cap]);
+    let mut left = len;
+    while left > 0 {
+        let n = (left as usize).min(cap);
+        fa.read_chunk(&mut ba[..n])?;
+        fb.read_chunk(&mut bb[..n])?;
+        pair.update(&ba[..n], &bb[..n]).map_err(|e| core(a, e))?;
+        if let Some(s) = sa.as_mut() {
+            s.update(&ba[..n]).map_err(|e| core(a, e))?;
+        }
+        if let Some(s) = sb.as_mut() {
+            s.update(&bb[..n]).map_err(|e| core(b, e))?;
+        }
+        left -= n as u64;
+    }
+    let m = pair.finish().map_err(|e| core(a, e))?;
+    let fin = |s: Option<Accumulator>, p: &Path| -> Result<Option<Summary>, Error> {
+        Ok(match s {
+            Some(s) => s.finish().map_err(|e| core(p, e))?,
+            None => None,
+        })
+    };
+    Ok((m, fin(sa, a)?, fin(sb, b)?))
+}
+
+fn mismatch(p: &Path, m: String) -> Error {
+    Error::Io {
+        path: p.to_path_buf(),
+        message: m,
+    }
+}
+
+/// `|x - y| / |y|` (0 when equal, +inf when only `y` is 0).
+fn rel(x: f64, y: f64) -> f64 {
+    if x == y || (x.is_nan() && y.is_nan()) {
+        0.0
+    } else {
+        (x - y).abs() / y.abs()
+    }
+}
+
+fn dtype_of(t: &TensorRecord) -> DType {
+    t.dtype
+}
+
+/// Measures pair `(ia, ib)`.
+pub(super) fn measure(
+    a: &Dump,
+    b: &Dump,
+    ia: usize,
+    ib: usize,
+    rule: PairRule,
+    tols: &Tolerances,
+) -> PairResult {
+    let (ta, tb) = (&a.tensors[ia], &b.tensors[ib]);
+    let tolerance = tols.get(dtype_of(tb));
+    let mut r = PairResult {
+        a: ia,
+        b: ib,
+        rule,
+        tolerance,
+        outcome: PairOutcome::Mismatch(String::new()),
+        stats_a: ta.row_stats.clone().unwrap_or_default(),
+        stats_b: tb.row_stats.clone().unwrap_or_default(),
+        reasons: Vec::new(),
+    };
+    if ta.dtype != tb.dtype {
+        let m = format!("dtypes differ: {} vs {}", ta.dtype, tb.dtype);
+        r.reasons.push(m.clone());
+        r.outcome = PairOutcome::Mismatch(m);
+        return r;
+    }
+    if ta.shape != tb.shape && !(ta.file.is_none() && tb.file.is_none()) {
+        let m = format!("shapes differ: {:?} vs {:?}", ta.shape, tb.shape);
+        r.reasons.push(m.clone());
+        r.outcome = PairOutcome::Mismatch(m);
+        return r;
+    }
+    if let (Some(fa), Some(fb)) = (&ta.file, &tb.file) {
+        let with_stats = !(r.stats_a.is_complete() && r.stats_b.is_complete());
+        match compare_files(fa, fb, tolerance, with_stats) {
+            Ok((m, sa, sb)) => {
+                if let Some(s) = sa {
+                    r.stats_a.fill_from(Stats::from_summary(&s));
+                }
+                if let Some(s) = sb {
+                    r.stats_b.fill_from(Stats::from_summary(&s));
+                }
+                if m.nonfinite_mismatch > 0 {
+                    r.reasons.push(format!(
+                        "NaN/Inf positions differ at {} elements",
+                        m.nonfinite_mismatch
+                    ));
+                }
+                if m.not_close > 0 {
+                    r.reasons.push(format!(
+                        "{} of {} elements outside |a-b| <= {:e} + {:e}*|b| (max abs error {:e}, max rel error {:e})",
+                        m.not_close, m.count, tolerance.atol, tolerance.rtol, m.max_abs, m.max_rel
+                    ));
+                }
+                r.outcome = PairOutcome::Elements(m);
+            }
+            Err(e) => {
+                let m = e.to_string();
+                r.reasons.push(m.clone());
+                r.outcome = PairOutcome::Mismatch(m);
+            }
+        }
+        return r;
+    }
+    // Statistics (or digests) only.
+    let (sa, sb) = (&r.stats_a, &r.stats_b);
+    let vals = |s: &Stats| [s.max, s.min, s.avg, s.l2norm];
+    let mut rels = [None; 4];
+    let names = ["max", "min", "avg", "l2norm"];
+    let mut any = false;
+    for (k, (x, y)) in vals(sa).into_iter().zip(vals(sb)).enumerate() {
+        if let (Some(x), Some(y)) = (x, y) {
+            any = true;
+            rels[k] = Some(rel(x, y));
+            let same = x == y || (x.is_nan() && y.is_nan());
+            let bad_nonfinite = (x.is_finite() != y.is_finite()) || !(x.is_finite() || same);
+            if bad_nonfinite
+                || (x.is_finite() && (x - y).abs() > tolerance.atol + tolerance.rtol * y.abs())
+            {
+                r.reasons.push(format!("{} differs: {x} vs {y}", names[k]));
+            }
+        }
+    }
+    if any {
+        r.outcome = PairOutcome::Statistics { rel: rels };
+        return r;
+    }
+    let digest = |s: &Stats| s.md5.clone().or_else(|| s.sha1.clone());
+    match (digest(sa), digest(sb)) {
+        (Some(x), Some(y)) => {
+            let equal = x == y;
+            if !equal {
+                r.reasons.push(format!("digests differ: {x} vs {y}"));
+            }
+            r.outcome = PairOutcome::Digest { equal };
+        }
+        _ => {
+            let m = "nothing to compare: no files on both sides, no common statistic or digest"
+                .to_string();
+            r.reasons.push(m.clone());
+            r.outcome = PairOutcome::Mismatch(m);
+        }
+    }
+    r
+}

@@ -1,0 +1,166 @@
+//! Comparing two dumps: tensors paired across the dumps ([`pair`]), per-pair metrics from one
+//! fused pass over both files ([`metrics`]), and the first divergent operator in run order.
+//!
+//! A pair **diverges** when an element is outside its dtype's tolerance (numpy's `allclose`
+//! rule `|a - b| <= atol + rtol * |b|`, defaults in
+//! [`Tolerance::default_for`](dump_core::compare::Tolerance::default_for), overridable per
+//! dtype), when NaN/Inf positions differ, or when shapes or dtypes differ. Cosine similarity is
+//! reported but never decides alone (a scaled tensor keeps cosine 1). Statistic-only dumps are
+//! compared by the relative differences of max/min/avg/l2norm (the same tolerance rule on each
+//! statistic); md5-only rows by equality.
+
+mod metrics;
+mod pair;
+
+use std::collections::HashMap;
+
+use dump_core::{
+    DType,
+    compare::{PairMetrics, Tolerance},
+};
+
+pub use metrics::compare_files;
+pub use pair::{PairRule, Pairing, pair_tensors};
+
+use crate::read::{Dump, Stats};
+
+/// Tolerances per dtype: opdump's defaults unless overridden.
+#[derive(Clone, Debug, Default)]
+pub struct Tolerances {
+    overrides: HashMap<DType, Tolerance>,
+    all: Option<Tolerance>,
+}
+
+impl Tolerances {
+    /// Overrides the tolerance of one dtype.
+    pub fn set(&mut self, dtype: DType, tol: Tolerance) {
+        self.overrides.insert(dtype, tol);
+    }
+
+    /// Overrides every dtype without its own override.
+    pub fn set_all(&mut self, tol: Tolerance) {
+        self.all = Some(tol);
+    }
+
+    /// The tolerance used for `dtype`.
+    pub fn get(&self, dtype: DType) -> Tolerance {
+        self.overrides
+            .get(&dtype)
+            .copied()
+            .or(self.all)
+            .unwrap_or_else(|| Tolerance::default_for(dtype))
+    }
+}
+
+/// How a pair was compared, with what it measured.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PairOutcome {
+    /// Both files read: element-wise metrics.
+    Elements(PairMetrics),
+    /// Statistics only: relative difference `|a - b| / |b|` of max, min, avg, l2norm
+    /// (`None` where a side lacks the column).
+    Statistics {
+        /// max, min, avg, l2norm.
+        rel: [Option<f64>; 4],
+    },
+    /// Digests only: whether the MD5 (or SHA-1) is equal.
+    Digest {
+        /// Equal digests.
+        equal: bool,
+    },
+    /// Not comparable: shapes or dtypes differ, or a file could not be read.
+    Mismatch(String),
+}
+
+/// One compared pair.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PairResult {
+    /// Index into A's tensors.
+    pub a: usize,
+    /// Index into B's tensors.
+    pub b: usize,
+    /// The rule that paired them.
+    pub rule: PairRule,
+    /// The tolerance applied.
+    pub tolerance: Tolerance,
+    /// What was measured.
+    pub outcome: PairOutcome,
+    /// Statistics of A's tensor (from its row, or computed).
+    pub stats_a: Stats,
+    /// Statistics of B's tensor.
+    pub stats_b: Stats,
+    /// Whether the pair diverges, and why (empty when within tolerance).
+    pub reasons: Vec<String>,
+}
+
+impl PairResult {
+    /// `true` when the pair is outside tolerance.
+    pub fn diverged(&self) -> bool {
+        !self.reasons.is_empty()
+    }
+}
+
+/// A whole comparison.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    /// Every pair, in A's run order.
+    pub pairs: Vec<PairResult>,
+    /// A's tensors with no partner.
+    pub only_in_a: Vec<usize>,
+    /// B's tensors with no partner.
+    pub only_in_b: Vec<usize>,
+    /// Index into `pairs` of the first divergent pair in run order.
+    pub first_divergent: Option<usize>,
+}
+
+/// Compares dumps `a` and `b`: pairs tensors, measures every pair (pairs spread over
+/// `threads` threads), and finds the first divergent one in A's run order. `progress` is
+/// called with (pairs done, pairs total) from the worker threads.
+pub fn compare(
+    a: &Dump,
+    b: &Dump,
+    tol: &Tolerances,
+    threads: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Comparison {
+    let pairing = pair_tensors(a, b);
+    let total = pairing.pairs.len();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = threads.clamp(1, total.max(1));
+    let mut results: Vec<Option<PairResult>> = vec![None; total];
+    let parts: Vec<Vec<(usize, PairResult)>> = std::thread::scope(|s| {
+        let work = || {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                let (ia, ib, rule) = pairing.pairs[i];
+                out.push((i, metrics::measure(a, b, ia, ib, rule, tol)));
+                let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                progress(d, total);
+            }
+            out
+        };
+        let hs: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mut parts = vec![work()];
+        // A worker that panicked loses only its own pairs (reported as missing below).
+        parts.extend(hs.into_iter().filter_map(|h| h.join().ok()));
+        parts
+    });
+    for part in parts {
+        for (i, r) in part {
+            results[i] = Some(r);
+        }
+    }
+    let pairs: Vec<PairResult> = results.into_iter().flatten().collect();
+    let first_divergent = pairs.iter().position(PairResult::diverged);
+    Comparison {
+        pairs,
+        only_in_a: pairing.only_in_a,
+        only_in_b: pairing.only_in_b,
+        first_divergent,
+    }
+}

@@ -1,0 +1,142 @@
+//! Pairing the tensors of two dumps.
+//!
+//! 1. **name**: same rank, iteration, op name, IO and slot (the normal case: two runs of the
+//!    same program).
+//! 2. **order**: kernels that found no partner by name are paired by their position in the run
+//!    order of the same rank and iteration, when their op types agree (two runtimes or two
+//!    frameworks that name ops differently); a kernel whose op type does not match the next
+//!    few unpaired kernels of the other side stays unpaired. Their tensors pair by IO and slot.
+//!
+//! Everything else is reported as only in A or only in B.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::read::{Dump, KernelRef};
+
+/// Which rule paired two tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairRule {
+    /// Same rank, iteration, op name, IO and slot.
+    Name,
+    /// Same position in the run order, same op type, same IO and slot.
+    Order,
+}
+
+impl PairRule {
+    /// `name` or `order`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PairRule::Name => "name",
+            PairRule::Order => "order",
+        }
+    }
+}
+
+/// Tensor pairs of two dumps.
+#[derive(Clone, Debug, Default)]
+pub struct Pairing {
+    /// `(index in A, index in B, rule)` in A's run order (iteration, rank, timestamps).
+    pub pairs: Vec<(usize, usize, PairRule)>,
+    /// A's tensors without a partner, in A's run order.
+    pub only_in_a: Vec<usize>,
+    /// B's tensors without a partner, in B's run order.
+    pub only_in_b: Vec<usize>,
+}
+
+/// How many unpaired kernels of B the order rule looks ahead for A's kernel's op type.
+const LOOKAHEAD: usize = 8;
+
+/// Pairs the tensors of `a` and `b` (see the module docs).
+pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
+    let ka = a.kernels();
+    let kb = b.kernels();
+    let mut by_name: HashMap<(u32, u64, &str, bool, u32), usize> = HashMap::new();
+    for (i, t) in b.tensors.iter().enumerate() {
+        by_name.insert(
+            (
+                t.rank,
+                t.iteration,
+                t.op_name.as_str(),
+                t.io == crate::layout::Io::Input,
+                t.slot,
+            ),
+            i,
+        );
+    }
+    let mut partner: HashMap<usize, (usize, PairRule)> = HashMap::new();
+    let mut used_b: HashSet<usize> = HashSet::new();
+    for k in &ka {
+        for &i in &k.tensors {
+            let t = &a.tensors[i];
+            let key = (
+                t.rank,
+                t.iteration,
+                t.op_name.as_str(),
+                t.io == crate::layout::Io::Input,
+                t.slot,
+            );
+            if let Some(&j) = by_name.get(&key)
+                && used_b.insert(j)
+            {
+                partner.insert(i, (j, PairRule::Name));
+            }
+        }
+    }
+    // The order rule over kernels untouched by the name rule, per (rank, iteration).
+    let untouched =
+        |ks: &[KernelRef], used: &dyn Fn(usize) -> bool| -> HashMap<(u32, u64), Vec<usize>> {
+            let mut m: HashMap<(u32, u64), Vec<usize>> = HashMap::new();
+            for (n, k) in ks.iter().enumerate() {
+                if !k.tensors.iter().any(|&i| used(i)) {
+                    m.entry((k.rank, k.iteration)).or_default().push(n);
+                }
+            }
+            m
+        };
+    let free_a = untouched(&ka, &|i| partner.contains_key(&i));
+    let free_b = untouched(&kb, &|j| used_b.contains(&j));
+    for (group, list_a) in &free_a {
+        let Some(list_b) = free_b.get(group) else {
+            continue;
+        };
+        let mut p = 0;
+        for &na in list_a {
+            let ka_ = &ka[na];
+            let found = (p..list_b.len().min(p + LOOKAHEAD))
+                .find(|&q| kb[list_b[q]].op_type.eq_ignore_ascii_case(&ka_.op_type));
+            let Some(q) = found else {
+                continue;
+            };
+            p = q + 1;
+            let kb_ = &kb[list_b[q]];
+            for &i in &ka_.tensors {
+                let t = &a.tensors[i];
+                let same_slot =
+                    |j: &&usize| b.tensors[**j].io == t.io && b.tensors[**j].slot == t.slot;
+                if let Some(&j) = kb_.tensors.iter().find(same_slot)
+                    && used_b.insert(j)
+                {
+                    partner.insert(i, (j, PairRule::Order));
+                }
+            }
+        }
+    }
+    let mut out = Pairing::default();
+    // Run order across ranks: iteration first (the earliest step), then rank; stable, so the
+    // timestamp order within a rank and iteration stays.
+    let mut order: Vec<&KernelRef> = ka.iter().collect();
+    order.sort_by_key(|k| (k.iteration, k.rank));
+    for k in order {
+        for &i in &k.tensors {
+            match partner.get(&i) {
+                Some(&(j, rule)) => out.pairs.push((i, j, rule)),
+                None => out.only_in_a.push(i),
+            }
+        }
+    }
+    for k in &kb {
+        out.only_in_b
+            .extend(k.tensors.iter().filter(|j| !used_b.contains(j)));
+    }
+    out
+}

@@ -1,0 +1,257 @@
+//! What a dump says at a glance: per rank and iteration counts, the first operator that went
+//! non-finite, the kernels that grow their values most, and outputs that look wrong (all
+//! zeros, constant).
+
+use std::collections::BTreeMap;
+
+use dump_stats::Hashes;
+
+use super::{Dump, KernelRef, Stats};
+use crate::layout::Io;
+
+/// Counts of one rank and iteration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IterationSummary {
+    /// Rank.
+    pub rank: u32,
+    /// Iteration.
+    pub iteration: u64,
+    /// Kernels (ops with at least one tensor).
+    pub kernels: usize,
+    /// Tensors.
+    pub tensors: usize,
+    /// Data bytes of the `.npy` files.
+    pub bytes: u64,
+}
+
+/// Why [`Inspection::first_nonfinite`] names its kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NonfiniteBasis {
+    /// Its inputs were dumped and all finite: the kernel made the NaN/Inf.
+    FiniteInputs,
+    /// No kernel with finite dumped inputs produced one; this is the first kernel with a
+    /// non-finite output (its inputs were not dumped, or were non-finite too).
+    FirstNonfiniteOutput,
+}
+
+impl NonfiniteBasis {
+    /// `finite_inputs` or `first_nonfinite_output`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            NonfiniteBasis::FiniteInputs => "finite_inputs",
+            NonfiniteBasis::FirstNonfiniteOutput => "first_nonfinite_output",
+        }
+    }
+}
+
+/// The first operator with a non-finite output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FirstNonfinite {
+    /// Position in [`Inspection::kernels`].
+    pub kernel: usize,
+    /// Index into [`Dump::tensors`] of the first non-finite output.
+    pub tensor: usize,
+    /// Why this kernel.
+    pub basis: NonfiniteBasis,
+    /// Whether its inputs were dumped.
+    pub inputs_dumped: bool,
+}
+
+/// Growth of a kernel's values from inputs to outputs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Growth {
+    /// Position in [`Inspection::kernels`].
+    pub kernel: usize,
+    /// Largest output max|x| over largest input max|x|.
+    pub max_abs_ratio: f64,
+    /// Largest output l2norm over largest input l2norm.
+    pub l2norm_ratio: f64,
+}
+
+/// An output that looks wrong.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Oddity {
+    /// Index into [`Dump::tensors`].
+    pub tensor: usize,
+    /// `all zeros` or `constant {value}`.
+    pub what: String,
+}
+
+/// The result of [`inspect`].
+#[derive(Clone, Debug)]
+pub struct Inspection {
+    /// Kernels in run order.
+    pub kernels: Vec<KernelRef>,
+    /// Statistics per tensor (index as in [`Dump::tensors`]); `None` where neither a row nor
+    /// a readable file gives them.
+    pub stats: Vec<Option<Stats>>,
+    /// Per rank and iteration.
+    pub iterations: Vec<IterationSummary>,
+    /// The first non-finite operator.
+    pub first_nonfinite: Option<FirstNonfinite>,
+    /// Kernels by growth, largest first.
+    pub growth: Vec<Growth>,
+    /// Outputs that are all zeros or constant.
+    pub oddities: Vec<Oddity>,
+    /// Tensors whose statistics could not be had, with why.
+    pub errors: Vec<(usize, String)>,
+}
+
+/// Inspects `dump`: statistics of every tensor (rows, else streamed from the files; spread
+/// over `threads` threads; `progress(done, total)` after each), then the findings.
+pub fn inspect(
+    dump: &Dump,
+    threads: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Inspection {
+    let n = dump.tensors.len();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let mut stats: Vec<Option<Stats>> = vec![None; n];
+    let mut errors = Vec::new();
+    let parts = std::thread::scope(|s| {
+        let work = || {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                out.push((i, dump.tensors[i].stats(Hashes::NONE)));
+                progress(
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+                    n,
+                );
+            }
+            out
+        };
+        let hs: Vec<_> = (1..threads.clamp(1, n.max(1)))
+            .map(|_| s.spawn(work))
+            .collect();
+        let mut parts = vec![work()];
+        parts.extend(hs.into_iter().filter_map(|h| h.join().ok()));
+        parts
+    });
+    for part in parts {
+        for (i, r) in part {
+            match r {
+                Ok(s) => stats[i] = Some(s),
+                Err(e) => errors.push((i, e.to_string())),
+            }
+        }
+    }
+    errors.sort_by_key(|e| e.0);
+    let kernels = dump.kernels();
+    let mut per: BTreeMap<(u32, u64), IterationSummary> = BTreeMap::new();
+    for k in &kernels {
+        let e = per
+            .entry((k.rank, k.iteration))
+            .or_insert(IterationSummary {
+                rank: k.rank,
+                iteration: k.iteration,
+                ..IterationSummary::default()
+            });
+        e.kernels += 1;
+        e.tensors += k.tensors.len();
+        e.bytes += k
+            .tensors
+            .iter()
+            .map(|&i| dump.data_bytes(&dump.tensors[i]))
+            .sum::<u64>();
+    }
+    let nonfinite = |i: usize| stats[i].as_ref().and_then(Stats::nonfinite);
+    // Run order across ranks: iteration first (the earliest step), then rank.
+    let mut order: Vec<usize> = (0..kernels.len()).collect();
+    order.sort_by_key(|&k| (kernels[k].iteration, kernels[k].rank));
+    let mut first_nonfinite = None;
+    let mut fallback = None;
+    for &k in &order {
+        let kr = &kernels[k];
+        let (ins, outs): (Vec<usize>, Vec<usize>) = kr
+            .tensors
+            .iter()
+            .partition(|&&i| dump.tensors[i].io == Io::Input);
+        let Some(&bad) = outs.iter().find(|&&i| nonfinite(i) == Some(true)) else {
+            continue;
+        };
+        let inputs_dumped = !ins.is_empty();
+        if inputs_dumped && ins.iter().all(|&i| nonfinite(i) == Some(false)) {
+            first_nonfinite = Some(FirstNonfinite {
+                kernel: k,
+                tensor: bad,
+                basis: NonfiniteBasis::FiniteInputs,
+                inputs_dumped,
+            });
+            break;
+        }
+        if fallback.is_none() {
+            fallback = Some(FirstNonfinite {
+                kernel: k,
+                tensor: bad,
+                basis: NonfiniteBasis::FirstNonfiniteOutput,
+                inputs_dumped,
+            });
+        }
+    }
+    let first_nonfinite = first_nonfinite.or(fallback);
+    let mut growth = Vec::new();
+    for (k, kr) in kernels.iter().enumerate() {
+        let side = |io: Io, f: fn(&Stats) -> Option<f64>| {
+            kr.tensors
+                .iter()
+                .filter(|&&i| dump.tensors[i].io == io)
+                .filter_map(|&i| stats[i].as_ref().and_then(f))
+                .filter(|v| v.is_finite())
+                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+        };
+        let ratio = |f: fn(&Stats) -> Option<f64>| match (side(Io::Input, f), side(Io::Output, f)) {
+            (Some(i), Some(o)) if i > 0.0 => Some(o / i),
+            _ => None,
+        };
+        if let (Some(m), Some(l)) = (ratio(Stats::max_abs), ratio(|s| s.l2norm)) {
+            growth.push(Growth {
+                kernel: k,
+                max_abs_ratio: m,
+                l2norm_ratio: l,
+            });
+        }
+    }
+    growth.sort_by(|a, b| {
+        b.max_abs_ratio
+            .max(b.l2norm_ratio)
+            .total_cmp(&a.max_abs_ratio.max(a.l2norm_ratio))
+    });
+    let mut oddities = Vec::new();
+    for k in &kernels {
+        for &i in &k.tensors {
+            let t = &dump.tensors[i];
+            let Some(s) = stats[i].as_ref() else { continue };
+            if t.io != Io::Output || t.op_type == "Parameter" {
+                continue;
+            }
+            let (Some(count), Some(max), Some(min)) = (s.count, s.max, s.min) else {
+                continue;
+            };
+            if count > 1 && s.zero == Some(count) {
+                oddities.push(Oddity {
+                    tensor: i,
+                    what: "all zeros".into(),
+                });
+            } else if count > 1 && max == min && max.is_finite() {
+                oddities.push(Oddity {
+                    tensor: i,
+                    what: format!("constant {max}"),
+                });
+            }
+        }
+    }
+    Inspection {
+        kernels,
+        stats,
+        iterations: per.into_values().collect(),
+        first_nonfinite,
+        growth,
+        oddities,
+        errors,
+    }
+}

@@ -1,0 +1,309 @@
+//! MindSpore's layout (which opdump writes too):
+//! `rank_{n}/{net}/{graph}/{iteration}/` holding `.npy` files, `statistic.csv` and
+//! `mapping.csv`, plus `rank_{n}/execution_order/ms_execution_order_graph_{graph}.csv`.
+//! Symlinks inside the tree are never followed.
+
+use std::{
+    collections::HashMap,
+    fs,
+    path::{Path, PathBuf},
+};
+
+use super::{Dump, LayoutReader, Problem, TensorRecord, csv::read_statistic_csv, npy::NpyStream};
+use crate::{
+    Error,
+    layout::{TensorFileName, sanitize},
+};
+
+/// Reads MindSpore 2.10's dump layout (and opdump's, which is the same).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MindSporeLayout;
+
+/// `rank_{n}` → `n`.
+fn rank_of(name: &str) -> Option<u32> {
+    name.strip_prefix("rank_")?.parse().ok()
+}
+
+/// Sub-directories of `dir` (no symlinks), sorted by name.
+fn subdirs(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
+        .collect();
+    out.sort();
+    out
+}
+
+impl LayoutReader for MindSporeLayout {
+    fn name(&self) -> &'static str {
+        "mindspore"
+    }
+
+    fn detect(&self, root: &Path) -> bool {
+        root.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| rank_of(n).is_some())
+            || subdirs(root).iter().any(|(n, _)| rank_of(n).is_some())
+    }
+
+    fn read(&self, root: &Path) -> Result<Dump, Error> {
+        let mut dump = Dump {
+            root: root.to_path_buf(),
+            layout: self.name(),
+            ..Dump::default()
+        };
+        let own = root.file_name().and_then(|n| n.to_str()).and_then(rank_of);
+        let ranks: Vec<(u32, PathBuf)> = match own {
+            Some(r) => vec![(r, root.to_path_buf())],
+            None => subdirs(root)
+                .into_iter()
+                .filter_map(|(n, p)| Some((rank_of(&n)?, p)))
+                .collect(),
+        };
+        for (rank, dir) in ranks {
+            read_rank(rank, &dir, &mut dump);
+        }
+        Ok(dump)
+    }
+}
+
+fn read_rank(rank: u32, dir: &Path, dump: &mut Dump) {
+    let order_dir = dir.join("execution_order");
+    for (name, _) in files(&order_dir) {
+        let Some(graph) = name
+            .strip_prefix("ms_execution_order_graph_")
+            .and_then(|s| s.strip_suffix(".csv"))
+            .and_then(|g| g.parse().ok())
+        else {
+            continue;
+        };
+        let path = order_dir.join(&name);
+        match read_bounded(&path, 64 << 20) {
+            Ok(text) => {
+                let names = text
+                    .lines()
+                    .skip(1)
+                    .filter(|l| !l.is_empty())
+                    .map(sanitize)
+                    .collect();
+                dump.execution_orders.push(((rank, graph), names));
+            }
+            Err(m) => dump.problems.push(Problem { path, message: m }),
+        }
+    }
+    for (net, net_dir) in subdirs(dir) {
+        if net.starts_with('.') || net == "execution_order" || net == "graphs" {
+            continue;
+        }
+        for (g, graph_dir) in subdirs(&net_dir) {
+            let Ok(graph) = g.parse::<u32>() else {
+                continue;
+            };
+            for (it, it_dir) in subdirs(&graph_dir) {
+                // `constants/` (GPU only) holds no per-iteration tensors.
+                let Ok(iteration) = it.parse::<u64>() else {
+                    continue;
+                };
+                let at = Place {
+                    rank,
+                    net: &net,
+                    graph,
+                    iteration,
+                };
+                read_iteration(&at, &it_dir, dump);
+            }
+        }
+    }
+}
+
+/// Regular files of `dir` (no symlinks), sorted by name.
+fn files(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
+        .collect();
+    out.sort();
+    out
+}
+
+/// A small text file, refused above `max` bytes.
+fn read_bounded(path: &Path, max: u64) -> Result<String, String> {
+    let len = fs::symlink_metadata(path).map_err(|e| e.to_string())?.len();
+    if len > max {
+        return Err(format!(
+            "{len} bytes, more than the {max} read for this kind of file"
+        ));
+    }
+    fs::read_to_string(path).map_err(|e| e.to_string())
+}
+
+/// (op_type, op_name, task, stream, timestamp, is input, slot): what pairs a row with a file.
+type RowKey = (String, String, u32, u32, u64, bool, u32);
+
+struct Place<'a> {
+    rank: u32,
+    net: &'a str,
+    graph: u32,
+    iteration: u64,
+}
+
+fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
+    let entries = files(dir);
+    let mut mapping: HashMap<String, String> = HashMap::new();
+    if entries.iter().any(|(n, _)| n == "mapping.csv") {
+        let path = dir.join("mapping.csv");
+        match read_bounded(&path, 256 << 20) {
+            Ok(text) => {
+                for l in text.lines() {
+                    if let Some((s, long)) = l.split_once(',') {
+                        mapping.insert(s.to_owned(), long.to_owned());
+                    }
+                }
+            }
+            Err(m) => dump.problems.push(Problem { path, message: m }),
+        }
+    }
+    let start = dump.tensors.len();
+    // (op_type, op_name, task, stream, timestamp, io, slot) of each record of this directory.
+    let mut by_key: HashMap<RowKey, usize> = HashMap::new();
+    for (name, path) in &entries {
+        if !name.ends_with(".npy") {
+            continue;
+        }
+        let long = mapping.get(name).map(String::as_str).unwrap_or(name);
+        let Some(n) = TensorFileName::parse(long) else {
+            dump.problems.push(Problem {
+                path: path.clone(),
+                message: if name.starts_with("opdump-") && !mapping.contains_key(name) {
+                    "short name without a mapping.csv line".into()
+                } else {
+                    "file name not of the form {op_type}.{op_name}.{task}.{stream}.{timestamp}.{input|output}.{slot}.{format}.{dtype}.npy".into()
+                },
+            });
+            continue;
+        };
+        let (file, stored, shape) = match NpyStream::open(path) {
+            Ok(s) => (Some(path.clone()), Some(s.dtype), s.shape.clone()),
+            Err(e) => {
+                dump.problems.push(Problem {
+                    path: path.clone(),
+                    message: match e {
+                        Error::Io { message, .. } => message,
+                        e => e.to_string(),
+                    },
+                });
+                (None, None, Vec::new())
+            }
+        };
+        let op_name = n.op_name.replace(',', "_");
+        by_key.insert(
+            (
+                n.op_type.to_owned(),
+                op_name.clone(),
+                n.task_id,
+                n.stream_id,
+                n.timestamp,
+                n.io == crate::layout::Io::Input,
+                n.slot,
+            ),
+            dump.tensors.len(),
+        );
+        dump.tensors.push(TensorRecord {
+            rank: at.rank,
+            net: at.net.to_owned(),
+            graph: at.graph,
+            iteration: at.iteration,
+            op_type: n.op_type.to_owned(),
+            op_name,
+            task_id: n.task_id,
+            stream_id: n.stream_id,
+            timestamp: n.timestamp,
+            io: n.io,
+            slot: n.slot,
+            dtype: n.dtype,
+            shape,
+            file,
+            stored,
+            row_stats: None,
+        });
+    }
+    let had_files = dump.tensors.len() > start;
+    if !entries.iter().any(|(n, _)| n == "statistic.csv") {
+        return;
+    }
+    let csv_path = dir.join("statistic.csv");
+    let (rows, problems) = match read_statistic_csv(&csv_path) {
+        Ok(r) => r,
+        Err(e) => {
+            dump.problems.push(Problem {
+                path: csv_path,
+                message: match e {
+                    Error::Io { message, .. } => message,
+                    e => e.to_string(),
+                },
+            });
+            return;
+        }
+    };
+    for m in problems {
+        dump.problems.push(Problem {
+            path: csv_path.clone(),
+            message: m,
+        });
+    }
+    for r in rows {
+        let key = (
+            r.op_type.clone(),
+            r.op_name.clone(),
+            r.task_id,
+            r.stream_id,
+            r.timestamp,
+            r.io == crate::layout::Io::Input,
+            r.slot,
+        );
+        match by_key.get(&key) {
+            Some(&i) => {
+                let t = &mut dump.tensors[i];
+                if t.file.is_none() {
+                    t.shape = r.shape.clone();
+                }
+                t.row_stats = Some(r.stats);
+            }
+            None => {
+                if had_files {
+                    dump.problems.push(Problem {
+                        path: csv_path.clone(),
+                        message: format!(
+                            "line {}: row for {}.{} {}.{} (timestamp {}) has no .npy file in this directory; its statistics are used",
+                            r.line, r.op_type, r.op_name, r.io.as_str(), r.slot, r.timestamp
+                        ),
+                    });
+                }
+                dump.tensors.push(TensorRecord {
+                    rank: at.rank,
+                    net: at.net.to_owned(),
+                    graph: at.graph,
+                    iteration: at.iteration,
+                    op_type: r.op_type,
+                    op_name: r.op_name,
+                    task_id: r.task_id,
+                    stream_id: r.stream_id,
+                    timestamp: r.timestamp,
+                    io: r.io,
+                    slot: r.slot,
+                    dtype: r.dtype.unwrap_or(dump_core::DType::Float32),
+                    shape: r.shape,
+                    file: None,
+                    stored: None,
+                    row_stats: Some(r.stats),
+                });
+            }
+        }
+    }
+}

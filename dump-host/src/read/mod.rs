@@ -1,0 +1,335 @@
+//! Reading dumps back: the tree walker, `statistic.csv` rows paired with `.npy` files, the
+//! execution order, and statistics computed on the fly where a row lacks them.
+//!
+//! [`Dump::open`] detects the layout under a directory (one [`LayoutReader`] per layout; today
+//! MindSpore's, which opdump writes too; msprobe's `dump.json` layout can join by implementing
+//! the trait) and yields one [`TensorRecord`] per dumped tensor. Files are never read whole:
+//! headers are parsed on their own and data is streamed in [`npy::CHUNK`]-byte chunks, so
+//! memory stays bounded whatever the dump's size (records take a few hundred bytes each).
+//!
+//! Problems with single files (a truncated `.npy`, a row without a file, a name not in
+//! MindSpore's form) never stop the reading: they are collected in [`Dump::problems`] with the
+//! path and what is wrong.
+//!
+//! ```no_run
+//! use dump_host::read::Dump;
+//!
+//! let dump = Dump::open("/data/dump".as_ref()).unwrap();
+//! for k in dump.kernels() {
+//!     println!("{} iteration {} {}", k.op_type, k.iteration, k.op_name);
+//! }
+//! ```
+
+mod csv;
+pub mod inspect;
+mod mindspore;
+pub mod npy;
+mod stats;
+
+use std::path::{Path, PathBuf};
+
+use dump_core::DType;
+
+pub use csv::{CsvRow, read_statistic_csv};
+pub use mindspore::MindSporeLayout;
+pub use npy::NpyStream;
+pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};
+
+use crate::{Error, layout::Io};
+
+/// One dumped tensor, from whichever sources the layout has: its `.npy` file, its
+/// `statistic.csv` row, or both.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorRecord {
+    /// Rank (`rank_{n}`).
+    pub rank: u32,
+    /// Network name (the `net_name` directory).
+    pub net: String,
+    /// Graph id.
+    pub graph: u32,
+    /// Iteration.
+    pub iteration: u64,
+    /// Primitive name (`Conv2D`, `Parameter`).
+    pub op_type: String,
+    /// Sanitised op name, as in the file name.
+    pub op_name: String,
+    /// Task id.
+    pub task_id: u32,
+    /// Stream id.
+    pub stream_id: u32,
+    /// Timestamp in µs (both MindSpore and opdump stamp tensors in the order they ran).
+    pub timestamp: u64,
+    /// Input or output.
+    pub io: Io,
+    /// Slot.
+    pub slot: u32,
+    /// The dtype the name or row gives.
+    pub dtype: DType,
+    /// Dimensions (from the `.npy` header, else the row).
+    pub shape: Vec<usize>,
+    /// The `.npy` file, when there is one that could be opened.
+    pub file: Option<PathBuf>,
+    /// The dtype stored in the file (differs from `dtype` for widened bf16/int4/uint1).
+    pub stored: Option<DType>,
+    /// Statistics from the `statistic.csv` row (empty when there is no row).
+    pub row_stats: Option<Stats>,
+}
+
+impl TensorRecord {
+    /// `input.0`, `output.1`.
+    pub fn io_slot(&self) -> String {
+        format!("{}.{}", self.io.as_str(), self.slot)
+    }
+
+    /// Elements.
+    pub fn elems(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The statistics: the row's, completed from the file (streamed) when the row lacks
+    /// columns or there is no row. `hashes` asks for digests the row lacks.
+    pub fn stats(&self, hashes: dump_stats::Hashes) -> Result<Stats, Error> {
+        let mut s = self.row_stats.clone().unwrap_or_default();
+        let need_hash = (hashes.md5 && s.md5.is_none()) || (hashes.sha1 && s.sha1.is_none());
+        if s.is_complete() && !need_hash {
+            return Ok(s);
+        }
+        match &self.file {
+            Some(f) => {
+                let sum = summarize_npy(f, Some(self.dtype), hashes)?;
+                s.fill_from(Stats::from_tensor_stats(&sum.stats));
+                Ok(s)
+            }
+            None if self.row_stats.is_some() => Ok(s),
+            None => Err(Error::Io {
+                path: PathBuf::from(format!("{}.{}", self.op_type, self.op_name)),
+                message: format!(
+                    "{}: its .npy file could not be read (see the dump's problems) and it has no statistic.csv row",
+                    self.io_slot()
+                ),
+            }),
+        }
+    }
+}
+
+/// A problem with one file or row of a dump; reading goes on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The file (or directory) concerned.
+    pub path: PathBuf,
+    /// What is wrong, and what was expected.
+    pub message: String,
+}
+
+/// One kernel launch: the tensors of one op in one iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelRef {
+    /// Rank.
+    pub rank: u32,
+    /// Network name.
+    pub net: String,
+    /// Graph id.
+    pub graph: u32,
+    /// Iteration.
+    pub iteration: u64,
+    /// Primitive name.
+    pub op_type: String,
+    /// Sanitised op name.
+    pub op_name: String,
+    /// Indices into [`Dump::tensors`]: inputs by slot, then outputs by slot.
+    pub tensors: Vec<usize>,
+    /// The earliest timestamp of its tensors (run order).
+    pub first_timestamp: u64,
+    /// Position in `ms_execution_order_graph_{graph}.csv`, when the name is listed there.
+    pub exec_index: Option<usize>,
+}
+
+/// A dump read back.
+#[derive(Clone, Debug, Default)]
+pub struct Dump {
+    /// The directory given.
+    pub root: PathBuf,
+    /// The layout found ([`LayoutReader::name`]).
+    pub layout: &'static str,
+    /// Every tensor, in walk order.
+    pub tensors: Vec<TensorRecord>,
+    /// Execution order per (rank, graph): sanitised op names in order.
+    pub execution_orders: Vec<((u32, u32), Vec<String>)>,
+    /// Files and rows that could not be used, and why.
+    pub problems: Vec<Problem>,
+}
+
+/// A dump layout that can be read back: detects itself under a directory and lists its
+/// tensors. Implemented by [`MindSporeLayout`]; other layouts (msprobe's `dump.json`) join by
+/// implementing it and being listed in [`LAYOUTS`].
+pub trait LayoutReader: Sync {
+    /// Short name for reports (`mindspore`).
+    fn name(&self) -> &'static str;
+    /// Whether `root` holds a dump of this layout.
+    fn detect(&self, root: &Path) -> bool;
+    /// Reads the dump under `root`.
+    fn read(&self, root: &Path) -> Result<Dump, Error>;
+}
+
+/// Every layout [`Dump::open`] tries, in order.
+pub const LAYOUTS: &[&dyn LayoutReader] = &[&MindSporeLayout];
+
+impl Dump {
+    /// Reads the dump under `root` with the first layout that recognises it. A `root` that
+    /// is not a directory, or holds no known layout, is an error naming it and what was
+    /// looked for.
+    pub fn open(root: &Path) -> Result<Dump, Error> {
+        let meta = std::fs::metadata(root).map_err(|e| npy::io_err(root, e))?;
+        if !meta.is_dir() {
+            return Err(npy::io_err(
+                root,
+                "not a directory (give the dump directory)",
+            ));
+        }
+        for l in LAYOUTS {
+            if l.detect(root) {
+                return l.read(root);
+            }
+        }
+        Err(npy::io_err(
+            root,
+            "no dump found: expected MindSpore's layout (rank_{n}/{net}/{graph}/{iteration}/, or a rank_{n} directory itself)",
+        ))
+    }
+
+    /// The kernels in run order: by rank, iteration, then the earliest timestamp of their
+    /// tensors (MindSpore and opdump both stamp tensors as kernels run), ties broken by the
+    /// execution-order position.
+    pub fn kernels(&self) -> Vec<KernelRef> {
+        use std::collections::HashMap;
+        let mut pos: HashMap<(u32, u32), HashMap<&str, usize>> = HashMap::new();
+        for ((rank, graph), names) in &self.execution_orders {
+            let m = pos.entry((*rank, *graph)).or_default();
+            for (i, n) in names.iter().enumerate() {
+                m.entry(n.as_str()).or_insert(i);
+            }
+        }
+        let mut index: HashMap<(u32, &str, u32, u64, &str, &str), usize> = HashMap::new();
+        let mut out: Vec<KernelRef> = Vec::new();
+        for (i, t) in self.tensors.iter().enumerate() {
+            let key = (
+                t.rank,
+                t.net.as_str(),
+                t.graph,
+                t.iteration,
+                t.op_type.as_str(),
+                t.op_name.as_str(),
+            );
+            let k = *index.entry(key).or_insert_with(|| {
+                out.push(KernelRef {
+                    rank: t.rank,
+                    net: t.net.clone(),
+                    graph: t.graph,
+                    iteration: t.iteration,
+                    op_type: t.op_type.clone(),
+                    op_name: t.op_name.clone(),
+                    tensors: Vec::new(),
+                    first_timestamp: u64::MAX,
+                    exec_index: pos
+                        .get(&(t.rank, t.graph))
+                        .and_then(|m| m.get(t.op_name.as_str()).copied()),
+                });
+                out.len() - 1
+            });
+            out[k].tensors.push(i);
+            out[k].first_timestamp = out[k].first_timestamp.min(t.timestamp);
+        }
+        for k in &mut out {
+            k.tensors.sort_by_key(|&i| {
+                let t = &self.tensors[i];
+                (t.io == Io::Output, t.slot, t.timestamp)
+            });
+        }
+        out.sort_by(|a, b| {
+            (
+                a.rank,
+                a.iteration,
+                a.first_timestamp,
+                a.exec_index,
+                &a.op_name,
+            )
+                .cmp(&(
+                    b.rank,
+                    b.iteration,
+                    b.first_timestamp,
+                    b.exec_index,
+                    &b.op_name,
+                ))
+        });
+        out
+    }
+
+    /// Total bytes of the `.npy` data (elements times dtype size, as stored).
+    pub fn data_bytes(&self, t: &TensorRecord) -> u64 {
+        t.stored
+            .unwrap_or(t.dtype)
+            .storage_bytes(t.elems())
+            .unwrap_or(0) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::short_name;
+
+    fn npy(dtype: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; 256];
+        let n = dump_npy::encode_header(dtype, shape, &mut b).unwrap();
+        b.truncate(n);
+        b.extend_from_slice(data);
+        b
+    }
+
+    #[test]
+    fn long_names_through_mapping_csv_int4_and_rows_pair_with_files() {
+        let root = std::env::temp_dir().join(format!("opdump-read-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let it = root.join("rank_3/Net/1/7");
+        std::fs::create_dir_all(&it).unwrap();
+        let long_op = format!("Default_{}_Add-op0", "x".repeat(300));
+        let long = format!("Add.{long_op}.0.0.5.output.0.DefaultFormat.Float32.npy");
+        let short = short_name(&long);
+        let vals: Vec<u8> = [1.0f32, f32::INFINITY]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        std::fs::write(it.join(&short), npy("<f4", &[2], &vals)).unwrap();
+        std::fs::write(it.join("mapping.csv"), format!("{short},{long}\n")).unwrap();
+        // int4 widened to one byte per element (opdump's file for numpy), 0-d.
+        std::fs::write(
+            it.join("Cast.Default_Cast-op1.0.0.6.output.0.DefaultFormat.Int4.npy"),
+            npy("|i1", &[], &[0xf9]),
+        )
+        .unwrap();
+        std::fs::write(
+            it.join("statistic.csv"),
+            "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,NaN Count\n\
+             Cast,Default_Cast-op1,0,0,6,output,0,1,int4,\"()\",-7,0,\n",
+        )
+        .unwrap();
+        let d = Dump::open(&root).unwrap();
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
+        assert_eq!(d.tensors.len(), 2);
+        let add = d.tensors.iter().find(|t| t.op_type == "Add").unwrap();
+        assert_eq!((add.rank, add.graph, add.iteration), (3, 1, 7));
+        assert_eq!(add.op_name, long_op);
+        let s = add.stats(dump_stats::Hashes::NONE).unwrap();
+        assert_eq!((s.pos_inf, s.nonfinite()), (Some(1), Some(true)));
+        let cast = d.tensors.iter().find(|t| t.op_type == "Cast").unwrap();
+        assert_eq!((cast.dtype, cast.stored), (DType::Int4, Some(DType::Int8)));
+        assert_eq!(cast.row_stats.as_ref().unwrap().max, Some(-7.0));
+        // The row lacks min/l2norm: completed from the file, the row's max kept.
+        let s = cast.stats(dump_stats::Hashes::NONE).unwrap();
+        assert_eq!((s.max, s.min, s.count), (Some(-7.0), Some(-7.0), Some(1)));
+        let k = d.kernels();
+        assert_eq!(k.len(), 2);
+        assert_eq!(k[0].op_type, "Add", "run order follows the timestamps");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

@@ -1,0 +1,260 @@
+//! Statistics of a dumped tensor: from its `statistic.csv` row when the row has them, else
+//! computed on the fly by streaming its `.npy` file through the statistics kernels.
+
+use std::path::Path;
+
+use dump_core::{
+    DType, Summary,
+    hash::{Md5Stream, MsSha1},
+    stats::Accumulator,
+};
+use dump_stats::{Hashes, TensorStats};
+
+use super::npy::{NpyStream, io_err};
+use crate::Error;
+
+/// The statistics of one tensor as far as they are known: a `statistic.csv` row may hold only
+/// some columns; computed statistics hold all but the digests not asked for.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Elements.
+    pub count: Option<u64>,
+    /// Max value (NaN when the tensor holds a NaN, as in MindSpore's rows).
+    pub max: Option<f64>,
+    /// Min value.
+    pub min: Option<f64>,
+    /// Mean.
+    pub avg: Option<f64>,
+    /// L2 norm.
+    pub l2norm: Option<f64>,
+    /// NaN elements.
+    pub nan: Option<u64>,
+    /// `-inf` elements.
+    pub neg_inf: Option<u64>,
+    /// `+inf` elements.
+    pub pos_inf: Option<u64>,
+    /// `±0` elements.
+    pub zero: Option<u64>,
+    /// MD5 (lowercase hex).
+    pub md5: Option<String>,
+    /// MindSpore's SHA-1 (lowercase hex).
+    pub sha1: Option<String>,
+}
+
+impl Stats {
+    /// Everything a [`Summary`] gives (and the digests of `t`).
+    pub fn from_tensor_stats(t: &TensorStats) -> Stats {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let mut s = t
+            .summary
+            .as_ref()
+            .map(Stats::from_summary)
+            .unwrap_or_default();
+        s.md5 = t.md5.map(|d| hex(&d));
+        s.sha1 = t.sha1.map(|d| hex(&d));
+        s
+    }
+
+    /// The statistics of a summary.
+    pub fn from_summary(s: &Summary) -> Stats {
+        Stats {
+            count: Some(s.count),
+            max: Some(s.max_value()),
+            min: Some(s.min_value()),
+            avg: Some(s.avg()),
+            l2norm: Some(s.l2norm()),
+            nan: Some(s.nan),
+            neg_inf: Some(s.neg_inf),
+            pos_inf: Some(s.pos_inf),
+            zero: Some(s.zero),
+            md5: None,
+            sha1: None,
+        }
+    }
+
+    /// Whether the tensor holds a NaN or an infinity: from the counts when known, else from
+    /// max/min/avg/l2norm (a NaN or infinity shows in them); `None` when nothing tells.
+    pub fn nonfinite(&self) -> Option<bool> {
+        if let (Some(n), Some(p), Some(m)) = (self.nan, self.pos_inf, self.neg_inf) {
+            return Some(n + p + m > 0);
+        }
+        let vals = [self.max, self.min, self.avg, self.l2norm];
+        if vals.iter().any(|v| v.is_some_and(|v| !v.is_finite())) {
+            return Some(true);
+        }
+        if self.nan == Some(0) && self.max.is_some() && self.min.is_some() {
+            return Some(false);
+        }
+        None
+    }
+
+    /// `max(|max|, |min|)` when both are known.
+    pub fn max_abs(&self) -> Option<f64> {
+        Some(self.max?.abs().max(self.min?.abs()))
+    }
+
+    /// Whether the columns [`nonfinite`](Stats::nonfinite), growth and oddities need are all
+    /// known (else the tensor's file is read).
+    pub fn is_complete(&self) -> bool {
+        self.count.is_some()
+            && self.max.is_some()
+            && self.min.is_some()
+            && self.l2norm.is_some()
+            && self.nan.is_some()
+            && self.pos_inf.is_some()
+            && self.neg_inf.is_some()
+            && self.zero.is_some()
+    }
+
+    /// Fills every field `self` lacks from `other`.
+    pub fn fill_from(&mut self, other: Stats) {
+        macro_rules! fill {
+            ($($f:ident),*) => {$( if self.$f.is_none() { self.$f = other.$f; } )*};
+        }
+        fill!(
+            count, max, min, avg, l2norm, nan, neg_inf, pos_inf, zero, md5, sha1
+        );
+    }
+}
+
+/// A `.npy` file summarised by streaming.
+#[derive(Clone, Debug)]
+pub struct FileSummary {
+    /// The dtype the statistics describe and a row reports (the name's dtype when the file
+    /// holds it or opdump's widening of it, else the stored one).
+    pub dtype: DType,
+    /// The dtype stored in the file.
+    pub stored: DType,
+    /// The descr as written.
+    pub descr: String,
+    /// Dimensions.
+    pub shape: Vec<usize>,
+    /// Statistics and requested digests.
+    pub stats: TensorStats,
+    /// A warning about the file (name and contents disagree), if any.
+    pub warning: Option<String>,
+}
+
+/// Whether the stored dtype is the one the name gives, or the one opdump widens it to.
+pub fn name_dtype_fits(named: DType, stored: DType) -> bool {
+    named == stored
+        || matches!(
+            (named, stored),
+            (DType::BFloat16, DType::Float32)
+                | (DType::Int4, DType::Int8)
+                | (DType::UInt1, DType::UInt8)
+        )
+}
+
+/// Streams `path` through the statistics kernels (and the digests `hashes` asks for), in
+/// chunks: memory stays bounded whatever the file size.
+///
+/// `named` is the dtype the file name gives. A bf16 tensor widened to `<f4` is narrowed back
+/// chunk by chunk (exact: widening only appends zero bits), so statistics and digests are the
+/// bf16 tensor's own; if a value is not an exact bf16 the file is summarised as the stored
+/// f32 values, with a warning. Int4/UInt1 widened to one byte per element are summarised as
+/// the stored bytes (the same values).
+pub fn summarize_npy(
+    path: &Path,
+    named: Option<DType>,
+    hashes: Hashes,
+) -> Result<FileSummary, Error> {
+    let mut npy = NpyStream::open(path)?;
+    let stored = npy.dtype;
+    if named == Some(DType::BFloat16) && stored == DType::Float32 {
+        if let Some(stats) = stream(&mut npy, DType::BFloat16, hashes, true)? {
+            return Ok(done(npy, DType::BFloat16, stats, None));
+        }
+        let mut again = NpyStream::open(path)?;
+        let stats = stream(&mut again, stored, hashes, false)?.unwrap_or_default();
+        let w = format!(
+            "{}: named bfloat16 but holds values that are not bfloat16; statistics are of the stored float32 values",
+            path.display()
+        );
+        return Ok(done(again, stored, stats, Some(w)));
+    }
+    let (report, warning) = match named {
+        Some(n) if name_dtype_fits(n, stored) => (n, None),
+        Some(n) => (
+            stored,
+            Some(format!(
+                "{}: the name says {n} but the file holds {stored} (descr {:?}); reporting {stored}",
+                path.display(),
+                npy.descr
+            )),
+        ),
+        None => (stored, None),
+    };
+    let stats = stream(&mut npy, stored, hashes, false)?.unwrap_or_default();
+    Ok(done(npy, report, stats, warning))
+}
+
+fn done(npy: NpyStream, dtype: DType, stats: TensorStats, warning: Option<String>) -> FileSummary {
+    FileSummary {
+        dtype,
+        stored: npy.dtype,
+        descr: npy.descr,
+        shape: npy.shape,
+        stats,
+        warning,
+    }
+}
+
+/// One pass over the file's data as `dtype` (`narrow`: the file holds f32 that are narrowed
+/// to bf16 per chunk; `Ok(None)` when a value is not an exact bf16).
+fn stream(
+    npy: &mut NpyStream,
+    dtype: DType,
+    hashes: Hashes,
+    narrow: bool,
+) -> Result<Option<TensorStats>, Error> {
+    let elems = npy.elems();
+    let path = npy.path().to_path_buf();
+    let core = |e: dump_core::Error| {
+        io_err(
+            &path,
+            format!("cannot compute statistics of {dtype} data: {e}"),
+        )
+    };
+    let mut acc = Accumulator::new(dtype, elems).map_err(core)?;
+    let mut md5 = hashes.md5.then(Md5Stream::new);
+    let mut sha1 = hashes.sha1.then(|| MsSha1::new(dtype, elems));
+    let mut narrowed = Vec::new();
+    let mut exact = true;
+    npy.for_each_chunk(|chunk| {
+        let bytes = if narrow {
+            narrowed.clear();
+            for c in chunk.chunks_exact(4) {
+                if c[0] != 0 || c[1] != 0 {
+                    exact = false;
+                    return Err(io_err(&path, "not bf16"));
+                }
+                narrowed.extend_from_slice(&c[2..4]);
+            }
+            &narrowed[..]
+        } else {
+            chunk
+        };
+        // In FUSE_CHUNK pieces: the partials then merge exactly as the engine's blocks do, so
+        // the statistics are bit-identical to the Dumper's rows for the same tensor.
+        for piece in bytes.chunks(dump_core::stats::FUSE_CHUNK) {
+            acc.update(piece).map_err(core)?;
+        }
+        if let Some(m) = md5.as_mut() {
+            m.update(bytes);
+        }
+        if let Some(s) = sha1.as_mut() {
+            s.update(bytes);
+        }
+        Ok(())
+    })
+    .or_else(|e| if exact { Err(e) } else { Ok(()) })?;
+    if !exact {
+        return Ok(None);
+    }
+    Ok(Some(TensorStats {
+        summary: acc.finish().map_err(core)?,
+        md5: md5.map(Md5Stream::finish),
+        sha1: sha1.map(MsSha1::finish),
+    }))
+}

@@ -1,0 +1,549 @@
+//! `opdump compare A B [--json] [--csv FILE] [--html FILE] [--rtol R --atol T] [--tol DTYPE=R,T]`:
+//! where two dumps start to differ.
+//!
+//! Tensors pair by (rank, iteration, op name, IO, slot); kernels left over pair by position in
+//! the run order when their op types agree (the `rule` column says which). Per pair: cosine
+//! similarity, max absolute and relative error, the shares of elements with a relative error
+//! above 0.001 and 0.005, max ULP distance, and both sides' statistics; statistic-only dumps
+//! compare max/min/avg/l2norm, md5-only rows compare digests. A pair diverges when an element
+//! is outside `|a - b| <= atol + rtol * |b|` (B is the reference), when NaN/Inf positions
+//! differ, or when shapes or dtypes differ. The headline is the first divergent operator in
+//! A's run order.
+//!
+//! Default tolerances (rtol, atol): float64 1e-7, 1e-10; float32 1e-4, 1e-6; float16 1e-3,
+//! 1e-5; bfloat16 8e-3, 1e-5; integers and bool exact.
+//!
+//! `--csv` columns (one row per pair): `rank,iteration,graph,op_type,op_name,io,slot,b_op_name,
+//! rule,dtype,shape,kind,diverged,cosine,max_abs_error,max_rel_error,ratio_over_0.001,
+//! ratio_over_0.005,not_close,max_ulp,nonfinite_mismatch,a_max,a_min,a_avg,a_l2norm,b_max,
+//! b_min,b_avg,b_l2norm,reason`.
+//!
+//! Exit code: 0 when every pair is within tolerance, 1 when a divergence was found, 2 on an
+//! error (a dump that cannot be read, bad arguments, an output file that cannot be written).
+
+use std::{io::Write, path::PathBuf};
+
+use dump_core::{DType, compare::Tolerance};
+use dump_host::{
+    compare::{Comparison, PairOutcome, PairResult, Tolerances, compare},
+    read::Dump,
+};
+use serde_json::{Map, Value, json};
+
+use super::{
+    EXIT_INVALID, EXIT_OK,
+    report::{
+        self, g,
+        html::{self, Plot, Series},
+        json as j, opt_g,
+        progress::Progress,
+    },
+};
+
+/// Exit code when a divergence was found.
+pub const EXIT_DIVERGED: i32 = 1;
+
+/// Arguments of `opdump compare`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The first dump (the run under test).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The second dump (the reference: relative errors divide by its values).
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Print one JSON object (keys pairs, matched, only_in_a, only_in_b, first_divergent).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write one csv row per pair to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Also write a self-contained HTML page with plots to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Relative tolerance for every dtype without a --tol (default: per dtype).
+    #[arg(long, value_name = "R")]
+    pub rtol: Option<f64>,
+    /// Absolute tolerance for every dtype without a --tol (default: per dtype).
+    #[arg(long, value_name = "T")]
+    pub atol: Option<f64>,
+    /// Tolerance of one dtype, repeatable: `float16=1e-2,1e-4` (rtol,atol).
+    #[arg(long = "tol", value_name = "DTYPE=R,T")]
+    pub tol: Vec<String>,
+    /// Table: list every pair (default: the divergent ones and the first 20).
+    #[arg(long)]
+    pub all: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+fn tolerances(args: &Args) -> Result<Tolerances, String> {
+    let mut t = Tolerances::default();
+    let check = |what: &str, v: f64| {
+        if v.is_finite() && v >= 0.0 {
+            Ok(v)
+        } else {
+            Err(format!("{what} is {v}: expected a finite number >= 0"))
+        }
+    };
+    if args.rtol.is_some() || args.atol.is_some() {
+        t.set_all(Tolerance {
+            rtol: check("--rtol", args.rtol.unwrap_or(0.0))?,
+            atol: check("--atol", args.atol.unwrap_or(0.0))?,
+        });
+    }
+    for spec in &args.tol {
+        let bad = || format!("--tol {spec:?}: expected DTYPE=RTOL,ATOL such as float16=1e-2,1e-4");
+        let (d, v) = spec.split_once('=').ok_or_else(bad)?;
+        let dtype = DType::from_name(d).map_err(|_| {
+            format!(
+                "--tol {spec:?}: unknown dtype {d:?} (allowed: {})",
+                DType::ALL
+                    .iter()
+                    .map(|d| d.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        let (r, a) = v.split_once(',').ok_or_else(bad)?;
+        let r: f64 = r.trim().parse().map_err(|_| bad())?;
+        let a: f64 = a.trim().parse().map_err(|_| bad())?;
+        t.set(
+            dtype,
+            Tolerance {
+                rtol: check("rtol", r)?,
+                atol: check("atol", a)?,
+            },
+        );
+    }
+    Ok(t)
+}
+
+fn who(dump: &Dump, i: usize) -> String {
+    let t = &dump.tensors[i];
+    format!(
+        "rank {} iteration {} graph {}: {} {} {}",
+        t.rank,
+        t.iteration,
+        t.graph,
+        t.op_type,
+        t.op_name,
+        t.io_slot()
+    )
+}
+
+/// Runs `compare`; returns the exit code.
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if args.csv.is_some() || args.html.is_some() {
+        report::output::install_interrupt_handler();
+    }
+    let tol = match tolerances(args) {
+        Ok(t) => t,
+        Err(m) => {
+            let _ = writeln!(err, "error: {m}");
+            return EXIT_INVALID;
+        }
+    };
+    let open = |p: &PathBuf, err: &mut dyn Write| match Dump::open(p) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            None
+        }
+    };
+    let (Some(a), Some(b)) = (open(&args.a, err), open(&args.b, err)) else {
+        return EXIT_INVALID;
+    };
+    for (side, d) in [("A", &a), ("B", &b)] {
+        for p in &d.problems {
+            let _ = writeln!(err, "warning: {side}: {}: {}", p.path.display(), p.message);
+        }
+    }
+    let bar = Progress::new("compare", 0, !args.json);
+    let cmp = compare(
+        &a,
+        &b,
+        &tol,
+        super::inspect::threads(args.threads),
+        &|d, total| {
+            if d == 1 {
+                bar.set_len(total);
+            }
+            bar.set(d)
+        },
+    );
+    bar.finish();
+    if args.json {
+        let _ = writeln!(out, "{:#}", to_json(&a, &b, &cmp));
+    } else {
+        let _ = out.write_all(table(&a, &b, &cmp, args.all).as_bytes());
+    }
+    if let Some(path) = &args.csv
+        && let Err(e) = report::output::write_atomic(path, csv(&a, &b, &cmp).as_bytes())
+    {
+        let _ = writeln!(err, "error: cannot write the csv file: {e}");
+        return EXIT_INVALID;
+    }
+    if let Some(path) = &args.html
+        && let Err(e) = report::output::write_atomic(path, page(&a, &b, &cmp).as_bytes())
+    {
+        let _ = writeln!(err, "error: cannot write the HTML page: {e}");
+        return EXIT_INVALID;
+    }
+    let diverged = cmp.pairs.iter().filter(|p| p.diverged()).count();
+    let _ = writeln!(
+        err,
+        "compared {} pairs ({} only in A, {} only in B): {}",
+        cmp.pairs.len(),
+        cmp.only_in_a.len(),
+        cmp.only_in_b.len(),
+        match cmp.first_divergent {
+            Some(i) => format!(
+                "{diverged} diverge; first divergent: {}",
+                who(&a, cmp.pairs[i].a)
+            ),
+            None => "all within tolerance".into(),
+        }
+    );
+    if cmp.first_divergent.is_some() {
+        EXIT_DIVERGED
+    } else {
+        EXIT_OK
+    }
+}
+
+/// cosine, max abs, max rel, >0.001, >0.005, ulp as table cells.
+fn metric_cells(p: &PairResult) -> [String; 6] {
+    match &p.outcome {
+        PairOutcome::Elements(m) => [
+            g(m.cosine()),
+            g(m.max_abs),
+            g(m.max_rel),
+            g(m.ratio_over_1e3()),
+            g(m.ratio_over_5e3()),
+            m.max_ulp.to_string(),
+        ],
+        PairOutcome::Statistics { rel } => [
+            "-".into(),
+            "-".into(),
+            opt_g(rel.iter().flatten().copied().reduce(f64::max)),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ],
+        PairOutcome::Digest { equal } => [
+            if *equal { "md5 equal" } else { "md5 differs" }.into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ],
+        PairOutcome::Mismatch(_) => std::array::from_fn(|_| "-".into()),
+    }
+}
+
+fn table(a: &Dump, b: &Dump, cmp: &Comparison, all: bool) -> String {
+    let mut s = format!(
+        "A: {} ({} tensors)\nB: {} ({} tensors)\n{} pairs, {} only in A, {} only in B\n\n",
+        a.root.display(),
+        a.tensors.len(),
+        b.root.display(),
+        b.tensors.len(),
+        cmp.pairs.len(),
+        cmp.only_in_a.len(),
+        cmp.only_in_b.len()
+    );
+    s += "first divergent operator: ";
+    match cmp.first_divergent {
+        None => s += "none (every pair is within tolerance)\n",
+        Some(i) => {
+            let p = &cmp.pairs[i];
+            s += &format!("{}\n  {}\n", who(a, p.a), p.reasons.join("; "));
+        }
+    }
+    s += &format!(
+        "\n{:>5} {:<5} {:>4} {:<14} {:<9} {:>10} {:>11} {:>11} {:>9} {:>9} {:>10}  op\n",
+        "#",
+        "rule",
+        "iter",
+        "op_type",
+        "io",
+        "cosine",
+        "max_abs",
+        "max_rel",
+        ">0.001",
+        ">0.005",
+        "max_ulp"
+    );
+    let mut shown = 0;
+    let mut hidden = 0;
+    for (n, p) in cmp.pairs.iter().enumerate() {
+        if !(all || p.diverged() || shown < 20) {
+            hidden += 1;
+            continue;
+        }
+        shown += 1;
+        let t = &a.tensors[p.a];
+        let c = metric_cells(p);
+        s += &format!(
+            "{:>5} {:<5} {:>4} {:<14} {:<9} {:>10} {:>11} {:>11} {:>9} {:>9} {:>10}  {}{}\n",
+            n,
+            p.rule.as_str(),
+            t.iteration,
+            t.op_type,
+            t.io_slot(),
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            c[4],
+            c[5],
+            t.op_name,
+            if p.diverged() { "  DIVERGED" } else { "" }
+        );
+    }
+    if hidden > 0 {
+        s += &format!("  ... {hidden} more pairs within tolerance (--all lists them)\n");
+    }
+    for (side, d, list) in [("A", a, &cmp.only_in_a), ("B", b, &cmp.only_in_b)] {
+        if !list.is_empty() {
+            s += &format!("\nonly in {side} ({}):\n", list.len());
+            for &i in list.iter().take(20) {
+                s += &format!("  {}\n", who(d, i));
+            }
+            if list.len() > 20 {
+                s += &format!("  ... {} more\n", list.len() - 20);
+            }
+        }
+    }
+    s
+}
+
+fn to_json(a: &Dump, b: &Dump, cmp: &Comparison) -> Value {
+    let first = match cmp.first_divergent {
+        None => Value::Null,
+        Some(i) => {
+            let p = &cmp.pairs[i];
+            let mut m = Map::new();
+            j::tensor_id_into(&mut m, a, p.a);
+            m.insert("b_op_name".into(), json!(b.tensors[p.b].op_name));
+            m.insert("rule".into(), json!(p.rule.as_str()));
+            m.insert("reasons".into(), json!(p.reasons));
+            if let PairOutcome::Elements(mm) = &p.outcome {
+                m.insert("metrics".into(), j::metrics(mm));
+            }
+            m.insert("stats_a".into(), j::stats(&p.stats_a));
+            m.insert("stats_b".into(), j::stats(&p.stats_b));
+            Value::Object(m)
+        }
+    };
+    json!({
+        "a": a.root.display().to_string(),
+        "b": b.root.display().to_string(),
+        "matched": cmp.pairs.len(),
+        "diverged": cmp.pairs.iter().filter(|p| p.diverged()).count(),
+        "first_divergent": first,
+        "only_in_a": cmp.only_in_a.iter().map(|&i| j::tensor(a, i)).collect::<Vec<_>>(),
+        "only_in_b": cmp.only_in_b.iter().map(|&i| j::tensor(b, i)).collect::<Vec<_>>(),
+        "pairs": cmp.pairs.iter().map(|p| j::pair(a, b, p)).collect::<Vec<_>>(),
+    })
+}
+
+/// The `--csv` header (stable; documented in the module docs and README).
+pub const CSV_HEADER: &str = "rank,iteration,graph,op_type,op_name,io,slot,b_op_name,rule,dtype,shape,kind,diverged,cosine,max_abs_error,max_rel_error,ratio_over_0.001,ratio_over_0.005,not_close,max_ulp,nonfinite_mismatch,a_max,a_min,a_avg,a_l2norm,b_max,b_min,b_avg,b_l2norm,reason";
+
+/// A csv field, quoted when it holds a comma, quote or newline.
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+fn csv(a: &Dump, b: &Dump, cmp: &Comparison) -> String {
+    let mut s = String::from(CSV_HEADER);
+    s.push('\n');
+    for p in &cmp.pairs {
+        let t = &a.tensors[p.a];
+        let (kind, m) = match &p.outcome {
+            PairOutcome::Elements(m) => ("elements", Some(m)),
+            PairOutcome::Statistics { .. } => ("statistics", None),
+            PairOutcome::Digest { .. } => ("digest", None),
+            PairOutcome::Mismatch(_) => ("mismatch", None),
+        };
+        let mf = |f: fn(&dump_core::compare::PairMetrics) -> String| m.map(f).unwrap_or_default();
+        let st = |v: Option<f64>| v.map(g).unwrap_or_default();
+        let cells = [
+            t.rank.to_string(),
+            t.iteration.to_string(),
+            t.graph.to_string(),
+            t.op_type.clone(),
+            t.op_name.clone(),
+            t.io.as_str().into(),
+            t.slot.to_string(),
+            b.tensors[p.b].op_name.clone(),
+            p.rule.as_str().into(),
+            t.dtype.name().into(),
+            format!("{:?}", t.shape),
+            kind.into(),
+            p.diverged().to_string(),
+            mf(|m| g(m.cosine())),
+            mf(|m| g(m.max_abs)),
+            mf(|m| g(m.max_rel)),
+            mf(|m| g(m.ratio_over_1e3())),
+            mf(|m| g(m.ratio_over_5e3())),
+            mf(|m| m.not_close.to_string()),
+            mf(|m| m.max_ulp.to_string()),
+            mf(|m| m.nonfinite_mismatch.to_string()),
+            st(p.stats_a.max),
+            st(p.stats_a.min),
+            st(p.stats_a.avg),
+            st(p.stats_a.l2norm),
+            st(p.stats_b.max),
+            st(p.stats_b.min),
+            st(p.stats_b.avg),
+            st(p.stats_b.l2norm),
+            p.reasons.join("; "),
+        ];
+        s += &cells.iter().map(|c| field(c)).collect::<Vec<_>>().join(",");
+        s.push('\n');
+    }
+    s
+}
+
+/// The HTML page: per-pair cosine, max relative error and both runs' l2norm along A's run
+/// order, the first divergent pair marked, and a sortable table of every pair.
+fn page(a: &Dump, b: &Dump, cmp: &Comparison) -> String {
+    let metric = |f: fn(&dump_core::compare::PairMetrics) -> f64| -> Vec<f64> {
+        cmp.pairs
+            .iter()
+            .map(|p| match &p.outcome {
+                PairOutcome::Elements(m) => f(m),
+                _ => f64::NAN,
+            })
+            .collect()
+    };
+    let mark = cmp.first_divergent.map(|i| {
+        (
+            i,
+            format!("first divergent: {}", a.tensors[cmp.pairs[i].a].op_name),
+        )
+    });
+    let plots = [
+        Plot {
+            title: "both runs' l2norm per pair (A's run order, log scale)".into(),
+            series: vec![
+                Series {
+                    name: "A l2norm".into(),
+                    values: cmp
+                        .pairs
+                        .iter()
+                        .map(|p| p.stats_a.l2norm.unwrap_or(f64::NAN))
+                        .collect(),
+                    color: "#1f5fbf",
+                },
+                Series {
+                    name: "B l2norm".into(),
+                    values: cmp
+                        .pairs
+                        .iter()
+                        .map(|p| p.stats_b.l2norm.unwrap_or(f64::NAN))
+                        .collect(),
+                    color: "#e08a00",
+                },
+            ],
+            mark: mark.clone(),
+            log: true,
+        },
+        Plot {
+            title: "max relative error per pair (log scale)".into(),
+            series: vec![Series {
+                name: "max rel error".into(),
+                values: metric(|m| m.max_rel),
+                color: "#b0302a",
+            }],
+            mark: mark.clone(),
+            log: true,
+        },
+        Plot {
+            title: "cosine similarity per pair".into(),
+            series: vec![Series {
+                name: "cosine".into(),
+                values: metric(|m| m.cosine()),
+                color: "#2a8f2a",
+            }],
+            mark,
+            log: false,
+        },
+    ];
+    let head = [
+        "#",
+        "rule",
+        "iteration",
+        "op_type",
+        "op_name",
+        "io",
+        "cosine",
+        "max_abs",
+        "max_rel",
+        ">0.001",
+        ">0.005",
+        "max_ulp",
+        "diverged",
+    ];
+    let rows: Vec<Vec<String>> = cmp
+        .pairs
+        .iter()
+        .enumerate()
+        .map(|(n, p)| {
+            let t = &a.tensors[p.a];
+            let c = metric_cells(p);
+            vec![
+                n.to_string(),
+                p.rule.as_str().into(),
+                t.iteration.to_string(),
+                t.op_type.clone(),
+                t.op_name.clone(),
+                t.io_slot(),
+                c[0].clone(),
+                c[1].clone(),
+                c[2].clone(),
+                c[3].clone(),
+                c[4].clone(),
+                c[5].clone(),
+                if p.diverged() {
+                    p.reasons.join("; ")
+                } else {
+                    String::new()
+                },
+            ]
+        })
+        .collect();
+    let summary = format!(
+        "A: {} &nbsp; B: {}<br>{} pairs, {} only in A, {} only in B<br>{}",
+        html::esc(&a.root.display().to_string()),
+        html::esc(&b.root.display().to_string()),
+        cmp.pairs.len(),
+        cmp.only_in_a.len(),
+        cmp.only_in_b.len(),
+        match cmp.first_divergent {
+            Some(i) => format!(
+                "<b>First divergent operator:</b> {}",
+                html::esc(&who(a, cmp.pairs[i].a))
+            ),
+            None => "Every pair is within tolerance.".into(),
+        }
+    );
+    let _ = b;
+    html::page(
+        "opdump compare",
+        &summary,
+        &plots,
+        &head,
+        &rows,
+        cmp.first_divergent,
+    )
+}

@@ -1,0 +1,364 @@
+//! `opdump inspect DIR [--json] [--html FILE] [--top N]`: what a dump holds, and the first
+//! operator that produced a NaN or an infinity.
+//!
+//! Per rank and iteration: kernels, tensors and bytes. The **first non-finite operator**: in
+//! run order (iteration, rank, then the tensors' timestamps), the first kernel with a NaN or
+//! ±Inf in an output while all its dumped inputs are finite; when no such kernel exists (inputs
+//! not dumped, e.g. `input_output: 2`), the first kernel with a non-finite output, and the
+//! report says so. Then the kernels that grow max|x| or the l2 norm most from inputs to outputs,
+//! and outputs that are all zeros or constant. Statistics come from `statistic.csv` rows and
+//! are computed by streaming the `.npy` files where the rows lack them.
+//!
+//! Exit code: 0 when every tensor is finite, 1 when a non-finite operator was found, 2 when
+//! the dump cannot be read.
+
+use std::{io::Write, path::PathBuf};
+
+use dump_host::read::{
+    Dump,
+    inspect::{Inspection, inspect},
+};
+use serde_json::{Map, Value, json};
+
+use super::{
+    EXIT_INVALID, EXIT_OK,
+    report::{
+        self, g,
+        html::{self, Plot, Series},
+        json as j, opt_g,
+        progress::Progress,
+    },
+};
+
+/// Exit code when a non-finite operator was found.
+pub const EXIT_FOUND: i32 = 1;
+
+/// Arguments of `opdump inspect`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The dump directory (the config's `path`, or one `rank_{n}` directory).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Print one JSON object instead of the report (key `first_nonfinite`).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a self-contained HTML page with plots to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// How many kernels to list by growth.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub top: usize,
+    /// Worker threads (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+/// The threads to use.
+pub fn threads(n: Option<usize>) -> usize {
+    n.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
+fn who(dump: &Dump, i: usize) -> String {
+    let t = &dump.tensors[i];
+    format!(
+        "rank {} iteration {} graph {}: {} {} {}",
+        t.rank,
+        t.iteration,
+        t.graph,
+        t.op_type,
+        t.op_name,
+        t.io_slot()
+    )
+}
+
+/// Runs `inspect`; returns the exit code.
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if args.html.is_some() {
+        report::output::install_interrupt_handler();
+    }
+    let dump = match Dump::open(&args.dir) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_INVALID;
+        }
+    };
+    let bar = Progress::new("inspect", dump.tensors.len(), !args.json);
+    let ins = inspect(&dump, threads(args.threads), &|d, _| bar.set(d));
+    bar.finish();
+    let code = if ins.first_nonfinite.is_some() {
+        EXIT_FOUND
+    } else {
+        EXIT_OK
+    };
+    for p in &dump.problems {
+        let _ = writeln!(err, "warning: {}: {}", p.path.display(), p.message);
+    }
+    for (i, m) in &ins.errors {
+        let _ = writeln!(err, "warning: {}: {m}", who(&dump, *i));
+    }
+    if args.json {
+        let _ = writeln!(out, "{:#}", to_json(&dump, &ins, args.top));
+    } else {
+        let _ = out.write_all(text(&dump, &ins, args.top).as_bytes());
+    }
+    if let Some(path) = &args.html
+        && let Err(e) = report::output::write_atomic(path, page(&dump, &ins).as_bytes())
+    {
+        let _ = writeln!(err, "error: cannot write the HTML page: {e}");
+        return EXIT_INVALID;
+    }
+    let _ = writeln!(
+        err,
+        "inspected {} tensors of {} kernels in {}: {}",
+        dump.tensors.len(),
+        ins.kernels.len(),
+        args.dir.display(),
+        match &ins.first_nonfinite {
+            Some(f) => format!("first non-finite: {}", who(&dump, f.tensor)),
+            None => "all finite".into(),
+        }
+    );
+    code
+}
+
+fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
+    let mut s = format!(
+        "dump {} ({} layout): {} tensors, {} kernels\n\n{:>5} {:>10} {:>8} {:>8} {:>12}\n",
+        dump.root.display(),
+        dump.layout,
+        dump.tensors.len(),
+        ins.kernels.len(),
+        "rank",
+        "iteration",
+        "kernels",
+        "tensors",
+        "bytes"
+    );
+    for it in &ins.iterations {
+        s += &format!(
+            "{:>5} {:>10} {:>8} {:>8} {:>12}\n",
+            it.rank,
+            it.iteration,
+            it.kernels,
+            it.tensors,
+            report::human_bytes(it.bytes)
+        );
+    }
+    s += "\nfirst non-finite operator: ";
+    match &ins.first_nonfinite {
+        None => s += "none (every tensor is finite)\n",
+        Some(f) => {
+            let st = ins.stats[f.tensor].clone().unwrap_or_default();
+            s += &format!(
+                "{}\n  nan {} +inf {} -inf {}, max {} min {}\n  {}\n",
+                who(dump, f.tensor),
+                st.nan.map_or("-".into(), |v| v.to_string()),
+                st.pos_inf.map_or("-".into(), |v| v.to_string()),
+                st.neg_inf.map_or("-".into(), |v| v.to_string()),
+                opt_g(st.max),
+                opt_g(st.min),
+                match (f.basis, f.inputs_dumped) {
+                    (dump_host::read::inspect::NonfiniteBasis::FiniteInputs, _) =>
+                        "its dumped inputs are all finite: this kernel produced the first NaN/Inf",
+                    (_, false) =>
+                        "its inputs were not dumped: this is the first kernel with a non-finite output",
+                    (_, true) =>
+                        "no kernel with finite inputs produced one: this is the first kernel with a non-finite output",
+                }
+            );
+        }
+    }
+    if !ins.growth.is_empty() {
+        s += &format!(
+            "\ntop {} kernels by growth (output / input):\n",
+            top.min(ins.growth.len())
+        );
+        for gr in ins.growth.iter().take(top) {
+            let k = &ins.kernels[gr.kernel];
+            s += &format!(
+                "  max|x| x{:<10} l2norm x{:<10} {} {} (iteration {})\n",
+                g(gr.max_abs_ratio),
+                g(gr.l2norm_ratio),
+                k.op_type,
+                k.op_name,
+                k.iteration
+            );
+        }
+    }
+    if !ins.oddities.is_empty() {
+        s += &format!("\noutputs that look odd ({}):\n", ins.oddities.len());
+        for o in ins.oddities.iter().take(top.max(10)) {
+            s += &format!("  {}: {}\n", who(dump, o.tensor), o.what);
+        }
+    }
+    if !dump.problems.is_empty() {
+        s += &format!(
+            "\n{} problem(s) reading the dump (details on stderr)\n",
+            dump.problems.len()
+        );
+    }
+    s
+}
+
+fn to_json(dump: &Dump, ins: &Inspection, top: usize) -> Value {
+    let first = match &ins.first_nonfinite {
+        None => Value::Null,
+        Some(f) => {
+            let mut m = Map::new();
+            j::tensor_id_into(&mut m, dump, f.tensor);
+            m.insert("basis".into(), json!(f.basis.as_str()));
+            m.insert("inputs_dumped".into(), json!(f.inputs_dumped));
+            m.insert(
+                "stats".into(),
+                j::stats(&ins.stats[f.tensor].clone().unwrap_or_default()),
+            );
+            let k = &ins.kernels[f.kernel];
+            let inputs: Vec<Value> = k
+                .tensors
+                .iter()
+                .filter(|&&i| dump.tensors[i].io == dump_host::layout::Io::Input)
+                .map(|&i| {
+                    json!({"slot": dump.tensors[i].slot,
+                    "stats": j::stats(&ins.stats[i].clone().unwrap_or_default())})
+                })
+                .collect();
+            m.insert("inputs".into(), json!(inputs));
+            Value::Object(m)
+        }
+    };
+    json!({
+        "root": dump.root.display().to_string(),
+        "layout": dump.layout,
+        "tensors": dump.tensors.len(),
+        "kernels": ins.kernels.len(),
+        "iterations": ins.iterations.iter().map(|i| json!({
+            "rank": i.rank, "iteration": i.iteration, "kernels": i.kernels,
+            "tensors": i.tensors, "bytes": i.bytes})).collect::<Vec<_>>(),
+        "first_nonfinite": first,
+        "growth": ins.growth.iter().take(top).map(|gr| {
+            let k = &ins.kernels[gr.kernel];
+            json!({"rank": k.rank, "iteration": k.iteration, "graph": k.graph,
+                "op_type": k.op_type, "op_name": k.op_name,
+                "max_abs_ratio": j::num(gr.max_abs_ratio), "l2norm_ratio": j::num(gr.l2norm_ratio)})
+        }).collect::<Vec<_>>(),
+        "oddities": ins.oddities.iter().map(|o| {
+            let mut m = Map::new();
+            j::tensor_id_into(&mut m, dump, o.tensor);
+            m.insert("what".into(), json!(o.what));
+            Value::Object(m)
+        }).collect::<Vec<_>>(),
+        "problems": dump.problems.iter().map(|p| json!({
+            "path": p.path.display().to_string(), "message": p.message})).collect::<Vec<_>>(),
+        "errors": ins.errors.iter().map(|(i, m)| {
+            let mut o = Map::new();
+            j::tensor_id_into(&mut o, dump, *i);
+            o.insert("message".into(), json!(m));
+            Value::Object(o)
+        }).collect::<Vec<_>>(),
+    })
+}
+
+/// The HTML page: per-kernel output l2norm and max|x| along the run order, the first
+/// non-finite kernel marked, and a sortable table of every tensor.
+fn page(dump: &Dump, ins: &Inspection) -> String {
+    let per_kernel = |f: fn(&dump_host::read::Stats) -> Option<f64>| -> Vec<f64> {
+        ins.kernels
+            .iter()
+            .map(|k| {
+                k.tensors
+                    .iter()
+                    .filter(|&&i| dump.tensors[i].io == dump_host::layout::Io::Output)
+                    .filter_map(|&i| ins.stats[i].as_ref().and_then(f))
+                    .fold(f64::NAN, |m, v| if m.is_nan() { v } else { m.max(v) })
+            })
+            .collect()
+    };
+    let mark = ins.first_nonfinite.as_ref().map(|f| {
+        (
+            f.kernel,
+            format!("first non-finite: {}", ins.kernels[f.kernel].op_name),
+        )
+    });
+    let plots = [
+        Plot {
+            title: "output l2norm per kernel (run order, log scale)".into(),
+            series: vec![Series {
+                name: "l2norm".into(),
+                values: per_kernel(|s| s.l2norm),
+                color: "#1f5fbf",
+            }],
+            mark: mark.clone(),
+            log: true,
+        },
+        Plot {
+            title: "output max|x| per kernel (run order, log scale)".into(),
+            series: vec![Series {
+                name: "max|x|".into(),
+                values: per_kernel(dump_host::read::Stats::max_abs),
+                color: "#2a8f2a",
+            }],
+            mark,
+            log: true,
+        },
+    ];
+    let head = [
+        "#",
+        "rank",
+        "iteration",
+        "op_type",
+        "op_name",
+        "io",
+        "dtype",
+        "shape",
+        "max",
+        "min",
+        "l2norm",
+        "nan",
+        "inf",
+    ];
+    let mut rows = Vec::new();
+    let mut hl = None;
+    for (n, k) in ins.kernels.iter().enumerate() {
+        for &i in &k.tensors {
+            let t = &dump.tensors[i];
+            let st = ins.stats[i].clone().unwrap_or_default();
+            if ins.first_nonfinite.as_ref().is_some_and(|f| f.tensor == i) {
+                hl = Some(rows.len());
+            }
+            rows.push(vec![
+                n.to_string(),
+                t.rank.to_string(),
+                t.iteration.to_string(),
+                t.op_type.clone(),
+                t.op_name.clone(),
+                t.io_slot(),
+                t.dtype.name().to_owned(),
+                format!("{:?}", t.shape),
+                opt_g(st.max),
+                opt_g(st.min),
+                opt_g(st.l2norm),
+                st.nan.map_or("-".into(), |v| v.to_string()),
+                st.pos_inf
+                    .zip(st.neg_inf)
+                    .map_or("-".into(), |(p, m)| (p + m).to_string()),
+            ]);
+        }
+    }
+    let summary = match &ins.first_nonfinite {
+        Some(f) => format!(
+            "<b>First non-finite operator:</b> {}",
+            html::esc(&who(dump, f.tensor))
+        ),
+        None => "Every tensor is finite.".into(),
+    };
+    html::page(
+        &format!("opdump inspect {}", dump.root.display()),
+        &summary,
+        &plots,
+        &head,
+        &rows,
+        hl,
+    )
+}

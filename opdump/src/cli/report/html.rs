@@ -1,0 +1,252 @@
+//! One self-contained HTML page (no network, no external file): line plots drawn as inline
+//! SVG, a marker on the operator of interest, and a table that sorts on a header click.
+//!
+//! The SVG is written by hand: each plot is a few polylines over the run order, which needs
+//! none of a plotting crate's machinery.
+
+use std::fmt::Write as _;
+
+/// One line of a plot.
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// One value per position; non-finite (or, on a log scale, non-positive) values leave a gap.
+    pub values: Vec<f64>,
+    /// CSS colour.
+    pub color: &'static str,
+}
+
+/// A plot along the run order.
+pub struct Plot {
+    /// Title.
+    pub title: String,
+    /// Lines.
+    pub series: Vec<Series>,
+    /// A position to mark (the first divergent or non-finite operator) and its label.
+    pub mark: Option<(usize, String)>,
+    /// Log10 y axis.
+    pub log: bool,
+}
+
+/// `&`, `<`, `>`, `"` and `'` escaped.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+const W: f64 = 960.0;
+const H: f64 = 240.0;
+const PAD_L: f64 = 70.0;
+const PAD_R: f64 = 10.0;
+const PAD_T: f64 = 24.0;
+const PAD_B: f64 = 24.0;
+
+/// The plot as an `<svg>` element.
+pub fn svg(p: &Plot) -> String {
+    let y_of = |v: f64| -> Option<f64> {
+        if !v.is_finite() || (p.log && v <= 0.0) {
+            None
+        } else if p.log {
+            Some(v.log10())
+        } else {
+            Some(v)
+        }
+    };
+    let n = p.series.iter().map(|s| s.values.len()).max().unwrap_or(0);
+    let ys: Vec<f64> = p
+        .series
+        .iter()
+        .flat_map(|s| s.values.iter().filter_map(|&v| y_of(v)))
+        .collect();
+    let (mut lo, mut hi) = ys
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    if !lo.is_finite() {
+        (lo, hi) = (0.0, 1.0);
+    }
+    if hi - lo < 1e-12 {
+        hi = lo + 1.0;
+    }
+    let sx = |i: usize| PAD_L + (W - PAD_L - PAD_R) * (i as f64) / ((n.max(2) - 1) as f64);
+    let sy = |v: f64| PAD_T + (H - PAD_T - PAD_B) * (1.0 - (v - lo) / (hi - lo));
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img"><rect width="{W}" height="{H}" fill="#fff"/><text x="{PAD_L}" y="16" font-size="13" font-family="sans-serif">{}</text>"##,
+        esc(&p.title)
+    );
+    let label = |v: f64| {
+        if p.log {
+            super::g(10f64.powf(v))
+        } else {
+            super::g(v)
+        }
+    };
+    let _ = write!(
+        s,
+        r##"<line x1="{PAD_L}" y1="{t}" x2="{PAD_L}" y2="{b}" stroke="#888"/><line x1="{PAD_L}" y1="{b}" x2="{r}" y2="{b}" stroke="#888"/><text x="4" y="{t2}" font-size="11" font-family="monospace">{}</text><text x="4" y="{b}" font-size="11" font-family="monospace">{}</text>"##,
+        esc(&label(hi)),
+        esc(&label(lo)),
+        t = PAD_T,
+        b = H - PAD_B,
+        r = W - PAD_R,
+        t2 = PAD_T + 10.0,
+    );
+    if let Some((i, text)) = &p.mark {
+        let x = sx(*i);
+        let _ = write!(
+            s,
+            r##"<line class="mark" x1="{x:.1}" y1="{PAD_T}" x2="{x:.1}" y2="{b}" stroke="#d00" stroke-width="2" stroke-dasharray="4 3"/><text x="{tx:.1}" y="{ty}" font-size="11" fill="#d00" font-family="sans-serif">{}</text>"##,
+            esc(text),
+            b = H - PAD_B,
+            tx = (x + 4.0).min(W - 200.0),
+            ty = H - 8.0,
+        );
+    }
+    for (k, ser) in p.series.iter().enumerate() {
+        let mut seg: Vec<(f64, f64)> = Vec::new();
+        let flush = |seg: &mut Vec<(f64, f64)>, s: &mut String| {
+            if let [(x, y)] = seg[..] {
+                let _ = write!(
+                    s,
+                    r#"<circle r="2" cx="{x:.1}" cy="{y:.1}" fill="{}"/>"#,
+                    ser.color
+                );
+            } else if seg.len() > 1 {
+                let pts: Vec<String> = seg.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+                let _ = write!(
+                    s,
+                    r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
+                    ser.color,
+                    pts.join(" ")
+                );
+            }
+            seg.clear();
+        };
+        for (i, &v) in ser.values.iter().enumerate() {
+            match y_of(v) {
+                Some(y) => seg.push((sx(i), sy(y))),
+                None => flush(&mut seg, &mut s),
+            }
+        }
+        flush(&mut seg, &mut s);
+        let ly = PAD_T + 12.0 * k as f64 + 4.0;
+        let _ = write!(
+            s,
+            r#"<text x="{lx}" y="{ly}" font-size="11" fill="{}" font-family="sans-serif">{}</text>"#,
+            ser.color,
+            esc(&ser.name),
+            lx = W - 260.0,
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+const SORT_JS: &str = r#"
+document.querySelectorAll('table.sortable th').forEach(function (th, col) {
+  th.addEventListener('click', function () {
+    var table = th.closest('table');
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    var asc = th.getAttribute('data-asc') !== 'true';
+    th.setAttribute('data-asc', asc ? 'true' : 'false');
+    rows.sort(function (a, b) {
+      var x = a.cells[col].textContent, y = b.cells[col].textContent;
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+      return asc ? c : -c;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  });
+});
+"#;
+
+/// The whole page: `summary` (already HTML), the plots, and a sortable table whose row
+/// `highlight` is marked.
+pub fn page(
+    title: &str,
+    summary: &str,
+    plots: &[Plot],
+    head: &[&str],
+    rows: &[Vec<String>],
+    highlight: Option<usize>,
+) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{t}</title><style>
+body{{font-family:sans-serif;margin:16px;color:#222}} table{{border-collapse:collapse;font-size:12px}}
+th,td{{border:1px solid #ccc;padding:2px 6px;text-align:left}} th{{cursor:pointer;background:#eee}}
+tr.hl td{{background:#fdd}} .sum{{font-size:14px;margin-bottom:12px}} svg{{display:block;margin:8px 0}}
+</style></head><body><h1>{t}</h1><div class="sum">{summary}</div>"#,
+        t = esc(title)
+    );
+    for p in plots {
+        s.push_str(&svg(p));
+    }
+    s.push_str(r#"<table class="sortable"><thead><tr>"#);
+    for h in head {
+        let _ = write!(s, "<th>{}</th>", esc(h));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for (i, r) in rows.iter().enumerate() {
+        s.push_str(if highlight == Some(i) {
+            r#"<tr class="hl">"#
+        } else {
+            "<tr>"
+        });
+        for c in r {
+            let _ = write!(s, "<td>{}</td>", esc(c));
+        }
+        s.push_str("</tr>");
+    }
+    let _ = writeln!(
+        s,
+        "</tbody></table><script>{SORT_JS}</script></body></html>"
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn svg_has_lines_gaps_and_the_mark() {
+        let p = Plot {
+            title: "l2 <norm>".into(),
+            series: vec![Series {
+                name: "A".into(),
+                values: vec![1.0, 2.0, f64::NAN, 4.0, 5.0],
+                color: "#00f",
+            }],
+            mark: Some((3, "first".into())),
+            log: false,
+        };
+        let s = svg(&p);
+        assert_eq!(
+            s.matches("<polyline").count(),
+            2,
+            "NaN splits the line: {s}"
+        );
+        assert!(s.contains("l2 &lt;norm&gt;"));
+        assert!(s.contains(r#"class="mark""#));
+        let page = page("t", "", &[p], &["a"], &[vec!["<x>".into()]], Some(0));
+        assert!(page.contains("&lt;x&gt;") && page.contains(r#"<tr class="hl">"#));
+        // Self-contained: the only URL is the SVG namespace, nothing is fetched.
+        assert!(!page.contains("src=") && !page.contains("href="));
+    }
+}

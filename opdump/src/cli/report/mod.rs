@@ -1,0 +1,34 @@
+//! Rendering for `inspect` and `compare`: the terminal table, JSON, the HTML page with SVG
+//! plots, progress on stderr, and output files written whole (temp file + rename; Ctrl-C
+//! removes the temp file, so no partial output file is ever left).
+
+pub mod html;
+pub mod json;
+pub mod output;
+pub mod progress;
+
+/// `1.5 KiB`, `3.2 MiB`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// A number in `%g` style (6 significant digits, `nan`, `inf`).
+pub fn g(v: f64) -> String {
+    dump_core::fmt::g(v).as_str().to_owned()
+}
+
+/// `v` or `-`.
+pub fn opt_g(v: Option<f64>) -> String {
+    v.map(g).unwrap_or_else(|| "-".into())
+}

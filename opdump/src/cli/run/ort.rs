@@ -1,0 +1,64 @@
+//! `opdump run --runtime ort`: the model through ONNX Runtime (loaded at run time from
+//! `ORT_DYLIB_PATH`), dumped by dump-ort.
+
+use std::path::Path;
+
+use dump_host::Dumper;
+use dump_ort::{OrtRunner, host_value};
+
+use super::{Declared, Feed, RunError, Runner};
+
+/// An ONNX model in an ONNX Runtime session, and its inputs once fixed.
+pub(crate) struct OrtModel {
+    runner: OrtRunner,
+    inputs: Vec<(String, dump_ort::ort::value::DynValue)>,
+}
+
+impl OrtModel {
+    /// Loads `path` into a session (errors name the file, or say how to get the library).
+    pub(crate) fn load(path: &Path) -> Result<Self, RunError> {
+        let env = dump_ort::environment().map_err(|e| RunError::Invalid(e.to_string()))?;
+        let bytes = std::fs::read(path)
+            .map_err(|e| RunError::Invalid(format!("{}: {e}", path.display())))?;
+        let runner = OrtRunner::new(&env, bytes, 0)
+            .map_err(|e| RunError::Invalid(format!("{}: {e}", path.display())))?;
+        Ok(OrtModel {
+            runner,
+            inputs: Vec::new(),
+        })
+    }
+}
+
+impl Runner for OrtModel {
+    fn name(&self) -> &'static str {
+        "ort"
+    }
+
+    fn declared(&self) -> Vec<Declared> {
+        super::onnx_declared(self.runner.dump().model())
+    }
+
+    fn prepare(&mut self, feeds: Vec<Feed>) -> Result<(), RunError> {
+        for f in feeds {
+            let v = host_value(f.dtype, &f.shape, &f.data)
+                .map_err(|e| RunError::Invalid(format!("input {:?}: {e}", f.name)))?;
+            self.inputs.push((f.name, v));
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, dumper: &mut Dumper) -> Result<usize, RunError> {
+        self.runner
+            .run(dumper, &self.inputs)
+            .map_err(|e| RunError::Failed(e.to_string()))?;
+        Ok(self.runner.dump().graph().nodes.len())
+    }
+
+    fn diagnostics(&self) -> Vec<String> {
+        self.runner
+            .dump()
+            .diagnostics()
+            .map(str::to_owned)
+            .collect()
+    }
+}

@@ -1,0 +1,125 @@
+//! `opdump run --runtime candle|ort` as a process (cargo features `candle`, `ort`): both dump
+//! every node of the cnn fixture under the same kernel names with the same statistics, and
+//! an ORT run without the library is a clear error. ORT tests need `ORT_DYLIB_PATH`: they skip
+//! with the reason without it, and fail when `CI=true`.
+#![cfg(any(feature = "candle", feature = "ort"))]
+
+#[path = "../../adapters/testsupport/onnx_fixtures.rs"]
+mod support;
+
+use std::process::{Command, Output};
+
+use support::{Tmp, fixtures, npy_in, python_numpy_loads, stat_rows};
+
+fn opdump(runtime: &str, out: &Tmp, extra: &[&str]) -> Output {
+    let model = fixtures().join("cnn.onnx");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opdump"));
+    cmd.arg("run")
+        .arg(&model)
+        .args(["--runtime", runtime, "--steps", "2", "--out"])
+        .arg(&out.0)
+        .args(extra);
+    for v in ["MINDSPORE_DUMP_CONFIG", "MS_DIAGNOSTIC_DATA_PATH"] {
+        cmd.env_remove(v);
+    }
+    cmd.output().expect("run opdump")
+}
+
+/// Runs `runtime` on cnn.onnx and checks the dump; returns the step-0 directory.
+fn dump_with(runtime: &str, out: &Tmp) -> std::path::PathBuf {
+    let o = opdump(runtime, out, &[]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("with {runtime}, 2 step(s)")),
+        "{stdout}"
+    );
+    let step0 = out.0.join("rank_0/Net/0/0");
+    let net = std::fs::read_dir(out.0.join("rank_0"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("0/0").is_dir())
+        .unwrap_or(step0);
+    let dir = net.join("0/0");
+    // 6 kernels: Conv 3 in + 1 out, Relu 2, MaxPool 2, Flatten 2, Gemm 4, Softmax 2; plus x.
+    let files = npy_in(&dir);
+    assert_eq!(files.len(), 17, "{files:?}");
+    assert_eq!(npy_in(&net.join("0/1")).len(), 17);
+    assert_eq!(npy_in(&net.join("0/constants")).len(), 4);
+    python_numpy_loads(&files);
+    dir
+}
+
+#[cfg(feature = "candle")]
+#[test]
+fn candle_runs_and_dumps_every_node() {
+    let out = Tmp::new("candle");
+    dump_with("candle", &out);
+}
+
+#[cfg(all(feature = "candle", feature = "ort"))]
+#[test]
+fn candle_and_ort_dump_the_same_kernels_with_the_same_statistics() {
+    if !support::onnx_runtime_available() {
+        return;
+    }
+    let (c, o) = (Tmp::new("same-candle"), Tmp::new("same-ort"));
+    let (rc, ro) = (
+        stat_rows(&dump_with("candle", &c)),
+        stat_rows(&dump_with("ort", &o)),
+    );
+    let mut keys: Vec<_> = rc.keys().collect();
+    keys.sort();
+    let mut ort_keys: Vec<_> = ro.keys().collect();
+    ort_keys.sort();
+    assert_eq!(keys, ort_keys, "same kernel names, IOs and slots");
+    for k in keys {
+        for col in ["Data Type", "Shape", "Max Value", "Min Value"] {
+            let (a, b) = (&rc[k][col], &ro[k][col]);
+            let close = match (a.parse::<f64>(), b.parse::<f64>()) {
+                (Ok(x), Ok(y)) => (x - y).abs() <= 1e-5 * x.abs().max(y.abs()) || x == y,
+                _ => a == b,
+            };
+            assert!(close, "{k:?} {col}: candle {a} vs ort {b}");
+        }
+    }
+}
+
+#[cfg(feature = "ort")]
+#[test]
+fn ort_without_the_library_is_a_clear_error() {
+    let out = Tmp::new("nolib");
+    let model = fixtures().join("cnn.onnx");
+    let o = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .arg("run")
+        .arg(&model)
+        .args(["--runtime", "ort", "--out"])
+        .arg(&out.0)
+        .env("ORT_DYLIB_PATH", "")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("ORT_DYLIB_PATH is not set") && err.contains("fetch-ort.sh"),
+        "{err}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .arg("run")
+        .arg(&model)
+        .args(["--runtime", "ort", "--out"])
+        .arg(&out.0)
+        .env("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("/nonexistent/libonnxruntime.so") && err.contains("not a file"),
+        "{err}"
+    );
+}

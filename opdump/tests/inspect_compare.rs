@@ -1,0 +1,572 @@
+//! `opdump inspect`, `opdump compare` and streaming `opdump stats`, run as a user runs them:
+//! the binary as a subprocess on real MindSpore 2.10 dumps (shared/reference) and on trees
+//! made hostile on purpose.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use serde_json::Value;
+
+/// The MindSpore reference output (the trimmed copy in tests/fixtures, or
+/// `$OPDUMP_REFERENCE_DIR`); `None` (printing why) when absent, a failure with `CI=true`.
+fn reference() -> Option<PathBuf> {
+    opdump_test_support::reference_dir()
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("opdump-ic-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn opdump(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .args(args)
+        .output()
+        .expect("run opdump")
+}
+
+fn json_of(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A writable copy of a reference case's dump (the originals are mode 0400).
+fn copy_dump(reference: &Path, case: &str, to: &Path) -> PathBuf {
+    let src = reference.join(case).join("files/dump");
+    let st = Command::new("cp")
+        .args(["-r", "--no-preserve=mode"])
+        .arg(&src)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    to.join("dump")
+}
+
+/// The `.npy` files of iteration `it` whose name starts with `prefix`.
+fn find(dump: &Path, it: u32, prefix: &str) -> PathBuf {
+    let dir = dump.join(format!("rank_0/TinyNet/0/{it}"));
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    v.sort();
+    v.into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no {prefix}* in {}", dir.display()))
+}
+
+/// Rewrites the f32 data of `path` (MindSpore's 128-byte header) with `f`.
+fn edit_f32(path: &Path, f: impl Fn(usize, f32) -> f32) {
+    let mut b = std::fs::read(path).unwrap();
+    for (i, c) in b[128..].chunks_exact_mut(4).enumerate() {
+        let v = f(i, f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        c.copy_from_slice(&v.to_le_bytes());
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn a_reference_dump_compared_with_itself_matches_everywhere() {
+    let Some(r) = reference() else { return };
+    let d = r.join("a_tensor_all_io0/files/dump");
+    let d = d.to_str().unwrap();
+    let o = opdump(&["compare", d, d, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json_of(&o);
+    assert_eq!(j["matched"], 414, "every tensor of the 3 iterations pairs");
+    assert_eq!(j["first_divergent"], Value::Null);
+    assert_eq!(j["only_in_a"].as_array().unwrap().len(), 0);
+    assert_eq!(j["only_in_b"].as_array().unwrap().len(), 0);
+    for p in j["pairs"].as_array().unwrap() {
+        assert_eq!(p["rule"], "name");
+        assert_eq!(p["diverged"], false, "{p}");
+        if p["outcome"]["kind"] == "elements" {
+            assert_eq!(p["outcome"]["metrics"]["max_abs_error"], 0.0);
+        }
+    }
+    // bf16 (`<E2`), 0-d and bool tensors were compared element-wise too.
+    let kinds: Vec<&str> = j["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["outcome"]["kind"] == "elements")
+        .map(|p| p["a"]["dtype"].as_str().unwrap())
+        .collect();
+    for dt in ["bfloat16", "float16", "bool", "int64", "float32"] {
+        assert!(kinds.contains(&dt), "no {dt} pair compared: {kinds:?}");
+    }
+}
+
+#[test]
+fn cases_that_differ_by_config_leave_only_the_expected_tensors_unpaired() {
+    let Some(r) = reference() else { return };
+    // b: iteration 0|2, outputs only (a sample of its files is kept). Every one of its
+    // tensors pairs by name with the full dump and is bit-identical (MindSpore's runs are).
+    let a = r.join("a_tensor_all_io0/files/dump");
+    let b = r.join("b_iter_0or2_outputs/files/dump");
+    let o = opdump(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json_of(&o);
+    assert_eq!(j["only_in_b"].as_array().unwrap().len(), 0);
+    let pairs = j["pairs"].as_array().unwrap();
+    assert!(pairs.len() >= 5);
+    for p in pairs {
+        assert_eq!(p["a"]["io"], "output");
+        assert!(p["a"]["iteration"] == 0 || p["a"]["iteration"] == 2, "{p}");
+    }
+    // Every input and every iteration-1 tensor of A is unpaired.
+    let only_a = j["only_in_a"].as_array().unwrap();
+    assert_eq!(only_a.len(), 414 - pairs.len());
+    let inputs = only_a.iter().filter(|t| t["io"] == "input").count();
+    assert!(inputs > 100, "{inputs}");
+}
+
+#[test]
+fn inspect_names_the_kernel_whose_output_got_a_nan() {
+    let Some(r) = reference() else { return };
+    let tmp = tmpdir("nan");
+    let d = copy_dump(&r, "a_tensor_all_io0", &tmp);
+    let o = opdump(&["inspect", d.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "clean dump: {}", stderr(&o));
+    assert_eq!(json_of(&o)["first_nonfinite"], Value::Null);
+    // A NaN in the ReLU output of iteration 1: later kernels' files still hold finite data,
+    // so the ReLU is the kernel with finite inputs and a non-finite output.
+    let f = find(
+        &d,
+        1,
+        "ReLU.Default_network-WithLossCell__backbone-TinyNet_relu-ReLU_ReLU-op0.",
+    );
+    let f = if f.to_string_lossy().contains(".output.") {
+        f
+    } else {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let out: Vec<_> = std::fs::read_dir(f.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                n.starts_with(name.split(".0.0.").next().unwrap()) && n.contains(".output.0.")
+            })
+            .collect();
+        out[0].clone()
+    };
+    edit_f32(&f, |i, v| if i == 3 { f32::NAN } else { v });
+    let html = tmp.join("inspect.html");
+    let o = opdump(&[
+        "inspect",
+        d.to_str().unwrap(),
+        "--json",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json_of(&o);
+    let first = &j["first_nonfinite"];
+    assert_eq!(first["op_type"], "ReLU", "{first}");
+    assert_eq!(
+        first["op_name"],
+        "Default_network-WithLossCell__backbone-TinyNet_relu-ReLU_ReLU-op0"
+    );
+    assert_eq!(
+        (
+            first["iteration"].clone(),
+            first["io"].clone(),
+            first["slot"].clone()
+        ),
+        (1.into(), "output".into(), 0.into())
+    );
+    assert_eq!(
+        (first["rank"].clone(), first["graph"].clone()),
+        (0.into(), 0.into())
+    );
+    assert_eq!(first["basis"], "finite_inputs");
+    assert_eq!(first["stats"]["nan_count"], 1);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("First non-finite operator") && page.contains("<svg"));
+    // The text report names it too.
+    let o = opdump(&["inspect", d.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(
+            "ReLU Default_network-WithLossCell__backbone-TinyNet_relu-ReLU_ReLU-op0 output.0"
+        ),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn compare_names_first_the_kernel_whose_output_was_scaled_by_1_001() {
+    let Some(r) = reference() else { return };
+    let tmp = tmpdir("scaled");
+    let d = copy_dump(&r, "a_tensor_all_io0", &tmp);
+    let orig = r.join("a_tensor_all_io0/files/dump");
+    let f = find(
+        &d,
+        0,
+        "MaxPool.Default_network-WithLossCell__backbone-TinyNet_pool-MaxPool2d_MaxPool-op0.",
+    );
+    let f = std::fs::read_dir(f.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("MaxPool.Default") && n.contains(".output.0.")
+        })
+        .unwrap();
+    edit_f32(&f, |_, v| v * 1.001);
+    let csv = tmp.join("pairs.csv");
+    let html = tmp.join("compare.html");
+    let o = opdump(&[
+        "compare",
+        d.to_str().unwrap(),
+        orig.to_str().unwrap(),
+        "--json",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json_of(&o);
+    let first = &j["first_divergent"];
+    assert_eq!(first["op_type"], "MaxPool", "{first}");
+    assert_eq!(first["io"], "output");
+    assert_eq!(first["iteration"], 0);
+    let m = &first["metrics"];
+    assert!(
+        m["cosine"].as_f64().unwrap() > 0.999_999,
+        "scaling keeps cosine 1: {m}"
+    );
+    assert!(m["not_close"].as_u64().unwrap() > 0);
+    assert_eq!(j["diverged"], 1, "only the scaled file differs");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("rank,iteration,graph,op_type,op_name,io,slot,")
+    );
+    assert_eq!(lines.clone().count(), 414);
+    assert_eq!(lines.filter(|l| l.contains(",true,")).count(), 1);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("First divergent operator") && page.contains("MaxPool"));
+    // The default tolerance can be loosened: 1e-2 relative accepts the scaling.
+    let o = opdump(&[
+        "compare",
+        d.to_str().unwrap(),
+        orig.to_str().unwrap(),
+        "--rtol",
+        "1e-2",
+        "--atol",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = opdump(&[
+        "compare",
+        d.to_str().unwrap(),
+        orig.to_str().unwrap(),
+        "--tol",
+        "float99=1,1",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown dtype \"float99\""),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// A rank directory holding `files` (name, bytes) in iteration 0.
+fn tree(root: &Path, files: &[(&str, Vec<u8>)]) -> PathBuf {
+    let it = root.join("rank_0/Net/0/0");
+    std::fs::create_dir_all(&it).unwrap();
+    for (n, b) in files {
+        std::fs::write(it.join(n), b).unwrap();
+    }
+    root.to_path_buf()
+}
+
+fn npy_f32(v: &[f32]) -> Vec<u8> {
+    let mut b = vec![0u8; 128];
+    let n = dump_npy::encode_header("<f4", &[v.len()], &mut b).unwrap();
+    b.truncate(n);
+    b.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+    b
+}
+
+#[test]
+fn hostile_trees_give_clear_messages_and_never_a_panic() {
+    let tmp = tmpdir("hostile");
+    let good = npy_f32(&[1.0, 2.0, 3.0]);
+    let mut truncated = npy_f32(&[1.0, 2.0, 3.0, 4.0]);
+    truncated.truncate(truncated.len() - 5);
+    let header = "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,Min Value,NaN Count\n";
+    let csv = format!(
+        "{header}Add,Default_Add-op0,0,0,10,output,0,12,float32,\"(3)\",3,1,0,\n\
+         Mul,Default_Mul-op1,0,0,20,output,0,12,float32,\"(3)\",nan,nan,1,\n\
+         Sub,Default_Sub-op2,0,0,30,outp\n"
+    );
+    let d = tree(
+        &tmp.join("d"),
+        &[
+            (
+                "Add.Default_Add-op0.0.0.10.output.0.DefaultFormat.float32.npy",
+                good.clone(),
+            ),
+            (
+                "Add.Default_Add-op0.0.0.9.input.0.DefaultFormat.float32.npy",
+                good.clone(),
+            ),
+            (
+                "Neg.Default_Neg-op3.0.0.40.output.0.DefaultFormat.float32.npy",
+                truncated,
+            ),
+            ("weird name.npy", good.clone()),
+            ("statistic.csv", csv.into_bytes()),
+        ],
+    );
+    let o = opdump(&["inspect", d.to_str().unwrap(), "--json"]);
+    let err = stderr(&o);
+    assert!(o.status.code() == Some(1), "the Mul row says NaN: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("Neg.Default_Neg-op3") && err.contains("truncated .npy"),
+        "{err}"
+    );
+    assert!(
+        err.contains("row for Mul.Default_Mul-op1 output.0 (timestamp 20) has no .npy file"),
+        "{err}"
+    );
+    assert!(
+        err.contains("statistic.csv: line 4:"),
+        "cut-off row named by line: {err}"
+    );
+    assert!(
+        err.contains("weird name.npy: file name not of the form"),
+        "{err}"
+    );
+    let j = json_of(&o);
+    assert_eq!(j["first_nonfinite"]["op_name"], "Default_Mul-op1");
+    assert_eq!(j["first_nonfinite"]["basis"], "first_nonfinite_output");
+    // Missing statistic.csv: statistics come from the files.
+    std::fs::remove_file(d.join("rank_0/Net/0/0/statistic.csv")).unwrap();
+    let o = opdump(&["inspect", d.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json_of(&o);
+    assert_eq!(j["tensors"], 3);
+    let errors = j["errors"].as_array().unwrap();
+    assert_eq!(
+        errors.len(),
+        1,
+        "the truncated file has no statistics: {errors:?}"
+    );
+    assert_eq!(errors[0]["op_name"], "Default_Neg-op3");
+    // Not a dump, not a directory, a missing directory: exit 2 naming the path.
+    for bad in [
+        tmp.join("nothing-here"),
+        d.join("rank_0/Net/0/0/weird name.npy"),
+    ] {
+        let o = opdump(&["inspect", bad.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains(bad.to_str().unwrap()), "{}", stderr(&o));
+    }
+    let empty = tmpdir("empty");
+    let o = opdump(&["compare", empty.to_str().unwrap(), d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no dump found"), "{}", stderr(&o));
+    // A shape mismatch between two dumps is a divergence, not an error.
+    let e = tree(
+        &tmp.join("e"),
+        &[(
+            "Add.Default_Add-op0.0.0.10.output.0.DefaultFormat.float32.npy",
+            npy_f32(&[1.0, 2.0]),
+        )],
+    );
+    let o = opdump(&[
+        "compare",
+        e.to_str().unwrap(),
+        d.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json_of(&o);
+    assert!(
+        j["first_divergent"]["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("shapes differ")
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+    let _ = std::fs::remove_dir_all(&empty);
+}
+
+#[test]
+fn stats_streams_a_huge_sparse_file_and_still_reports_the_others() {
+    let tmp = tmpdir("sparse");
+    // 2 GiB of f32 zeros announced and present (sparse: no disk used), under a 1 GiB address
+    // space limit: reading the file whole cannot even be attempted.
+    let big = tmp.join("Add.Default_Add-op0.0.0.1.output.0.DefaultFormat.Float32.npy");
+    let elems: usize = 1 << 29;
+    let mut b = vec![0u8; 128];
+    let n = dump_npy::encode_header("<f4", &[elems], &mut b).unwrap();
+    b.truncate(n);
+    std::fs::write(&big, &b).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&big).unwrap();
+    f.set_len((n + elems * 4) as u64).unwrap();
+    let bad = tmp.join("bad.npy");
+    std::fs::write(&bad, b"not an npy").unwrap();
+    let small = tmp.join("small.npy");
+    std::fs::write(&small, npy_f32(&[1.0, -2.0])).unwrap();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 1048576; exec {} stats {} {} {} --category max --category min --category count",
+            env!("CARGO_BIN_EXE_opdump"),
+            big.display(),
+            bad.display(),
+            small.display()
+        ))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "one bad file: exit 2. stderr: {err}"
+    );
+    assert!(
+        out.contains(&format!(",0,0,{elems},")),
+        "the huge file's row: {out}"
+    );
+    assert!(out.contains(",-2,"), "the file after the bad one: {out}");
+    assert!(
+        err.contains("bad.npy") && err.contains("not a valid .npy"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn the_demos_injected_nan_is_found_by_inspect_and_compare() {
+    let tmp = tmpdir("demo");
+    let (clean, bad) = (tmp.join("clean"), tmp.join("bad"));
+    for (dir, inject) in [(&clean, None), (&bad, Some("1"))] {
+        let mut args = vec![
+            "demo",
+            "--out",
+            dir.to_str().unwrap(),
+            "--steps",
+            "2",
+            "--batch",
+            "2",
+            "--no-baseline",
+            "--categories",
+            "default",
+        ];
+        if let Some(s) = inject {
+            args.extend(["--inject-nan", s]);
+        }
+        let o = opdump(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        if inject.is_some() {
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert!(out.contains("step 1: injected a NaN into the dumped ReLU Default/network-WithLossCell/_backbone-LeNet5/relu-ReLU/ReLU-op0 output.0"), "{out}");
+        }
+    }
+    let o = opdump(&["inspect", bad.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let f = &json_of(&o)["first_nonfinite"];
+    assert_eq!(
+        f["op_name"],
+        "Default_network-WithLossCell__backbone-LeNet5_relu-ReLU_ReLU-op0"
+    );
+    assert_eq!(
+        (f["iteration"].as_u64(), f["io"].as_str()),
+        (Some(1), Some("output"))
+    );
+    let o = opdump(&[
+        "compare",
+        bad.to_str().unwrap(),
+        clean.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json_of(&o);
+    let f = &j["first_divergent"];
+    assert_eq!(
+        f["op_name"],
+        "Default_network-WithLossCell__backbone-LeNet5_relu-ReLU_ReLU-op0"
+    );
+    assert_eq!(f["iteration"], 1);
+    assert_eq!(f["metrics"]["nonfinite_mismatch"], 1);
+    assert_eq!(j["only_in_a"].as_array().unwrap().len(), 0);
+    let o = opdump(&["compare", clean.to_str().unwrap(), clean.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn ctrl_c_leaves_no_partial_output_file() {
+    let Some(r) = reference() else { return };
+    let tmp = tmpdir("sigint");
+    let d = r.join("a_tensor_all_io0/files/dump");
+    let html = tmp.join("out.html");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .args([
+            "compare",
+            d.to_str().unwrap(),
+            d.to_str().unwrap(),
+            "--html",
+        ])
+        .arg(&html)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let st = child.wait().unwrap();
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if st.code() == Some(130) || st.code().is_none() {
+        assert!(left.is_empty(), "interrupted, yet left {left:?}");
+    } else {
+        // It finished before the signal: the page is complete.
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(page.trim_end().ends_with("</html>"), "{left:?}");
+        assert_eq!(left, ["out.html"]);
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}

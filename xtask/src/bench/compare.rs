@@ -1,0 +1,302 @@
+//! The `compare` group: `opdump compare` and `opdump stats` as a user runs them (the release
+//! binary as a subprocess, files in the page cache), against numpy computing the same in one
+//! process and against reading the bytes (`cat` to `/dev/null`).
+//!
+//! - `compare`: two dumps of 16 x 64 MiB f32 (4 MiB x 16 with `--quick`); B is A with every
+//!   1000th element scaled by 1.0001. GB/s counts the bytes of both dumps. `vs_read` is against
+//!   `cat A B > /dev/null`, `vs_numpy` against `numpy_compare.py`-style code: per pair
+//!   `np.load` both, cosine, max abs/rel error, the 0.001/0.005 ratios, the `allclose` count,
+//!   max ULP distance and non-finite mismatches.
+//! - `stats-cli` / `stats-cli+hash`: `opdump stats` on one 256 MiB f32 file (16 MiB with
+//!   `--quick`) with the non-hash columns / all 13 columns, against numpy computing the same
+//!   statistics (plus `hashlib` md5 and sha1 for the hashed row) after `np.load`.
+//!
+//! Peak RSS of each opdump run (`getrusage` of the child, through python3) is printed.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use super::{Opts, Row, target_dir};
+
+const PY_TIMED: &str = r#"
+import resource, subprocess, sys, time
+runs = int(sys.argv[1]); cmd = sys.argv[2:]
+times = []
+for _ in range(runs):
+    t = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    times.append(time.perf_counter() - t)
+    if r.returncode not in (0, 1):
+        print("error", r.returncode); sys.exit(1)
+times.sort()
+print(times[len(times) // 2], resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"#;
+
+const PY_COMPARE: &str = r#"
+import sys, time, glob, os
+import numpy as np
+a_dir, b_dir = sys.argv[1], sys.argv[2]
+def ordered(x):
+    i = x.view(np.int32).astype(np.int64)
+    return np.where(i < 0, -(i & 0x7fffffff), i)
+t = time.perf_counter()
+for fa in sorted(glob.glob(os.path.join(a_dir, "*.npy"))):
+    a = np.load(fa); b = np.load(os.path.join(b_dir, os.path.basename(fa)))
+    fin = np.isfinite(a) & np.isfinite(b)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    mismatch = np.count_nonzero(~fin & ~same)
+    x = a[fin].astype(np.float64); y = b[fin].astype(np.float64)
+    cos = np.dot(x, y) / np.sqrt(np.dot(x, x) * np.dot(y, y))
+    d = np.abs(x - y); ay = np.abs(y)
+    max_abs = d.max()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(d == 0, 0.0, d / ay)
+    max_rel = rel.max()
+    r1 = np.count_nonzero(d > 0.001 * ay); r5 = np.count_nonzero(d > 0.005 * ay)
+    nc = np.count_nonzero(d > 1e-6 + 1e-4 * ay)
+    ulp = np.abs(ordered(a[fin]) - ordered(b[fin])).max()
+print(time.perf_counter() - t)
+"#;
+
+const PY_STATS: &str = r#"
+import sys, time, hashlib
+import numpy as np
+path, hashed = sys.argv[1], sys.argv[2] == "1"
+times = []
+for _ in range(3):
+    t = time.perf_counter()
+    x = np.load(path)
+    r = (np.max(x), np.min(x), np.mean(x), x.size, np.count_nonzero(np.signbit(x) & (x == 0)),
+         np.count_nonzero(~np.signbit(x) & (x == 0)), np.count_nonzero(np.isnan(x)),
+         np.count_nonzero(x == -np.inf), np.count_nonzero(x == np.inf), np.count_nonzero(x == 0),
+         np.linalg.norm(x.astype(np.float64)))
+    if hashed:
+        b = x.tobytes(); hashlib.md5(b).hexdigest(); hashlib.sha1(b).hexdigest()
+    times.append(time.perf_counter() - t)
+times.sort()
+print(times[1])
+"#;
+
+fn f32_npy(path: &Path, values: impl Iterator<Item = f32>, elems: usize) -> Result<(), String> {
+    let mut b = vec![0u8; 128];
+    let n = dump_npy::encode_header("<f4", &[elems], &mut b).map_err(|e| e.to_string())?;
+    b.truncate(n);
+    b.reserve(elems * 4);
+    for v in values {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    std::fs::write(path, b).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// (median seconds, peak RSS KiB) of `cmd` run `runs` times.
+fn timed(runs: usize, cmd: &[&str]) -> Option<(f64, u64)> {
+    let o = Command::new("python3")
+        .args(["-c", PY_TIMED, &runs.to_string()])
+        .args(cmd)
+        .output()
+        .ok()?;
+    let s = String::from_utf8_lossy(&o.stdout);
+    let mut it = s.split_whitespace();
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+fn python(script: &str, args: &[&str]) -> Option<f64> {
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .args(args)
+        .output()
+        .ok()?;
+    if !o.status.success() {
+        println!(
+            "note: numpy baseline failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        );
+        return None;
+    }
+    String::from_utf8_lossy(&o.stdout).trim().parse().ok()
+}
+
+fn opdump_release() -> Result<PathBuf, String> {
+    let st = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "-q",
+            "-p",
+            "opdump",
+            "--bin",
+            "opdump",
+        ])
+        .status()
+        .map_err(|e| format!("cargo build: {e}"))?;
+    if !st.success() {
+        return Err("cargo build --release -p opdump failed".into());
+    }
+    Ok(target_dir().join("release/opdump"))
+}
+
+/// Runs the group.
+pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
+    let bin = opdump_release()?;
+    let bin = bin.to_str().ok_or("non-UTF-8 target dir")?;
+    let dir = target_dir().join("bench-compare");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (files, per) = if opts.quick {
+        (16, 4usize << 20)
+    } else {
+        (16, 64usize << 20)
+    };
+    let elems = per / 4;
+    let mut dirs = Vec::new();
+    for side in ["a", "b"] {
+        let it = dir.join(side).join("rank_0/Net/0/0");
+        std::fs::create_dir_all(&it).map_err(|e| format!("{}: {e}", it.display()))?;
+        for f in 0..files {
+            let name = format!(
+                "MatMul.Default_MatMul-op{f}.0.0.{}.output.0.DefaultFormat.Float32.npy",
+                100 + f
+            );
+            let scale = side == "b";
+            let vals = (0..elems).map(move |i| {
+                let v = (((i * 2654435761 + f) % 20011) as f32 - 10005.0) * 1e-3;
+                if scale && i % 1000 == 0 {
+                    v * 1.0001
+                } else {
+                    v
+                }
+            });
+            f32_npy(&it.join(name), vals, elems)?;
+        }
+        dirs.push(it);
+    }
+    let total = 2 * files * per;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let (a, b) = (a.to_str().unwrap_or(""), b.to_str().unwrap_or(""));
+    let mut cat: Vec<String> = vec!["cat".into()];
+    for d in &dirs {
+        for e in std::fs::read_dir(d).map_err(|e| e.to_string())?.flatten() {
+            cat.push(e.path().display().to_string());
+        }
+    }
+    let cat_ref: Vec<&str> = cat.iter().map(String::as_str).collect();
+    // Warm the page cache, then time.
+    let _ = timed(1, &cat_ref);
+    let read = timed(opts.runs.min(5), &cat_ref).map(|(s, _)| total as f64 / s / 1e9);
+    let cmp = timed(opts.runs.min(5), &[bin, "compare", a, b, "--json"]);
+    let np = python(
+        PY_COMPARE,
+        &[
+            &dirs[0].display().to_string(),
+            &dirs[1].display().to_string(),
+        ],
+    )
+    .map(|s| total as f64 / s / 1e9);
+    if let Some(g) = read {
+        rows.push(Row {
+            kernel: "compare:cat".into(),
+            dtype: "bytes".into(),
+            bytes: total,
+            threads: 1,
+            gbps: g,
+            vs_read: None,
+            vs_numpy: None,
+        });
+    }
+    if let Some(g) = np {
+        rows.push(Row {
+            kernel: "compare:numpy".into(),
+            dtype: "float32".into(),
+            bytes: total,
+            threads: 1,
+            gbps: g,
+            vs_read: read.map(|r| g / r),
+            vs_numpy: None,
+        });
+    }
+    if let Some((s, rss)) = cmp {
+        let g = total as f64 / s / 1e9;
+        println!(
+            "opdump compare: {files} x {} MiB pairs in {s:.3} s, peak RSS {} MiB",
+            per >> 20,
+            rss / 1024
+        );
+        rows.push(Row {
+            kernel: "compare".into(),
+            dtype: "float32".into(),
+            bytes: total,
+            threads,
+            gbps: g,
+            vs_read: read.map(|r| g / r),
+            vs_numpy: np.map(|n| g / n),
+        });
+    }
+    // opdump stats on one big file.
+    let size = if opts.quick { 16usize << 20 } else { 256 << 20 };
+    let big = dir.join("Add.Default_Add-op0.0.0.1.output.0.DefaultFormat.Float32.npy");
+    f32_npy(
+        &big,
+        (0..size / 4).map(|i| ((i % 4093) as f32 - 2046.0) * 0.5),
+        size / 4,
+    )?;
+    let bigs = big.display().to_string();
+    for (kernel, hashed) in [("stats-cli", false), ("stats-cli+hash", true)] {
+        let mut cmd = vec![bin, "stats", &bigs];
+        if !hashed {
+            for c in [
+                "max",
+                "min",
+                "avg",
+                "count",
+                "negative zero count",
+                "positive zero count",
+                "nan count",
+                "negative inf count",
+                "positive inf count",
+                "zero count",
+                "l2norm",
+            ] {
+                cmd.extend(["--category", c]);
+            }
+        }
+        let _ = timed(1, &["cat", &bigs]);
+        let t = timed(opts.runs.min(5), &cmd);
+        let np = python(PY_STATS, &[&bigs, if hashed { "1" } else { "0" }])
+            .map(|s| size as f64 / s / 1e9);
+        if let Some((s, rss)) = t {
+            let g = size as f64 / s / 1e9;
+            println!(
+                "opdump {kernel}: {} MiB in {s:.3} s, peak RSS {} MiB",
+                size >> 20,
+                rss / 1024
+            );
+            rows.push(Row {
+                kernel: kernel.into(),
+                dtype: "float32".into(),
+                bytes: size,
+                threads: 1,
+                gbps: g,
+                vs_read: None,
+                vs_numpy: np.map(|n| g / n),
+            });
+        }
+        if let Some(n) = np {
+            rows.push(Row {
+                kernel: format!("{kernel}:numpy"),
+                dtype: "float32".into(),
+                bytes: size,
+                threads: 1,
+                gbps: n,
+                vs_read: None,
+                vs_numpy: None,
+            });
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
