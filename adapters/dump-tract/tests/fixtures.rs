@@ -373,3 +373,48 @@ fn run_dumped_is_one_call_per_step_and_plain_tract_when_disabled() {
         "a disabled Dumper is not even told about the graph"
     );
 }
+
+#[test]
+fn two_plans_on_one_dumper_alternate_between_their_graphs() {
+    let tmp = Tmp::new("two-graphs");
+    let (cnn, add2) = (plan("cnn"), plan("add2"));
+    let (mut s1, mut s2) = (cnn.spawn().unwrap(), add2.spawn().unwrap());
+    let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
+    let (mut t1, mut t2) = (TractDump::new(&cnn, 0), TractDump::new(&add2, 1));
+    let ab = || {
+        let v = |n: &str| values(&fixtures().join(format!("add2/inputs/{n}.npy")));
+        let ((sa, a), (sb, b)) = (v("a"), v("b"));
+        tvec!(
+            Tensor::from_shape(&sa, &a).unwrap().into_tvalue(),
+            Tensor::from_shape(&sb, &b).unwrap().into_tvalue()
+        )
+    };
+    for _ in 0..2 {
+        t1.run(&mut d, &mut s1, input("cnn")).unwrap();
+        t2.run(&mut d, &mut s2, ab()).unwrap();
+    }
+    d.close().unwrap();
+    let net = tmp.0.join("rank_0/Net");
+    let dirs = |g: &str| {
+        let mut v: Vec<String> = std::fs::read_dir(net.join(g))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(dirs("0"), ["0", "2"]);
+    assert_eq!(dirs("1"), ["1", "3"]);
+    let rows = std::fs::read_to_string(net.join("1/3/statistic.csv")).unwrap();
+    assert_eq!(
+        rows.lines().count(),
+        1 + 3 + 3 + 2,
+        "add1, mul1 and the two inputs: {rows}"
+    );
+    for g in ["0", "1"] {
+        let ir = tmp
+            .0
+            .join(format!("rank_0/graphs/ms_output_trace_code_graph_{g}.ir"));
+        assert!(ir.is_file());
+    }
+}
