@@ -257,3 +257,28 @@ fn an_unknown_ignore_useless_output_value_is_warned_about_and_means_1() {
     let ok = opdump(&[&fixture("add2.onnx"), "--out", &tmp.s()]);
     assert!(!text(&ok.stderr).contains("IGNORE_USELESS"));
 }
+
+#[test]
+fn a_tensor_type_without_a_mindspore_dtype_is_skipped_with_one_warning() {
+    let tmp = Tmp::new("tdim");
+    let o = opdump(&[&fixture("shape_of.onnx"), "--out", &tmp.s(), "--steps", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let e = text(&o.stderr);
+    let warned: Vec<&str> = e
+        .lines()
+        .filter(|l| l.contains("tract type TDim"))
+        .collect();
+    assert_eq!(
+        warned.len(),
+        1,
+        "one warning for the type, not one per step: {e}"
+    );
+    assert!(warned[0].starts_with("warning: constant shape1"), "{e}");
+    assert!(
+        !tmp.0
+            .join("rank_0/shape_of/0/constants")
+            .read_dir()
+            .unwrap()
+            .any(|f| { f.unwrap().file_name().to_string_lossy().contains("shape1") })
+    );
+}
