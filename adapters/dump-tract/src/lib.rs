@@ -3,7 +3,7 @@
 //!
 //! tract's `SimpleState::run_plan_with_eval` calls a closure for every node of the plan, in
 //! the plan's execution order, with its inputs; this crate's closure asks the
-//! [`Dumper`](dump_host::Dumper) whether the kernel is wanted, hands it the inputs, runs the
+//! [`Dumper`] whether the kernel is wanted, hands it the inputs, runs the
 //! node with `tract_core::plan::eval`, and hands it the outputs (tract's own buffers, never
 //! copied by the adapter). Before the first step it describes the plan to the Dumper
 //! ([`dump_host::graph`]: `graphs/*.ir|.pb`, the execution order) and dumps `Const` nodes

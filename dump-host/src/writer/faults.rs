@@ -1,4 +1,4 @@
-//! The fault-injection seam: every filesystem call the writer makes goes through [`check`] (or
+//! The fault-injection seam: every filesystem call the writer makes goes through `check` (or
 //! a [`FaultyFile`] write), so a test can make the n-th call fail with `ENOSPC`, `EIO`,
 //! `EACCES`, `EROFS`, `EMFILE` or a short write and then check that nothing was lost or
 //! corrupted. Compiled always, armed only by tests (`cargo xtask hardening`,

@@ -4,7 +4,7 @@
 //! Inputs come from `--input NAME=FILE.npy` (repeatable) or, with none, are deterministic
 //! pseudo-random values of the model's declared types and shapes (the seed is printed and can
 //! be set with `--seed`). The config is `--config` or the demo's embedded one.
-//! A runtime plugs in through [`Runner`]; `tract` is [`tract::TractRunner`].
+//! A runtime plugs in through the private `Runner` trait; `tract` is `tract::TractRunner`.
 
 #[cfg(feature = "candle")]
 mod candle;
