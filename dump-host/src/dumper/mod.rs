@@ -25,8 +25,6 @@
 //! ones on the calling thread straight from the caller's memory.
 
 mod builder;
-#[cfg(feature = "cuda")]
-mod cuda;
 mod element;
 mod emit;
 mod metadata;

@@ -3,12 +3,8 @@
 
 use std::path::Path;
 
-use dump_core::{
-    DType, Summary,
-    hash::{Md5Stream, MsSha1},
-    stats::Accumulator,
-};
-use dump_stats::{Hashes, TensorStats};
+use dump_core::{DType, Summary};
+use dump_stats::{Hashes, StreamStats, TensorStats};
 
 use super::npy::{NpyStream, io_err};
 use crate::Error;
@@ -210,15 +206,19 @@ fn stream(
 ) -> Result<Option<TensorStats>, Error> {
     let elems = npy.elems();
     let path = npy.path().to_path_buf();
-    let core = |e: dump_core::Error| {
+    let core = |e: dump_stats::Error| {
+        let e = match e {
+            dump_stats::Error::Core(e) => e.to_string(),
+            e => e.to_string(),
+        };
         io_err(
             &path,
             format!("cannot compute statistics of {dtype} data: {e}"),
         )
     };
-    let mut acc = Accumulator::new(dtype, elems).map_err(core)?;
-    let mut md5 = hashes.md5.then(Md5Stream::new);
-    let mut sha1 = hashes.sha1.then(|| MsSha1::new(dtype, elems));
+    // The one streaming accumulator: chunks are re-cut at the engine's FUSE_CHUNK offsets, so
+    // the statistics are bit-identical to the Dumper's rows for the same tensor.
+    let mut stats = StreamStats::new(dtype, elems, hashes).map_err(core)?;
     let mut narrowed = Vec::new();
     let mut exact = true;
     npy.for_each_chunk(|chunk| {
@@ -235,26 +235,11 @@ fn stream(
         } else {
             chunk
         };
-        // In FUSE_CHUNK pieces: the partials then merge exactly as the engine's blocks do, so
-        // the statistics are bit-identical to the Dumper's rows for the same tensor.
-        for piece in bytes.chunks(dump_core::stats::FUSE_CHUNK) {
-            acc.update(piece).map_err(core)?;
-        }
-        if let Some(m) = md5.as_mut() {
-            m.update(bytes);
-        }
-        if let Some(s) = sha1.as_mut() {
-            s.update(bytes);
-        }
-        Ok(())
+        stats.update(bytes).map_err(core)
     })
     .or_else(|e| if exact { Err(e) } else { Ok(()) })?;
     if !exact {
         return Ok(None);
     }
-    Ok(Some(TensorStats {
-        summary: acc.finish().map_err(core)?,
-        md5: md5.map(Md5Stream::finish),
-        sha1: sha1.map(MsSha1::finish),
-    }))
+    stats.finish().map(Some).map_err(core)
 }
