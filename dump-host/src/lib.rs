@@ -4,6 +4,11 @@
 //! through a bounded background writer ([`writer`]). It never prints: warnings are typed
 //! [`diag::Event`]s delivered to a sink you choose (one line to stderr by default).
 //!
+//! It also reads dumps back ([`read`]: opdump's and MindSpore's own, streamed in bounded
+//! chunks; [`read::inspect`] finds the first operator that went non-finite) and compares two
+//! ([`compare`]: the first divergent operator, per-pair metrics from one fused pass), which
+//! `opdump inspect` and `opdump compare` print.
+//!
 //! # Integrating it
 //!
 //! Open a [`Dumper`] once (here from config text; [`Dumper::from_env`] reads the file named by

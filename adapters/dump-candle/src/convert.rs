@@ -83,7 +83,7 @@ pub(crate) fn unsupported_reason(t: &Tensor) -> Option<String> {
 
 /// Calls `f` with `t` as a [`TensorRef`] borrowing candle's storage (held read-locked for
 /// the call). `None` when the tensor's dtype or device has no mapping
-/// ([`unsupported_reason`] says why).
+/// (`unsupported_reason` says why).
 pub fn with_tensor_ref<R>(t: &Tensor, f: impl FnOnce(TensorRef<'_>) -> R) -> Option<R> {
     let (storage, layout) = t.storage_and_layout();
     match &*storage {

@@ -6,14 +6,15 @@
 //!   module: each forward is one kernel, its input and output dumped, named by the
 //!   VarBuilder-style prefix you give (`"features.conv1"`), its op type from the module type;
 //! * [`tap`] dumps a tensor inside a forward that no module boundary exposes;
-//! * with feature `onnx`, [`onnx::run_dumped`] runs a candle-onnx model with every node's
+//! * with feature `onnx`, `onnx::OnnxRunner` runs a candle-onnx model with every node's
 //!   inputs and outputs dumped in graph order.
 //!
 //! A [`Tracer`] runs each step: it begins the Dumper's step, installs it for the calling
 //! thread while your closure runs, and keeps the graph's execution order. CPU tensors are
 //! handed to the Dumper without a copy (candle's storage and layout become a host or strided
-//! [`TensorRef`](dump_host::TensorRef)); with feature `cuda`, tensors in candle's CUDA storage
-//! go through `dump-device-cuda` (statistics on the GPU).
+//! [`TensorRef`](dump_host::TensorRef)). Feature `cuda` holds the path for tensors in candle's
+//! CUDA storage (through `dump-device-cuda`), which does not build yet (see the README: candle
+//! links cudarc dynamically, dump-device-cuda loads it at run time, and cudarc refuses both).
 //!
 //! ```
 //! use candle_core::{Device, Module, Tensor};
@@ -52,6 +53,7 @@ pub mod convert;
 mod cuda;
 mod dumped;
 mod error;
+mod graph;
 #[cfg(feature = "onnx")]
 pub mod onnx;
 mod trace;

@@ -3,8 +3,9 @@
 //! it without threading a handle through the model's code.
 //!
 //! Kernels are named `{scope}/{Type}-op{n}`, `n` counting the dumped modules and taps of the
-//! step in call order; the names seen in a step become the graph's execution order
-//! (`ms_execution_order_graph_{g}.csv`, rewritten only when the order changes).
+//! step in call order; the kernels seen in a step become the graph's description (execution
+//! order csv, `graphs/*.ir|.pb`, inputs wired by candle tensor ids; rewritten only when the
+//! sequence of kernels changes).
 
 use std::{
     cell::{Cell, RefCell},
@@ -16,7 +17,10 @@ use std::{
 use candle_core::Tensor;
 use dump_host::{Dumper, Step};
 
-use crate::{Error, convert};
+use crate::{
+    Error, convert,
+    graph::{Rec, describe},
+};
 
 /// Per-graph state of a candle model's dump: the graph id, the execution order seen so far,
 /// and the diagnostics (tensors that could not be dumped, one line per reason).
@@ -24,6 +28,7 @@ use crate::{Error, convert};
 pub struct Tracer {
     graph: u32,
     order: Vec<String>,
+    recs: Vec<Rec>,
     order_written: bool,
     diagnostics: BTreeSet<String>,
 }
@@ -33,6 +38,7 @@ struct Active<'a> {
     step: &'a Step,
     seq: Cell<usize>,
     order: RefCell<Vec<String>>,
+    recs: RefCell<Vec<Rec>>,
     changed: Cell<bool>,
     name: RefCell<String>,
     error: RefCell<Option<Error>>,
@@ -101,6 +107,7 @@ impl Tracer {
             step: &step,
             seq: Cell::new(0),
             order: RefCell::new(std::mem::take(&mut self.order)),
+            recs: RefCell::new(std::mem::take(&mut self.recs)),
             changed: Cell::new(false),
             name: RefCell::new(String::new()),
             error: RefCell::new(None),
@@ -113,6 +120,7 @@ impl Tracer {
         let Active {
             seq,
             order,
+            recs,
             changed,
             error,
             ..
@@ -122,9 +130,11 @@ impl Tracer {
         let changed = changed.get() || order.len() != seq.get();
         order.truncate(seq.get());
         self.order = order;
+        self.recs = recs.into_inner();
+        self.recs.truncate(seq.get());
         if changed || !self.order_written {
-            let names: Vec<&str> = self.order.iter().map(String::as_str).collect();
-            dumper.begin_graph(self.graph, &names)?;
+            let graph = describe(self.graph, &self.order, &self.recs);
+            dumper.begin_graph_with(self.graph, &graph)?;
             self.order_written = true;
         }
         if let Some(e) = error.into_inner() {
@@ -165,7 +175,7 @@ impl Active<'_> {
         name.clear();
         name.push_str(prefix);
         let _ = write!(name, "{n}");
-        self.record_order(n, &name);
+        self.record(n, &name, op_type, inputs, outputs);
         let Some(k) = self.step.kernel(op_type, &name) else {
             return;
         };
@@ -179,7 +189,13 @@ impl Active<'_> {
         }
     }
 
-    fn record_order(&self, n: usize, name: &str) {
+    /// Records kernel `n` for the execution order and the graph description.
+    fn record(&self, n: usize, name: &str, op_type: &str, inputs: &[&Tensor], outputs: &[&Tensor]) {
+        let mut recs = self.recs.borrow_mut();
+        if recs.len() <= n {
+            recs.resize_with(n + 1, Rec::default);
+        }
+        recs[n].set(op_type, inputs, outputs);
         let mut order = self.order.borrow_mut();
         match order.get_mut(n) {
             Some(known) if known == name => {}

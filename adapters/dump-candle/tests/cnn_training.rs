@@ -94,7 +94,24 @@ fn cnn_trained_three_steps_is_dumped_module_by_module() {
         losses.push(l);
         conv_out.push(c);
     }
+    // The graph: conv -> act wired by tensor identity; the pool tap has no input and fc's input
+    // (the flattened pool output) is no dumped kernel's output, so it is a parameter, like x.
+    let g = d.graph(0).expect("described").clone();
+    assert_eq!(g.execution_order(), ORDER);
+    let edges: Vec<_> = g.edges().collect();
+    assert_eq!(edges, [((0, 0), 1, 0)], "{g:?}");
+    assert_eq!(
+        g.parameters.len(),
+        2,
+        "x, and the flattened pool output fed to fc: {g:?}"
+    );
     let report = d.close().unwrap();
+    for ext in ["ir", "pb"] {
+        let p = tmp
+            .rank()
+            .join(format!("graphs/ms_output_trace_code_graph_0.{ext}"));
+        assert!(p.is_file(), "{}", p.display());
+    }
     let diags: Vec<&str> = tracer.diagnostics().collect();
     assert!(diags.is_empty(), "{diags:?}");
     assert!(
@@ -118,7 +135,7 @@ fn cnn_trained_three_steps_is_dumped_module_by_module() {
     // Counts: 3 modules x (input + output) + the tap's output, per step.
     assert_eq!((report.files, report.rows), (3 * 7, 3 * 7));
     let mut all = Vec::new();
-    for step in 0..3 {
+    for (step, conv) in conv_out.iter().enumerate() {
         let dir = rank.join("Net/0").join(step.to_string());
         let files = npy_in(&dir);
         assert_eq!(files.len(), 7, "step {step}: {files:?}");
@@ -126,8 +143,8 @@ fn cnn_trained_three_steps_is_dumped_module_by_module() {
         assert_eq!(rows.lines().count(), 8, "{rows}");
         // The conv output file holds the tensor the model computed in this step.
         let (shape, got) = values(&kernel_file(&dir, ORDER[0], "output", 0));
-        let want: Vec<f32> = conv_out[step].flatten_all().unwrap().to_vec1().unwrap();
-        assert_eq!(shape, conv_out[step].dims());
+        let want: Vec<f32> = conv.flatten_all().unwrap().to_vec1().unwrap();
+        assert_eq!(shape, conv.dims());
         for (a, b) in got.iter().zip(&want) {
             assert!((a - f64::from(*b)).abs() <= 1e-6, "{a} vs {b}");
         }

@@ -25,7 +25,7 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod describe;
+mod describe;
 mod error;
 mod expose;
 mod model;

@@ -17,6 +17,9 @@ pub enum Value<'a> {
     Fixed32(u32),
 }
 
+/// One field: its number, its value and its raw bytes (key included).
+pub type Field<'a> = (u32, Value<'a>, &'a [u8]);
+
 /// Iterates the fields of one message: `(field number, value, the field's raw bytes)`.
 #[derive(Clone, Debug)]
 pub struct Fields<'a> {
@@ -67,7 +70,7 @@ impl<'a> Fields<'a> {
     }
 
     /// The next field, `None` at the end of the message.
-    pub fn next_field(&mut self) -> Result<Option<(u32, Value<'a>, &'a [u8])>, Error> {
+    pub fn next_field(&mut self) -> Result<Option<Field<'a>>, Error> {
         if self.pos >= self.buf.len() {
             return Ok(None);
         }
@@ -160,7 +163,7 @@ mod tests {
     #[test]
     fn round_trips_varints_and_strings() {
         let mut b = Vec::new();
-        put_varint(&mut b, (1 << 3) | 0);
+        put_varint(&mut b, 1 << 3); // field 1, wire type 0
         put_varint(&mut b, 300);
         put_bytes(&mut b, 2, b"conv1");
         let mut f = Fields::new(&b, "test");

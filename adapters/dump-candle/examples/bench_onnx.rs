@@ -1,0 +1,204 @@
+//! Step time of candle-onnx (dump-candle) and ONNX Runtime (dump-ort) on the ONNX fixtures,
+//! without dump and with each dump mode (the rows of BENCHMARKS.md's adapter table):
+//!
+//! ```sh
+//! ORT_DYLIB_PATH=$(adapters/dump-ort/ci/fetch-ort.sh) \
+//!     cargo run --release -p dump-candle --features onnx --example bench_onnx [-- STEPS]
+//! ```
+//!
+//! Modes: the runtime alone; the adapter with a disabled Dumper; statistic dump (default
+//! categories); tensor dump; full dump; a `kernels` filter that rejects every kernel. Each
+//! cell is the median of STEPS (default 15) steps after one warm-up. ONNX Runtime runs with
+//! graph optimisation disabled in every mode (the adapter needs it; the plain run matches).
+
+use std::{collections::HashMap, path::PathBuf, time::Instant};
+
+use dump_candle::{candle_core::Tensor, candle_onnx, convert::host_tensor, onnx::OnnxRunner};
+use dump_core::DType;
+use dump_host::{DumpOptions, Dumper};
+use dump_onnx::Model;
+use dump_ort::{OrtRunner, host_value, ort};
+
+type Res<T> = Result<T, String>;
+
+/// One model input: name, shape, little-endian f32 bytes.
+type Feed = (String, Vec<usize>, Vec<u8>);
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/onnx")
+        .join(name)
+}
+
+/// (mode, saved_data, dump_mode, kernels)
+const MODES: [(&str, &str, u32, &str); 4] = [
+    ("statistic dump (default categories)", "statistic", 0, "[]"),
+    ("tensor dump", "tensor", 0, "[]"),
+    ("full dump", "full", 0, "[]"),
+    (
+        "kernels filter rejects all",
+        "full",
+        1,
+        r#"["no-such-kernel"]"#,
+    ),
+];
+
+fn dumper(root: &std::path::Path, saved: &str, dump_mode: u32, kernels: &str) -> Res<Dumper> {
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": {dump_mode}, "path": "{}", "net_name": "Bench",
+        "iteration": "all", "saved_data": "{saved}", "input_output": 0, "kernels": {kernels},
+        "support_device": [0]}}, "e2e_dump_settings": {{"enable": true}}}}"#,
+        root.display()
+    );
+    let env: HashMap<String, String> = HashMap::new();
+    Dumper::from_json_with(text.into_bytes(), &env, &DumpOptions::default())
+        .map_err(|e| e.to_string())
+}
+
+fn time(steps: usize, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
+    f()?;
+    let mut v = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let t = Instant::now();
+        f()?;
+        v.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    v.sort_by(f64::total_cmp);
+    Ok(v[v.len() / 2])
+}
+
+/// The model's inputs: f32 values `((k * 7919) % 2000) / 1000 - 1`.
+fn inputs(model: &Model, file: &str) -> Res<Vec<Feed>> {
+    model
+        .graph
+        .inputs
+        .iter()
+        .map(|i| {
+            let shape = i
+                .fixed_shape()
+                .ok_or_else(|| format!("{file}: input {} has no fixed shape", i.name))?;
+            let n: usize = shape.iter().product();
+            let v: Vec<u8> = (0..n)
+                .flat_map(|k| (((k * 7919) % 2000) as f32 / 1000.0 - 1.0).to_le_bytes())
+                .collect();
+            Ok((i.name.clone(), shape, v))
+        })
+        .collect()
+}
+
+/// The plain run, then every dumped mode through `step`.
+fn rows(
+    tag: &str,
+    steps: usize,
+    mut plain: impl FnMut() -> Res<()>,
+    mut step: impl FnMut(&mut Dumper) -> Res<()>,
+) -> Res<Vec<(String, f64)>> {
+    let mut out = vec![(format!("no dump ({tag} alone)"), time(steps, &mut plain)?)];
+    let mut disabled = Dumper::disabled();
+    let off = time(steps, || step(&mut disabled))?;
+    out.push(("adapter, dump disabled".to_owned(), off));
+    for (mode, saved, dump_mode, kernels) in MODES {
+        let root = std::env::temp_dir().join(format!(
+            "opdump-bench-onnx-{}-{tag}-{saved}-{dump_mode}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        let mut d = dumper(&root, saved, dump_mode, kernels)?;
+        let ms = time(steps, || step(&mut d))?;
+        d.close().map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_dir_all(&root);
+        out.push((mode.to_owned(), ms));
+    }
+    Ok(out)
+}
+
+fn candle_rows(file: &str, steps: usize) -> Res<Vec<(String, f64)>> {
+    let bytes = std::fs::read(fixture(file)).map_err(|e| format!("{file}: {e}"))?;
+    let model = Model::parse(bytes.clone()).map_err(|e| e.to_string())?;
+    let mut feed: HashMap<String, Tensor> = HashMap::new();
+    for (name, shape, data) in inputs(&model, file)? {
+        let t = host_tensor(DType::Float32, &shape, &data).map_err(|e| e.to_string())?;
+        feed.insert(name, t);
+    }
+    let plain = candle_onnx::read_file(fixture(file)).map_err(|e| e.to_string())?;
+    let mut runner = OnnxRunner::new(bytes, 0).map_err(|e| e.to_string())?;
+    rows(
+        "candle-onnx",
+        steps,
+        || {
+            candle_onnx::simple_eval(&plain, feed.clone())
+                .map(drop)
+                .map_err(|e| e.to_string())
+        },
+        |d| {
+            runner
+                .run(d, feed.clone())
+                .map(drop)
+                .map_err(|e| e.to_string())
+        },
+    )
+}
+
+fn ort_rows(
+    env: &ort::environment::Environment,
+    file: &str,
+    steps: usize,
+) -> Res<Vec<(String, f64)>> {
+    use ort::session::{Session, SessionInputValue, builder::GraphOptimizationLevel};
+    let bytes = std::fs::read(fixture(file)).map_err(|e| format!("{file}: {e}"))?;
+    let model = Model::parse(bytes.clone()).map_err(|e| e.to_string())?;
+    let mut feed = Vec::new();
+    for (name, shape, data) in inputs(&model, file)? {
+        let v = host_value(DType::Float32, &shape, &data).map_err(|e| e.to_string())?;
+        feed.push((name, v));
+    }
+    let mut plain = Session::builder(env)
+        .map_err(|e| e.to_string())?
+        .with_optimization_level(GraphOptimizationLevel::Disable)
+        .map_err(|e| e.to_string())?
+        .commit_from_memory(&bytes)
+        .map_err(|e| e.to_string())?;
+    let mut runner = OrtRunner::new(env, bytes, 0).map_err(|e| e.to_string())?;
+    rows(
+        "ort",
+        steps,
+        || {
+            let f: Vec<(String, SessionInputValue<'_>)> =
+                feed.iter().map(|(k, v)| (k.clone(), v.into())).collect();
+            plain.run(f).map(drop).map_err(|e| e.to_string())
+        },
+        |d| runner.run(d, &feed).map(drop).map_err(|e| e.to_string()),
+    )
+}
+
+fn print(runtime: &str, file: &str, rows: &[(String, f64)]) {
+    let plain = rows[0].1.max(1e-9);
+    for (mode, ms) in rows {
+        println!(
+            "{runtime:<12} {file:<11} {mode:<38} {ms:>10.3} {:>7.3}",
+            ms / plain
+        );
+    }
+}
+
+fn main() -> Res<()> {
+    let steps: usize = std::env::args()
+        .nth(1)
+        .map(|s| s.parse().map_err(|e| format!("STEPS {s:?}: {e}")))
+        .transpose()?
+        .unwrap_or(15);
+    println!("runtime adapters, median of {steps} steps (ms/step, ratio vs the runtime alone)");
+    println!(
+        "{:<12} {:<11} {:<38} {:>10} {:>7}",
+        "runtime", "model", "mode", "ms/step", "ratio"
+    );
+    let env = dump_ort::environment();
+    for file in ["cnn.onnx", "large.onnx"] {
+        print("candle-onnx", file, &candle_rows(file, steps)?);
+        match &env {
+            Ok(env) => print("ort", file, &ort_rows(env, file, steps)?),
+            Err(e) => println!("ort rows skipped: {e}"),
+        }
+    }
+    Ok(())
+}
