@@ -36,6 +36,11 @@ pub mod widen;
 #[cfg(feature = "serde")]
 pub mod wire;
 
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctest;
+
 pub use dtype::DType;
 pub use error::Error;
 pub use stats::Summary;

@@ -6,6 +6,10 @@
 //! - [`device_stats`]: MindSpore's device-statistic semantics (spec §7) on the host (the
 //!   "simulated backend"), built on `dump-stats`' precision model, so users without an NPU can
 //!   predict what `stat_calc_mode: "device"` will write.
+//! - [`tensor`](mod@tensor) (feature `std`): an Ascend [`DeviceTensor`] is a
+//!   `dump_stats::DeviceTensor`, the one device-tensor contract the Dumper takes: layout (device
+//!   format and host shape), conversion for `trans_flag`, statistics under the requested
+//!   precision.
 //! - `acl` (feature `acl`, on by default): the same statistics computed on an Ascend device
 //!   through aclnn, with `libascendcl.so`, `libnnopbase.so` and `libopapi.so` loaded at run
 //!   time (no toolkit needed to build).
@@ -37,6 +41,8 @@ pub mod convert;
 pub mod device_stats;
 pub mod error;
 pub mod format;
+#[cfg(feature = "std")]
+pub mod tensor;
 pub mod to_host;
 
 /// The README's examples, compiled and run as doctests.

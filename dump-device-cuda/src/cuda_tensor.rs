@@ -1,32 +1,36 @@
-//! [`CudaTensor`]: a device tensor bound to its GPU backend, stream, shape and precision —
-//! everything the Dumper's device-tensor trait asks for, with the same method signatures.
+//! [`CudaTensor`]: a device tensor bound to its GPU backend, stream and shape — a
+//! [`dump_stats::DeviceTensor`], so the Dumper takes it as it takes any device's tensor
+//! (`TensorRef::device(&cuda_tensor)`): statistics computed on the GPU in statistic-only mode
+//! (precision from the config's request), a device-to-host copy otherwise, large tensors
+//! streamed through pinned double buffers.
 
-use crate::{CudaStats, DeviceTensor, Error, Precision};
+use crate::{CudaStats, DeviceTensor, Error, PipelineError};
 use cudarc::driver::CudaStream;
-use dump_core::{DType, Summary};
-use dump_stats::precision::DeviceStats;
+use dump_core::DType;
+use dump_stats::{
+    Hashes,
+    device::{DeviceError, DeviceStatistics, StatsKind, StatsRequest},
+};
 use std::sync::Arc;
 
-/// A device tensor ready to hand to the Dumper (`dump-host`'s `DeviceTensor` trait is a
-/// one-line delegation to each method here).
+/// A GPU tensor ready to hand to the Dumper: the view, the backend that reads it, the stream
+/// it is ready on and its shape.
 #[derive(Clone, Copy, Debug)]
 pub struct CudaTensor<'a> {
     stats: &'a CudaStats,
     tensor: DeviceTensor<'a>,
     shape: &'a [usize],
     stream: &'a Arc<CudaStream>,
-    precision: Precision,
 }
 
 impl<'a> CudaTensor<'a> {
-    /// Binds `tensor` (whose element count must be the product of `shape`) to a backend,
-    /// the stream it is ready on and the configured `device_stat_precision_mode`.
+    /// Binds `tensor` (whose element count must be the product of `shape`) to a backend and
+    /// the stream it is ready on.
     pub fn new(
         stats: &'a CudaStats,
         tensor: DeviceTensor<'a>,
         shape: &'a [usize],
         stream: &'a Arc<CudaStream>,
-        precision: Precision,
     ) -> Result<Self, Error> {
         let elems = shape
             .iter()
@@ -44,58 +48,60 @@ impl<'a> CudaTensor<'a> {
             tensor,
             shape,
             stream,
-            precision,
         })
     }
 
-    /// Element type.
-    pub fn dtype(&self) -> DType {
+    /// The device view.
+    pub fn view(&self) -> &DeviceTensor<'a> {
+        &self.tensor
+    }
+}
+
+impl dump_stats::DeviceTensor for CudaTensor<'_> {
+    fn dtype(&self) -> DType {
         self.tensor.dtype()
     }
 
-    /// Dimensions.
-    pub fn shape(&self) -> &[usize] {
+    fn shape(&self) -> &[usize] {
         self.shape
     }
 
-    /// Statistics computed on the device (`Ok(None)` for an empty tensor). `Err(reason)`
-    /// when the device cannot (for example an unsupported dtype): the caller copies the
-    /// tensor and computes on the host.
-    pub fn device_summary(&self) -> Result<Option<Summary>, String> {
-        self.stats
-            .summarize(&self.tensor, self.precision, self.stream)
-            .map(|s| s.map(|s| s.summary))
-            .map_err(|e| e.to_string())
-    }
-
-    /// MindSpore's device-statistics row values (max, min, mean, norm under the precision
-    /// policy), computed on the device.
-    pub fn device_stats(&self) -> Result<Option<DeviceStats>, String> {
-        self.stats
-            .summarize(&self.tensor, self.precision, self.stream)
-            .map(|s| s.map(|s| s.device_stats()))
-            .map_err(|e| e.to_string())
-    }
-
-    /// Hands the tensor's bytes to `sink` in chunks through a pooled pinned pipeline
-    /// ([`CudaStats::copy_chunks`]): the next chunk copies while `sink` handles this one.
-    pub fn copy_chunks(
+    /// One fused kernel launch under `request.precision`: host semantics
+    /// ([`DeviceSummary::summary`](crate::DeviceSummary)) or MindSpore's device row values
+    /// ([`DeviceSummary::device_stats`](crate::DeviceSummary::device_stats)). Digests are not
+    /// computed on the GPU: a request that needs one is refused ([`Error::Digests`]).
+    fn statistics(
         &self,
-        sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
-    ) -> Result<(), String> {
+        request: &StatsRequest<'_>,
+    ) -> Result<Option<DeviceStatistics>, DeviceError> {
+        if Hashes::for_categories(request.categories).any() {
+            return Err(Error::Digests.into());
+        }
+        let s = self
+            .stats
+            .summarize(&self.tensor, request.precision, self.stream)?;
+        Ok(s.map(|s| match request.kind {
+            StatsKind::Host => DeviceStatistics::Host(s.summary),
+            StatsKind::Device => DeviceStatistics::Device(s.device_stats()),
+        }))
+    }
+
+    fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), DeviceError> {
+        Ok(self.stats.copy_to_host(&self.tensor, dst, self.stream)?)
+    }
+
+    /// Through a pooled pinned pipeline ([`CudaStats::copy_chunks`]): the next chunk copies
+    /// while `sink` handles this one.
+    fn copy_chunks(
+        &self,
+        sink: &mut dyn FnMut(&[u8]) -> Result<(), DeviceError>,
+    ) -> Result<(), DeviceError> {
         self.stats
             .copy_chunks(&self.tensor, self.stream, sink)
             .map_err(|e| match e {
-                crate::PipelineError::Device(e) => e.to_string(),
-                crate::PipelineError::Consumer(e) => e,
+                PipelineError::Device(e) => e.into(),
+                PipelineError::Consumer(e) => e,
             })
-    }
-
-    /// Copies the tensor's bytes (C order) into `dst`, exactly its storage size.
-    pub fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), String> {
-        self.stats
-            .copy_to_host(&self.tensor, dst, self.stream)
-            .map_err(|e| e.to_string())
     }
 }
 
@@ -105,8 +111,8 @@ mod tests {
 
     #[test]
     fn can_be_shared_with_writer_threads() {
-        // The Dumper's trait requires Sync.
-        fn sync<T: Sync>() {}
-        sync::<CudaTensor<'static>>();
+        // The device-tensor contract requires Sync.
+        fn device<T: dump_stats::DeviceTensor>() {}
+        device::<CudaTensor<'static>>();
     }
 }

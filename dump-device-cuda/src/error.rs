@@ -50,6 +50,9 @@ pub enum Error {
     Overflow,
     /// An error from `dump-core` (dtype sizes).
     Core(dump_core::Error),
+    /// Statistics with an MD5 or SHA-1 column were asked of the GPU, which computes no digests
+    /// (the Dumper computes them on the host).
+    Digests,
 }
 
 impl core::fmt::Display for Error {
@@ -90,6 +93,9 @@ impl core::fmt::Display for Error {
             } => write!(f, "{what}: expected {expected}, got {actual}"),
             Error::Overflow => f.write_str("tensor size overflows usize"),
             Error::Core(e) => write!(f, "{e}"),
+            Error::Digests => f.write_str(
+                "the GPU computes no md5 or hash:sha1 digests; they are computed on the host",
+            ),
         }
     }
 }

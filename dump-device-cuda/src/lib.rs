@@ -24,8 +24,9 @@
 //! - [`probe`]: cudarc panics when `libcuda`/`libnvrtc` are missing; every entry point here
 //!   checks first and returns [`Error::NoDriver`] / [`Error::NoNvrtc`] instead.
 //!
-//! Supported dtypes: float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8,
-//! bool. Others give [`Error::Unsupported`] (the Dumper falls back to host statistics).
+//! Statistics kernels: float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8,
+//! bool. Others give [`Error::Unsupported`] (the Dumper falls back to host statistics). Every
+//! dtype copies and streams, packed int4 and uint1 included (byte-addressed views).
 //!
 //! `high` accumulates in f64 (exact for every f16/bf16/f32 element and square; GPUs without
 //! fast f64 pay in arithmetic, but the kernel stays memory-bound on data-centre parts);

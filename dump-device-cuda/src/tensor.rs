@@ -21,9 +21,12 @@ pub struct DeviceTensor<'a> {
 impl<'a> DeviceTensor<'a> {
     /// Wraps `elems` elements of `dtype` at device address `ptr`.
     ///
-    /// Errors: packed dtypes (`int4`, `uint1`) have no byte address per element
-    /// ([`Error::Unsupported`]); `ptr` must be aligned to the element size
-    /// ([`Error::Misaligned`]); the byte size must not overflow ([`Error::Overflow`]).
+    /// Packed dtypes (`int4`, `uint1`) are byte-addressed: `ceil(elems / 2)` or
+    /// `ceil(elems / 8)` bytes, any alignment. They have no statistics kernel (the Dumper
+    /// computes their statistics on the host) but copy and stream like any tensor.
+    ///
+    /// Errors: `ptr` must be aligned to the element size ([`Error::Misaligned`]); the byte size
+    /// must not overflow ([`Error::Overflow`]).
     ///
     /// # Safety
     ///
@@ -32,8 +35,8 @@ impl<'a> DeviceTensor<'a> {
     /// it stays allocated, and nothing writes it while opdump's work on it is in flight
     /// (order it on the writer's stream, or synchronise first).
     pub unsafe fn from_raw(ptr: CUdeviceptr, dtype: DType, elems: usize) -> Result<Self, Error> {
-        let size = dtype.size().ok_or(Error::Unsupported(dtype))?;
-        let bytes = elems.checked_mul(size).ok_or(Error::Overflow)?;
+        let size = dtype.size().unwrap_or(1);
+        let bytes = dtype.storage_bytes(elems).ok_or(Error::Overflow)?;
         if !ptr.is_multiple_of(size as u64) {
             return Err(Error::Misaligned { ptr, align: size });
         }
@@ -56,8 +59,7 @@ impl<'a> DeviceTensor<'a> {
         dtype: DType,
         elems: usize,
     ) -> Result<Self, Error> {
-        let size = dtype.size().ok_or(Error::Unsupported(dtype))?;
-        let bytes = elems.checked_mul(size).ok_or(Error::Overflow)?;
+        let bytes = dtype.storage_bytes(elems).ok_or(Error::Overflow)?;
         let have = slice
             .len()
             .checked_mul(size_of::<T>())
@@ -124,9 +126,14 @@ mod tests {
                     align: 4
                 }
             );
+            // Packed dtypes are byte-addressed: 5 int4 in 3 bytes, 9 uint1 in 2, any address.
+            let t = DeviceTensor::from_raw(0x1001, DType::Int4, 5).unwrap();
+            assert_eq!((t.bytes(), t.elems(), t.dtype()), (3, 5, DType::Int4));
             assert_eq!(
-                DeviceTensor::from_raw(0x1000, DType::Int4, 2).unwrap_err(),
-                Error::Unsupported(DType::Int4)
+                DeviceTensor::from_raw(0x1003, DType::UInt1, 9)
+                    .unwrap()
+                    .bytes(),
+                2
             );
             assert_eq!(
                 DeviceTensor::from_raw(0x1000, DType::Float64, usize::MAX).unwrap_err(),

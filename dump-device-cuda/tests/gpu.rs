@@ -10,6 +10,10 @@ use dump_core::DType;
 use dump_device_cuda::{
     CudaStats, CudaTensor, DeviceTensor, Precision, driver_present, model, preload_nvrtc,
 };
+use dump_stats::{
+    CategorySet, DeviceTensor as _,
+    device::{DeviceStatistics, StatsKind, StatsRequest},
+};
 use opdump_test_support::{Prereq, check};
 use std::sync::Arc;
 
@@ -112,15 +116,28 @@ fn unsupported_dtypes_and_empty_tensors() {
     assert!(gpu.summarize(&t, Precision::High, &stream).is_err());
     let e = DeviceTensor::from_slice(&dev, DType::Float32, 0).unwrap();
     assert_eq!(gpu.summarize(&e, Precision::High, &stream).unwrap(), None);
-    // The Dumper adapter: the shape must match, and it reports through strings.
+    // The device-tensor contract: the shape must match; errors are the backend's, boxed.
     let f = DeviceTensor::from_slice(&dev, DType::Float32, 4).unwrap();
-    assert!(CudaTensor::new(&gpu, f, &[3], &stream, Precision::High).is_err());
-    let ct = CudaTensor::new(&gpu, f, &[2, 2], &stream, Precision::High).unwrap();
-    let s = ct.device_summary().unwrap().unwrap();
+    assert!(CudaTensor::new(&gpu, f, &[3], &stream).is_err());
+    let ct = CudaTensor::new(&gpu, f, &[2, 2], &stream).unwrap();
+    let cats = CategorySet::parse(["max"]).unwrap();
+    let req = StatsRequest {
+        precision: Precision::High,
+        categories: &cats,
+        kind: StatsKind::Host,
+    };
+    let Some(DeviceStatistics::Host(s)) = ct.statistics(&req).unwrap() else {
+        panic!("host semantics asked for")
+    };
     assert_eq!((s.count, s.zero), (4, 4));
     let mut host = [1u8; 16];
     ct.copy_to_host(&mut host).unwrap();
     assert_eq!(host, [0u8; 16]);
-    let u = CudaTensor::new(&gpu, t, &[4], &stream, Precision::High).unwrap();
-    assert!(u.device_summary().unwrap_err().contains("uint32"));
+    let u = CudaTensor::new(&gpu, t, &[4], &stream).unwrap();
+    assert!(
+        u.statistics(&req)
+            .unwrap_err()
+            .to_string()
+            .contains("uint32")
+    );
 }

@@ -22,6 +22,10 @@ use dump_device_cuda::{
     CudaStats, CudaTensor, DeviceTensor, Error, KernelId, PipelineError, Precision, model,
     nvrtc_present, preload_nvrtc,
 };
+use dump_stats::{
+    CategorySet, DeviceTensor as _,
+    device::{DeviceStatistics, StatsKind, StatsRequest},
+};
 use mock_driver::MockDriver;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -194,18 +198,49 @@ fn the_pipeline_overlaps_copies_and_returns_every_byte() {
     g.stats.copy_to_host(&t, &mut host, &stream).unwrap();
     assert!(host == bytes);
     let shape = [n];
-    let ct = CudaTensor::new(&g.stats, t, &shape, &stream, Precision::High).unwrap();
+    let ct = CudaTensor::new(&g.stats, t, &shape, &stream).unwrap();
     let mut host = vec![0u8; bytes.len()];
     ct.copy_to_host(&mut host).unwrap();
     assert!(host == bytes);
-    let s = ct.device_summary().unwrap().unwrap();
+    let cats = CategorySet::parse(["max", "min", "l2norm"]).unwrap();
+    let req = |precision, kind| StatsRequest {
+        precision,
+        categories: &cats,
+        kind,
+    };
+    let Some(DeviceStatistics::Host(s)) = ct
+        .statistics(&req(Precision::High, StatsKind::Host))
+        .unwrap()
+    else {
+        panic!("host semantics asked for")
+    };
     let want = model::summarize(DType::Float32, &bytes, n, Precision::High)
         .unwrap()
         .unwrap();
     assert_eq!(s.max.to_bits(), want.summary.max.to_bits());
     assert_eq!(s.sum_sq.to_bits(), want.summary.sum_sq.to_bits());
+    // The precision comes from the request: low gives the low model's device row.
+    let low = model::summarize(DType::Float32, &bytes, n, Precision::Low)
+        .unwrap()
+        .unwrap();
+    let Some(DeviceStatistics::Device(d)) = ct
+        .statistics(&req(Precision::Low, StatsKind::Device))
+        .unwrap()
+    else {
+        panic!("device semantics asked for")
+    };
+    let texts = |d: dump_stats::DeviceStats| [d.max, d.min, d.avg, d.l2norm].map(|v| v.to_string());
+    assert_eq!(texts(d), texts(low.device_stats()));
+    let md5 = CategorySet::parse(["max", "md5"]).unwrap();
+    let e = ct
+        .statistics(&StatsRequest {
+            categories: &md5,
+            ..req(Precision::High, StatsKind::Host)
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("no md5"), "{e}");
     assert!(
-        CudaTensor::new(&g.stats, t, &[n + 1], &stream, Precision::High).is_err(),
+        CudaTensor::new(&g.stats, t, &[n + 1], &stream).is_err(),
         "a shape that does not match the tensor is an error"
     );
 }

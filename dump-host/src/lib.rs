@@ -4,6 +4,11 @@
 //! through a bounded background writer ([`writer`]). It never prints: warnings are typed
 //! [`diag::Event`]s delivered to a sink you choose (one line to stderr by default).
 //!
+//! It also reads dumps back ([`read`]: opdump's and MindSpore's own, streamed in bounded
+//! chunks; [`read::inspect`] finds the first operator that went non-finite) and compares two
+//! ([`compare`]: the first divergent operator, per-pair metrics from one fused pass), which
+//! `opdump inspect` and `opdump compare` print.
+//!
 //! # Integrating it
 //!
 //! Open a [`Dumper`] once (here from config text; [`Dumper::from_env`] reads the file named by
@@ -86,3 +91,14 @@ pub use dumper::{
     MS_VERSION, Planned, Step, TensorRef,
 };
 pub use error::Error;
+
+/// Ascend tensors and device formats (feature `ascend`): `ascend::DeviceTensor` is a
+/// [`DeviceTensor`]; [`TensorRef::device_format`] wraps host bytes in a device format.
+#[cfg(feature = "ascend")]
+pub use dump_device_ascend as ascend;
+/// NVIDIA GPU tensors (feature `cuda`): `cuda::CudaTensor` is a [`DeviceTensor`].
+#[cfg(feature = "cuda")]
+pub use dump_device_cuda as cuda;
+/// The device-tensor contract (from `dump-stats`): implement [`DeviceTensor`] on a runtime's
+/// device tensor type to dump it; its statistics requests and layouts.
+pub use dump_stats::device;

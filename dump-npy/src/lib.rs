@@ -10,6 +10,9 @@
 //!   uint1 → `|u1`, each with the logical shape.
 //!   With `std`, [`write_to`] and [`write_file`] widen through a 1 MiB heap buffer instead,
 //!   which keeps widened writes to files as fast as plain ones.
+//! - **A chunked writer** ([`NpyStream`]) for tensors whose bytes arrive in pieces cut anywhere
+//!   (a device copy): split bf16 elements wait for their second byte, int4 nibbles and uint1
+//!   bits are unpacked per byte, and the file is byte-identical to the one-shot writer's.
 //! - **A hardened reader** ([`parse_header`], [`read_npy`], and with `std` [`read_file`]) for
 //!   npy versions 1.0, 2.0 and 3.0 in MindSpore's and numpy's styles, which returns errors,
 //!   never panics and never allocates more than the input's real size.
@@ -47,6 +50,7 @@ pub mod header;
 pub mod options;
 pub mod read;
 pub mod sink;
+pub mod stream;
 pub mod write;
 
 pub use error::Error;
@@ -58,6 +62,7 @@ pub use read::{Dims, Header, header_len_from_prefix, parse_header, read_npy};
 #[cfg(feature = "std")]
 pub use sink::IoSink;
 pub use sink::{NpySink, SliceSink};
+pub use stream::NpyStream;
 pub use write::{MIN_SCRATCH_LEN, NpyLayout, SCRATCH_LEN, write_npy, write_npy_with_scratch};
 
 /// The README's example, compiled and run as a doctest.

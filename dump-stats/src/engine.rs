@@ -30,7 +30,7 @@
 //! speed for one tensor (about 0.75 GB/s for MD5); batches ([`Engine::summarize_many`]) hash
 //! different tensors on different cores.
 
-use crate::{Error, Hashes, TensorStats};
+use crate::{Error, Hashes, StreamStats, TensorStats};
 use dump_core::{
     DType, Summary,
     hash::{Md5Stream, MsSha1},
@@ -118,25 +118,12 @@ fn fold(partials: impl Iterator<Item = Summary>) -> Option<Summary> {
     (!acc.is_empty()).then_some(acc)
 }
 
-/// The statistics and digests of one tensor on the calling thread, fused block by block.
-fn sequential(
-    b: &Blocks<'_>,
-    md5: Option<&mut Md5Stream>,
-    sha1: Option<&mut MsSha1>,
-) -> Result<Option<Summary>, Error> {
-    let (mut md5, mut sha1) = (md5, sha1);
-    let mut acc = Summary::EMPTY;
-    for i in 0..b.count {
-        let (bytes, _) = b.get(i);
-        acc.merge(&b.partial(i)?);
-        if let Some(h) = md5.as_deref_mut() {
-            h.update(bytes);
-        }
-        if let Some(h) = sha1.as_deref_mut() {
-            h.update(bytes);
-        }
-    }
-    Ok((!acc.is_empty()).then_some(acc))
+/// The statistics and digests of one tensor on the calling thread, fused piece by piece: the
+/// streaming accumulator, fed the whole tensor at once.
+fn sequential(t: TensorRef<'_>, hashes: Hashes) -> Result<TensorStats, Error> {
+    let mut s = StreamStats::new(t.dtype, t.elems, hashes)?;
+    s.update(t.data)?;
+    s.finish()
 }
 
 /// Block partials claimed dynamically from `next` until none is left: `(index, partial)`.
@@ -221,46 +208,42 @@ impl Engine {
     /// [`Error::Core`]`(LengthMismatch)`.
     pub fn summarize(&self, t: TensorRef<'_>, hashes: Hashes) -> Result<TensorStats, Error> {
         let b = Blocks::new(t)?;
-        let mut md5 = hashes.md5.then(Md5Stream::new);
-        let mut sha1 = hashes.sha1.then(|| MsSha1::new(t.dtype, t.elems));
-        let parallel = self.threads > 1 && b.count > 1 && t.data.len() >= self.split_threshold;
-        let summary = if !parallel {
-            sequential(&b, md5.as_mut(), sha1.as_mut())?
+        if self.threads > 1 && b.count > 1 && t.data.len() >= self.split_threshold {
+            self.parallel(&b, hashes)
         } else {
-            self.parallel(&b, md5.as_mut(), sha1.as_mut())?
-        };
-        Ok(TensorStats {
-            summary,
-            md5: md5.map(Md5Stream::finish),
-            sha1: sha1.map(MsSha1::finish),
-        })
+            sequential(t, hashes)
+        }
     }
 
-    fn parallel(
-        &self,
-        b: &Blocks<'_>,
-        md5: Option<&mut Md5Stream>,
-        sha1: Option<&mut MsSha1>,
-    ) -> Result<Option<Summary>, Error> {
+    fn parallel(&self, b: &Blocks<'_>, hashes: Hashes) -> Result<TensorStats, Error> {
         let data = b.t.data;
-        let hashers = usize::from(md5.is_some()) + usize::from(sha1.is_some());
-        if hashers >= self.threads {
+        let mut md5 = hashes.md5.then(Md5Stream::new);
+        if hashes.count() >= self.threads {
             // Two digests on two threads: MD5 alone on a worker, SHA-1 fused with the
             // statistics here.
-            return thread::scope(|s| {
-                let h = md5.map(|m| s.spawn(move || m.update(data)));
-                let r = sequential(b, None, sha1);
+            let sha1_only = Hashes {
+                md5: false,
+                ..hashes
+            };
+            let r = thread::scope(|s| {
+                let h = md5.as_mut().map(|m| s.spawn(move || m.update(data)));
+                let r = sequential(b.t, sha1_only);
                 if let Some(h) = h {
                     join(h);
                 }
                 r
             });
+            return Ok(TensorStats {
+                md5: md5.map(Md5Stream::finish),
+                ..r?
+            });
         }
-        let stats_threads = self.threads - hashers;
+        let mut sha1 = hashes.sha1.then(|| MsSha1::new(b.t.dtype, b.t.elems));
+        let stats_threads = self.threads - hashes.count();
         let next = AtomicUsize::new(0);
         let parts = thread::scope(|s| {
-            let hm = md5.map(|m| s.spawn(move || m.update(data)));
-            let hs = sha1.map(|m| s.spawn(move || m.update(data)));
+            let hm = md5.as_mut().map(|m| s.spawn(move || m.update(data)));
+            let hs = sha1.as_mut().map(|m| s.spawn(move || m.update(data)));
             let workers: Vec<_> = (1..stats_threads)
                 .map(|_| s.spawn(|| claim_blocks(b, &next)))
                 .collect();
@@ -280,7 +263,11 @@ impl Engine {
                 slots[i] = p;
             }
         }
-        Ok(fold(slots.into_iter()))
+        Ok(TensorStats {
+            summary: fold(slots.into_iter()),
+            md5: md5.map(Md5Stream::finish),
+            sha1: sha1.map(MsSha1::finish),
+        })
     }
 
     /// The statistics and digests of many tensors, results in input order (each identical to

@@ -9,6 +9,10 @@
 //! - [`engine`] (feature `std`): the parallel host engine: statistics plus MD5/SHA-1 of a tensor
 //!   in one pass over memory, big tensors split across threads, batches of tensors over all
 //!   cores, results independent of the thread count.
+//! - [`stream`] (feature `alloc`): [`StreamStats`], statistics plus MD5/SHA-1 over chunks of any
+//!   length, bit-identical to the one-shot result (the engine and the Dumper's streamed device
+//!   tensors both use it).
+//! - [`device`] (feature `std`): [`DeviceTensor`], the contract every device backend implements.
 //!
 //! Without `std` the crate is `no_std` and allocation-free (`alloc` adds owned rows).
 //!
@@ -57,12 +61,20 @@ extern crate alloc;
 pub mod category;
 pub mod csv;
 #[cfg(feature = "std")]
+pub mod device;
+#[cfg(feature = "std")]
 pub mod engine;
 pub mod error;
 pub mod precision;
+#[cfg(feature = "alloc")]
+pub mod stream;
 pub mod tensor_stats;
 
 pub use category::{Category, CategorySet};
+#[cfg(feature = "std")]
+pub use device::{DeviceError, DeviceStatistics, DeviceTensor, Layout, StatsKind, StatsRequest};
 pub use error::Error;
 pub use precision::{DeviceStats, DeviceValue, Precision, device_statistics};
+#[cfg(feature = "alloc")]
+pub use stream::StreamStats;
 pub use tensor_stats::{Hashes, TensorStats};

@@ -221,15 +221,64 @@ fn bad_model_missing_input_unknown_input_and_shape_mismatch_are_clear_errors() {
 }
 
 #[test]
-fn a_closed_stderr_and_stdout_do_not_stop_the_dump() {
+fn closed_stdout_and_stderr_do_not_stop_the_dump() {
     let tmp = Tmp::new("closed");
-    let st = Command::new(env!("CARGO_BIN_EXE_opdump"))
-        .args(["run", &fixture("add2.onnx"), "--out", &tmp.s()])
+    // the shell closes fds 1 and 2 before exec: every print fails with EBADF
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg("exec 1>&- 2>&-; exec \"$0\" run \"$1\" --out \"$2\"")
+        .arg(env!("CARGO_BIN_EXE_opdump"))
+        .arg(fixture("add2.onnx"))
+        .arg(tmp.s())
         .env_remove("MINDSPORE_DUMP_CONFIG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdin(Stdio::null())
         .status()
         .unwrap();
     assert_eq!(st.code(), Some(0));
+    // add1: 2 inputs + 1 output, mul1: 2 + 1, Parameters a and b
     assert_eq!(npy(&tmp.0.join("rank_0/add2/0/0")).len(), 2 * 3 + 2);
+}
+
+#[test]
+fn an_unknown_ignore_useless_output_value_is_warned_about_and_means_1() {
+    let tmp = Tmp::new("useless");
+    let o = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .args(["run", &fixture("add2.onnx"), "--out", &tmp.s()])
+        .env_remove("MINDSPORE_DUMP_CONFIG")
+        .env("MINDSPORE_DUMP_IGNORE_USELESS_OUTPUT", "yes")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("warning: MINDSPORE_DUMP_IGNORE_USELESS_OUTPUT=\"yes\" is not 0 or 1: using 1"),
+        "{e}"
+    );
+    let ok = opdump(&[&fixture("add2.onnx"), "--out", &tmp.s()]);
+    assert!(!text(&ok.stderr).contains("IGNORE_USELESS"));
+}
+
+#[test]
+fn a_tensor_type_without_a_mindspore_dtype_is_skipped_with_one_warning() {
+    let tmp = Tmp::new("tdim");
+    let o = opdump(&[&fixture("shape_of.onnx"), "--out", &tmp.s(), "--steps", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let e = text(&o.stderr);
+    let warned: Vec<&str> = e
+        .lines()
+        .filter(|l| l.contains("tract type TDim"))
+        .collect();
+    assert_eq!(
+        warned.len(),
+        1,
+        "one warning for the type, not one per step: {e}"
+    );
+    assert!(warned[0].starts_with("warning: constant shape1"), "{e}");
+    assert!(
+        !tmp.0
+            .join("rank_0/shape_of/0/constants")
+            .read_dir()
+            .unwrap()
+            .any(|f| { f.unwrap().file_name().to_string_lossy().contains("shape1") })
+    );
 }

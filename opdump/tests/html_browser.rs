@@ -11,28 +11,9 @@ use std::{
     process::Command,
 };
 
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 fn prerequisites() -> bool {
-    if !opdump_test_support::require(opdump_test_support::Prereq::Python3) {
-        return false;
-    }
-    if have("chromium") {
-        return true;
-    }
-    let why = "chromium not on PATH (apt-get install -y --no-install-recommends chromium)";
-    if std::env::var("CI")
-        .is_ok_and(|v| ["true", "1", "yes"].contains(&v.to_ascii_lowercase().as_str()))
-    {
-        panic!("{why}; CI=true: a test that cannot run fails");
-    }
-    eprintln!("SKIP: {why}");
-    false
+    use opdump_test_support::{Prereq, require};
+    require(Prereq::Python3) && require(Prereq::Chromium)
 }
 
 fn tmpdir(name: &str) -> PathBuf {

@@ -570,3 +570,174 @@ fn ctrl_c_leaves_no_partial_output_file() {
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// A dump of two kernels, outputs only, with a graph file: `{a}` (Relu, value `r`) feeds `{b}`
+/// (Add, value `s`).
+fn graph_dump(root: &Path, a: &str, b: &str, b_out: &[f32]) -> PathBuf {
+    let g = root.join("rank_0/graphs");
+    std::fs::create_dir_all(&g).unwrap();
+    std::fs::write(
+        g.join("ms_output_trace_code_graph_0.ir"),
+        format!(
+            "  %0(r) = Relu(%para1_x)\n      # Fullname with scope: (Default/{a})\n  %1(s) = Add(%0, %para2_w)\n      # Fullname with scope: (Default/{b})\n"
+        ),
+    )
+    .unwrap();
+    tree(
+        root,
+        &[
+            (
+                &format!("Relu.Default_{a}.0.0.10.output.0.DefaultFormat.float32.npy"),
+                npy_f32(&[1.0, 2.0]),
+            ),
+            (
+                &format!("Add.Default_{b}.0.0.20.output.0.DefaultFormat.float32.npy"),
+                npy_f32(b_out),
+            ),
+        ],
+    )
+}
+
+#[test]
+fn graph_files_give_producers_to_inspect_and_value_names_to_compare() {
+    let tmp = tmpdir("graph");
+    let bad = graph_dump(&tmp.join("bad"), "Relu-op0", "Add-op1", &[f32::NAN, 1.0]);
+    let o = opdump(&["inspect", bad.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let f = &json_of(&o)["first_nonfinite"];
+    assert_eq!(f["op_name"], "Default_Add-op1");
+    assert_eq!(
+        f["basis"], "finite_producers",
+        "inputs not dumped, producer finite: {f}"
+    );
+    // Another runtime named the kernels differently; the graphs' value names pair them.
+    let other = graph_dump(
+        &tmp.join("other"),
+        "relu_node-Relu-op7",
+        "add_node-Add-op9",
+        &[3.0, 1.0],
+    );
+    let o = opdump(&[
+        "compare",
+        other.to_str().unwrap(),
+        bad.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json_of(&o);
+    let rules: Vec<&str> = j["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["value", "value"]);
+    assert_eq!(j["first_divergent"]["op_name"], "Default_add_node-Add-op9");
+    assert_eq!(j["first_divergent"]["b_op_name"], "Default_Add-op1");
+    // Without graph files the run order pairs them, op types checked.
+    std::fs::remove_dir_all(other.join("rank_0/graphs")).unwrap();
+    let o = opdump(&[
+        "compare",
+        other.to_str().unwrap(),
+        bad.to_str().unwrap(),
+        "--json",
+    ]);
+    let j = json_of(&o);
+    let rules: Vec<&str> = j["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["order", "order"]);
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn statistic_only_dumps_are_inspected_and_compared_from_their_rows() {
+    let tmp = tmpdir("statonly");
+    let (clean, bad) = (tmp.join("clean"), tmp.join("bad"));
+    for (dir, inject) in [(&clean, None), (&bad, Some("1"))] {
+        // MindSpore's default columns only: max, min, l2norm (no counts).
+        let mut args = vec![
+            "demo",
+            "--out",
+            dir.to_str().unwrap(),
+            "--steps",
+            "2",
+            "--batch",
+            "2",
+            "--no-baseline",
+            "--saved-data",
+            "statistic",
+            "--categories",
+            "default",
+        ];
+        if let Some(s) = inject {
+            args.extend(["--inject-nan", s]);
+        }
+        let o = opdump(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let o = opdump(&["inspect", bad.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let f = &json_of(&o)["first_nonfinite"];
+    assert_eq!(
+        f["op_name"],
+        "Default_network-WithLossCell__backbone-LeNet5_relu-ReLU_ReLU-op0"
+    );
+    assert_eq!(
+        f["basis"], "finite_inputs",
+        "finite max/min of the inputs prove them finite: {f}"
+    );
+    let o = opdump(&[
+        "compare",
+        bad.to_str().unwrap(),
+        clean.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json_of(&o);
+    let p = j["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["diverged"] == true)
+        .unwrap();
+    assert_eq!(p["outcome"]["kind"], "statistics");
+    assert_eq!(p["a"]["op_type"], "ReLU");
+    assert_eq!(j["first_divergent"]["iteration"], 1);
+    // The same run dumped as tensors only: its statistics come from the files and match the
+    // rows of the statistic-only dump.
+    let tensors = tmp.join("tensors");
+    let o = opdump(&[
+        "demo",
+        "--out",
+        tensors.to_str().unwrap(),
+        "--steps",
+        "2",
+        "--batch",
+        "2",
+        "--no-baseline",
+        "--saved-data",
+        "tensor",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = opdump(&[
+        "compare",
+        tensors.to_str().unwrap(),
+        clean.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json_of(&o);
+    assert_eq!(j["only_in_a"].as_array().unwrap().len(), 0);
+    assert!(
+        j["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["outcome"]["kind"] == "statistics")
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}

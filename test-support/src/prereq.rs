@@ -33,6 +33,8 @@ pub enum Prereq {
     /// The MindSpore 2.10 reference output (`tests/fixtures/reference/` or
     /// `$OPDUMP_REFERENCE_DIR`).
     ReferenceData,
+    /// Headless `chromium` (loads the `--html` pages of `inspect` and `compare`).
+    Chromium,
     /// The ONNX Runtime shared library named by `ORT_DYLIB_PATH`
     /// (`adapters/dump-ort/ci/fetch-ort.sh` prints one).
     OnnxRuntime,
@@ -51,12 +53,13 @@ impl fmt::Display for Prereq {
             Prereq::Nvrtc => "NVRTC (libnvrtc.so.12)",
             Prereq::Gpu => "a usable NVIDIA GPU",
             Prereq::ReferenceData => "the MindSpore reference data",
+            Prereq::Chromium => "chromium (apt-get install chromium)",
             Prereq::OnnxRuntime => "libonnxruntime (ORT_DYLIB_PATH)",
         })
     }
 }
 
-const ALL: [Prereq; 11] = [
+const ALL: [Prereq; 12] = [
     Prereq::Python3,
     Prereq::Numpy,
     Prereq::Gzip,
@@ -67,6 +70,7 @@ const ALL: [Prereq; 11] = [
     Prereq::Nvrtc,
     Prereq::Gpu,
     Prereq::ReferenceData,
+    Prereq::Chromium,
     Prereq::OnnxRuntime,
 ];
 
@@ -94,6 +98,7 @@ impl Prereq {
                 "{self} has no probe in opdump-test-support; the test must probe it and call check"
             )),
             Prereq::ReferenceData => crate::reference::probe(),
+            Prereq::Chromium => run_ok(Command::new("chromium").arg("--version")),
             Prereq::OnnxRuntime => match std::env::var_os("ORT_DYLIB_PATH") {
                 Some(p) if std::path::Path::new(&p).is_file() => Ok(()),
                 Some(p) if !p.is_empty() => Err(format!("ORT_DYLIB_PATH={p:?} is not a file")),

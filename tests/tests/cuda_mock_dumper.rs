@@ -12,7 +12,7 @@ mod mock_driver;
 mod nvrtc_probe;
 
 use dump_core::DType;
-use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor, Precision};
+use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor};
 use dump_host::{DumpOptions, Dumper, TensorRef, config::Device, writer::WriterConfig};
 use opdump_tests::{
     config::{config, f32_bytes, no_env},
@@ -88,7 +88,7 @@ fn gpu_tensors_dump_like_host_tensors() {
     let shape = [100usize, 100];
     let dev = stream.clone_htod(&bytes).unwrap();
     let t = DeviceTensor::from_slice(&dev, DType::Float32, values.len()).unwrap();
-    let ct = CudaTensor::new(&gpu, t, &shape, &stream, Precision::High).unwrap();
+    let ct = CudaTensor::new(&gpu, t, &shape, &stream).unwrap();
 
     // Statistics only: computed on the device; only the block partials cross the bus.
     mock.log(true);
@@ -163,4 +163,44 @@ fn gpu_tensors_dump_like_host_tensors() {
         bytes.len(),
         "only the tensor stays allocated"
     );
+
+    // Packed dtypes have no statistics kernel, but their byte-addressed views stream like any
+    // tensor: int4 and uint1 GPU tensors of odd lengths, written by a synchronous writer, go
+    // through the pinned pipeline into the file and the row, which equal the host dump's.
+    for (dtype, n) in [(DType::Int4, 10_001usize), (DType::UInt1, 10_003)] {
+        let packed: Vec<u8> = (0..dtype.storage_bytes(n).unwrap())
+            .map(|i| (i * 37 % 251) as u8)
+            .collect();
+        let dev = stream.clone_htod(&packed).unwrap();
+        let t = DeviceTensor::from_slice(&dev, dtype, n).unwrap();
+        let shape = [n];
+        let ct = CudaTensor::new(&gpu, t, &shape, &stream).unwrap();
+        mock.log(true);
+        let on_gpu = TempDir::new("cuda-mock-packed");
+        let gpu_row = dump_with(
+            &on_gpu,
+            "full",
+            TensorRef::device(&ct),
+            WriterConfig::sync(),
+        );
+        let log = mock.log(true);
+        let copy = format!("cuMemcpyDtoHAsync {} pinned", packed.len());
+        assert!(log.contains(&copy), "{dtype}: not streamed:\n{log}");
+        let on_host = TempDir::new("cuda-mock-packed-host");
+        let host = TensorRef::host(dtype, &shape, &packed);
+        let host_row = dump_with(&on_host, "full", host, WriterConfig::sync());
+        assert_eq!(gpu_row, host_row, "{dtype}");
+        let read = |d: &TempDir| {
+            let f = npy_files(d.path());
+            assert_eq!(f.len(), 1, "{f:?}");
+            dump_npy::read_file(&f[0]).unwrap()
+        };
+        let (g, h) = (read(&on_gpu), read(&on_host));
+        assert_eq!(
+            (g.shape, g.data.len()),
+            (vec![n], n),
+            "{dtype}: one byte per element"
+        );
+        assert!(g.data == h.data, "{dtype}: streamed file = host file");
+    }
 }

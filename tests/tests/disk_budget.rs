@@ -7,8 +7,12 @@ use std::{
     sync::atomic::{AtomicUsize, Ordering},
 };
 
-use dump_core::{DType, Summary};
-use dump_host::{DeviceTensor, DumpOptions, Dumper, TensorRef, writer::WriterConfig};
+use dump_core::DType;
+use dump_host::{
+    DeviceTensor, DumpOptions, Dumper, TensorRef,
+    device::{DeviceError, DeviceStatistics, StatsRequest},
+    writer::WriterConfig,
+};
 use opdump::cli;
 use opdump_tests::{
     config::{config, f32_bytes, no_env},
@@ -78,10 +82,10 @@ impl DeviceTensor for Counting {
     fn shape(&self) -> &[usize] {
         &[256]
     }
-    fn device_summary(&self) -> Result<Option<Summary>, String> {
+    fn statistics(&self, _: &StatsRequest<'_>) -> Result<Option<DeviceStatistics>, DeviceError> {
         Err("host statistics, please".into())
     }
-    fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), String> {
+    fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), DeviceError> {
         self.copies.fetch_add(1, Ordering::Relaxed);
         dst.copy_from_slice(&self.bytes);
         Ok(())

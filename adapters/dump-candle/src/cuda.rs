@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use candle_core::{CudaStorage, Layout, backend::BackendStorage};
-use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor, Precision};
+use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor};
 use dump_host::TensorRef;
 
 /// One statistics backend per CUDA context, created at the first CUDA tensor.
@@ -44,7 +44,8 @@ pub(crate) fn with_cuda_ref<R>(
     // from candle's layout of that storage), which stays allocated and unwritten while
     // `storage` is read-locked for this call; reads are ordered on candle's own stream.
     let view = unsafe { DeviceTensor::from_raw(ptr, dtype, elems) }.ok()?;
-    let t = CudaTensor::new(&stats, view, layout.dims(), &stream, Precision::default()).ok()?;
+    // The precision comes from the config, through the Dumper's statistics request.
+    let t = CudaTensor::new(&stats, view, layout.dims(), &stream).ok()?;
     Some(f(TensorRef::device(&t)))
 }
 

@@ -91,12 +91,16 @@ impl From<dump_host::Error> for Error {
 
 /// Runs one step of `state` on `inputs` with every node dumped as graph 0 of `dumper`: the
 /// one-call integration. The graph is described to the Dumper at the first call (and again
-/// only if the plan changes). Use [`TractDump`] to choose the graph id or to read the
+/// only if the plan changes); with a disabled Dumper it is `state.run(inputs)`. Use [`TractDump`] to choose the graph id or to read the
 /// diagnostics (unsupported tensor types).
 pub fn run_dumped(
     dumper: &mut Dumper,
     state: &mut TypedSimpleState,
     inputs: TVec<TValue>,
 ) -> Result<TVec<TValue>, Error> {
+    if !dumper.is_enabled() {
+        // MINDSPORE_DUMP_CONFIG unset: plain tract, nothing described or hooked
+        return state.run(inputs).map_err(Error::Tract);
+    }
     TractDump::new(state.plan(), 0).run(dumper, state, inputs)
 }

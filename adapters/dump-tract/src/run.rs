@@ -85,17 +85,14 @@ impl TractDump {
         &self.diagnostics
     }
 
-    /// Describes the graph to the Dumper (unless it already holds this very description) and
-    /// dumps the constants, once.
+    /// Switches the Dumper to this graph, describing it first when the Dumper does not hold this
+    /// very description yet, and dumps the constants once.
     fn announce(&mut self, dumper: &mut Dumper, plan: &TypedSimplePlan) -> Result<(), Error> {
-        if self.announced {
-            return Ok(());
-        }
-        self.announced = true;
-        if dumper.graph(self.graph_id) == Some(&self.described.graph) {
-            return Ok(());
-        }
+        let known = dumper.graph(self.graph_id) == Some(&self.described.graph);
         dumper.begin_graph_with(self.graph_id, &self.described.graph)?;
+        if std::mem::replace(&mut self.announced, true) || known {
+            return Ok(());
+        }
         if dumper.plan().map(|p| p.op_debug_mode) != Some(OpDebugMode::Off) {
             return Ok(()); // overflow/exception dumps hold kernels only
         }

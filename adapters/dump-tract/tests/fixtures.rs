@@ -7,7 +7,14 @@ use std::{
 };
 
 use dump_core::DType;
-use dump_host::{DumpOptions, Dumper, layout::parse_file_name, layout::sanitize};
+use dump_host::{
+    DumpOptions, Dumper,
+    layout::{TensorFileName, sanitize},
+};
+
+fn parse_file_name(name: &str) -> Option<TensorFileName<'_>> {
+    TensorFileName::parse(name)
+}
 use dump_tract::{TractDump, tract_onnx::prelude::*};
 
 fn fixtures() -> PathBuf {
@@ -226,7 +233,7 @@ fn cnn_two_full_steps_match_plan_order_counts_reference_values_and_numpy() {
                         let f = parse_file_name(&name).unwrap();
                         f.op_name == sanitize(&n.name)
                             && f.io.as_str() == "output"
-                            && f.slot == slot as u64
+                            && f.slot == slot as u32
                     })
                     .collect();
                 assert_eq!(got.len(), 1, "{} output {slot} in step {step}", n.name);
@@ -319,4 +326,95 @@ fn f16_cast_pair_dumps_float16_tensors_equal_to_the_reference() {
         f16 >= 2,
         "the cast to f16 and the f16 add dump Float16 files"
     );
+}
+
+#[test]
+fn run_dumped_is_one_call_per_step_and_plain_tract_when_disabled() {
+    let tmp = Tmp::new("one-call");
+    let plan = plan("cnn");
+    let mut state = plan.spawn().unwrap();
+    let plain = state.run(input("cnn")).unwrap();
+    let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
+    for _ in 0..2 {
+        let out = dump_tract::run_dumped(&mut d, &mut state, input("cnn")).unwrap();
+        assert_eq!(
+            out[0].as_plain_ram().unwrap().as_bytes(),
+            plain[0].as_plain_ram().unwrap().as_bytes()
+        );
+    }
+    let g = d.graph(0).expect("the graph was described").clone();
+    assert_eq!(g.nodes.len(), 7);
+    d.close().unwrap();
+    let rank = tmp.0.join("rank_0");
+    for step in ["0", "1"] {
+        let csv =
+            std::fs::read_to_string(rank.join("Net/0").join(step).join("statistic.csv")).unwrap();
+        let per_step: usize = g
+            .nodes
+            .iter()
+            .map(|n| n.inputs.len() + n.outputs.len())
+            .sum::<usize>()
+            + 1;
+        assert_eq!(csv.lines().count(), per_step + 1, "{csv}");
+    }
+    assert!(
+        rank.join("graphs/ms_output_trace_code_graph_0.ir")
+            .is_file()
+    );
+
+    let mut off = Dumper::disabled();
+    let out = dump_tract::run_dumped(&mut off, &mut state, input("cnn")).unwrap();
+    assert_eq!(
+        out[0].as_plain_ram().unwrap().as_bytes(),
+        plain[0].as_plain_ram().unwrap().as_bytes()
+    );
+    assert!(
+        off.graph(0).is_none(),
+        "a disabled Dumper is not even told about the graph"
+    );
+}
+
+#[test]
+fn two_plans_on_one_dumper_alternate_between_their_graphs() {
+    let tmp = Tmp::new("two-graphs");
+    let (cnn, add2) = (plan("cnn"), plan("add2"));
+    let (mut s1, mut s2) = (cnn.spawn().unwrap(), add2.spawn().unwrap());
+    let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
+    let (mut t1, mut t2) = (TractDump::new(&cnn, 0), TractDump::new(&add2, 1));
+    let ab = || {
+        let v = |n: &str| values(&fixtures().join(format!("add2/inputs/{n}.npy")));
+        let ((sa, a), (sb, b)) = (v("a"), v("b"));
+        tvec!(
+            Tensor::from_shape(&sa, &a).unwrap().into_tvalue(),
+            Tensor::from_shape(&sb, &b).unwrap().into_tvalue()
+        )
+    };
+    for _ in 0..2 {
+        t1.run(&mut d, &mut s1, input("cnn")).unwrap();
+        t2.run(&mut d, &mut s2, ab()).unwrap();
+    }
+    d.close().unwrap();
+    let net = tmp.0.join("rank_0/Net");
+    let dirs = |g: &str| {
+        let mut v: Vec<String> = std::fs::read_dir(net.join(g))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(dirs("0"), ["0", "2"]);
+    assert_eq!(dirs("1"), ["1", "3"]);
+    let rows = std::fs::read_to_string(net.join("1/3/statistic.csv")).unwrap();
+    assert_eq!(
+        rows.lines().count(),
+        1 + 3 + 3 + 2,
+        "add1, mul1 and the two inputs: {rows}"
+    );
+    for g in ["0", "1"] {
+        let ir = tmp
+            .0
+            .join(format!("rank_0/graphs/ms_output_trace_code_graph_{g}.ir"));
+        assert!(ir.is_file());
+    }
 }

@@ -33,6 +33,12 @@ pub fn compare_files(
             format!("stored dtypes differ: {} vs {}", fa.dtype, fb.dtype),
         ));
     }
+    if fa.fortran_order != fb.fortran_order {
+        return Err(mismatch(
+            a,
+            "memory orders differ (one file is Fortran-ordered): elements cannot be paired".into(),
+        ));
+    }
     if fa.shape != fb.shape {
         return Err(mismatch(
             a,
@@ -166,7 +172,16 @@ pub(super) fn measure(
         }
         return r;
     }
-    // Statistics (or digests) only.
+    // Statistics (or digests) only: a side that has its file but no complete row gets its
+    // statistics from the file.
+    for (t, s) in [(ta, &mut r.stats_a), (tb, &mut r.stats_b)] {
+        if t.file.is_some()
+            && !s.is_complete()
+            && let Ok(full) = t.stats(dump_stats::Hashes::NONE)
+        {
+            s.fill_from(full);
+        }
+    }
     let (sa, sb) = (&r.stats_a, &r.stats_b);
     let vals = |s: &Stats| [s.max, s.min, s.avg, s.l2norm];
     let mut rels = [None; 4];

@@ -1,5 +1,6 @@
-//! Comparing two dumps: tensors paired across the dumps ([`pair`]), per-pair metrics from one
-//! fused pass over both files ([`metrics`]), and the first divergent operator in run order.
+//! Comparing two dumps: tensors paired across the dumps ([`pair_tensors`]), per-pair metrics
+//! from one fused pass over both files ([`compare_files`]), and the first divergent operator
+//! in run order.
 //!
 //! A pair **diverges** when an element is outside its dtype's tolerance (numpy's `allclose`
 //! rule `|a - b| <= atol + rtol * |b|`, defaults in
@@ -28,7 +29,8 @@ use crate::read::{Dump, Stats};
 #[derive(Clone, Debug, Default)]
 pub struct Tolerances {
     overrides: HashMap<DType, Tolerance>,
-    all: Option<Tolerance>,
+    rtol: Option<f64>,
+    atol: Option<f64>,
 }
 
 impl Tolerances {
@@ -37,18 +39,23 @@ impl Tolerances {
         self.overrides.insert(dtype, tol);
     }
 
-    /// Overrides every dtype without its own override.
-    pub fn set_all(&mut self, tol: Tolerance) {
-        self.all = Some(tol);
+    /// Overrides rtol and/or atol of every dtype without its own override (`None` keeps the
+    /// dtype's default for that one).
+    pub fn set_all(&mut self, rtol: Option<f64>, atol: Option<f64>) {
+        self.rtol = rtol;
+        self.atol = atol;
     }
 
     /// The tolerance used for `dtype`.
     pub fn get(&self, dtype: DType) -> Tolerance {
-        self.overrides
-            .get(&dtype)
-            .copied()
-            .or(self.all)
-            .unwrap_or_else(|| Tolerance::default_for(dtype))
+        if let Some(t) = self.overrides.get(&dtype) {
+            return *t;
+        }
+        let d = Tolerance::default_for(dtype);
+        Tolerance {
+            rtol: self.rtol.unwrap_or(d.rtol),
+            atol: self.atol.unwrap_or(d.atol),
+        }
     }
 }
 

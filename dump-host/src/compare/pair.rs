@@ -2,7 +2,10 @@
 //!
 //! 1. **name**: same rank, iteration, op name, IO and slot (the normal case: two runs of the
 //!    same program).
-//! 2. **order**: kernels that found no partner by name are paired by their position in the run
+//! 2. **value**: kernels that found no partner by name, whose graph nodes (`graphs/*.ir`)
+//!    define the same value name (the ONNX value name the adapters keep), in the same rank and
+//!    iteration. Their tensors pair by IO and slot.
+//! 3. **order**: kernels that found no partner by name are paired by their position in the run
 //!    order of the same rank and iteration, when their op types agree (two runtimes or two
 //!    frameworks that name ops differently); a kernel whose op type does not match the next
 //!    few unpaired kernels of the other side stays unpaired. Their tensors pair by IO and slot.
@@ -18,6 +21,8 @@ use crate::read::{Dump, KernelRef};
 pub enum PairRule {
     /// Same rank, iteration, op name, IO and slot.
     Name,
+    /// Same value name in the graph files (an ONNX value name), same IO and slot.
+    Value,
     /// Same position in the run order, same op type, same IO and slot.
     Order,
 }
@@ -27,6 +32,7 @@ impl PairRule {
     pub const fn as_str(self) -> &'static str {
         match self {
             PairRule::Name => "name",
+            PairRule::Value => "value",
             PairRule::Order => "order",
         }
     }
@@ -82,7 +88,28 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
             }
         }
     }
-    // The order rule over kernels untouched by the name rule, per (rank, iteration).
+    // The value rule over kernels untouched by the name rule.
+    let mut by_value: HashMap<(u32, u64, &str), usize> = HashMap::new();
+    for (n, k) in kb.iter().enumerate() {
+        if let Some(v) = &k.value
+            && !k.tensors.iter().any(|j| used_b.contains(j))
+        {
+            by_value
+                .entry((k.rank, k.iteration, v.as_str()))
+                .or_insert(n);
+        }
+    }
+    for k in &ka {
+        let Some(v) = &k.value else { continue };
+        if k.tensors.iter().any(|i| partner.contains_key(i)) {
+            continue;
+        }
+        let Some(&n) = by_value.get(&(k.rank, k.iteration, v.as_str())) else {
+            continue;
+        };
+        pair_slots(a, b, k, &kb[n], PairRule::Value, &mut partner, &mut used_b);
+    }
+    // The order rule over kernels untouched by the rules above, per (rank, iteration).
     let untouched =
         |ks: &[KernelRef], used: &dyn Fn(usize) -> bool| -> HashMap<(u32, u64), Vec<usize>> {
             let mut m: HashMap<(u32, u64), Vec<usize>> = HashMap::new();
@@ -108,17 +135,15 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
                 continue;
             };
             p = q + 1;
-            let kb_ = &kb[list_b[q]];
-            for &i in &ka_.tensors {
-                let t = &a.tensors[i];
-                let same_slot =
-                    |j: &&usize| b.tensors[**j].io == t.io && b.tensors[**j].slot == t.slot;
-                if let Some(&j) = kb_.tensors.iter().find(same_slot)
-                    && used_b.insert(j)
-                {
-                    partner.insert(i, (j, PairRule::Order));
-                }
-            }
+            pair_slots(
+                a,
+                b,
+                ka_,
+                &kb[list_b[q]],
+                PairRule::Order,
+                &mut partner,
+                &mut used_b,
+            );
         }
     }
     let mut out = Pairing::default();
@@ -139,4 +164,25 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
             .extend(k.tensors.iter().filter(|j| !used_b.contains(j)));
     }
     out
+}
+
+/// Pairs the tensors of kernels `ka` (of `a`) and `kb` (of `b`) by IO and slot.
+fn pair_slots(
+    a: &Dump,
+    b: &Dump,
+    ka: &KernelRef,
+    kb: &KernelRef,
+    rule: PairRule,
+    partner: &mut HashMap<usize, (usize, PairRule)>,
+    used_b: &mut HashSet<usize>,
+) {
+    for &i in &ka.tensors {
+        let t = &a.tensors[i];
+        let same_slot = |j: &&usize| b.tensors[**j].io == t.io && b.tensors[**j].slot == t.slot;
+        if let Some(&j) = kb.tensors.iter().find(same_slot)
+            && used_b.insert(j)
+        {
+            partner.insert(i, (j, rule));
+        }
+    }
 }

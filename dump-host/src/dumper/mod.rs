@@ -25,8 +25,6 @@
 //! ones on the calling thread straight from the caller's memory.
 
 mod builder;
-#[cfg(feature = "cuda")]
-mod cuda;
 mod element;
 mod emit;
 mod metadata;
@@ -227,12 +225,17 @@ impl Dumper {
     /// Starts (or switches to) graph `graph_id` described by `graph`: writes its execution
     /// order (the node names), `graphs/ms_output_trace_code_graph_{id}.ir` and `.pb`, and keeps
     /// the graph for [`graph`](Dumper::graph) (edges for inspect and compare, useless outputs).
+    /// Describing graph `graph_id` again with the same description only switches to it (no
+    /// file is rewritten), so a runtime alternating between graphs can call it before each step.
     pub fn begin_graph_with(
         &mut self,
         graph_id: u32,
         graph: &crate::graph::Graph,
     ) -> Result<(), Error> {
         self.graph = graph_id;
+        if self.graphs.get(graph_id) == Some(graph) {
+            return Ok(());
+        }
         self.graphs.insert(graph_id, graph);
         if let Some(s) = &self.shared {
             s.write_graph(graph_id, graph);

@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 
 use dump_npy::Bf16Mode;
-use dump_stats::CategorySet;
+use dump_stats::{
+    CategorySet,
+    device::{StatsKind, StatsRequest},
+};
 
 use crate::{
     config::{Device, Diagnostics, DumpConfig, InputOutput, KernelFilter, OpDebugMode, SavedData},
@@ -89,6 +92,26 @@ impl DumpPlan {
         match self.device {
             Device::Cpu => DTypeSpelling::Cpu,
             Device::Gpu | Device::Ascend => DTypeSpelling::Device,
+        }
+    }
+
+    /// The semantics of statistic rows: Ascend device semantics (spec §7) with
+    /// `stat_calc_mode: device` on Ascend, MindSpore's host semantics otherwise.
+    pub fn stats_kind(&self) -> StatsKind {
+        if self.device == Device::Ascend && self.device_stats {
+            StatsKind::Device
+        } else {
+            StatsKind::Host
+        }
+    }
+
+    /// What the Dumper asks a device tensor for: the configured precision and categories in
+    /// the row semantics of [`stats_kind`](DumpPlan::stats_kind).
+    pub fn stats_request(&self) -> StatsRequest<'_> {
+        StatsRequest {
+            precision: self.device_precision,
+            categories: &self.categories,
+            kind: self.stats_kind(),
         }
     }
 

@@ -1,45 +1,11 @@
 //! [`TensorRef`]: what a runtime hands the Dumper — host bytes (contiguous or strided) or a
-//! device tensor behind the [`DeviceTensor`] trait.
+//! device tensor behind the one device-tensor contract, [`DeviceTensor`] (from `dump-stats`;
+//! implemented by `dump-device-cuda`, `dump-device-ascend` and any runtime's own type).
 
 use std::borrow::Cow;
 
-use dump_core::{DType, Summary};
-
-/// A tensor living on an accelerator. Device crates implement this; the Dumper asks for
-/// statistics computed on the device (when the config says `stat_calc_mode: device`) or for a
-/// copy of the bytes.
-pub trait DeviceTensor: Sync {
-    /// Element type.
-    fn dtype(&self) -> DType;
-    /// Dimensions.
-    fn shape(&self) -> &[usize];
-    /// Statistics computed on the device, or `Err(reason)` when the device cannot (the Dumper
-    /// then copies the tensor and computes them on the host). `Ok(None)` for an empty tensor.
-    fn device_summary(&self) -> Result<Option<Summary>, String>;
-    /// Copies the tensor's bytes (C order, packed like the host layout) into `dst`, whose length
-    /// is the tensor's storage size.
-    fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), String>;
-    /// Hands the tensor's bytes (as [`copy_to_host`](DeviceTensor::copy_to_host) would give
-    /// them) to `sink` in order, in chunks whose lengths are multiples of 8 bytes (the last
-    /// may be shorter); stops at the first error, from the device or from `sink`.
-    ///
-    /// The Dumper streams large tensors through this: statistics, hashes and the `.npy` file
-    /// are fed chunk by chunk, so no host copy of the whole tensor is held. Devices that can
-    /// overlap a chunk's copy with the consumption of the previous one (the CUDA backend:
-    /// pinned double buffering) override it; the default copies the whole tensor once and
-    /// hands it over as one chunk.
-    fn copy_chunks(&self, sink: &mut dyn FnMut(&[u8]) -> Result<(), String>) -> Result<(), String> {
-        let bytes = self
-            .shape()
-            .iter()
-            .try_fold(1usize, |n, &d| n.checked_mul(d))
-            .and_then(|n| self.dtype().storage_bytes(n))
-            .ok_or_else(|| format!("{} {:?} overflows", self.dtype(), self.shape()))?;
-        let mut v = vec![0u8; bytes];
-        self.copy_to_host(&mut v)?;
-        sink(&v)
-    }
-}
+use dump_core::DType;
+pub use dump_stats::device::DeviceTensor;
 
 #[derive(Clone, Copy)]
 pub(crate) enum Source<'a> {
@@ -50,6 +16,13 @@ pub(crate) enum Source<'a> {
         offset: usize,
     },
     Device(&'a dyn DeviceTensor),
+    /// Host bytes in an Ascend device format (feature `ascend`): the Dumper wraps them in
+    /// `dump_device_ascend::DeviceTensor` and dumps them as a device tensor.
+    #[cfg(feature = "ascend")]
+    DeviceFormat {
+        host_shape: &'a [usize],
+        bytes: &'a [u8],
+    },
 }
 
 /// A tensor handed to the Dumper: dtype, shape, where the bytes are, and its format name.
@@ -59,8 +32,6 @@ pub struct TensorRef<'a> {
     pub(crate) shape: &'a [usize],
     pub(crate) source: Source<'a>,
     pub(crate) format: &'a str,
-    /// For tensors in an Ascend device format: the logical (host) shape.
-    pub(crate) host_shape: Option<&'a [usize]>,
 }
 
 impl std::fmt::Debug for TensorRef<'_> {
@@ -69,6 +40,8 @@ impl std::fmt::Debug for TensorRef<'_> {
             Source::Host(_) => "host",
             Source::Strided { .. } => "strided",
             Source::Device(_) => "device",
+            #[cfg(feature = "ascend")]
+            Source::DeviceFormat { .. } => "device format",
         };
         f.debug_struct("TensorRef")
             .field("dtype", &self.dtype)
@@ -87,15 +60,16 @@ impl<'a> TensorRef<'a> {
             shape,
             source: Source::Host(bytes),
             format: "DefaultFormat",
-            host_shape: None,
         }
     }
 
     /// Host bytes of a tensor stored in an Ascend device format (`NC1HWC0`, `FRACTAL_Z`,
-    /// `NHWC`, `FRACTAL_NZ`, ...) with `device_shape`, whose logical shape is `host_shape`.
-    /// With `trans_flag` true (the default) the Dumper converts it to `host_shape` in C order and
-    /// names it `DefaultFormat`; with `trans_flag` false it is written as is, the format name in
-    /// the file name.
+    /// `NHWC`, `FRACTAL_NZ`, ...) with `device_shape`, whose logical shape is `host_shape`
+    /// (feature `ascend`). With `trans_flag` true (the default) the Dumper converts it to
+    /// `host_shape` in C order and names it `DefaultFormat`; with `trans_flag` false it is
+    /// written as is, the format name in the file name. An unknown format name is the tensor's
+    /// error when it is dumped.
+    #[cfg(feature = "ascend")]
     pub fn device_format(
         dtype: DType,
         format: &'a str,
@@ -106,9 +80,8 @@ impl<'a> TensorRef<'a> {
         TensorRef {
             dtype,
             shape: device_shape,
-            source: Source::Host(bytes),
+            source: Source::DeviceFormat { host_shape, bytes },
             format,
-            host_shape: Some(host_shape),
         }
     }
 
@@ -131,7 +104,6 @@ impl<'a> TensorRef<'a> {
                 offset,
             },
             format: "DefaultFormat",
-            host_shape: None,
         }
     }
 
@@ -142,7 +114,6 @@ impl<'a> TensorRef<'a> {
             shape: t.shape(),
             source: Source::Device(t),
             format: "DefaultFormat",
-            host_shape: None,
         }
     }
 
@@ -177,15 +148,8 @@ impl<'a> TensorRef<'a> {
         self.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
     }
 
-    pub(crate) fn device_tensor(&self) -> Option<&'a dyn DeviceTensor> {
-        match self.source {
-            Source::Device(d) => Some(d),
-            _ => None,
-        }
-    }
-
-    /// The tensor as contiguous host bytes: borrowed when it already is, gathered or copied
-    /// otherwise. Errors describe what is wrong with the tensor.
+    /// A host tensor as contiguous bytes: borrowed when it already is, gathered otherwise.
+    /// Errors describe what is wrong with the tensor.
     pub(crate) fn contiguous(&self) -> Result<Cow<'a, [u8]>, String> {
         let elems = self
             .elems()
@@ -207,11 +171,13 @@ impl<'a> TensorRef<'a> {
                 strides,
                 offset,
             } => gather(self.dtype, self.shape, base, strides, offset, need).map(Cow::Owned),
-            Source::Device(d) => {
-                let mut v = vec![0u8; need];
-                d.copy_to_host(&mut v)
-                    .map_err(|e| format!("device copy failed: {e}"))?;
-                Ok(Cow::Owned(v))
+            // Device tensors are copied (or streamed) through their view in `emit`.
+            Source::Device(_) => {
+                Err("a device tensor is copied through its device view".to_owned())
+            }
+            #[cfg(feature = "ascend")]
+            Source::DeviceFormat { .. } => {
+                Err("a device-format tensor is dumped through its device view".to_owned())
             }
         }
     }

@@ -51,6 +51,7 @@ fn npy_files(dir: &Path) -> Vec<(String, dump_npy::NpyFile)> {
     v
 }
 
+#[cfg(feature = "ascend")]
 #[test]
 fn nhwc_tensor_is_converted_only_with_trans_flag() {
     // NHWC [1, 2, 2, 3] holding value = 100*h + 10*w + c; NCHW element (c, h, w) must hold it.

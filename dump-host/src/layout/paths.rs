@@ -42,28 +42,28 @@ impl DumpTree {
 
     /// Checks that the dump root is usable: absent (it will be created), or a directory owned
     /// by this process's effective user (a symlink to one is fine: the user named it). Anything
-    /// else is refused with a message naming the path, what it is and what is allowed.
+    /// else is refused with a message saying what it is and what is allowed (the caller names
+    /// the path: [`Error::Io`](crate::Error::Io)).
     pub fn check_root(&self) -> Result<(), String> {
         let root = self.root();
         let meta = match fs::metadata(root) {
             Ok(m) => m,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(format!("dump path {}: {e}", root.display())),
+            Err(e) => return Err(format!("the dump path cannot be read: {e}")),
         };
         if !meta.is_dir() {
-            return Err(format!(
-                "dump path {} is not a directory; `path` must name a directory (or a path to \
-                 create one at)",
-                root.display()
-            ));
+            return Err(
+                "the dump path is not a directory; `path` must name a directory (or a \
+                        path to create one at)"
+                    .to_owned(),
+            );
         }
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
         if meta.uid() != me {
             return Err(format!(
-                "dump path {} is owned by uid {}, not by this process (uid {me}); opdump only \
+                "the dump path is owned by uid {}, not by this process (uid {me}); opdump only \
                  dumps into a directory the process owns",
-                root.display(),
                 meta.uid()
             ));
         }
@@ -195,10 +195,7 @@ mod tests {
         let file = base.join("file");
         fs::write(&file, b"").unwrap();
         let e = DumpTree::new(&file, 0, "Net").check_root().unwrap_err();
-        assert!(
-            e.contains("is not a directory") && e.contains("/file"),
-            "{e}"
-        );
+        assert!(e.contains("is not a directory"), "{e}");
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             let theirs = base.join("theirs");

@@ -29,6 +29,9 @@ pub struct IterationSummary {
 pub enum NonfiniteBasis {
     /// Its inputs were dumped and all finite: the kernel made the NaN/Inf.
     FiniteInputs,
+    /// Its inputs were not dumped, but the graph file (`graphs/*.ir`) names the kernels that
+    /// produce them, and their dumped outputs are all finite.
+    FiniteProducers,
     /// No kernel with finite dumped inputs produced one; this is the first kernel with a
     /// non-finite output (its inputs were not dumped, or were non-finite too).
     FirstNonfiniteOutput,
@@ -39,6 +42,7 @@ impl NonfiniteBasis {
     pub const fn as_str(self) -> &'static str {
         match self {
             NonfiniteBasis::FiniteInputs => "finite_inputs",
+            NonfiniteBasis::FiniteProducers => "finite_producers",
             NonfiniteBasis::FirstNonfiniteOutput => "first_nonfinite_output",
         }
     }
@@ -163,6 +167,11 @@ pub fn inspect(
     // Run order across ranks: iteration first (the earliest step), then rank.
     let mut order: Vec<usize> = (0..kernels.len()).collect();
     order.sort_by_key(|&k| (kernels[k].iteration, kernels[k].rank));
+    let by_name: std::collections::HashMap<(u32, u64, &str), usize> = kernels
+        .iter()
+        .enumerate()
+        .map(|(n, k)| ((k.rank, k.iteration, k.op_name.as_str()), n))
+        .collect();
     let mut first_nonfinite = None;
     let mut fallback = None;
     for &k in &order {
@@ -180,6 +189,30 @@ pub fn inspect(
                 kernel: k,
                 tensor: bad,
                 basis: NonfiniteBasis::FiniteInputs,
+                inputs_dumped,
+            });
+            break;
+        }
+        let producers_finite = !inputs_dumped
+            && !kr.producers.is_empty()
+            && kr.producers.iter().all(|p| {
+                by_name
+                    .get(&(kr.rank, kr.iteration, p.as_str()))
+                    .is_some_and(|&pk| {
+                        let outs: Vec<usize> = kernels[pk]
+                            .tensors
+                            .iter()
+                            .copied()
+                            .filter(|&i| dump.tensors[i].io == Io::Output)
+                            .collect();
+                        !outs.is_empty() && outs.iter().all(|&i| nonfinite(i) == Some(false))
+                    })
+            });
+        if producers_finite {
+            first_nonfinite = Some(FirstNonfinite {
+                kernel: k,
+                tensor: bad,
+                basis: NonfiniteBasis::FiniteProducers,
                 inputs_dumped,
             });
             break;

@@ -94,6 +94,20 @@ fn read_rank(rank: u32, dir: &Path, dump: &mut Dump) {
             Err(m) => dump.problems.push(Problem { path, message: m }),
         }
     }
+    let graphs_dir = dir.join("graphs");
+    for (name, path) in files(&graphs_dir) {
+        let Some(graph) = name
+            .strip_prefix("ms_output_trace_code_graph_")
+            .and_then(|s| s.strip_suffix(".ir"))
+            .and_then(|g| g.parse().ok())
+        else {
+            continue;
+        };
+        match read_bounded(&path, 64 << 20) {
+            Ok(text) => dump.graphs.push(((rank, graph), super::parse_ir(&text))),
+            Err(m) => dump.problems.push(Problem { path, message: m }),
+        }
+    }
     for (net, net_dir) in subdirs(dir) {
         if net.starts_with('.') || net == "execution_order" || net == "graphs" {
             continue;

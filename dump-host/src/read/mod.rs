@@ -21,6 +21,7 @@
 //! ```
 
 mod csv;
+mod graph;
 pub mod inspect;
 mod mindspore;
 pub mod npy;
@@ -31,6 +32,7 @@ use std::path::{Path, PathBuf};
 use dump_core::DType;
 
 pub use csv::{CsvRow, read_statistic_csv};
+pub use graph::{GraphNode, parse_ir};
 pub use mindspore::MindSporeLayout;
 pub use npy::NpyStream;
 pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};
@@ -142,6 +144,10 @@ pub struct KernelRef {
     pub first_timestamp: u64,
     /// Position in `ms_execution_order_graph_{graph}.csv`, when the name is listed there.
     pub exec_index: Option<usize>,
+    /// The value name its graph node defines (`graphs/*.ir`), when the graph lists it.
+    pub value: Option<String>,
+    /// Op names of the graph nodes whose outputs it reads (empty without a graph).
+    pub producers: Vec<String>,
 }
 
 /// A dump read back.
@@ -155,6 +161,8 @@ pub struct Dump {
     pub tensors: Vec<TensorRecord>,
     /// Execution order per (rank, graph): sanitised op names in order.
     pub execution_orders: Vec<((u32, u32), Vec<String>)>,
+    /// Graph nodes per (rank, graph) from `graphs/*.ir`, when present.
+    pub graphs: Vec<((u32, u32), Vec<GraphNode>)>,
     /// Files and rows that could not be used, and why.
     pub problems: Vec<Problem>,
 }
@@ -209,6 +217,15 @@ impl Dump {
                 m.entry(n.as_str()).or_insert(i);
             }
         }
+        let mut nodes: HashMap<(u32, u32), HashMap<&str, &GraphNode>> = HashMap::new();
+        let mut lists: HashMap<(u32, u32), &[GraphNode]> = HashMap::new();
+        for (key, list) in &self.graphs {
+            lists.insert(*key, list);
+            let m = nodes.entry(*key).or_default();
+            for n in list {
+                m.entry(n.op_name.as_str()).or_insert(n);
+            }
+        }
         let mut index: HashMap<(u32, &str, u32, u64, &str, &str), usize> = HashMap::new();
         let mut out: Vec<KernelRef> = Vec::new();
         for (i, t) in self.tensors.iter().enumerate() {
@@ -233,7 +250,22 @@ impl Dump {
                     exec_index: pos
                         .get(&(t.rank, t.graph))
                         .and_then(|m| m.get(t.op_name.as_str()).copied()),
+                    value: None,
+                    producers: Vec::new(),
                 });
+                let node = nodes
+                    .get(&(t.rank, t.graph))
+                    .and_then(|m| m.get(t.op_name.as_str()).copied());
+                if let (Some(n), Some(list)) = (node, lists.get(&(t.rank, t.graph))) {
+                    let k = out.last_mut().expect("just pushed");
+                    k.value = Some(n.value.clone());
+                    k.producers = n
+                        .inputs
+                        .iter()
+                        .filter_map(|&j| list.get(j))
+                        .map(|p| p.op_name.clone())
+                        .collect();
+                }
                 out.len() - 1
             });
             out[k].tensors.push(i);

@@ -3,12 +3,8 @@
 
 use std::path::Path;
 
-use dump_core::{
-    DType, Summary,
-    hash::{Md5Stream, MsSha1},
-    stats::Accumulator,
-};
-use dump_stats::{Hashes, TensorStats};
+use dump_core::{DType, Summary};
+use dump_stats::{Hashes, StreamStats, TensorStats};
 
 use super::npy::{NpyStream, io_err};
 use crate::Error;
@@ -73,7 +69,8 @@ impl Stats {
     }
 
     /// Whether the tensor holds a NaN or an infinity: from the counts when known, else from
-    /// max/min/avg/l2norm (a NaN or infinity shows in them); `None` when nothing tells.
+    /// max/min/avg/l2norm (a NaN or infinity shows in them: finite max and min mean a finite
+    /// tensor); `None` when nothing tells.
     pub fn nonfinite(&self) -> Option<bool> {
         if let (Some(n), Some(p), Some(m)) = (self.nan, self.pos_inf, self.neg_inf) {
             return Some(n + p + m > 0);
@@ -82,10 +79,12 @@ impl Stats {
         if vals.iter().any(|v| v.is_some_and(|v| !v.is_finite())) {
             return Some(true);
         }
-        if self.nan == Some(0) && self.max.is_some() && self.min.is_some() {
-            return Some(false);
+        // A NaN makes max and min NaN (MindSpore's rows, opdump's Summary) and an infinity is
+        // the max or the min: finite max and min mean every element is finite.
+        match (self.max, self.min) {
+            (Some(mx), Some(mn)) if mx.is_finite() && mn.is_finite() => Some(false),
+            _ => None,
         }
-        None
     }
 
     /// `max(|max|, |min|)` when both are known.
@@ -200,8 +199,9 @@ fn done(npy: NpyStream, dtype: DType, stats: TensorStats, warning: Option<String
     }
 }
 
-/// One pass over the file's data as `dtype` (`narrow`: the file holds f32 that are narrowed
-/// to bf16 per chunk; `Ok(None)` when a value is not an exact bf16).
+/// One pass over the file's data as `dtype` through dump-stats' [`StreamStats`] (statistics
+/// and digests over chunks, bit-identical to the Dumper's rows). `narrow`: the file holds f32
+/// that are narrowed to bf16 per chunk; `Ok(None)` when a value is not an exact bf16.
 fn stream(
     npy: &mut NpyStream,
     dtype: DType,
@@ -210,15 +210,13 @@ fn stream(
 ) -> Result<Option<TensorStats>, Error> {
     let elems = npy.elems();
     let path = npy.path().to_path_buf();
-    let core = |e: dump_core::Error| {
+    let stats_err = |e: dump_stats::Error| {
         io_err(
             &path,
             format!("cannot compute statistics of {dtype} data: {e}"),
         )
     };
-    let mut acc = Accumulator::new(dtype, elems).map_err(core)?;
-    let mut md5 = hashes.md5.then(Md5Stream::new);
-    let mut sha1 = hashes.sha1.then(|| MsSha1::new(dtype, elems));
+    let mut acc = StreamStats::new(dtype, elems, hashes).map_err(stats_err)?;
     let mut narrowed = Vec::new();
     let mut exact = true;
     npy.for_each_chunk(|chunk| {
@@ -235,26 +233,11 @@ fn stream(
         } else {
             chunk
         };
-        // In FUSE_CHUNK pieces: the partials then merge exactly as the engine's blocks do, so
-        // the statistics are bit-identical to the Dumper's rows for the same tensor.
-        for piece in bytes.chunks(dump_core::stats::FUSE_CHUNK) {
-            acc.update(piece).map_err(core)?;
-        }
-        if let Some(m) = md5.as_mut() {
-            m.update(bytes);
-        }
-        if let Some(s) = sha1.as_mut() {
-            s.update(bytes);
-        }
-        Ok(())
+        acc.update(bytes).map_err(stats_err)
     })
     .or_else(|e| if exact { Err(e) } else { Ok(()) })?;
     if !exact {
         return Ok(None);
     }
-    Ok(Some(TensorStats {
-        summary: acc.finish().map_err(core)?,
-        md5: md5.map(Md5Stream::finish),
-        sha1: sha1.map(MsSha1::finish),
-    }))
+    acc.finish().map(Some).map_err(stats_err)
 }

@@ -1,7 +1,9 @@
 //! Writing without slowing, crashing or corrupting the dumped run: a byte-bounded background
 //! writer (large tensors written directly on the caller's thread instead of copied, see
-//! [`WriterConfig::direct_write_bytes`]), crash-consistent files (temporary name + rename) and
-//! interleave-free csv appends.
+//! [`WriterConfig::direct_write_bytes`]), crash-consistent files (temporary name + rename),
+//! whole-row csv appends with a bounded number of open files, a memory budget that also covers
+//! idle copy buffers, and a fault-injection seam ([`faults`]) through which every filesystem
+//! call of the writer can be made to fail in tests.
 
 mod atomic_file;
 mod budget;

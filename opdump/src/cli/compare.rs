@@ -1,8 +1,9 @@
 //! `opdump compare A B [--json] [--csv FILE] [--html FILE] [--rtol R --atol T] [--tol DTYPE=R,T]`:
 //! where two dumps start to differ.
 //!
-//! Tensors pair by (rank, iteration, op name, IO, slot); kernels left over pair by position in
-//! the run order when their op types agree (the `rule` column says which). Per pair: cosine
+//! Tensors pair by (rank, iteration, op name, IO, slot); kernels left over pair by the value
+//! name of their node in `graphs/*.ir` (an ONNX value name), then by position in the run order
+//! when their op types agree (the `rule` column says which: `name`, `value`, `order`). Per pair: cosine
 //! similarity, max absolute and relative error, the shares of elements with a relative error
 //! above 0.001 and 0.005, max ULP distance, and both sides' statistics; statistic-only dumps
 //! compare max/min/avg/l2norm, md5-only rows compare digests. A pair diverges when an element
@@ -37,6 +38,7 @@ use super::{
         html::{self, Plot, Series},
         json as j, opt_g,
         progress::Progress,
+        who,
     },
 };
 
@@ -61,7 +63,8 @@ pub struct Args {
     /// Also write a self-contained HTML page with plots to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Relative tolerance for every dtype without a --tol (default: per dtype).
+    /// Relative tolerance for every dtype without a --tol (default: per dtype; --atol stays
+    /// per dtype unless given too).
     #[arg(long, value_name = "R")]
     pub rtol: Option<f64>,
     /// Absolute tolerance for every dtype without a --tol (default: per dtype).
@@ -87,12 +90,10 @@ fn tolerances(args: &Args) -> Result<Tolerances, String> {
             Err(format!("{what} is {v}: expected a finite number >= 0"))
         }
     };
-    if args.rtol.is_some() || args.atol.is_some() {
-        t.set_all(Tolerance {
-            rtol: check("--rtol", args.rtol.unwrap_or(0.0))?,
-            atol: check("--atol", args.atol.unwrap_or(0.0))?,
-        });
-    }
+    t.set_all(
+        args.rtol.map(|v| check("--rtol", v)).transpose()?,
+        args.atol.map(|v| check("--atol", v)).transpose()?,
+    );
     for spec in &args.tol {
         let bad = || format!("--tol {spec:?}: expected DTYPE=RTOL,ATOL such as float16=1e-2,1e-4");
         let (d, v) = spec.split_once('=').ok_or_else(bad)?;
@@ -118,19 +119,6 @@ fn tolerances(args: &Args) -> Result<Tolerances, String> {
         );
     }
     Ok(t)
-}
-
-fn who(dump: &Dump, i: usize) -> String {
-    let t = &dump.tensors[i];
-    format!(
-        "rank {} iteration {} graph {}: {} {} {}",
-        t.rank,
-        t.iteration,
-        t.graph,
-        t.op_type,
-        t.op_name,
-        t.io_slot()
-    )
 }
 
 /// Runs `compare`; returns the exit code.

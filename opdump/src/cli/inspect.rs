@@ -27,6 +27,7 @@ use super::{
         html::{self, Plot, Series},
         json as j, opt_g,
         progress::Progress,
+        who,
     },
 };
 
@@ -57,19 +58,6 @@ pub struct Args {
 pub fn threads(n: Option<usize>) -> usize {
     n.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1)
-}
-
-fn who(dump: &Dump, i: usize) -> String {
-    let t = &dump.tensors[i];
-    format!(
-        "rank {} iteration {} graph {}: {} {} {}",
-        t.rank,
-        t.iteration,
-        t.graph,
-        t.op_type,
-        t.op_name,
-        t.io_slot()
-    )
 }
 
 /// Runs `inspect`; returns the exit code.
@@ -162,6 +150,8 @@ fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
                 match (f.basis, f.inputs_dumped) {
                     (dump_host::read::inspect::NonfiniteBasis::FiniteInputs, _) =>
                         "its dumped inputs are all finite: this kernel produced the first NaN/Inf",
+                    (dump_host::read::inspect::NonfiniteBasis::FiniteProducers, _) =>
+                        "its inputs were not dumped, but the outputs of the kernels feeding it (graphs/*.ir) are finite: this kernel produced the first NaN/Inf",
                     (_, false) =>
                         "its inputs were not dumped: this is the first kernel with a non-finite output",
                     (_, true) =>

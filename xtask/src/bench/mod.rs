@@ -7,6 +7,7 @@
 //! Timing: every cell is the median of at least [`Opts::runs`] runs (the machine is a noisy
 //! 2-core VM, so medians, never means or bests).
 
+mod adapters;
 mod compare;
 mod cuda;
 mod dump;
@@ -117,12 +118,12 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--only" => {
                 let v = it
                     .next()
-                    .ok_or("--only needs a list: stats,engine,npy,dump,compare,cuda")?;
+                    .ok_or("--only needs a list: stats,engine,npy,dump,compare,adapters,cuda")?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,npy,dump,compare,cuda]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,npy,dump,compare,adapters,cuda]"
                         .into(),
                 );
             }
@@ -154,6 +155,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if opts.wants("compare") {
         compare::run(&opts, &mut rows)?;
+    }
+    if opts.wants("adapters") {
+        adapters::run(&opts, &mut rows)?;
     }
     if opts.device.as_deref() == Some("cuda") && opts.wants("cuda") {
         cuda::run(&opts, &mut rows)?;

@@ -51,8 +51,55 @@ const PAD_R: f64 = 10.0;
 const PAD_T: f64 = 24.0;
 const PAD_B: f64 = 24.0;
 
+/// Most points a line gets: longer series are reduced to the largest finite value of each of
+/// this many buckets (a spike stays visible), so a page for a million tensors stays small.
+pub const MAX_POINTS: usize = 2000;
+
+/// Most table rows a page holds (`--json` and `--csv` have every row).
+pub const MAX_ROWS: usize = 20_000;
+
+/// `values` reduced to at most [`MAX_POINTS`] bucket maxima (NaN for a bucket with no finite
+/// value), and the bucket size.
+fn reduce(values: &[f64]) -> (Vec<f64>, usize) {
+    let per = values.len().div_ceil(MAX_POINTS).max(1);
+    if per == 1 {
+        return (values.to_vec(), 1);
+    }
+    let out = values
+        .chunks(per)
+        .map(|c| {
+            c.iter()
+                .copied()
+                .filter(|v| v.is_finite())
+                .fold(f64::NAN, |m, v| if m.is_nan() { v } else { m.max(v) })
+        })
+        .collect();
+    (out, per)
+}
+
 /// The plot as an `<svg>` element.
 pub fn svg(p: &Plot) -> String {
+    let reduced: Vec<(Vec<f64>, usize)> = p.series.iter().map(|s| reduce(&s.values)).collect();
+    let per = reduced.iter().map(|r| r.1).max().unwrap_or(1);
+    let p = &Plot {
+        title: if per > 1 {
+            format!("{} (max of every {per})", p.title)
+        } else {
+            p.title.clone()
+        },
+        series: p
+            .series
+            .iter()
+            .zip(reduced)
+            .map(|(s, (values, _))| Series {
+                name: s.name.clone(),
+                values,
+                color: s.color,
+            })
+            .collect(),
+        mark: p.mark.as_ref().map(|(i, t)| (i / per, t.clone())),
+        log: p.log,
+    };
     let y_of = |v: f64| -> Option<f64> {
         if !v.is_finite() || (p.log && v <= 0.0) {
             None
@@ -202,7 +249,7 @@ tr.hl td{{background:#fdd}} .sum{{font-size:14px;margin-bottom:12px}} svg{{displ
         let _ = write!(s, "<th>{}</th>", esc(h));
     }
     s.push_str("</tr></thead><tbody>");
-    for (i, r) in rows.iter().enumerate() {
+    for (i, r) in rows.iter().enumerate().take(MAX_ROWS) {
         s.push_str(if highlight == Some(i) {
             r#"<tr class="hl">"#
         } else {
@@ -213,16 +260,46 @@ tr.hl td{{background:#fdd}} .sum{{font-size:14px;margin-bottom:12px}} svg{{displ
         }
         s.push_str("</tr>");
     }
-    let _ = writeln!(
-        s,
-        "</tbody></table><script>{SORT_JS}</script></body></html>"
-    );
+    s.push_str("</tbody></table>");
+    if rows.len() > MAX_ROWS {
+        let _ = write!(
+            s,
+            "<p>The first {MAX_ROWS} of {} rows (every row: --json, or compare's --csv).</p>",
+            rows.len()
+        );
+    }
+    let _ = writeln!(s, "<script>{SORT_JS}</script></body></html>");
     s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_series_are_reduced_keeping_spikes() {
+        let mut v = vec![1.0; 10 * MAX_POINTS];
+        v[12_345] = 1e6;
+        let (r, per) = reduce(&v);
+        assert_eq!((r.len(), per), (MAX_POINTS, 10));
+        assert_eq!(r[1234], 1e6);
+        let p = Plot {
+            title: "t".into(),
+            series: vec![Series {
+                name: "s".into(),
+                values: v,
+                color: "#000",
+            }],
+            mark: Some((12_345, "m".into())),
+            log: true,
+        };
+        let svg = svg(&p);
+        assert!(
+            svg.contains("(max of every 10)") && svg.len() < 100_000,
+            "{}",
+            svg.len()
+        );
+    }
 
     #[test]
     fn svg_has_lines_gaps_and_the_mark() {

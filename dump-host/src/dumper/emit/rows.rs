@@ -1,0 +1,133 @@
+//! `statistic.csv` rows: statistics of host bytes (host semantics through the engine, or
+//! Ascend device semantics when the plan asks for them), or a device's own statistics, appended
+//! in one write each.
+
+use std::{path::Path, sync::atomic::Ordering};
+
+use dump_core::DType;
+use dump_stats::{
+    DeviceStats, Hashes, TensorStats,
+    csv::{RowMeta, write_device_row, write_row},
+    device::{DeviceStatistics, StatsKind},
+    engine::TensorRef as StatsTensor,
+};
+
+use super::{FILE_MODE, Owner};
+use crate::{dumper::Shared, layout::sanitize};
+
+/// The statistics of one csv row: host semantics, or Ascend device semantics (spec §7).
+#[derive(Clone, Copy)]
+pub(super) enum RowStats<'a> {
+    Host(&'a TensorStats),
+    Device(&'a DeviceStats),
+}
+
+/// Where a row's tensor is and what it looks like.
+#[derive(Clone, Copy)]
+pub(super) struct RowTensor<'a> {
+    pub(super) ts: u64,
+    pub(super) dtype: DType,
+    pub(super) shape: &'a [usize],
+    /// Bytes of the tensor (the `Data Size` column).
+    pub(super) data_size: usize,
+}
+
+impl Shared {
+    /// The row of host bytes `bytes` (`elems` elements), in the semantics the plan asks for.
+    pub(super) fn stat_row(
+        &self,
+        dir: &Path,
+        who: Owner<'_>,
+        t: RowTensor<'_>,
+        bytes: &[u8],
+        elems: usize,
+    ) -> Result<(), String> {
+        if self.plan.stats_kind() == StatsKind::Device {
+            // Device semantics (spec §7) computed on the host bytes: max/min/avg/l2norm only,
+            // `null` for unsupported cells, avg/l2norm in f32 (high) or the source dtype (low).
+            let Some(stats) =
+                dump_stats::device_statistics(t.dtype, bytes, elems, self.plan.device_precision)
+                    .map_err(|e| e.to_string())?
+            else {
+                return Ok(());
+            };
+            return self.append_row(dir, who, t, RowStats::Device(&stats));
+        }
+        if t.dtype.is_complex() {
+            return Ok(());
+        }
+        let stats = self
+            .engine
+            .summarize(
+                StatsTensor::new(t.dtype, bytes, elems),
+                Hashes::for_categories(&self.plan.categories),
+            )
+            .map_err(|e| e.to_string())?;
+        self.append_row(dir, who, t, RowStats::Host(&stats))
+    }
+
+    /// The row of statistics a device computed.
+    pub(super) fn device_row(
+        &self,
+        dir: &Path,
+        who: Owner<'_>,
+        t: RowTensor<'_>,
+        stats: DeviceStatistics,
+    ) -> Result<(), String> {
+        match stats {
+            DeviceStatistics::Host(summary) => {
+                let stats = TensorStats {
+                    summary: Some(summary),
+                    md5: None,
+                    sha1: None,
+                };
+                self.append_row(dir, who, t, RowStats::Host(&stats))
+            }
+            DeviceStatistics::Device(d) => self.append_row(dir, who, t, RowStats::Device(&d)),
+        }
+    }
+
+    /// Formats the row and appends it to the directory's `statistic.csv` (one write).
+    pub(super) fn append_row(
+        &self,
+        dir: &Path,
+        who: Owner<'_>,
+        t: RowTensor<'_>,
+        stats: RowStats<'_>,
+    ) -> Result<(), String> {
+        // A comma would split the row (sanitize already removed newlines): both fields get
+        // `_` for it, and the op type is sanitised as in the file name.
+        let op_type = sanitize(who.op_type).replace(',', "_");
+        let op_name = sanitize(who.full_name).replace(',', "_");
+        let meta = RowMeta {
+            op_type: &op_type,
+            op_name: &op_name,
+            task_id: 0,
+            stream_id: 0,
+            timestamp: t.ts,
+            io: who.io,
+            slot: who.slot as u64,
+            data_size: t.data_size as u64,
+            dtype: t.dtype,
+            shape: t.shape,
+        };
+        let mut row = String::with_capacity(160 + op_name.len());
+        let cats = &self.plan.categories;
+        let written = match stats {
+            RowStats::Host(s) => write_row(&mut row, &meta, cats, s),
+            RowStats::Device(d) => write_device_row(&mut row, &meta, cats, d).map(|()| true),
+        };
+        if !written.map_err(|e| e.to_string())? {
+            return Ok(());
+        }
+        let path = dir.join("statistic.csv");
+        match self.csv.append(&path, &self.csv_header, &row, FILE_MODE) {
+            // Counted once it is in the file, never before.
+            Ok(()) => {
+                self.rows.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => self.writer.errors().record(path, e),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,221 @@
+//! Runtime adapter benchmarks (issue 14): the step time of a tract model through dump-tract
+//! without dump, with the adapter but dumping disabled, with a statistic-only dump (default
+//! categories), with a tensor dump, and with a `kernels` filter that rejects every kernel; plus
+//! the cost of one rejected kernel (`Step::kernel` on the plan's real kernel names).
+//!
+//! Models: the fixture `tests/fixtures/onnx/cnn.onnx` and `large.onnx` (a conv stack whose
+//! undumped step takes tens of ms). Prints a table and writes
+//! `target/bench-stats/adapters.csv` (`model,mode,median_ms,ratio_vs_plain`).
+
+use std::{collections::HashMap, fmt::Write as _, path::PathBuf, time::Instant};
+
+use dump_host::{DumpOptions, Dumper};
+use dump_tract::{
+    TractDump,
+    tract_onnx::{self, prelude::*},
+};
+
+use super::{Opts, Row, target_dir};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/onnx")
+        .join(name)
+}
+
+fn dumper(
+    root: &std::path::Path,
+    saved: &str,
+    dump_mode: u32,
+    kernels: &str,
+) -> Result<Dumper, String> {
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": {dump_mode}, "path": "{}", "net_name": "Bench",
+        "iteration": "all", "saved_data": "{saved}", "input_output": 0, "kernels": {kernels},
+        "support_device": [0]}}, "e2e_dump_settings": {{"enable": true}}}}"#,
+        root.display()
+    );
+    let env: HashMap<String, String> = HashMap::new();
+    Dumper::from_json_with(text.into_bytes(), &env, &DumpOptions::default())
+        .map_err(|e| e.to_string())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Loads `file` as the CLI does (typed, one kernel per ONNX node) with zero-filled inputs.
+fn load(file: &str) -> Result<(Arc<TypedSimplePlan>, TVec<TValue>), String> {
+    let e = |e: TractError| format!("{file}: {e:#}");
+    let model = tract_onnx::onnx()
+        .model_for_path(fixture(file))
+        .map_err(e)?;
+    let mut inputs = TVec::new();
+    for i in 0..model.input_outlets().map_err(e)?.len() {
+        let fact = model.input_fact(i).map_err(e)?;
+        let shape = fact
+            .shape
+            .as_concrete_finite()
+            .map_err(e)?
+            .ok_or_else(|| format!("{file}: input {i} has no fixed shape"))?;
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = (0..n)
+            .map(|k| ((k * 7919) % 2000) as f32 / 1000.0 - 1.0)
+            .collect();
+        inputs.push(Tensor::from_shape(&shape, &v).map_err(e)?.into_tvalue());
+    }
+    let plan = model
+        .into_typed()
+        .and_then(|m| m.into_runnable())
+        .map_err(e)?;
+    Ok((plan, inputs))
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "opdump-bench-adapters-{}-{tag}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// How one mode runs a step.
+enum Mode {
+    Plain,
+    Adapter(Box<(Dumper, TractDump, Option<PathBuf>)>),
+}
+
+/// One model's rows: (mode, median ms). The modes take turns step by step (round robin), so a
+/// busy machine slows them alike.
+fn model_rows(file: &str, steps: usize) -> Result<Vec<(String, f64)>, String> {
+    let (plan, inputs) = load(file)?;
+    let mut state = plan.spawn().map_err(|e| e.to_string())?;
+    let mut modes: Vec<(String, Mode)> = vec![
+        ("no dump (tract run)".into(), Mode::Plain),
+        (
+            "adapter, dump disabled".into(),
+            Mode::Adapter(Box::new((
+                Dumper::disabled(),
+                TractDump::new(&plan, 0),
+                None,
+            ))),
+        ),
+    ];
+    for (mode, saved, dump_mode, kernels) in [
+        ("statistic dump (default categories)", "statistic", 0, "[]"),
+        ("tensor dump", "tensor", 0, "[]"),
+        ("full dump", "full", 0, "[]"),
+        (
+            "kernels filter rejects all",
+            "full",
+            1,
+            r#"["no-such-kernel"]"#,
+        ),
+    ] {
+        let root = scratch(&format!(
+            "{}-{saved}-{dump_mode}",
+            file.trim_end_matches(".onnx")
+        ));
+        let d = dumper(&root, saved, dump_mode, kernels)?;
+        modes.push((
+            mode.into(),
+            Mode::Adapter(Box::new((d, TractDump::new(&plan, 0), Some(root)))),
+        ));
+    }
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    for round in 0..=steps {
+        for (i, (_, mode)) in modes.iter_mut().enumerate() {
+            let t = Instant::now();
+            match mode {
+                Mode::Plain => state.run(inputs.clone()).map(drop),
+                Mode::Adapter(a) => {
+                    a.1.run(&mut a.0, &mut state, inputs.clone())
+                        .map(drop)
+                        .map_err(|e| anyhow_like(&e))
+                }
+            }
+            .map_err(|e| e.to_string())?;
+            if round > 0 {
+                times[i].push(t.elapsed().as_secs_f64() * 1e3); // round 0 warms up
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for ((name, mode), t) in modes.into_iter().zip(times) {
+        if let Mode::Adapter(a) = mode {
+            let (mut d, _, root) = *a;
+            d.close().map_err(|e| e.to_string())?;
+            if let Some(r) = root {
+                let _ = std::fs::remove_dir_all(r);
+            }
+        }
+        out.push((name, median(t)));
+    }
+    Ok(out)
+}
+
+fn anyhow_like(e: &dump_tract::Error) -> TractError {
+    TractError::msg(e.to_string())
+}
+
+/// ns per rejected kernel: `Step::kernel` on the cnn plan's kernel names, none selected.
+fn rejected_kernel_ns() -> Result<f64, String> {
+    let (plan, _) = load("cnn.onnx")?;
+    let td = TractDump::new(&plan, 0);
+    let names: Vec<(String, String)> = td
+        .graph()
+        .nodes
+        .iter()
+        .map(|n| (n.op_type.clone(), n.name.clone()))
+        .collect();
+    let root = scratch("rejected");
+    let mut d = dumper(&root, "full", 1, r#"["no-such-kernel"]"#)?;
+    let step = d.begin_step();
+    let reps = 200_000usize;
+    let mut runs = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let mut hits = 0usize;
+        for _ in 0..reps {
+            for (op, name) in &names {
+                hits += usize::from(step.kernel(std::hint::black_box(op), name).is_some());
+            }
+        }
+        assert_eq!(hits, 0);
+        runs.push(t.elapsed().as_secs_f64() * 1e9 / (reps * names.len()) as f64);
+    }
+    drop(step);
+    d.close().map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(median(runs))
+}
+
+/// Runs the adapter benchmarks.
+pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
+    let steps = if opts.quick { 5 } else { opts.runs.max(15) };
+    let mut csv = String::from("model,mode,median_ms,ratio_vs_plain\n");
+    println!("\nruntime adapters (tract 0.23.9; median of {steps} steps, modes in turn)");
+    println!(
+        "{:<12} {:<38} {:>10} {:>8}",
+        "model", "mode", "ms/step", "ratio"
+    );
+    for file in ["cnn.onnx", "large.onnx"] {
+        let rows = model_rows(file, steps)?;
+        let plain = rows[0].1.max(1e-9);
+        for (mode, ms) in &rows {
+            println!("{file:<12} {mode:<38} {ms:>10.3} {:>8.3}", ms / plain);
+            let _ = writeln!(csv, "{file},{mode},{ms:.4},{:.4}", ms / plain);
+        }
+    }
+    let ns = rejected_kernel_ns()?;
+    println!("rejected kernel (Step::kernel, filter says no): {ns:.1} ns");
+    let _ = writeln!(csv, "cnn.onnx,rejected kernel ns,{ns:.2},");
+    let dir = target_dir().join("bench-stats");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("adapters.csv");
+    std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
