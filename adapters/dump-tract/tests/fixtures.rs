@@ -7,14 +7,7 @@ use std::{
 };
 
 use dump_core::DType;
-use dump_host::{
-    DumpOptions, Dumper,
-    layout::{TensorFileName, sanitize},
-};
-
-fn parse_file_name(name: &str) -> Option<TensorFileName<'_>> {
-    TensorFileName::parse(name)
-}
+use dump_host::{DumpOptions, Dumper, layout::TensorFileName, layout::sanitize};
 use dump_tract::{TractDump, tract_onnx::prelude::*};
 
 fn fixtures() -> PathBuf {
@@ -230,7 +223,7 @@ fn cnn_two_full_steps_match_plan_order_counts_reference_values_and_numpy() {
                     .into_iter()
                     .filter(|p| {
                         let name = file_name(p);
-                        let f = parse_file_name(&name).unwrap();
+                        let f = TensorFileName::parse(&name).unwrap();
                         f.op_name == sanitize(&n.name)
                             && f.io.as_str() == "output"
                             && f.slot == slot as u32
@@ -275,7 +268,7 @@ fn nan_hunt_dumps_the_log_kernel_and_what_follows_it_only() {
     let mut kernels: BTreeMap<String, usize> = BTreeMap::new();
     for p in npy_in(&rank.join("Net/0/0")) {
         let name = file_name(&p);
-        let f = parse_file_name(&name).unwrap();
+        let f = TensorFileName::parse(&name).unwrap();
         *kernels.entry(f.op_name.to_owned()).or_default() += 1;
     }
     let g = td.graph();
@@ -312,10 +305,10 @@ fn f16_cast_pair_dumps_float16_tensors_equal_to_the_reference() {
         let o = &n.outputs[0];
         let got: Vec<&PathBuf> = files
             .iter()
-            .filter(|p| parse_file_name(&file_name(p)).unwrap().op_name == sanitize(&n.name))
+            .filter(|p| TensorFileName::parse(&file_name(p)).unwrap().op_name == sanitize(&n.name))
             .collect();
         assert_eq!(got.len(), 1, "{}", n.name);
-        let f = parse_file_name(&file_name(got[0])).unwrap().dtype;
+        let f = TensorFileName::parse(&file_name(got[0])).unwrap().dtype;
         f16 += usize::from(f == DType::Float16);
         let want = fixtures().join(format!("cast_f16/expected/{}.npy", o.value));
         if want.is_file() {
