@@ -73,7 +73,8 @@ fn cnn_trained_three_steps_is_dumped_module_by_module() {
     let varmap = VarMap::new();
     let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
     let model = Cnn::new(vb).unwrap();
-    let mut sgd = SGD::new(varmap.all_vars(), 0.5).unwrap();
+    // A small step on a fixed batch: the loss goes down whatever the random init.
+    let mut sgd = SGD::new(varmap.all_vars(), 0.02).unwrap();
     let (x, y) = batch();
 
     let mut d = dumper(&tmp.0, r#", "saved_data": "full""#);
