@@ -29,7 +29,7 @@ pub struct Tracer {
     graph: u32,
     order: Vec<String>,
     recs: Vec<Rec>,
-    order_written: bool,
+    described: Option<dump_host::graph::Graph>,
     diagnostics: BTreeSet<String>,
 }
 
@@ -98,9 +98,11 @@ impl Tracer {
     /// `f`'s result is returned as is. A dump failure never fails the forward: the first one
     /// is returned here after `f` has run (and its result dropped).
     pub fn step<R>(&mut self, dumper: &mut Dumper, f: impl FnOnce() -> R) -> Result<R, Error> {
-        if !self.order_written {
-            // Sets the Dumper's graph before the first step of this graph.
-            dumper.begin_graph(self.graph, &[])?;
+        // Switch the Dumper to this graph (several tracers may share one Dumper); describing it
+        // again with the same description rewrites nothing.
+        match &self.described {
+            Some(g) => dumper.begin_graph_with(self.graph, g)?,
+            None => dumper.begin_graph(self.graph, &[])?,
         }
         let step = dumper.begin_step();
         let active = Active {
@@ -132,10 +134,10 @@ impl Tracer {
         self.order = order;
         self.recs = recs.into_inner();
         self.recs.truncate(seq.get());
-        if changed || !self.order_written {
+        if changed || self.described.is_none() {
             let graph = describe(self.graph, &self.order, &self.recs);
             dumper.begin_graph_with(self.graph, &graph)?;
-            self.order_written = true;
+            self.described = Some(graph);
         }
         if let Some(e) = error.into_inner() {
             return Err(e);

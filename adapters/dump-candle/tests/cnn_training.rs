@@ -73,7 +73,8 @@ fn cnn_trained_three_steps_is_dumped_module_by_module() {
     let varmap = VarMap::new();
     let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
     let model = Cnn::new(vb).unwrap();
-    let mut sgd = SGD::new(varmap.all_vars(), 0.5).unwrap();
+    // A small step on a fixed batch: the loss goes down whatever the random init.
+    let mut sgd = SGD::new(varmap.all_vars(), 0.02).unwrap();
     let (x, y) = batch();
 
     let mut d = dumper(&tmp.0, r#", "saved_data": "full""#);
@@ -213,4 +214,31 @@ fn a_panicking_forward_leaves_no_step_installed() {
         !tmp.rank().join("Net/0/0/statistic.csv").exists(),
         "nothing was dumped after the panic"
     );
+}
+
+#[test]
+fn two_tracers_on_one_dumper_keep_their_graphs_apart() {
+    // Fails on the tracer that only set its graph at its first step: A's second step then
+    // landed in B's graph directory.
+    let tmp = Tmp::new("two-graphs");
+    let mut d = dumper(&tmp.0, r#", "saved_data": "tensor""#);
+    let (mut a, mut b) = (Tracer::new(0), Tracer::new(1));
+    let t = Tensor::ones(4, DType::F32, &Device::Cpu).unwrap();
+    for _ in 0..2 {
+        a.step(&mut d, || tap("a.x", "Add", &t)).unwrap();
+        b.step(&mut d, || tap("b.y", "Mul", &t)).unwrap();
+    }
+    d.close().unwrap();
+    let net = tmp.rank().join("Net");
+    for (graph, steps, kernel) in [
+        ("0", ["0", "2"], "Default_a_x_Add-op0"),
+        ("1", ["1", "3"], "Default_b_y_Mul-op0"),
+    ] {
+        for s in steps {
+            let files = npy_in(&net.join(graph).join(s));
+            assert_eq!(files.len(), 1, "graph {graph} step {s}: {files:?}");
+            assert!(files[0].to_string_lossy().contains(kernel), "{files:?}");
+        }
+    }
+    assert!(!net.join("1/2").exists() && !net.join("0/1").exists());
 }

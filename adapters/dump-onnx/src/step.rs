@@ -100,16 +100,16 @@ impl OnnxDump {
         })
     }
 
-    /// Describes the graph to the Dumper (graphs/, execution order) and dumps the
-    /// initializers as constants; once.
+    /// Switches the Dumper to this graph, describing it (graphs/, execution order) the
+    /// first time, and dumps the initializers as constants once. Called by every
+    /// [`dump_step`](OnnxDump::dump_step), so several models can share one Dumper.
     pub fn announce(&mut self, dumper: &mut Dumper) -> Result<(), dump_host::Error> {
+        // The same description again only switches graphs (nothing is rewritten).
+        dumper.begin_graph_with(self.graph_id, &self.graph)?;
         if self.announced {
             return Ok(());
         }
         self.announced = true;
-        if dumper.graph(self.graph_id) != Some(&self.graph) {
-            dumper.begin_graph_with(self.graph_id, &self.graph)?;
-        }
         if dumper.plan().map(|p| p.op_debug_mode) != Some(OpDebugMode::Off) {
             return Ok(()); // overflow/exception dumps hold kernels only
         }
