@@ -218,7 +218,7 @@ pub fn parameter_tensor(p: usize, step: u64) -> Tensor {
 }
 
 /// Reports every kernel and then every parameter of one step, as a runtime would.
-pub fn run_step(step: &Step<'_>) -> Result<(), Error> {
+pub fn run_step(step: &Step) -> Result<(), Error> {
     let n = step.iteration();
     for (i, spec) in KERNELS.iter().enumerate() {
         let Some(k) = step.kernel(spec.op_type, spec.full_name) else {

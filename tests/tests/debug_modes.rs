@@ -85,7 +85,7 @@ fn run_overflow(tmp: &Path, overflow_number: u32) -> (Vec<String>, BTreeSet<Stri
         k.input(0, TensorRef::host(DType::Float32, &[2], &i))
             .unwrap();
         k.output(0, TensorRef::host(dt, &[2], &o)).unwrap();
-        k.finish();
+        k.finish().unwrap();
     }
     step.finish().unwrap();
     d.close().unwrap();

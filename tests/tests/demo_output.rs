@@ -20,8 +20,8 @@ use serde_json::json;
 
 /// Forwards the network's kernels to a step and remembers every tensor's bytes as numpy will
 /// load them (bf16 widened to f32), keyed by `(step, file-name key)`.
-struct Recorder<'a, 's> {
-    step: &'a Step<'s>,
+struct Recorder<'a> {
+    step: &'a Step,
     seen: &'a mut HashMap<(u64, String), Vec<u8>>,
 }
 
@@ -36,7 +36,7 @@ fn as_loaded(v: &View<'_>) -> Vec<u8> {
     }
 }
 
-impl Tracer for Recorder<'_, '_> {
+impl Tracer for Recorder<'_> {
     fn wants(&mut self, op_type: &str, full_name: &str) -> bool {
         self.step.kernel(op_type, full_name).is_some()
     }
