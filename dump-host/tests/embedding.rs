@@ -344,3 +344,80 @@ fn warnings_go_to_the_sink_not_stderr() {
     }));
     let _ = std::fs::remove_dir_all(&r);
 }
+
+/// The child half of [`the_default_sink_survives_an_unwritable_stderr`]: a threaded Dumper
+/// whose every write fails (the root is a regular file), warning through the default sink.
+fn dump_into_a_file_with_the_default_sink(root: &Path) {
+    std::fs::write(root, b"not a directory").unwrap();
+    let mut d = Dumper::builder()
+        .config_json(config(root, serde_json::json!({})))
+        .env(&no_env())
+        .options(DumpOptions::default()) // events: the default stderr sink
+        .open()
+        .unwrap();
+    let mut failed = 0;
+    for _ in 0..3 {
+        let step = d.begin_step();
+        for i in 0..50 {
+            let name = format!("Default/Add-op{i}");
+            if let Some(k) = step.kernel("Add", &name) {
+                k.output(0, TensorRef::from_slice(&[4], &[1.0f32; 4]))
+                    .unwrap();
+            }
+        }
+        failed += u64::from(step.finish().is_err());
+    }
+    failed += u64::from(d.close().is_err());
+    assert!(failed > 0, "the failures were returned");
+    let _ = std::fs::remove_file(root);
+    std::process::exit(0);
+}
+
+/// Issue 13, defect 1: the library's `eprintln!` panicked when stderr could not be written
+/// (`/dev/full`, a pipe whose reader exited), in a writer thread that then never released its
+/// budget, so `close` hung. The default sink ignores write errors: the run completes. Runs
+/// itself as a child process (stderr is process-wide) under a time limit.
+#[test]
+fn the_default_sink_survives_an_unwritable_stderr() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    if let Ok(root) = std::env::var("OPDUMP_EMBED_CHILD_ROOT") {
+        dump_into_a_file_with_the_default_sink(Path::new(&root));
+    }
+    for (what, closed_pipe) in [("/dev/full", false), ("a closed pipe", true)] {
+        let root = root(if closed_pipe {
+            "stderr-pipe"
+        } else {
+            "stderr-full"
+        });
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "the_default_sink_survives_an_unwritable_stderr",
+            "--nocapture",
+        ])
+        .env("OPDUMP_EMBED_CHILD_ROOT", &root)
+        .stdout(Stdio::null());
+        if closed_pipe {
+            cmd.stderr(Stdio::piped());
+        } else {
+            cmd.stderr(std::fs::File::create("/dev/full").unwrap());
+        }
+        let mut child = cmd.spawn().unwrap();
+        drop(child.stderr.take()); // no reader: writes get EPIPE
+        let start = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("stderr = {what}: the dump hung");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "stderr = {what}: {status}");
+        let _ = std::fs::remove_file(&root);
+    }
+}
