@@ -421,3 +421,89 @@ fn the_default_sink_survives_an_unwritable_stderr() {
         let _ = std::fs::remove_file(&root);
     }
 }
+
+/// A 1 MiB tmpfs (unmounted on drop), or `None` after printing why not (a failure when
+/// `CI=true`). Directories fit in it; tensor files soon fail with ENOSPC on the writer threads.
+struct SmallTmpfs(PathBuf);
+
+impl SmallTmpfs {
+    fn mount(tag: &str) -> Option<SmallTmpfs> {
+        use std::process::{Command, Stdio};
+        let dir = root(tag);
+        let _ = Command::new("umount")
+            .arg(&dir)
+            .stderr(Stdio::null())
+            .status();
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+            .arg(&dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Some(SmallTmpfs(dir));
+        }
+        let _ = std::fs::remove_dir(&dir);
+        let why = format!("cannot mount a tmpfs on {} (needs root)", dir.display());
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true: {why}"
+        );
+        eprintln!("SKIP: {why}");
+        None
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// Issue 12, defect 1 at the library level: `opdump`'s old `main` held `stderr().lock()` for
+/// the whole run while a writer thread reported a failed write with `eprintln!` (waiting for
+/// that lock while holding the error log's mutex, which the main thread then needed). A host
+/// program may hold the lock the same way: the default sink writes to descriptor 2 without
+/// Rust's `Stderr` lock and outside every opdump lock, so the run completes. (Checked: with a
+/// sink that writes through `std::io::stderr()` this test times out.)
+#[test]
+fn a_host_holding_the_stderr_lock_does_not_deadlock_the_dump() {
+    let Some(fs) = SmallTmpfs::mount("stderr-lock") else {
+        return;
+    };
+    let r = fs.0.join("dump");
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let held = std::io::stderr().lock(); // held across every Dumper call below
+        let mut d = Dumper::builder()
+            .config_json(config(&r, serde_json::json!({})))
+            .env(&no_env())
+            .options(DumpOptions::default()) // 2 writer threads, the default stderr sink
+            .open()
+            .unwrap();
+        let x = vec![1.0f32; 64 << 10]; // 256 KiB: queued to the writer threads
+        let mut failures = 0;
+        for _ in 0..3 {
+            let step = d.begin_step();
+            for i in 0..8 {
+                let name = format!("Default/Add-op{i}");
+                if let Some(k) = step.kernel("Add", &name) {
+                    k.output(0, TensorRef::from_slice(&[x.len()], &x)).unwrap();
+                }
+            }
+            failures += u64::from(step.finish().is_err());
+        }
+        failures += u64::from(d.close().is_err());
+        drop(held);
+        let _ = done_tx.send(failures);
+    });
+    let failures = done_rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the dump deadlocked with a host holding stderr's lock");
+    assert!(failures > 0, "the failed writes (ENOSPC) were returned");
+}

@@ -61,7 +61,7 @@ impl Tmpfs {
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
         let _ = std::fs::remove_dir(&self.0);
     }
 }
