@@ -418,18 +418,15 @@ mod tests {
             s=lambda x: hashlib.sha1(x).hexdigest()\n\
             cat=''.join(s(b[i:i+81920]) for i in range(0,len(b),81920))\n\
             print(hashlib.md5(b).hexdigest(), s(b[:20480]), s(cat.encode()))\n";
-        let child = Command::new("python3")
+        if !opdump_test_support::require(opdump_test_support::Prereq::Python3) {
+            return;
+        }
+        let mut child = Command::new("python3")
             .args(["-c", script])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .spawn();
-        let mut child = match child {
-            Ok(c) => c,
-            Err(e) => {
-                println!("SKIP equals_python_hashlib: cannot run python3 ({e})");
-                return;
-            }
-        };
+            .spawn()
+            .expect("start python3");
         child
             .stdin
             .take()

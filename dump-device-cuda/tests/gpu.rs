@@ -10,6 +10,7 @@ use dump_core::DType;
 use dump_device_cuda::{
     CudaStats, CudaTensor, DeviceTensor, Precision, driver_present, model, preload_nvrtc,
 };
+use opdump_test_support::{Prereq, check};
 use std::sync::Arc;
 
 fn gpu() -> Option<CudaStats> {
@@ -25,10 +26,7 @@ fn gpu() -> Option<CudaStats> {
             Err(e) => e.to_string(),
         }
     };
-    if std::env::var("OPDUMP_REQUIRE_GPU").as_deref() == Ok("1") {
-        panic!("OPDUMP_REQUIRE_GPU=1 but the GPU is unusable: {reason}");
-    }
-    eprintln!("SKIP GPU test: {reason}");
+    check(Prereq::Gpu, Err(reason));
     None
 }
 

@@ -1,32 +1,17 @@
 //! CI without a GPU: NVRTC compiles every statistics kernel for compute_80 and compute_90.
 //!
 //! NVRTC comes from `OPDUMP_NVRTC_LIB_DIR` (the directory `ci/fetch-nvrtc.sh` prints) or the
-//! loader path. Without it the test prints SKIP and passes, unless `OPDUMP_REQUIRE_NVRTC=1`.
+//! loader path. Without it the test prints SKIP and passes, unless `CI=true` or
+//! `OPDUMP_REQUIRE_NVRTC=1` (then it fails).
 
-use dump_device_cuda::{KernelId, compile_for, nvrtc_present, preload_nvrtc};
+mod nvrtc_probe;
 
-fn nvrtc_available() -> bool {
-    let dir = std::env::var_os("OPDUMP_NVRTC_LIB_DIR");
-    let reason = match &dir {
-        Some(d) => match preload_nvrtc(std::path::Path::new(d)) {
-            Ok(()) => return true,
-            Err(e) => format!("OPDUMP_NVRTC_LIB_DIR is set but unusable: {e}"),
-        },
-        None if nvrtc_present() => return true,
-        None => "NVRTC not on the loader path and OPDUMP_NVRTC_LIB_DIR is unset \
-                 (run dump-device-cuda/ci/fetch-nvrtc.sh)"
-            .to_string(),
-    };
-    if std::env::var("OPDUMP_REQUIRE_NVRTC").as_deref() == Ok("1") {
-        panic!("OPDUMP_REQUIRE_NVRTC=1 but {reason}");
-    }
-    eprintln!("SKIP nvrtc_compile: {reason}");
-    false
-}
+use dump_device_cuda::{KernelId, compile_for};
+use nvrtc_probe::require_nvrtc;
 
 #[test]
 fn every_kernel_compiles_for_compute_80_and_90() {
-    if !nvrtc_available() {
+    if !require_nvrtc() {
         return;
     }
     for arch in ["compute_80", "compute_90"] {
@@ -56,7 +41,7 @@ fn every_kernel_compiles_for_compute_80_and_90() {
 
 #[test]
 fn every_kernel_compiles_to_machine_code_for_sm_80_and_90() {
-    if !nvrtc_available() {
+    if !require_nvrtc() {
         return;
     }
     for arch in ["sm_80", "sm_90"] {

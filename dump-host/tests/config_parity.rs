@@ -240,6 +240,23 @@ fn sampling_applies_to_op_debug_mode_0_only() {
         "e2e_dump_settings.sample_mode",
         "op_debug_mode 0 only"
     ));
+    // Found by the config_json fuzzer: a coerced sample_mode kept sample_num 4, so the effective
+    // config (which omits sample_num with sample_mode 0) parsed to a different config.
+    let exception = [
+        sample[0].clone(),
+        sample[1].clone(),
+        (C, "op_debug_mode", json!(4)),
+    ];
+    for (d, device) in [
+        (doc(&overflow), Device::Ascend),
+        (doc(&sample), Device::Cpu),
+        (doc(&exception), Device::Ascend),
+    ] {
+        let v = accepts(&d, device);
+        assert_eq!(v.config.e2e.sample_num, 100, "{device}");
+        let again = accepts(&v.config.to_effective_json(), device);
+        assert_eq!(again.config, v.config, "{device}");
+    }
 }
 
 #[test]

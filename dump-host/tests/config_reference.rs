@@ -1,4 +1,4 @@
-//! Every shared MindSpore 2.10 reference case (`shared/reference/*/config.json` +
+//! Every MindSpore 2.10 reference case (`tests/fixtures/reference/*/config.json` +
 //! `result.json`): same accept/reject decision, and for rejected ones our first error contains
 //! MindSpore's exact error text. Deliberate deviations (docs/compat.md) are checked explicitly.
 
@@ -14,14 +14,10 @@ const DEVIATIONS: [&str; 1] = ["d1_statistic_cpu"];
 
 #[test]
 fn reference_decisions() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference");
-    let Ok(dir) = std::fs::read_dir(&root) else {
-        println!(
-            "SKIP: {} not found; reference cases not checked",
-            root.display()
-        );
+    let Some(root) = opdump_test_support::reference_dir() else {
         return;
     };
+    let dir = std::fs::read_dir(&root).unwrap();
     let mut cases: Vec<PathBuf> = dir
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("config.json").is_file() && p.join("result.json").is_file())

@@ -7,8 +7,7 @@
 //! int4 nibbles, `np.unpackbits`) and compares dtype, shape and bytes exactly.
 //! Without python3 + numpy the test prints SKIP and passes (CI installs numpy).
 
-mod common;
-use common::numpy_available;
+use opdump_test_support::{Prereq, require};
 use std::{fmt::Write as _, path::PathBuf, process::Command};
 
 use dump_core::DType;
@@ -156,7 +155,7 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn numpy_loads_what_opdump_writes() {
-    if !numpy_available() {
+    if !require(Prereq::Numpy) {
         return;
     }
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))

@@ -3,8 +3,7 @@
 //! descr, dtype, shape, order, data offset and bytes. One python3 process writes them all.
 //! Without python3 + numpy the test prints SKIP and passes (CI installs numpy).
 
-mod common;
-use common::numpy_available;
+use opdump_test_support::{Prereq, require};
 use std::{path::PathBuf, process::Command};
 
 use dump_core::DType;
@@ -62,7 +61,7 @@ print(f"wrote {len(rows)}")
 
 #[test]
 fn reader_reads_numpy_files() {
-    if !numpy_available() {
+    if !require(Prereq::Numpy) {
         return;
     }
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))

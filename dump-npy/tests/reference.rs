@@ -1,4 +1,5 @@
-//! Byte equality with real MindSpore 2.10 output (`shared/reference`, see its README.md):
+//! Byte equality with real MindSpore 2.10 output (the trimmed copy in `tests/fixtures/reference`,
+//! see its README.md; `OPDUMP_REFERENCE_DIR` points elsewhere):
 //! every header of every `manifest.tsv` row (plain and gzipped) is reproduced from its descr and
 //! shape, and every kept `.npy` file is re-read and re-written byte for byte.
 
@@ -8,29 +9,10 @@ use std::{
     process::Command,
 };
 
+use opdump_test_support::{Prereq, reference_dir, require};
+
 use dump_core::DType;
 use dump_npy::{WriteOptions, encode_header, header_len, read_file, write_npy};
-
-fn reference_dir() -> Option<PathBuf> {
-    let candidates = [
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference"),
-        PathBuf::from("/work/shared/reference"),
-    ];
-    for c in &candidates {
-        if c.is_dir() {
-            return Some(c.clone());
-        }
-    }
-    println!(
-        "SKIP: no MindSpore reference output; tried {}",
-        candidates
-            .iter()
-            .map(|c| c.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    None
-}
 
 fn hex(s: &str) -> Vec<u8> {
     assert!(s.len().is_multiple_of(2), "odd hex length");
@@ -57,13 +39,12 @@ fn python_shape(s: &str) -> Vec<usize> {
 
 fn manifest_text(path: &Path) -> Option<String> {
     if path.extension().is_some_and(|e| e == "gz") {
-        match Command::new("gzip").arg("-dc").arg(path).output() {
-            Ok(out) if out.status.success() => Some(String::from_utf8(out.stdout).unwrap()),
-            other => {
-                println!("SKIP {}: gzip -dc failed: {other:?}", path.display());
-                None
-            }
+        if !require(Prereq::Gzip) {
+            return None;
         }
+        let out = Command::new("gzip").arg("-dc").arg(path).output().unwrap();
+        assert!(out.status.success(), "gzip -dc {}: {out:?}", path.display());
+        Some(String::from_utf8(out.stdout).unwrap())
     } else {
         Some(fs::read_to_string(path).unwrap())
     }

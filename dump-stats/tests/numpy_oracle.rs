@@ -14,6 +14,7 @@ use dump_stats::{
     csv::{Io, RowMeta, row_string},
     engine::{Engine, TensorRef},
 };
+use opdump_test_support::{Prereq, require};
 use std::{io::Write as _, path::PathBuf, process::Command};
 
 /// splitmix64: a tiny deterministic generator, so that failures reproduce.
@@ -141,13 +142,6 @@ for line in open(sys.argv[2]):
 sys.stdout.write('\n'.join(out) + '\n')
 "#;
 
-fn python_with_numpy() -> bool {
-    Command::new("python3")
-        .args(["-c", "import numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 fn scratch_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("opdump-h4-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).expect("temp dir");
@@ -169,8 +163,7 @@ fn last_digit_neighbours(a: &str, b: &str) -> bool {
 
 #[test]
 fn csv_cells_match_numpy_float64() {
-    if !python_with_numpy() {
-        println!("SKIP: python3 with numpy is not available");
+    if !require(Prereq::Numpy) {
         return;
     }
     const TENSORS: usize = 10_000;
@@ -299,8 +292,7 @@ fn csv_cells_match_numpy_float64() {
 
 #[test]
 fn md5_matches_python_hashlib() {
-    if Command::new("python3").arg("-V").output().is_err() {
-        println!("SKIP: python3 is not available");
+    if !require(Prereq::Python3) {
         return;
     }
     let mut rng = Rng(77);

@@ -130,20 +130,19 @@ fn sigkill_mid_dump_leaves_only_whole_files_and_rows() {
 
     // numpy agrees, when available (one process over the whole tree).
     let script = "import os,sys\nimport numpy as np\nn=0\nfor d,_,fs in os.walk(sys.argv[1]):\n    for f in fs:\n        if f.endswith('.npy'):\n            np.load(os.path.join(d,f)); n+=1\nprint(n)\n";
-    match Command::new("python3")
-        .args(["-c", script])
-        .arg(&out)
-        .output()
-    {
-        Ok(o) if o.status.success() => {
-            let n: usize = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
-            assert_eq!(n, npy, "numpy loaded every npy");
-        }
-        Ok(o) if String::from_utf8_lossy(&o.stderr).contains("No module named 'numpy'") => {
-            eprintln!("SKIP numpy part: numpy not installed")
-        }
-        Ok(o) => panic!("numpy failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => eprintln!("SKIP numpy part: python3 not runnable: {e}"),
+    if opdump_test_support::require(opdump_test_support::Prereq::Numpy) {
+        let o = Command::new("python3")
+            .args(["-c", script])
+            .arg(&out)
+            .output()
+            .expect("run python3");
+        assert!(
+            o.status.success(),
+            "numpy failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let n: usize = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+        assert_eq!(n, npy, "numpy loaded every npy");
     }
     let _ = fs::remove_dir_all(&out);
 }

@@ -1,4 +1,5 @@
-//! The real MindSpore 2.10 CPU dump output in `shared/reference/` (see its README): configs,
+//! The real MindSpore 2.10 CPU dump output in `tests/fixtures/reference/` (a trimmed copy of
+//! the project's `shared/reference/`, see its README): configs,
 //! results, tree listings and npy header bytes, used as the oracle of the layout tests.
 
 use std::{
@@ -8,13 +9,11 @@ use std::{
 
 use dump_host::layout::parse_file_name;
 
-/// The reference directory: `$OPDUMP_REFERENCE_DIR`, else `../../shared/reference` from this
-/// crate (the project's layout). `None` (tests then print SKIP) when it does not exist.
+/// The reference directory: `$OPDUMP_REFERENCE_DIR`, else the trimmed copy in
+/// `tests/fixtures/reference/`. `None` when it is missing (the test then prints SKIP, or fails
+/// with `CI=true`; see `opdump_test_support`).
 pub fn reference_root() -> Option<PathBuf> {
-    let p = std::env::var_os("OPDUMP_REFERENCE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference"));
-    p.join("README.md").is_file().then_some(p)
+    opdump_test_support::reference_dir()
 }
 
 /// A file name without its timestamp: `{type}.{name}.{io}.{slot}.{format}.{dtype}` (what two

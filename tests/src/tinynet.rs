@@ -1,4 +1,4 @@
-//! A small kernel sequence shaped like the reference TinyNet of `shared/reference/net.py`
+//! A small kernel sequence shaped like the reference TinyNet of `tests/fixtures/reference/net.py`
 //! (same full scope names, dtypes and shapes for the kernels it has), with deterministic
 //! synthetic values, reported to a [`Step`] the way a runtime would.
 

@@ -1,16 +1,18 @@
 //! The Dumper with GPU tensors (`stat_calc_mode: device` on GPU, opdump's extension), end to
 //! end against the mock driver of `dump-device-cuda/tests/mock_driver`: statistics come from
 //! the device kernel without copying the tensor, equal the host statistics of the same bytes,
-//! and tensor dumps copy the tensor to an `.npy` file byte for byte. Without g++ it prints
-//! SKIP.
+//! and tensor dumps copy the tensor to an `.npy` file byte for byte. Without g++ or NVRTC it
+//! prints SKIP (fails with `CI=true`).
 
 #[path = "../../dump-device-cuda/tests/host_cxx/mod.rs"]
 mod host_cxx;
 #[path = "../../dump-device-cuda/tests/mock_driver/mod.rs"]
 mod mock_driver;
+#[path = "../../dump-device-cuda/tests/nvrtc_probe/mod.rs"]
+mod nvrtc_probe;
 
 use dump_core::DType;
-use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor, Precision, preload_nvrtc};
+use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor, Precision};
 use dump_host::{DumpOptions, Dumper, TensorRef, config::Device, writer::WriterConfig};
 use opdump_tests::{
     config::{config, f32_bytes, no_env},
@@ -73,11 +75,7 @@ fn gpu_tensors_dump_like_host_tensors() {
     let Some(mock) = mock_driver::load() else {
         return;
     };
-    if let Some(dir) = std::env::var_os("OPDUMP_NVRTC_LIB_DIR") {
-        let _ = preload_nvrtc(std::path::Path::new(&dir));
-    }
-    if !dump_device_cuda::nvrtc_present() {
-        eprintln!("SKIP gpu_tensors_dump_like_host_tensors: no NVRTC to compile the kernels");
+    if !nvrtc_probe::require_nvrtc() {
         return;
     }
     let gpu = CudaStats::new(0).unwrap();

@@ -11,6 +11,7 @@ use std::{
 use dump_core::{DType, hash};
 use dump_host::{DumpOptions, Dumper, Step, TensorRef, layout::sanitize};
 use opdump::demo::{LeNet, Tracer, View};
+use opdump_test_support::{Prereq, require};
 use opdump_tests::{
     config::{ALL_CATEGORIES, config, f32_bytes, no_env},
     csv::parse_statistic_csv,
@@ -178,22 +179,15 @@ for dp, _, fs in os.walk(sys.argv[1]):
             a = np.load(os.path.join(dp, f))
             print(os.path.basename(dp), f, a.dtype.str, hashlib.md5(np.ascontiguousarray(a).tobytes()).hexdigest())
 "#;
-    let out = match Command::new("python3")
+    if !require(Prereq::Numpy) {
+        return;
+    }
+    let out = Command::new("python3")
         .args(["-c", script])
         .arg(tmp.path())
         .output()
-    {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("SKIP numpy check: python3 not runnable: {e}");
-            return;
-        }
-    };
+        .expect("run python3");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if stderr.contains("No module named 'numpy'") {
-        eprintln!("SKIP numpy check: numpy is not installed");
-        return;
-    }
     assert!(out.status.success(), "numpy failed: {stderr}");
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();

@@ -1,10 +1,11 @@
 //! The Dumper under stress: concurrent producers, hostile kernel names, a small memory
 //! budget, and write errors (a file where a directory must go; a full file system).
 
-use std::{collections::HashSet, fs, path::Path, process::Command};
+use std::{collections::HashSet, fs};
 
 use dump_core::DType;
 use dump_host::{DumpOptions, Dumper, Error, TensorRef, writer::WriterConfig};
+use opdump_test_support::Tmpfs;
 use opdump_tests::{
     config::{ALL_CATEGORIES, config, f32_bytes, no_env},
     csv::parse_statistic_csv,
@@ -274,31 +275,13 @@ fn write_error_when_a_file_blocks_a_directory_is_reported_not_raised() {
     );
 }
 
-/// A tmpfs mount that is unmounted on drop.
-struct Mount<'a>(&'a Path);
-
-impl Drop for Mount<'_> {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.0).status();
-    }
-}
-
 #[test]
 fn write_error_on_a_full_file_system_is_returned_by_close() {
     let tmp = TempDir::new("enospc");
-    let mnt = tmp.path().join("mnt");
-    fs::create_dir_all(&mnt).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(&mnt)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !mounted {
-        eprintln!("SKIP: cannot mount a small tmpfs here (needs root and mount permission)");
+    let Some(mnt) = Tmpfs::mount(&tmp.path().join("mnt"), "256k") else {
         return;
-    }
-    let _guard = Mount(&mnt);
-    let root = mnt.join("dump");
+    };
+    let root = mnt.path().join("dump");
     let mut d = Dumper::from_json_with(
         config(&root, json!({"saved_data": "full"}), json!({})),
         &no_env(),

@@ -85,9 +85,13 @@ pub fn kernel_cxx() -> String {
 }
 
 /// Compiles `source` with g++ into `out` with the kernel flags (no FMA contraction, strict
-/// IEEE) plus `extra`. `None` (after printing SKIP for `who`) when g++ cannot run; panics
+/// IEEE) plus `extra`. `None` when g++ is missing (SKIP printed; a failure with `CI=true`,
+/// see `opdump_test_support`); panics
 /// with g++'s message when the source does not compile.
 pub fn gxx(who: &str, source: &str, out: &Path, extra: &[&str]) -> Option<()> {
+    if !opdump_test_support::require(opdump_test_support::Prereq::Cxx) {
+        return None;
+    }
     let src = out.with_extension("cpp");
     std::fs::write(&src, source).unwrap();
     let result = Command::new("g++")
@@ -103,13 +107,7 @@ pub fn gxx(who: &str, source: &str, out: &Path, extra: &[&str]) -> Option<()> {
         .arg(out)
         .arg(&src)
         .output();
-    let output = match result {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("SKIP {who}: g++ not runnable ({e})");
-            return None;
-        }
-    };
+    let output = result.unwrap_or_else(|e| panic!("{who}: running g++: {e}"));
     assert!(
         output.status.success(),
         "g++ failed for {who}:\n{}",

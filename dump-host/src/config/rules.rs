@@ -74,7 +74,7 @@ pub(crate) fn assemble(
                     "e2e_dump_settings.sample_mode",
                     "exception dump (op_debug_mode 4) sets sample_mode to 0",
                 );
-                e2e.sample_mode = 0;
+                sampling_off(&mut e2e);
             }
             if saved_data != SavedData::Tensor {
                 d.warn(
@@ -90,7 +90,7 @@ pub(crate) fn assemble(
             "e2e_dump_settings.sample_mode",
             "sample dump applies to op_debug_mode 0 only: overflow dump (op_debug_mode 3) writes whole tensors, sample_mode is set to 0",
         );
-        e2e.sample_mode = 0;
+        sampling_off(&mut e2e);
     }
     if e2e.save_kernel_args && !e2e.enable {
         d.warn(
@@ -104,7 +104,7 @@ pub(crate) fn assemble(
             "e2e_dump_settings.sample_mode",
             format!("sample dump is only supported on Ascend: sample_mode is set to 0 on {device}"),
         );
-        e2e.sample_mode = 0;
+        sampling_off(&mut e2e);
     }
     if device == Device::Cpu && saved_data.statistics() {
         d.warn(
@@ -181,6 +181,13 @@ pub(crate) fn assemble(
         e2e_enabled,
         e2e,
     })
+}
+
+/// Turns sampling off as MindSpore's coercions do: `sample_num` goes back to its default too,
+/// since it is read only with sample_mode 1 (so the effective config parses to the same one).
+fn sampling_off(e2e: &mut E2eSettings) {
+    e2e.sample_mode = 0;
+    e2e.sample_num = E2eSettings::default().sample_num;
 }
 
 /// `statistic_category`: read only when statistics are saved; every name checked; duplicates

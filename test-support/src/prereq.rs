@@ -1,0 +1,221 @@
+//! The prerequisites, their probes and the skip-or-fail decision.
+
+use std::{
+    fmt,
+    process::{Command, Stdio},
+    sync::OnceLock,
+};
+
+/// Something a test needs that the repository cannot provide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Prereq {
+    /// A runnable `python3`.
+    Python3,
+    /// `python3` that can `import numpy`.
+    Numpy,
+    /// `gzip` (reads the gzipped reference manifests).
+    Gzip,
+    /// A C compiler: `$CC`, else `cc`.
+    CCompiler,
+    /// `g++` (builds the host C++ kernels and the mock CUDA driver).
+    Cxx,
+    /// Permission to mount a tmpfs (`mount -t tmpfs`; root in a container that allows it).
+    Tmpfs,
+    /// NVRTC, the CUDA runtime compiler. Probed by the test itself ([`check`]): loading it
+    /// needs dump-device-cuda.
+    Nvrtc,
+    /// A usable NVIDIA GPU. Probed by the test itself ([`check`]); required only with
+    /// `OPDUMP_REQUIRE_GPU=1`, never by `CI=true` alone.
+    Gpu,
+    /// The MindSpore 2.10 reference output (`tests/fixtures/reference/` or
+    /// `$OPDUMP_REFERENCE_DIR`).
+    ReferenceData,
+}
+
+impl fmt::Display for Prereq {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Prereq::Python3 => "python3",
+            Prereq::Numpy => "python3 with numpy",
+            Prereq::Gzip => "gzip",
+            Prereq::CCompiler => "a C compiler ($CC or cc)",
+            Prereq::Cxx => "g++",
+            Prereq::Tmpfs => "permission to mount a tmpfs",
+            Prereq::Nvrtc => "NVRTC (libnvrtc.so.12)",
+            Prereq::Gpu => "a usable NVIDIA GPU",
+            Prereq::ReferenceData => "the MindSpore reference data",
+        })
+    }
+}
+
+const ALL: [Prereq; 9] = [
+    Prereq::Python3,
+    Prereq::Numpy,
+    Prereq::Gzip,
+    Prereq::CCompiler,
+    Prereq::Cxx,
+    Prereq::Tmpfs,
+    Prereq::Nvrtc,
+    Prereq::Gpu,
+    Prereq::ReferenceData,
+];
+
+impl Prereq {
+    fn index(self) -> usize {
+        ALL.iter().position(|p| *p == self).unwrap_or(0)
+    }
+
+    /// Probes whether it is there (uncached; [`require`] caches). `Err` says what is missing
+    /// or what failed. [`Prereq::Nvrtc`] and [`Prereq::Gpu`] have no probe here: the test
+    /// probes them with the device crate and passes the result to [`check`].
+    pub fn probe(self) -> Result<(), String> {
+        match self {
+            Prereq::Python3 => run_ok(Command::new("python3").arg("-V")),
+            Prereq::Numpy => run_ok(Command::new("python3").args(["-c", "import numpy"])),
+            Prereq::Gzip => run_ok(Command::new("gzip").arg("--version")),
+            Prereq::CCompiler => {
+                let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+                run_ok(Command::new(cc).arg("--version"))
+            }
+            Prereq::Cxx => run_ok(Command::new("g++").arg("--version")),
+            Prereq::Tmpfs => probe_tmpfs(),
+            Prereq::Nvrtc | Prereq::Gpu => Err(format!(
+                "{self} has no probe in opdump-test-support; the test must probe it and call check"
+            )),
+            Prereq::ReferenceData => crate::reference::probe(),
+        }
+    }
+}
+
+/// `true` when a missing `p` must fail the test instead of skipping it: `CI` is `true`, `1`
+/// or `yes` (any case), except for [`Prereq::Gpu`]; or `p`'s own variable is `1`
+/// (`OPDUMP_REQUIRE_NVRTC`, `OPDUMP_REQUIRE_GPU`).
+pub fn required(p: Prereq) -> bool {
+    let own = match p {
+        Prereq::Nvrtc => Some("OPDUMP_REQUIRE_NVRTC"),
+        Prereq::Gpu => Some("OPDUMP_REQUIRE_GPU"),
+        _ => None,
+    };
+    if own.is_some_and(|v| std::env::var(v).as_deref() == Ok("1")) {
+        return true;
+    }
+    p != Prereq::Gpu && in_ci()
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| {
+        let v = v.trim().to_ascii_lowercase();
+        v == "true" || v == "1" || v == "yes"
+    })
+}
+
+/// Probes `p` (once per process) and decides: `true` when it is there; otherwise see
+/// [`check`].
+pub fn require(p: Prereq) -> bool {
+    static CACHE: [OnceLock<Result<(), String>>; ALL.len()] = [const { OnceLock::new() }; 9];
+    let probe = CACHE[p.index()].get_or_init(|| p.probe()).clone();
+    check(p, probe)
+}
+
+/// Decides on a probe the test made itself: `true` for `Ok`. For `Err(why)`: panics naming
+/// the test, `p` and `why` when [`required`]`(p)`; otherwise prints
+/// `SKIP <test>: needs <p>: <why>` to stderr and returns `false`.
+pub fn check(p: Prereq, probe: Result<(), String>) -> bool {
+    let Err(why) = probe else { return true };
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("test");
+    if required(p) {
+        panic!(
+            "{test} needs {p}, which is missing here: {why}. A test that only skipped must not \
+             pass in CI (CI=true); install it, or run outside CI to skip"
+        );
+    }
+    eprintln!("SKIP {test}: needs {p}: {why}");
+    false
+}
+
+/// Runs `cmd` with no input or output; `Ok` when it exits with status 0.
+pub(crate) fn run_ok(cmd: &mut Command) -> Result<(), String> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    match cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+    {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!(
+            "`{program}` exited with {}: {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(format!("cannot run `{program}`: {e}")),
+    }
+}
+
+/// Mounts a 64 KiB tmpfs on a fresh directory and unmounts it again.
+fn probe_tmpfs() -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!(
+        "opdump-tmpfs-probe-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let mounted = crate::tmpfs::mount_tmpfs(&dir, "64k");
+    if mounted.is_ok() {
+        let _ = run_ok(Command::new("umount").arg(&dir));
+    }
+    let _ = std::fs::remove_dir(&dir);
+    mounted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn present_prerequisite_is_true_and_missing_one_skips_or_fails() {
+        // `check` with Ok never looks at the environment.
+        assert!(check(Prereq::Numpy, Ok(())));
+        let missing = || check(Prereq::Python3, Err("not installed".into()));
+        if required(Prereq::Python3) {
+            let r = std::panic::catch_unwind(missing);
+            let msg = *r
+                .expect_err("must fail in CI")
+                .downcast::<String>()
+                .unwrap();
+            assert!(
+                msg.contains("python3") && msg.contains("not installed"),
+                "{msg}"
+            );
+        } else {
+            assert!(!missing());
+        }
+    }
+
+    #[test]
+    fn gpu_is_never_required_by_ci_alone() {
+        if std::env::var("OPDUMP_REQUIRE_GPU").as_deref() != Ok("1") {
+            assert!(!required(Prereq::Gpu));
+        }
+    }
+
+    #[test]
+    fn every_prerequisite_has_a_distinct_slot_and_name() {
+        for (i, p) in ALL.iter().enumerate() {
+            assert_eq!(p.index(), i);
+            assert!(!p.to_string().is_empty());
+        }
+        let names: std::collections::HashSet<String> = ALL.iter().map(|p| p.to_string()).collect();
+        assert_eq!(names.len(), ALL.len());
+    }
+
+    #[test]
+    fn a_program_that_does_not_exist_is_an_error_naming_it() {
+        let e = run_ok(&mut Command::new("opdump-no-such-program-xyz")).unwrap_err();
+        assert!(e.contains("opdump-no-such-program-xyz"), "{e}");
+        assert!(run_ok(Command::new("sh").args(["-c", "exit 0"])).is_ok());
+        let e = run_ok(Command::new("sh").args(["-c", "echo boom >&2; exit 3"])).unwrap_err();
+        assert!(e.contains("boom"), "{e}");
+    }
+}
