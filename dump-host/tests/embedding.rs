@@ -422,49 +422,6 @@ fn the_default_sink_survives_an_unwritable_stderr() {
     }
 }
 
-/// A 1 MiB tmpfs (unmounted on drop), or `None` after printing why not (a failure when
-/// `CI=true`). Directories fit in it; tensor files soon fail with ENOSPC on the writer threads.
-struct SmallTmpfs(PathBuf);
-
-impl SmallTmpfs {
-    fn mount(tag: &str) -> Option<SmallTmpfs> {
-        use std::process::{Command, Stdio};
-        let dir = root(tag);
-        let _ = Command::new("umount")
-            .arg(&dir)
-            .stderr(Stdio::null())
-            .status();
-        std::fs::create_dir_all(&dir).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-            .arg(&dir)
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
-            return Some(SmallTmpfs(dir));
-        }
-        let _ = std::fs::remove_dir(&dir);
-        let why = format!("cannot mount a tmpfs on {} (needs root)", dir.display());
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: {why}"
-        );
-        eprintln!("SKIP: {why}");
-        None
-    }
-}
-
-impl Drop for SmallTmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
 /// Issue 12, defect 1 at the library level: `opdump`'s old `main` held `stderr().lock()` for
 /// the whole run while a writer thread reported a failed write with `eprintln!` (waiting for
 /// that lock while holding the error log's mutex, which the main thread then needed). A host
@@ -473,10 +430,12 @@ impl Drop for SmallTmpfs {
 /// sink that writes through `std::io::stderr()` this test times out.)
 #[test]
 fn a_host_holding_the_stderr_lock_does_not_deadlock_the_dump() {
-    let Some(fs) = SmallTmpfs::mount("stderr-lock") else {
+    // 1 MiB: directories fit, tensor files soon fail with ENOSPC on the writer threads. No
+    // tmpfs here: skipped, or failed with CI=true.
+    let Some(fs) = opdump_test_support::Tmpfs::mount(&root("stderr-lock"), "1m") else {
         return;
     };
-    let r = fs.0.join("dump");
+    let r = fs.path().join("dump");
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let held = std::io::stderr().lock(); // held across every Dumper call below
@@ -506,4 +465,7 @@ fn a_host_holding_the_stderr_lock_does_not_deadlock_the_dump() {
         .recv_timeout(std::time::Duration::from_secs(60))
         .expect("the dump deadlocked with a host holding stderr's lock");
     assert!(failures > 0, "the failed writes (ENOSPC) were returned");
+    let dir = fs.path().to_owned();
+    drop(fs);
+    let _ = std::fs::remove_dir(&dir);
 }

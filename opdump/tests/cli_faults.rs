@@ -9,76 +9,34 @@
 
 use std::{
     io::Read,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
+
+use opdump_test_support::Tmpfs;
 
 /// How long a demo that must fail fast may take (it takes about a second; a debug build on a
 /// loaded 2-core machine is given ample room, a deadlock never ends).
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// A tmpfs mounted on a fresh directory, unmounted (and removed) on drop.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    /// A `size`-byte tmpfs, or why one cannot be had here.
-    fn mount(tag: &str, size: &str) -> Result<Tmpfs, String> {
-        let dir = std::env::temp_dir().join(format!("opdump-faults-{tag}-{}", std::process::id()));
-        let _ = Command::new("umount")
-            .arg(&dir)
-            .stderr(Stdio::null())
-            .status();
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
-        let st = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&dir)
-            .stderr(Stdio::null())
-            .status()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !st.success() {
-            let _ = std::fs::remove_dir(&dir);
-            return Err(format!("mount -t tmpfs on {} failed ({st})", dir.display()));
-        }
-        Ok(Tmpfs(dir))
-    }
-
-    /// Remounts it read-only.
-    fn read_only(self) -> Result<Tmpfs, String> {
-        let st = Command::new("mount")
-            .args(["-o", "remount,ro"])
-            .arg(&self.0)
-            .status()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if st.success() {
-            Ok(self)
-        } else {
-            Err(format!("remount,ro {} failed ({st})", self.0.display()))
-        }
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
-/// The tmpfs, or `None` after printing why this test skips (a failure when `CI=true`).
+/// A `size` tmpfs on a fresh directory (read-only if asked), or `None` when this machine
+/// cannot mount one: the test skips, or fails with `CI=true` (the workspace's one
+/// prerequisite helper).
 fn tmpfs(tag: &str, size: &str, read_only: bool) -> Option<Tmpfs> {
-    let t = Tmpfs::mount(tag, size).and_then(|t| if read_only { t.read_only() } else { Ok(t) });
-    match t {
-        Ok(t) => Some(t),
-        Err(why) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI=true and this test cannot run: {why}")
-        }
-        Err(why) => {
-            eprintln!("SKIP: {why}");
-            None
-        }
+    let dir = std::env::temp_dir().join(format!("opdump-faults-{tag}-{}", std::process::id()));
+    let t = Tmpfs::mount(&dir, size)?;
+    if read_only {
+        t.remount_read_only().expect("remount the tmpfs read-only");
     }
+    Some(t)
+}
+
+/// Unmounts `fs` and removes its mount point.
+fn unmount(fs: Tmpfs) {
+    let dir = fs.path().to_owned();
+    drop(fs);
+    let _ = std::fs::remove_dir(&dir);
 }
 
 /// Where stderr of the demo goes.
@@ -173,7 +131,7 @@ fn demo_on_a_full_file_system_exits_naming_the_path_and_the_os_error() {
     let Some(fs) = tmpfs("enospc", "2m", false) else {
         return;
     };
-    let out = fs.0.join("dump");
+    let out = fs.path().join("dump");
     let (code, err) = demo(&out, Stderr::Piped, &["--steps", "5"]);
     assert_eq!(code, 1, "exit code of a failed dump:\n{err}");
     assert!(
@@ -196,6 +154,7 @@ fn demo_on_a_full_file_system_exits_naming_the_path_and_the_os_error() {
         "{} write-failed lines for a 5-step run:\n{err}",
         write_failed_lines(&err).len()
     );
+    unmount(fs);
 }
 
 /// A read-only dump root: exits non-zero naming the path and EROFS, and the "nothing was
@@ -205,7 +164,7 @@ fn demo_on_a_read_only_file_system_blames_the_writes() {
     let Some(fs) = tmpfs("erofs", "1m", true) else {
         return;
     };
-    let out = fs.0.join("dump");
+    let out = fs.path().join("dump");
     for mode in [&[][..], &["--sync"][..]] {
         let (code, err) = demo(&out, Stderr::Piped, mode);
         assert_eq!(code, 1, "{mode:?}:\n{err}");
@@ -227,6 +186,7 @@ fn demo_on_a_read_only_file_system_blames_the_writes() {
             "{mode:?}: blames the real cause: {warning}"
         );
     }
+    unmount(fs);
 }
 
 /// Issue 13, defect 1: a stderr that cannot be written made the library's `eprintln!` panic a
@@ -237,7 +197,7 @@ fn an_unwritable_stderr_neither_panics_nor_hangs() {
     let Some(fs) = tmpfs("stderr", "1m", true) else {
         return;
     };
-    let out = fs.0.join("dump");
+    let out = fs.path().join("dump");
     for (what, stderr) in [
         ("/dev/full", Stderr::DevFull),
         ("a closed pipe", Stderr::ClosedPipe),
@@ -250,6 +210,7 @@ fn an_unwritable_stderr_neither_panics_nor_hangs() {
             );
         }
     }
+    unmount(fs);
 }
 
 /// A demo that succeeds with a broken stderr still succeeds (its config warning is lost).

@@ -30,6 +30,10 @@ fn every_corpus_file_passes_its_target() {
             }
         }
         // The corpora are committed: an empty one means they were lost, not that all is well.
-        assert!(replayed > 0, "no corpus for fuzz target {target} under {}", fuzz.display());
+        assert!(
+            replayed > 0,
+            "no corpus for fuzz target {target} under {}",
+            fuzz.display()
+        );
     }
 }
