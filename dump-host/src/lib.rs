@@ -75,6 +75,8 @@
 //! [`TensorRef::host`] for raw little-endian bytes (int4/uint1 packed), [`TensorRef::strided`]
 //! for non-contiguous host tensors and [`TensorRef::device`] for a [`DeviceTensor`].
 #![deny(missing_docs)]
+// The library never prints: everything it has to say is a `diag::Event`.
+#![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
 
 pub mod compare;
 pub mod config;

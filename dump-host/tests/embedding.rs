@@ -344,3 +344,128 @@ fn warnings_go_to_the_sink_not_stderr() {
     }));
     let _ = std::fs::remove_dir_all(&r);
 }
+
+/// The child half of [`the_default_sink_survives_an_unwritable_stderr`]: a threaded Dumper
+/// whose every write fails (the root is a regular file), warning through the default sink.
+fn dump_into_a_file_with_the_default_sink(root: &Path) {
+    std::fs::write(root, b"not a directory").unwrap();
+    let mut d = Dumper::builder()
+        .config_json(config(root, serde_json::json!({})))
+        .env(&no_env())
+        .options(DumpOptions::default()) // events: the default stderr sink
+        .open()
+        .unwrap();
+    let mut failed = 0;
+    for _ in 0..3 {
+        let step = d.begin_step();
+        for i in 0..50 {
+            let name = format!("Default/Add-op{i}");
+            if let Some(k) = step.kernel("Add", &name) {
+                k.output(0, TensorRef::from_slice(&[4], &[1.0f32; 4]))
+                    .unwrap();
+            }
+        }
+        failed += u64::from(step.finish().is_err());
+    }
+    failed += u64::from(d.close().is_err());
+    assert!(failed > 0, "the failures were returned");
+    let _ = std::fs::remove_file(root);
+    std::process::exit(0);
+}
+
+/// Issue 13, defect 1: the library's `eprintln!` panicked when stderr could not be written
+/// (`/dev/full`, a pipe whose reader exited), in a writer thread that then never released its
+/// budget, so `close` hung. The default sink ignores write errors: the run completes. Runs
+/// itself as a child process (stderr is process-wide) under a time limit.
+#[test]
+fn the_default_sink_survives_an_unwritable_stderr() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    if let Ok(root) = std::env::var("OPDUMP_EMBED_CHILD_ROOT") {
+        dump_into_a_file_with_the_default_sink(Path::new(&root));
+    }
+    for (what, closed_pipe) in [("/dev/full", false), ("a closed pipe", true)] {
+        let root = root(if closed_pipe {
+            "stderr-pipe"
+        } else {
+            "stderr-full"
+        });
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "the_default_sink_survives_an_unwritable_stderr",
+            "--nocapture",
+        ])
+        .env("OPDUMP_EMBED_CHILD_ROOT", &root)
+        .stdout(Stdio::null());
+        if closed_pipe {
+            cmd.stderr(Stdio::piped());
+        } else {
+            cmd.stderr(std::fs::File::create("/dev/full").unwrap());
+        }
+        let mut child = cmd.spawn().unwrap();
+        drop(child.stderr.take()); // no reader: writes get EPIPE
+        let start = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("stderr = {what}: the dump hung");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "stderr = {what}: {status}");
+        let _ = std::fs::remove_file(&root);
+    }
+}
+
+/// Issue 12, defect 1 at the library level: `opdump`'s old `main` held `stderr().lock()` for
+/// the whole run while a writer thread reported a failed write with `eprintln!` (waiting for
+/// that lock while holding the error log's mutex, which the main thread then needed). A host
+/// program may hold the lock the same way: the default sink writes to descriptor 2 without
+/// Rust's `Stderr` lock and outside every opdump lock, so the run completes. (Checked: with a
+/// sink that writes through `std::io::stderr()` this test times out.)
+#[test]
+fn a_host_holding_the_stderr_lock_does_not_deadlock_the_dump() {
+    // 1 MiB: directories fit, tensor files soon fail with ENOSPC on the writer threads. No
+    // tmpfs here: skipped, or failed with CI=true.
+    let Some(fs) = opdump_test_support::Tmpfs::mount(&root("stderr-lock"), "1m") else {
+        return;
+    };
+    let r = fs.path().join("dump");
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let held = std::io::stderr().lock(); // held across every Dumper call below
+        let mut d = Dumper::builder()
+            .config_json(config(&r, serde_json::json!({})))
+            .env(&no_env())
+            .options(DumpOptions::default()) // 2 writer threads, the default stderr sink
+            .open()
+            .unwrap();
+        let x = vec![1.0f32; 64 << 10]; // 256 KiB: queued to the writer threads
+        let mut failures = 0;
+        for _ in 0..3 {
+            let step = d.begin_step();
+            for i in 0..8 {
+                let name = format!("Default/Add-op{i}");
+                if let Some(k) = step.kernel("Add", &name) {
+                    k.output(0, TensorRef::from_slice(&[x.len()], &x)).unwrap();
+                }
+            }
+            failures += u64::from(step.finish().is_err());
+        }
+        failures += u64::from(d.close().is_err());
+        drop(held);
+        let _ = done_tx.send(failures);
+    });
+    let failures = done_rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the dump deadlocked with a host holding stderr's lock");
+    assert!(failures > 0, "the failed writes (ENOSPC) were returned");
+    let dir = fs.path().to_owned();
+    drop(fs);
+    let _ = std::fs::remove_dir(&dir);
+}

@@ -20,16 +20,23 @@ use opdump_test_support::Tmpfs;
 /// loaded 2-core machine is given ample room, a deadlock never ends).
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// A fresh tmpfs for `tag` (read-only when asked), or `None` after printing why this test
-/// skips (a failure when `CI=true`; see `opdump_test_support`).
+/// A `size` tmpfs on a fresh directory (read-only if asked), or `None` when this machine
+/// cannot mount one: the test skips, or fails with `CI=true` (the workspace's one
+/// prerequisite helper).
 fn tmpfs(tag: &str, size: &str, read_only: bool) -> Option<Tmpfs> {
     let dir = std::env::temp_dir().join(format!("opdump-faults-{tag}-{}", std::process::id()));
     let t = Tmpfs::mount(&dir, size)?;
     if read_only {
-        t.remount_read_only()
-            .unwrap_or_else(|e| panic!("remount,ro {}: {e}", dir.display()));
+        t.remount_read_only().expect("remount the tmpfs read-only");
     }
     Some(t)
+}
+
+/// Unmounts `fs` and removes its mount point.
+fn unmount(fs: Tmpfs) {
+    let dir = fs.path().to_owned();
+    drop(fs);
+    let _ = std::fs::remove_dir(&dir);
 }
 
 /// Where stderr of the demo goes.
@@ -147,6 +154,7 @@ fn demo_on_a_full_file_system_exits_naming_the_path_and_the_os_error() {
         "{} write-failed lines for a 5-step run:\n{err}",
         write_failed_lines(&err).len()
     );
+    unmount(fs);
 }
 
 /// A read-only dump root: exits non-zero naming the path and EROFS, and the "nothing was
@@ -178,6 +186,7 @@ fn demo_on_a_read_only_file_system_blames_the_writes() {
             "{mode:?}: blames the real cause: {warning}"
         );
     }
+    unmount(fs);
 }
 
 /// Issue 13, defect 1: a stderr that cannot be written made the library's `eprintln!` panic a
@@ -201,6 +210,7 @@ fn an_unwritable_stderr_neither_panics_nor_hangs() {
             );
         }
     }
+    unmount(fs);
 }
 
 /// A demo that succeeds with a broken stderr still succeeds (its config warning is lost).
