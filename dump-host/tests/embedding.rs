@@ -348,7 +348,9 @@ fn warnings_go_to_the_sink_not_stderr() {
 /// The child half of [`the_default_sink_survives_an_unwritable_stderr`]: a threaded Dumper
 /// whose every write fails (the root is a regular file), warning through the default sink.
 fn dump_into_a_file_with_the_default_sink(root: &Path) {
-    std::fs::write(root, b"not a directory").unwrap();
+    // Every write fails: `rank_0` is a file (a root that is not a directory is refused at open).
+    std::fs::create_dir_all(root).unwrap();
+    std::fs::write(root.join("rank_0"), b"not a directory").unwrap();
     let mut d = Dumper::builder()
         .config_json(config(root, serde_json::json!({})))
         .env(&no_env())
@@ -369,7 +371,7 @@ fn dump_into_a_file_with_the_default_sink(root: &Path) {
     }
     failed += u64::from(d.close().is_err());
     assert!(failed > 0, "the failures were returned");
-    let _ = std::fs::remove_file(root);
+    let _ = std::fs::remove_dir_all(root);
     std::process::exit(0);
 }
 
@@ -418,7 +420,7 @@ fn the_default_sink_survives_an_unwritable_stderr() {
             std::thread::sleep(Duration::from_millis(20));
         };
         assert!(status.success(), "stderr = {what}: {status}");
-        let _ = std::fs::remove_file(&root);
+        let _ = std::fs::remove_dir_all(&root);
     }
 }
 

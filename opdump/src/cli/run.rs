@@ -10,6 +10,7 @@
 mod candle;
 #[cfg(feature = "ort")]
 mod ort;
+#[cfg(feature = "tract")]
 mod tract;
 
 use std::{
@@ -32,7 +33,7 @@ use super::{
 /// The runtimes `--runtime` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Runtime {
-    /// tract (always built in).
+    /// tract (cargo feature `tract` of the opdump crate, on by default).
     Tract,
     /// candle with candle-onnx (cargo feature `candle` of the opdump crate).
     Candle,
@@ -89,6 +90,10 @@ pub(crate) struct Feed {
     /// Dimensions.
     pub(crate) shape: Vec<usize>,
     /// Bytes.
+    #[cfg_attr(
+        not(any(feature = "tract", feature = "candle", feature = "ort")),
+        allow(dead_code)
+    )]
     pub(crate) data: Vec<u8>,
 }
 
@@ -116,9 +121,18 @@ pub(crate) trait Runner {
 }
 
 /// Loads `model` with `runtime`.
+#[cfg_attr(
+    not(any(feature = "tract", feature = "candle", feature = "ort")),
+    allow(unused_variables)
+)]
 fn load(runtime: Runtime, model: &Path) -> Result<Box<dyn Runner>, RunError> {
     match runtime {
+        #[cfg(feature = "tract")]
         Runtime::Tract => Ok(Box::new(tract::TractRunner::load(model)?)),
+        #[cfg(not(feature = "tract"))]
+        Runtime::Tract => Err(RunError::Invalid(
+            "this opdump was built without the tract runtime (cargo feature `tract`)".into(),
+        )),
         #[cfg(feature = "candle")]
         Runtime::Candle => Ok(Box::new(candle::CandleRunner::load(model)?)),
         #[cfg(not(feature = "candle"))]

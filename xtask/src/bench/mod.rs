@@ -7,6 +7,7 @@
 //! Timing: every cell is the median of at least [`Opts::runs`] runs (the machine is a noisy
 //! 2-core VM, so medians, never means or bests).
 
+#[cfg(feature = "adapters")]
 mod adapters;
 mod compare;
 mod cuda;
@@ -157,7 +158,17 @@ pub fn run(args: &[String]) -> Result<(), String> {
         compare::run(&opts, &mut rows)?;
     }
     if opts.wants("adapters") {
+        #[cfg(feature = "adapters")]
         adapters::run(&opts, &mut rows)?;
+        #[cfg(not(feature = "adapters"))]
+        {
+            const HOW: &str =
+                "cargo run --release -p xtask --features adapters -- bench-stats --only adapters";
+            if opts.only.is_some() {
+                return Err(format!("the adapters group needs tract: run `{HOW}`"));
+            }
+            println!("adapters group skipped (builds tract in release): run `{HOW}`");
+        }
     }
     if opts.device.as_deref() == Some("cuda") && opts.wants("cuda") {
         cuda::run(&opts, &mut rows)?;
