@@ -199,10 +199,13 @@ impl Dump {
                 return l.read(root);
             }
         }
-        Err(npy::io_err(
-            root,
-            "no dump found: expected MindSpore's layout (rank_{n}/{net}/{graph}/{iteration}/, or a rank_{n} directory itself)",
-        ))
+        let mut message = "no dump found: expected MindSpore's layout \
+                           (rank_{n}/{net}/{graph}/{iteration}/, or a rank_{n} directory itself)"
+            .to_owned();
+        if let Some(below) = dump_below(root) {
+            message.push_str(&format!("; {} holds one", below.display()));
+        }
+        Err(npy::io_err(root, message))
     }
 
     /// The kernels in run order: by rank, iteration, then the earliest timestamp of their
@@ -305,10 +308,55 @@ impl Dump {
     }
 }
 
+/// A directory up to two levels below `root` where a layout is detected (a user who gave the
+/// parent of the dump root is told where it is), or `None`.
+fn dump_below(root: &Path) -> Option<PathBuf> {
+    let subdirs = |d: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        v.sort();
+        v
+    };
+    let found = |d: &Path| LAYOUTS.iter().any(|l| l.detect(d));
+    for d in subdirs(root) {
+        if found(&d) {
+            return Some(d);
+        }
+        if let Some(dd) = subdirs(&d).into_iter().find(|dd| found(dd)) {
+            return Some(dd);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::layout::short_name;
+
+    #[test]
+    fn a_parent_of_the_dump_root_is_refused_naming_the_dump_below() {
+        let top = std::env::temp_dir().join(format!("opdump-read-parent-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&top);
+        std::fs::create_dir_all(top.join("files/dump/rank_0/Net/0/0")).unwrap();
+        let e = Dump::open(&top.join("files")).unwrap_err().to_string();
+        assert!(e.contains("no dump found"), "{e}");
+        assert!(
+            e.contains(&format!("{} holds one", top.join("files/dump").display())),
+            "{e}"
+        );
+        let e = Dump::open(&top).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("{} holds one", top.join("files/dump").display())),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&top);
+    }
 
     fn npy(dtype: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
         let mut b = vec![0u8; 256];
