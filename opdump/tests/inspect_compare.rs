@@ -43,6 +43,35 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Two 2-step demo dumps under `tmp` (default statistic columns, `extra` flags added): `clean`,
+/// and `bad` with a NaN injected at step 1. Returns both directories and `bad`'s stdout.
+fn demo_dumps(tmp: &Path, extra: &[&str]) -> (PathBuf, PathBuf, String) {
+    let (clean, bad) = (tmp.join("clean"), tmp.join("bad"));
+    let mut out = String::new();
+    for (dir, inject) in [(&clean, None), (&bad, Some("1"))] {
+        let mut args = vec![
+            "demo",
+            "--out",
+            dir.to_str().unwrap(),
+            "--steps",
+            "2",
+            "--batch",
+            "2",
+            "--no-baseline",
+            "--categories",
+            "default",
+        ];
+        args.extend_from_slice(extra);
+        if let Some(s) = inject {
+            args.extend(["--inject-nan", s]);
+        }
+        let o = opdump(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        out = String::from_utf8_lossy(&o.stdout).into_owned();
+    }
+    (clean, bad, out)
+}
+
 /// A writable copy of a reference case's dump (the originals are mode 0400).
 fn copy_dump(reference: &Path, case: &str, to: &Path) -> PathBuf {
     let src = reference.join(case).join("files/dump");
@@ -476,30 +505,8 @@ fn stats_streams_a_huge_sparse_file_and_still_reports_the_others() {
 #[test]
 fn the_demos_injected_nan_is_found_by_inspect_and_compare() {
     let tmp = tmpdir("demo");
-    let (clean, bad) = (tmp.join("clean"), tmp.join("bad"));
-    for (dir, inject) in [(&clean, None), (&bad, Some("1"))] {
-        let mut args = vec![
-            "demo",
-            "--out",
-            dir.to_str().unwrap(),
-            "--steps",
-            "2",
-            "--batch",
-            "2",
-            "--no-baseline",
-            "--categories",
-            "default",
-        ];
-        if let Some(s) = inject {
-            args.extend(["--inject-nan", s]);
-        }
-        let o = opdump(&args);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        if inject.is_some() {
-            let out = String::from_utf8_lossy(&o.stdout);
-            assert!(out.contains("step 1: injected a NaN into the dumped ReLU Default/network-WithLossCell/_backbone-LeNet5/relu-ReLU/ReLU-op0 output.0"), "{out}");
-        }
-    }
+    let (clean, bad, out) = demo_dumps(&tmp, &[]);
+    assert!(out.contains("step 1: injected a NaN into the dumped ReLU Default/network-WithLossCell/_backbone-LeNet5/relu-ReLU/ReLU-op0 output.0"), "{out}");
     let o = opdump(&["inspect", bad.to_str().unwrap(), "--json"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let f = &json_of(&o)["first_nonfinite"];
@@ -656,29 +663,8 @@ fn graph_files_give_producers_to_inspect_and_value_names_to_compare() {
 #[test]
 fn statistic_only_dumps_are_inspected_and_compared_from_their_rows() {
     let tmp = tmpdir("statonly");
-    let (clean, bad) = (tmp.join("clean"), tmp.join("bad"));
-    for (dir, inject) in [(&clean, None), (&bad, Some("1"))] {
-        // MindSpore's default columns only: max, min, l2norm (no counts).
-        let mut args = vec![
-            "demo",
-            "--out",
-            dir.to_str().unwrap(),
-            "--steps",
-            "2",
-            "--batch",
-            "2",
-            "--no-baseline",
-            "--saved-data",
-            "statistic",
-            "--categories",
-            "default",
-        ];
-        if let Some(s) = inject {
-            args.extend(["--inject-nan", s]);
-        }
-        let o = opdump(&args);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    }
+    // MindSpore's default columns only: max, min, l2norm (no counts).
+    let (clean, bad, _) = demo_dumps(&tmp, &["--saved-data", "statistic"]);
     let o = opdump(&["inspect", bad.to_str().unwrap(), "--json"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let f = &json_of(&o)["first_nonfinite"];
