@@ -82,7 +82,8 @@ fn stats_reproduces_the_dumpers_statistic_csv_byte_for_byte() {
             .iter()
             .any(|p| file_name(p).ends_with(".BFloat16.npy"))
     );
-    let mut args = vec!["stats".to_owned()];
+    // The Dumper wrote all 13 columns: `--all` asks for the same.
+    let mut args = vec!["stats".to_owned(), "--all".to_owned()];
     args.extend(ordered.iter().map(|p| p.display().to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = opdump(&args);
@@ -139,6 +140,27 @@ fn categories_header_flag_neutral_names_and_errors() {
         "errors name the files: {err}"
     );
     assert!(err.contains("2 of 3"), "{err}");
+
+    // Default columns: the 11 value columns, no digest.
+    let (code, out, err) = opdump(&["stats", &p]);
+    assert_eq!(code, 0, "{err}");
+    let header = out.lines().next().unwrap();
+    assert!(
+        header.ends_with(",Shape,Max Value,Min Value,Avg Value,Count,Negative Zero Count,Positive Zero Count,NaN Count,Negative Inf Count,Positive Inf Count,Zero Count,L2Norm Value"),
+        "{header}"
+    );
+    assert_eq!(
+        out.lines().nth(1),
+        Some(",weights_v2,0,0,0,output,0,16,float32,\"(2,2)\",3,-4,0.5,4,1,3,0,0,0,0,5.47723,")
+    );
+    // `--all` adds md5 and MindSpore's sha1; it cannot be mixed with --category.
+    let (code, out, err) = opdump(&["stats", "--all", &p]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().next().unwrap().contains(",MD5,"), "{out}");
+    assert!(out.contains(md5.as_str()), "{out}");
+    let (code, _, err) = opdump(&["stats", "--all", "--category", "max", &p]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--all"), "{err}");
 
     let (code, _, err) = opdump(&["stats", "--category", "mean", &p]);
     assert_eq!(code, 2);

@@ -21,6 +21,7 @@
 //! ```
 
 mod csv;
+mod digests;
 mod graph;
 pub mod inspect;
 mod mindspore;

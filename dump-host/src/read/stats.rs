@@ -6,7 +6,10 @@ use std::path::Path;
 use dump_core::{DType, Summary};
 use dump_stats::{Hashes, StreamStats, TensorStats};
 
-use super::npy::{NpyStream, io_err};
+use super::{
+    digests::DigestThreads,
+    npy::{NpyStream, io_err},
+};
 use crate::Error;
 
 /// The statistics of one tensor as far as they are known: a `statistic.csv` row may hold only
@@ -116,6 +119,9 @@ impl Stats {
     }
 }
 
+/// Data bytes from which a file's digests are computed on threads of their own.
+const THREADED_DIGESTS_MIN: u64 = 8 << 20;
+
 /// A `.npy` file summarised by streaming.
 #[derive(Clone, Debug)]
 pub struct FileSummary {
@@ -216,7 +222,19 @@ fn stream(
             format!("cannot compute statistics of {dtype} data: {e}"),
         )
     };
-    let mut acc = StreamStats::new(dtype, elems, hashes).map_err(stats_err)?;
+    // Large files hash on their own threads (MD5 and SHA-1 are serial; side by side with the
+    // statistics the slowest sets the pace); small ones inline, where a thread costs more.
+    let mut digests = if npy.data_len >= THREADED_DIGESTS_MIN {
+        DigestThreads::spawn(dtype, elems, hashes)
+    } else {
+        None
+    };
+    let inline = if digests.is_some() {
+        Hashes::NONE
+    } else {
+        hashes
+    };
+    let mut acc = StreamStats::new(dtype, elems, inline).map_err(stats_err)?;
     let mut narrowed = Vec::new();
     let mut exact = true;
     npy.for_each_chunk(|chunk| {
@@ -233,11 +251,68 @@ fn stream(
         } else {
             chunk
         };
+        if let Some(d) = digests.as_mut()
+            && !d.feed(bytes)
+        {
+            return Err(io_err(&path, "a digest thread stopped"));
+        }
         acc.update(bytes).map_err(stats_err)
     })
     .or_else(|e| if exact { Err(e) } else { Ok(()) })?;
     if !exact {
         return Ok(None);
     }
-    acc.finish().map(Some).map_err(stats_err)
+    let mut stats = acc.finish().map_err(stats_err)?;
+    if let Some(d) = digests {
+        (stats.md5, stats.sha1) = d
+            .finish()
+            .ok_or_else(|| io_err(&path, "a digest thread failed"))?;
+    }
+    Ok(Some(stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Above [`THREADED_DIGESTS_MIN`] the digests come from their threads: the same bits as the
+    /// one-shot functions, for a plain f32 file and for bf16 widened to `<f4` (narrowed first).
+    #[test]
+    fn threaded_digests_equal_the_one_shot_ones() {
+        let dir = std::env::temp_dir().join(format!("opdump-digests-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let elems = (THREADED_DIGESTS_MIN as usize) / 4 + 12_345;
+        let both = Hashes {
+            md5: true,
+            sha1: true,
+        };
+        // f32 values that are exact bf16 (low 16 bits zero), so one file serves both cases.
+        let bf16: Vec<u8> = (0..elems as u32)
+            .flat_map(|i| ((i.wrapping_mul(40_503) >> 3) as u16).to_le_bytes())
+            .collect();
+        let f32s: Vec<u8> = bf16
+            .chunks_exact(2)
+            .flat_map(|b| [0, 0, b[0], b[1]])
+            .collect();
+        let path = dir.join("t.npy");
+        dump_npy::write_file(&path, DType::Float32, &[elems], &f32s, Default::default()).unwrap();
+        for (named, data, dtype) in [
+            (None, &f32s, DType::Float32),
+            (Some(DType::BFloat16), &bf16, DType::BFloat16),
+        ] {
+            let got = summarize_npy(&path, named, both).unwrap();
+            assert_eq!(got.dtype, dtype);
+            assert_eq!(got.stats.md5, Some(dump_core::hash::md5(data)));
+            assert_eq!(
+                got.stats.sha1,
+                Some(dump_core::hash::ms_sha1(dtype, data, elems))
+            );
+            let want = dump_core::stats::summarize(dtype, data, elems)
+                .unwrap()
+                .unwrap();
+            assert_eq!(got.stats.summary.unwrap().max.to_bits(), want.max.to_bits());
+            assert_eq!(got.stats.summary.unwrap().sum.to_bits(), want.sum.to_bits());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -1,4 +1,4 @@
-//! `opdump stats FILE.npy... [--category NAME]... [--no-header]`: `statistic.csv` rows for
+//! `opdump stats FILE.npy... [--category NAME]... | [--all] [--no-header]`: `statistic.csv` rows for
 //! `.npy` files that already exist, e.g. a tensor dump MindSpore made on CPU, where it refuses
 //! to compute statistics.
 //!
@@ -20,6 +20,11 @@
 //! not an exact bf16 the statistics are of the stored f32 values (a warning says so). Int4 and
 //! UInt1 statistics are of the stored one-byte values (the same numbers); their md5/sha1 hash
 //! the stored bytes, not the packed ones. Fortran-order data is hashed as stored.
+//!
+//! Columns: by default the 11 value columns (every distinct one but the digests), in
+//! MindSpore's list order; `--all` adds md5 and MindSpore's hash:sha1 (serial digests: on a
+//! large file they cost about six times the value columns, so they are asked for, as in
+//! MindSpore's own `statistic_category`); `--category` picks any list.
 //!
 //! Files are streamed in bounded chunks (any size; memory stays a few MiB per core) and spread
 //! over the cores, rows printed in command-line order. An unreadable or invalid file is
@@ -53,12 +58,17 @@ pub struct Args {
     /// The .npy files.
     #[arg(required = true, value_name = "FILE.npy")]
     pub files: Vec<PathBuf>,
-    /// A statistic column, repeatable, in output order (default: all 13 distinct columns):
-    /// max, min, avg, count, "negative zero count", "positive zero count", "nan count",
-    /// "negative inf count", "positive inf count", "zero count", md5, l2norm, hash:sha1
-    /// (also hash, hash:md5).
-    #[arg(long = "category", value_name = "NAME")]
+    /// A statistic column, repeatable, in output order (default: the 11 value columns, every
+    /// one but the digests md5 and hash:sha1): max, min, avg, count, "negative zero count",
+    /// "positive zero count", "nan count", "negative inf count", "positive inf count",
+    /// "zero count", md5, l2norm, hash:sha1 (also hash, hash:md5).
+    #[arg(long = "category", value_name = "NAME", conflicts_with = "all")]
     pub categories: Vec<String>,
+    /// All 13 distinct columns, the digests md5 and MindSpore's hash:sha1 included (MD5 and
+    /// SHA-1 are serial: on a large file they set the pace, about 6x slower than the value
+    /// columns alone).
+    #[arg(long)]
+    pub all: bool,
     /// Print the statistic.csv header line first (default).
     #[arg(long, overrides_with = "no_header")]
     pub header: bool,
@@ -67,9 +77,19 @@ pub struct Args {
     pub no_header: bool,
 }
 
-/// Every distinct statistic column, in MindSpore's list order.
+/// Every distinct statistic column, in MindSpore's list order (`--all`).
 pub fn all_categories() -> CategorySet {
     CategorySet::all()
+}
+
+/// The default columns: every distinct column but the digests (md5, hash:sha1), in MindSpore's
+/// list order.
+pub fn default_categories() -> CategorySet {
+    let values = dump_stats::Category::ALL
+        .iter()
+        .filter(|c| !matches!(c, dump_stats::Category::Md5 | dump_stats::Category::Sha1))
+        .map(|c| c.name());
+    CategorySet::parse(values).unwrap_or_else(|_| CategorySet::all())
 }
 
 /// The long name recorded for short name `file` in `mapping.csv` of `dir` (lines
@@ -201,8 +221,10 @@ fn summarise_all(files: &[PathBuf], cats: &CategorySet) -> Vec<FileResult> {
 
 /// Runs `stats`; returns the exit code.
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let cats = if args.categories.is_empty() {
+    let cats = if args.all {
         all_categories()
+    } else if args.categories.is_empty() {
+        default_categories()
     } else {
         match CategorySet::parse(args.categories.iter().map(String::as_str)) {
             Ok(c) => c,
@@ -259,5 +281,17 @@ mod tests {
         let c = all_categories();
         assert_eq!(c.len(), 13);
         assert_eq!(c.as_slice(), &dump_stats::Category::ALL);
+    }
+
+    #[test]
+    fn default_categories_are_the_11_value_columns_in_order() {
+        use dump_stats::Category;
+        let c = default_categories();
+        let want: Vec<Category> = Category::ALL
+            .into_iter()
+            .filter(|c| !matches!(c, Category::Md5 | Category::Sha1))
+            .collect();
+        assert_eq!(c.len(), 11);
+        assert_eq!(c.as_slice(), &want[..]);
     }
 }
