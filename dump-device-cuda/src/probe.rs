@@ -10,16 +10,26 @@ use std::sync::Mutex;
 
 /// `true` when the NVIDIA driver library can be loaded (it says nothing about devices).
 pub fn driver_present() -> bool {
+    #[cfg(not(feature = "dynamic-linking"))]
     // SAFETY: is_culib_present only tries to dlopen the candidate names and drops the handle;
     // loading libcuda runs no user-visible initialisation.
-    unsafe { cudarc::driver::sys::is_culib_present() }
+    let present = unsafe { cudarc::driver::sys::is_culib_present() };
+    // Linked at build time: the loader resolved libcuda before the process started.
+    #[cfg(feature = "dynamic-linking")]
+    let present = true;
+    present
 }
 
 /// `true` when NVRTC can be loaded by name (the system loader path, or a library already
 /// loaded by [`preload_nvrtc`]).
 pub fn nvrtc_present() -> bool {
+    #[cfg(not(feature = "dynamic-linking"))]
     // SAFETY: as for driver_present: a dlopen attempt of libnvrtc by name.
-    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+    let present = unsafe { cudarc::nvrtc::sys::is_culib_present() };
+    // Linked at build time, as for driver_present.
+    #[cfg(feature = "dynamic-linking")]
+    let present = true;
+    present
 }
 
 /// Libraries loaded by [`preload_nvrtc`], kept loaded for the life of the process.

@@ -12,9 +12,9 @@
 //! A [`Tracer`] runs each step: it begins the Dumper's step, installs it for the calling
 //! thread while your closure runs, and keeps the graph's execution order. CPU tensors are
 //! handed to the Dumper without a copy (candle's storage and layout become a host or strided
-//! [`TensorRef`](dump_host::TensorRef)). Feature `cuda` holds the path for tensors in candle's
-//! CUDA storage (through `dump-device-cuda`), which does not build yet (see the README: candle
-//! links cudarc dynamically, dump-device-cuda loads it at run time, and cudarc refuses both).
+//! [`TensorRef`](dump_host::TensorRef)). Feature `cuda` dumps tensors in candle's CUDA
+//! storage in place through `dump-device-cuda` (statistics on the GPU, on candle's stream); it
+//! needs nvcc at build time, as candle's own `cuda` does (see the README).
 //!
 //! ```
 //! use candle_core::{Device, Module, Tensor};
