@@ -19,9 +19,17 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 /// The candidate closest to `word` (case-insensitively), if it is close enough to be a typo:
 /// at most 2 edits, and at most a third of the longer word.
 pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let n = word.chars().count();
+    // The distance is at least the difference in length: a word more than 2 longer or shorter
+    // than every candidate (a long unknown key, say) costs no distance computation.
+    let near = |c: &str| c.chars().count().abs_diff(n) <= 2;
+    if !candidates.iter().any(|c| near(c)) {
+        return None;
+    }
     let lw = word.to_ascii_lowercase();
     candidates
         .iter()
+        .filter(|c| near(c))
         .map(|&c| (edit_distance(&lw, &c.to_ascii_lowercase()), c))
         .filter(|&(d, c)| d <= 2 && d * 3 <= lw.chars().count().max(c.chars().count()))
         .min_by_key(|&(d, _)| d)
@@ -48,5 +56,9 @@ mod tests {
         assert_eq!(did_you_mean("netname", &keys), Some("net_name"));
         assert_eq!(did_you_mean("completely_else", &keys), None);
         assert_eq!(did_you_mean("ab", &["cd"]), None);
+        // A candidate 2 longer is still found; 3 longer is not a typo.
+        assert_eq!(did_you_mean("iterati", &keys), Some("iteration"));
+        assert_eq!(did_you_mean("iterat", &keys), None);
+        assert_eq!(did_you_mean(&"x".repeat(100_000), &keys), None);
     }
 }
