@@ -7,12 +7,15 @@
 //!   children killed at seeded points) of `tests/tests/schedules.rs`;
 //! - `--soak`: 100 000 steps of `tests/tests/soak.rs` (RSS, open fds and threads flat);
 //! - `--valgrind`: memcheck over the SIMD statistics tests of dump-core and the npy reader
-//!   tests of dump-npy ([`valgrind`]).
+//!   tests of dump-npy ([`valgrind`]);
+//! - `--fuzz`: every cargo-fuzz target for 10^7 executions ([`fuzz`]; nightly and cargo-fuzz,
+//!   about 45 minutes).
 //!
-//! No part named runs them all. `--quick` scales the schedules, the soak and valgrind down
-//! (for a smoke run).
+//! No part named runs them all. `--quick` scales the schedules, the soak, valgrind and the
+//! fuzzing down (for a smoke run).
 
 mod campaign;
+mod fuzz;
 mod valgrind;
 mod writer;
 
@@ -26,11 +29,11 @@ use std::{
 type Part<'a> = &'a dyn Fn() -> Result<(), String>;
 
 const USAGE: &str =
-    "usage: cargo xtask hardening [--faults] [--schedules] [--soak] [--valgrind] [--quick]";
+    "usage: cargo xtask hardening [--faults] [--schedules] [--soak] [--valgrind] [--fuzz] [--quick]";
 
 /// Runs `cargo xtask hardening ARGS`.
 pub fn run_all(args: &[String]) -> Result<(), String> {
-    let mut parts = [false; 4];
+    let mut parts = [false; 5];
     let mut quick = false;
     for a in args {
         match a.as_str() {
@@ -38,19 +41,21 @@ pub fn run_all(args: &[String]) -> Result<(), String> {
             "--schedules" => parts[1] = true,
             "--soak" => parts[2] = true,
             "--valgrind" => parts[3] = true,
+            "--fuzz" => parts[4] = true,
             "--quick" => quick = true,
             other => return Err(format!("hardening: unknown argument `{other}`\n{USAGE}")),
         }
     }
     if !parts.contains(&true) {
-        parts = [true; 4];
+        parts = [true; 5];
     }
     let mut done = Vec::new();
-    let steps: [(&str, Part<'_>); 4] = [
+    let steps: [(&str, Part<'_>); 5] = [
         ("faults", &writer::faults),
         ("schedules", &|| campaign::schedules(quick)),
         ("soak", &|| campaign::soak(quick)),
         ("valgrind", &|| valgrind::run(quick)),
+        ("fuzz", &|| fuzz::run_targets(quick)),
     ];
     for ((part, f), wanted) in steps.into_iter().zip(parts) {
         if wanted {
