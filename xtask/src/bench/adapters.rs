@@ -87,8 +87,8 @@ enum Mode {
     Adapter(Box<(Dumper, TractDump, Option<PathBuf>)>),
 }
 
-/// One model's rows: (mode, median ms). The modes take turns step by step (round robin, the
-/// first mode rotating each round), so a busy machine slows them alike.
+/// One model's rows: (mode, median ms). The modes take turns step by step (each round in a
+/// fresh seeded order), so a busy machine slows them alike.
 fn model_rows(file: &str, steps: usize) -> Result<Vec<(String, f64)>, String> {
     let (plan, inputs) = load(file)?;
     let mut state = plan.spawn().map_err(|e| e.to_string())?;
@@ -125,14 +125,21 @@ fn model_rows(file: &str, steps: usize) -> Result<Vec<(String, f64)>, String> {
         ));
     }
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
-    let n = modes.len();
+    let mut order: Vec<usize> = (0..modes.len()).collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     for round in 0..=steps {
-        // The starting mode rotates every round, so no mode always follows the same one: the
-        // kernel's write-back of the files a full dump queued lands in whichever mode runs
-        // next, and with a fixed order that was always the filter mode (1.27× measured for a
-        // step that does no more work than the disabled one).
-        for j in 0..n {
-            let i = (round + j) % n;
+        // A fresh seeded order every round, so no mode always follows the same one: the
+        // kernel's write-back of the files a tensor or full dump queued lands in whichever
+        // mode runs next. With a fixed order that was always the filter mode, whose step does
+        // no more work than the disabled one and measured 1.27-1.38x; without the dumping
+        // modes in the run it measured 1.01x.
+        for k in (1..order.len()).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(k, (seed % (k as u64 + 1)) as usize);
+        }
+        for &i in &order {
             let mode = &mut modes[i].1;
             let t = Instant::now();
             match mode {
@@ -145,11 +152,15 @@ fn model_rows(file: &str, steps: usize) -> Result<Vec<(String, f64)>, String> {
             }
             .map_err(|e| e.to_string())?;
             let elapsed = t.elapsed();
-            // Untimed: the files this mode queued are written before the next mode's step, so
-            // one mode's background writes never slow another's (the step time is what the
-            // runtime waits for; queued writes overlap its later steps).
+            // Untimed: the files this mode queued are written and synced to disk before the
+            // next mode's step, so one mode's background writes (the writer's, then the
+            // kernel's write-back) never slow another's (the step time is what the runtime
+            // waits for; queued writes overlap its later steps).
             if let Mode::Adapter(a) = mode {
                 a.0.flush().map_err(|e| e.to_string())?;
+                if a.2.is_some() {
+                    let _ = std::process::Command::new("sync").status();
+                }
             }
             if round > 0 {
                 times[i].push(elapsed.as_secs_f64() * 1e3); // round 0 warms up
@@ -208,7 +219,7 @@ fn rejected_kernel_ns() -> Result<f64, String> {
 
 /// Runs the adapter benchmarks.
 pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
-    let steps = if opts.quick { 5 } else { opts.runs.max(15) };
+    let steps = if opts.quick { 5 } else { opts.runs.max(25) };
     let mut csv = String::from("model,mode,median_ms,ratio_vs_plain\n");
     println!("\nruntime adapters (tract 0.23.9; median of {steps} steps, modes in turn)");
     println!(

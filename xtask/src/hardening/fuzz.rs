@@ -52,10 +52,10 @@ pub fn run_targets(quick: bool) -> Result<(), String> {
             ));
         }
         let log_path = logs.join(format!("{t}.log"));
-        let log = fs::read_to_string(&log_path)
-            .map_err(|e| format!("{}: {e}", log_path.display()))?;
-        let done = executed(&log)
-            .ok_or_else(|| format!("{}: no final statistics", log_path.display()))?;
+        let log =
+            fs::read_to_string(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+        let done =
+            executed(&log).ok_or_else(|| format!("{}: no final statistics", log_path.display()))?;
         if done < runs {
             return Err(format!(
                 "fuzz target {t}: {done} executions, fewer than {runs} (the time limit ended it)"

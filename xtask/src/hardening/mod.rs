@@ -28,8 +28,7 @@ use std::{
 /// One part of the campaign.
 type Part<'a> = &'a dyn Fn() -> Result<(), String>;
 
-const USAGE: &str =
-    "usage: cargo xtask hardening [--faults] [--schedules] [--soak] [--valgrind] [--fuzz] [--quick]";
+const USAGE: &str = "usage: cargo xtask hardening [--faults] [--schedules] [--soak] [--valgrind] [--fuzz] [--quick]";
 
 /// Runs `cargo xtask hardening ARGS`.
 pub fn run_all(args: &[String]) -> Result<(), String> {
