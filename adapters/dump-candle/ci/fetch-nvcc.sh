@@ -35,7 +35,7 @@ mkdir -p "$cache"
 tmp=$(mktemp -d "$cache/.install.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 echo "fetch-nvcc: installing nvidia-cuda-nvcc==$version and the CUDA headers (~350 MB) into $dest" >&2
-"$python" -m pip install --quiet --disable-pip-version-check --no-cache-dir --only-binary=:all: \
+"$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-cache-dir --only-binary=:all: \
     --target "$tmp" "nvidia-cuda-nvcc==$version" "nvidia-cuda-runtime==$version" \
     "nvidia-cuda-crt==$version" "nvidia-nvvm==$version" "nvidia-cuda-cccl==13.3.5.0.6" >&2
 if [ ! -x "$tmp/nvidia/cu13/bin/nvcc" ] || [ ! -f "$tmp/nvidia/cu13/include/cuda_runtime.h" ]; then
