@@ -7,8 +7,9 @@
 //! ```
 //!
 //! Modes: the runtime alone; the adapter with a disabled Dumper; statistic dump (default
-//! categories); tensor dump; full dump; a `kernels` filter that rejects every kernel. Each
-//! cell is the median of STEPS (default 15) steps after one warm-up. ONNX Runtime runs with
+//! categories); tensor dump; full dump; a `kernels` filter that rejects every kernel. The
+//! modes take turns step by step in a fresh seeded order each round (see `rows`); each cell
+//! is the median of STEPS (default 15) steps after one warm-up round. ONNX Runtime runs with
 //! graph optimisation disabled in every mode (the adapter needs it; the plain run matches).
 
 use std::{collections::HashMap, path::PathBuf, time::Instant};
@@ -55,18 +56,6 @@ fn dumper(root: &std::path::Path, saved: &str, dump_mode: u32, kernels: &str) ->
         .map_err(|e| e.to_string())
 }
 
-fn time(steps: usize, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
-    f()?;
-    let mut v = Vec::with_capacity(steps);
-    for _ in 0..steps {
-        let t = Instant::now();
-        f()?;
-        v.push(t.elapsed().as_secs_f64() * 1e3);
-    }
-    v.sort_by(f64::total_cmp);
-    Ok(v[v.len() / 2])
-}
-
 /// The model's inputs: f32 values `((k * 7919) % 2000) / 1000 - 1`.
 fn inputs(model: &Model, file: &str) -> Res<Vec<Feed>> {
     model
@@ -86,28 +75,73 @@ fn inputs(model: &Model, file: &str) -> Res<Vec<Feed>> {
         .collect()
 }
 
-/// The plain run, then every dumped mode through `step`.
+/// The plain run and every dumped mode through `step`, interleaved: each round runs every mode
+/// once, in a fresh seeded order, after one warm-up round, so a busy machine slows them alike.
+/// After a dumped step its files are flushed and synced to disk, untimed, so no mode's writes
+/// (the writer's or the kernel's write-back) land in another mode's step.
 fn rows(
     tag: &str,
     steps: usize,
     mut plain: impl FnMut() -> Res<()>,
     mut step: impl FnMut(&mut Dumper) -> Res<()>,
 ) -> Res<Vec<(String, f64)>> {
-    let mut out = vec![(format!("no dump ({tag} alone)"), time(steps, &mut plain)?)];
-    let mut disabled = Dumper::disabled();
-    let off = time(steps, || step(&mut disabled))?;
-    out.push(("adapter, dump disabled".to_owned(), off));
+    let mut names = vec![
+        format!("no dump ({tag} alone)"),
+        "adapter, dump disabled".to_owned(),
+    ];
+    // Mode 0 is the plain run; the others hold a Dumper and their dump directory.
+    let mut dumpers: Vec<(Dumper, Option<PathBuf>)> = vec![(Dumper::disabled(), None)];
     for (mode, saved, dump_mode, kernels) in MODES {
         let root = std::env::temp_dir().join(format!(
             "opdump-bench-onnx-{}-{tag}-{saved}-{dump_mode}",
             std::process::id()
         ));
         let _ = std::fs::remove_dir_all(&root);
-        let mut d = dumper(&root, saved, dump_mode, kernels)?;
-        let ms = time(steps, || step(&mut d))?;
+        dumpers.push((dumper(&root, saved, dump_mode, kernels)?, Some(root)));
+        names.push(mode.to_owned());
+    }
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..=steps {
+        for k in (1..order.len()).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(k, (seed % (k as u64 + 1)) as usize);
+        }
+        for &m in &order {
+            let t = Instant::now();
+            if m == 0 {
+                plain()?;
+            } else {
+                step(&mut dumpers[m - 1].0)?;
+            }
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            if m > 0 {
+                let (d, root) = &mut dumpers[m - 1];
+                d.flush().map_err(|e| e.to_string())?;
+                if root.is_some() {
+                    let _ = std::process::Command::new("sync").status();
+                }
+            }
+            if round > 0 {
+                times[m].push(ms); // round 0 warms up
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for ((name, mut t), (mut d, root)) in names
+        .into_iter()
+        .zip(times)
+        .zip(std::iter::once((Dumper::disabled(), None)).chain(dumpers))
+    {
         d.close().map_err(|e| e.to_string())?;
-        let _ = std::fs::remove_dir_all(&root);
-        out.push((mode.to_owned(), ms));
+        if let Some(r) = root {
+            let _ = std::fs::remove_dir_all(r);
+        }
+        t.sort_by(f64::total_cmp);
+        out.push((name, t[t.len() / 2]));
     }
     Ok(out)
 }

@@ -219,7 +219,7 @@ fn rejected_kernel_ns() -> Result<f64, String> {
 
 /// Runs the adapter benchmarks.
 pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
-    let steps = if opts.quick { 5 } else { opts.runs.max(25) };
+    let steps = if opts.quick { 5 } else { opts.runs.max(61) };
     let mut csv = String::from("model,mode,median_ms,ratio_vs_plain\n");
     println!("\nruntime adapters (tract 0.23.9; median of {steps} steps, modes in turn)");
     println!(

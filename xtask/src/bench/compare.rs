@@ -8,7 +8,8 @@
 //!   `np.load` both, cosine, max abs/rel error, the 0.001/0.005 ratios, the `allclose` count,
 //!   max ULP distance and non-finite mismatches.
 //! - `stats-cli` / `stats-cli+hash`: `opdump stats` on one 256 MiB f32 file (16 MiB with
-//!   `--quick`) with the non-hash columns / all 13 columns, against numpy computing the same
+//!   `--quick`) with its default columns (the 11 value columns) / `--all` (adding md5 and
+//!   MindSpore's sha1), against numpy computing the same
 //!   statistics (plus `hashlib` md5 and sha1 for the hashed row) after `np.load`.
 //!
 //! Peak RSS of each opdump run (`getrusage` of the child, through python3) is printed.

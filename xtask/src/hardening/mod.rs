@@ -9,7 +9,7 @@
 //! - `--valgrind`: memcheck over the SIMD statistics tests of dump-core and the npy reader
 //!   tests of dump-npy ([`valgrind`]);
 //! - `--fuzz`: every cargo-fuzz target for 10^7 executions ([`fuzz`]; nightly and cargo-fuzz,
-//!   about 45 minutes).
+//!   about two hours).
 //!
 //! No part named runs them all. `--quick` scales the schedules, the soak, valgrind and the
 //! fuzzing down (for a smoke run).
