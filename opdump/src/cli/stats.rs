@@ -23,7 +23,7 @@
 //!
 //! Columns: by default the 11 value columns (every distinct one but the digests), in
 //! MindSpore's list order; `--all` adds md5 and MindSpore's hash:sha1 (serial digests: on a
-//! large file they cost about six times the value columns, so they are asked for, as in
+//! large file they cost about ten times the value columns, so they are asked for, as in
 //! MindSpore's own `statistic_category`); `--category` picks any list.
 //!
 //! Files are streamed in bounded chunks (any size; memory stays a few MiB per core) and spread
@@ -65,7 +65,7 @@ pub struct Args {
     #[arg(long = "category", value_name = "NAME", conflicts_with = "all")]
     pub categories: Vec<String>,
     /// All 13 distinct columns, the digests md5 and MindSpore's hash:sha1 included (MD5 and
-    /// SHA-1 are serial: on a large file they set the pace, about 6x slower than the value
+    /// SHA-1 are serial: on a large file they set the pace, about 10x slower than the value
     /// columns alone).
     #[arg(long)]
     pub all: bool,
