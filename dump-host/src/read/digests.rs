@@ -52,18 +52,12 @@ impl Digest {
     }
 }
 
-/// A finished digest.
-enum Done {
-    Md5([u8; 16]),
-    Sha1([u8; 20]),
-}
-
 /// The finished digests: (MD5, MindSpore SHA-1), each `Some` when asked for.
 pub type Digests = (Option<[u8; 16]>, Option<[u8; 20]>);
 
 /// The digests of one tensor, computed on their own threads (see the [module docs](self)).
 pub struct DigestThreads {
-    workers: Vec<(mpsc::SyncSender<Arc<Chunk>>, JoinHandle<Done>)>,
+    workers: Vec<(mpsc::SyncSender<Arc<Chunk>>, JoinHandle<Digest>)>,
     free: mpsc::Receiver<Vec<u8>>,
     back: mpsc::Sender<Vec<u8>>,
     made: usize,
@@ -94,10 +88,7 @@ impl DigestThreads {
                     for chunk in rx {
                         job.update(&chunk.data);
                     }
-                    match job {
-                        Digest::Md5(m) => Done::Md5(m.finish()),
-                        Digest::Sha1(s) => Done::Sha1(s.finish()),
-                    }
+                    job
                 })
                 .ok()?;
             workers.push((tx, handle));
@@ -143,8 +134,8 @@ impl DigestThreads {
         for (tx, handle) in self.workers {
             drop(tx);
             match handle.join().ok()? {
-                Done::Md5(d) => md5 = Some(d),
-                Done::Sha1(d) => sha1 = Some(d),
+                Digest::Md5(m) => md5 = Some(m.finish()),
+                Digest::Sha1(s) => sha1 = Some(s.finish()),
             }
         }
         Some((md5, sha1))
