@@ -120,7 +120,7 @@ pub fn file_name(data: &[u8]) {
         return;
     };
     let fixed = |s: &str| sanitize(s) == s;
-    if !(fixed(p.op_type) && fixed(p.op_name) && fixed(p.format)) {
+    if !(fixed(p.id.op_type) && fixed(p.id.op_name) && fixed(p.format)) {
         return;
     }
     let rendered = p.render();
@@ -131,10 +131,10 @@ pub fn file_name(data: &[u8]) {
     let canonical = |n: u64, text: &str| n.to_string() == text;
     let f: Vec<&str> = name.trim_end_matches(".npy").split('.').collect();
     let dtype_text = f.last().copied().unwrap_or("");
-    if canonical(p.task_id.into(), f[2])
-        && canonical(p.stream_id.into(), f[3])
-        && canonical(p.timestamp, f[4])
-        && canonical(p.slot.into(), f[6])
+    if canonical(p.id.task_id.into(), f[2])
+        && canonical(p.id.stream_id.into(), f[3])
+        && canonical(p.id.timestamp, f[4])
+        && canonical(p.id.slot.into(), f[6])
         && p.spelling.spell(p.dtype) == dtype_text
     {
         assert_eq!(rendered, name);
@@ -209,8 +209,14 @@ pub fn csv_row(data: &[u8]) {
     };
     let op_type = clean(b.take(text_len));
     let op_name = sanitize(&clean(b.take(text_len)));
-    let (task_id, stream_id, timestamp, slot, data_size) =
-        (b.u64(), b.u64(), b.u64(), b.u64(), b.u64());
+    // The identity's ids are u32 (the same input bytes are consumed as when they were u64).
+    let (task_id, stream_id, timestamp, slot, data_size) = (
+        b.u64() as u32,
+        b.u64() as u32,
+        b.u64(),
+        b.u64() as u32,
+        b.u64(),
+    );
     let io = if b.u8() & 1 == 0 {
         Io::Input
     } else {
@@ -236,13 +242,15 @@ pub fn csv_row(data: &[u8]) {
         sha1: Some([7u8; 20]),
     };
     let meta = RowMeta {
-        op_type: &op_type,
-        op_name: &op_name,
-        task_id,
-        stream_id,
-        timestamp,
-        io,
-        slot,
+        id: dump_stats::TensorId {
+            op_type: &op_type,
+            op_name: &op_name,
+            task_id,
+            stream_id,
+            timestamp,
+            io,
+            slot,
+        },
         data_size,
         dtype,
         shape: &shape,
@@ -286,7 +294,13 @@ pub fn csv_row(data: &[u8]) {
     };
     assert_eq!(
         [n(2), n(3), n(4), n(6), n(7)],
-        [task_id, stream_id, timestamp, slot, data_size]
+        [
+            u64::from(task_id),
+            u64::from(stream_id),
+            timestamp,
+            u64::from(slot),
+            data_size
+        ]
     );
     assert_eq!(fields[5], io.as_str());
     assert_eq!(fields[8], dtype.name());

@@ -139,7 +139,7 @@ pub fn kernel_file(dir: &Path, kernel: &str, io: &str, slot: usize) -> PathBuf {
         .filter(|p| {
             let name = file_name(p);
             let f = TensorFileName::parse(&name).unwrap();
-            f.op_name == want && f.io.as_str() == io && f.slot as usize == slot
+            f.id.op_name == want && f.id.io.as_str() == io && f.id.slot as usize == slot
         })
         .collect();
     assert_eq!(got.len(), 1, "{kernel} {io} {slot} in {}", dir.display());
@@ -276,6 +276,7 @@ pub fn kernels_in(dir: &Path) -> Vec<String> {
         .map(|p| {
             TensorFileName::parse(&file_name(p))
                 .unwrap()
+                .id
                 .op_name
                 .to_owned()
         })

@@ -139,13 +139,15 @@ mod tests {
             .unwrap();
         let shape = [v.len()];
         let meta = RowMeta {
-            op_type: "Add",
-            op_name: "Default_Add-op0",
-            task_id: 0,
-            stream_id: 0,
-            timestamp: 1,
-            io: Io::Input,
-            slot: 0,
+            id: dump_stats::TensorId {
+                op_type: "Add",
+                op_name: "Default_Add-op0",
+                task_id: 0,
+                stream_id: 0,
+                timestamp: 1,
+                io: Io::Input,
+                slot: 0,
+            },
             data_size: data.len() as u64,
             dtype: DType::Float16,
             shape: &shape,

@@ -11,11 +11,20 @@ use crate::config::Diagnostics;
 pub enum Error {
     /// The config was rejected; holds every error (and warning) found.
     Config(Diagnostics),
-    /// A file could not be read or written.
+    /// A file could not be read or written (the operating system's error is kept; where
+    /// MindSpore has a wording for the failure, the error displays it).
     Io {
         /// The file.
         path: PathBuf,
-        /// What happened (includes MindSpore's wording where it has one).
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// A file or directory is unusable for a reason of its own: not a regular file, too
+    /// large, not UTF-8, owned by another user.
+    Path {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong, and what is allowed.
         message: String,
     },
     /// A tensor handed to the Dumper is inconsistent (byte length vs dtype and shape, bad
@@ -56,7 +65,8 @@ impl fmt::Display for Error {
                     if n == 1 { "" } else { "s" }
                 )
             }
-            Error::Io { path, message } => write!(f, "{}: {message}", path.display()),
+            Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::Path { path, message } => write!(f, "{}: {message}", path.display()),
             Error::Tensor {
                 kernel,
                 io,
@@ -74,4 +84,12 @@ impl fmt::Display for Error {
     }
 }
 
-impl core::error::Error for Error {}
+impl core::error::Error for Error {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            Error::Write(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -4,10 +4,7 @@
 //! through a bounded background writer ([`writer`]). It never prints: warnings are typed
 //! [`diag::Event`]s delivered to a sink you choose (one line to stderr by default).
 //!
-//! It also reads dumps back ([`read`]: opdump's and MindSpore's own, streamed in bounded
-//! chunks; [`read::inspect`] finds the first operator that went non-finite) and compares two
-//! ([`compare`]: the first divergent operator, per-pair metrics from one fused pass), which
-//! `opdump inspect` and `opdump compare` print.
+//! Reading dumps back (`inspect`, `compare`) is the `dump-read` crate's job.
 //!
 //! # Integrating it
 //!
@@ -78,14 +75,12 @@
 // The library never prints: everything it has to say is a `diag::Event`.
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
 
-pub mod compare;
 pub mod config;
 pub mod diag;
 mod dumper;
 pub mod error;
 pub mod graph;
 pub mod layout;
-pub mod read;
 pub mod writer;
 
 pub use dumper::{

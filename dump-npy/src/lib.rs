@@ -15,7 +15,8 @@
 //!   bits are unpacked per byte, and the file is byte-identical to the one-shot writer's.
 //! - **A hardened reader** ([`parse_header`], [`read_npy`], and with `std` [`read_file`]) for
 //!   npy versions 1.0, 2.0 and 3.0 in MindSpore's and numpy's styles, which returns errors,
-//!   never panics and never allocates more than the input's real size.
+//!   never panics and never allocates more than the input's real size; with `std`,
+//!   [`NpyReader`] opens a file of any size and streams its data in [`CHUNK`]-byte pieces.
 //!
 //! ```
 //! use dump_core::DType;
@@ -49,6 +50,8 @@ pub mod file;
 pub mod header;
 pub mod options;
 pub mod read;
+#[cfg(feature = "std")]
+pub mod reader;
 pub mod sink;
 pub mod stream;
 pub mod write;
@@ -59,6 +62,8 @@ pub use file::{FILE_SCRATCH_LEN, NpyFile, read_file, read_from, write_file, writ
 pub use header::{MAGIC, MAX_HEADER_LEN, MAX_RANK, encode_header, header_len, write_header};
 pub use options::{Bf16Mode, WriteOptions};
 pub use read::{Dims, Header, header_len_from_prefix, parse_header, read_npy};
+#[cfg(feature = "std")]
+pub use reader::{CHUNK, FileError, FileErrorKind, NpyReader};
 #[cfg(feature = "std")]
 pub use sink::IoSink;
 pub use sink::{NpySink, SliceSink};

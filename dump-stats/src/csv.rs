@@ -14,7 +14,7 @@
 //! caller buffer. With `alloc`, [`header_string`], [`row_string`] and [`device_row_string`] return
 //! owned strings.
 
-use crate::{Category, CategorySet, Error, TensorStats, precision::DeviceStats};
+use crate::{Category, CategorySet, Error, TensorId, TensorStats, precision::DeviceStats};
 use core::fmt::Write;
 use dump_core::{
     DType,
@@ -25,44 +25,14 @@ use dump_core::{
 pub const BASE_HEADER: &str =
     "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape";
 
-/// Whether a tensor is a kernel input or output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub enum Io {
-    /// `input`.
-    Input,
-    /// `output`.
-    Output,
-}
-
-impl Io {
-    /// `input` or `output`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Io::Input => "input",
-            Io::Output => "output",
-        }
-    }
-}
+pub use crate::identity::Io;
 
 /// The first ten fields of a row: who the tensor belongs to and what it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RowMeta<'a> {
-    /// Primitive name (`Add`, `Parameter`, ...).
-    pub op_type: &'a str,
-    /// Sanitised op name, as in the `.npy` file name (`Default_Add-op0`).
-    pub op_name: &'a str,
-    /// Task ID (`0` on CPU/GPU).
-    pub task_id: u64,
-    /// Stream ID (`0` on CPU/GPU).
-    pub stream_id: u64,
-    /// The paired `.npy` file's timestamp (µs since the Unix epoch).
-    pub timestamp: u64,
-    /// Input or output.
-    pub io: Io,
-    /// Input/output index.
-    pub slot: u64,
+    /// Op type, sanitised op name (as in the `.npy` file name: `Default_Add-op0`), task and
+    /// stream ids, the paired file's timestamp, input or output and slot.
+    pub id: TensorId<&'a str>,
     /// Bytes of the host tensor as loaded; see [`data_size`].
     pub data_size: u64,
     /// Element type (printed lowercase: `float16`, `bfloat16`, `int4`).
@@ -119,17 +89,18 @@ pub fn write_field<W: Write>(w: &mut W, field: &str) -> Result<(), Error> {
 }
 
 fn write_meta<W: Write>(w: &mut W, m: &RowMeta<'_>) -> Result<(), Error> {
-    write_field(w, m.op_type)?;
+    let id = &m.id;
+    write_field(w, id.op_type)?;
     w.write_char(',')?;
-    write_field(w, m.op_name)?;
+    write_field(w, id.op_name)?;
     w.write_char(',')?;
-    for v in [m.task_id, m.stream_id, m.timestamp] {
+    for v in [u64::from(id.task_id), u64::from(id.stream_id), id.timestamp] {
         w.write_str(u64_str(v).as_str())?;
         w.write_char(',')?;
     }
-    w.write_str(m.io.as_str())?;
+    w.write_str(id.io.as_str())?;
     w.write_char(',')?;
-    for v in [m.slot, m.data_size] {
+    for v in [u64::from(id.slot), m.data_size] {
         w.write_str(u64_str(v).as_str())?;
         w.write_char(',')?;
     }
@@ -310,15 +281,17 @@ mod tests {
         }
     }
 
-    fn meta<'a>(name: &'a str, io: Io, slot: u64, ts: u64, shape: &'a [usize]) -> RowMeta<'a> {
+    fn meta<'a>(name: &'a str, io: Io, slot: u32, ts: u64, shape: &'a [usize]) -> RowMeta<'a> {
         RowMeta {
-            op_type: "Add",
-            op_name: name,
-            task_id: 0,
-            stream_id: 0,
-            timestamp: ts,
-            io,
-            slot,
+            id: crate::TensorId {
+                op_type: "Add",
+                op_name: name,
+                task_id: 0,
+                stream_id: 0,
+                timestamp: ts,
+                io,
+                slot,
+            },
             data_size: data_size(DType::Float32, shape.iter().product()).unwrap(),
             dtype: DType::Float32,
             shape,
@@ -534,16 +507,11 @@ mod tests {
         }
         let st = stats_of(&[1.0]);
         let shape = [1];
-        let row = row_string(
-            &RowMeta {
-                op_type: "T\"x",
-                ..meta("\"Default_Add\"-op0", Io::Input, 0, 1, &shape)
-            },
-            &CategorySet::default(),
-            &st,
-        )
-        .unwrap()
-        .unwrap();
+        let mut m = meta("\"Default_Add\"-op0", Io::Input, 0, 1, &shape);
+        m.id.op_type = "T\"x";
+        let row = row_string(&m, &CategorySet::default(), &st)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             row,
             "\"T\"\"x\",\"\"\"Default_Add\"\"-op0\",0,0,1,input,0,4,float32,\"(1)\",1,1,1,\n"

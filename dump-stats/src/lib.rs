@@ -12,13 +12,17 @@
 //! - [`stream`] (feature `alloc`): [`StreamStats`], statistics plus MD5/SHA-1 over chunks of any
 //!   length, bit-identical to the one-shot result (the engine and the Dumper's streamed device
 //!   tensors both use it).
+//! - [`identity`]: [`TensorId`], which tensor of which kernel launch, the one identity every
+//!   file name, row and record carries; [`names`] (feature `alloc`): MindSpore's tensor file
+//!   names ([`names::TensorFileName`]), the one codec the writer renders and every reader
+//!   parses.
 //! - [`device`] (feature `std`): [`DeviceTensor`], the contract every device backend implements.
 //!
 //! Without `std` the crate is `no_std` and allocation-free (`alloc` adds owned rows).
 //!
 //! ```
 //! use dump_core::{DType, stats::summarize};
-//! use dump_stats::{CategorySet, TensorStats, csv::{Io, RowMeta, header_string, row_string}};
+//! use dump_stats::{CategorySet, Io, TensorId, TensorStats, csv::{RowMeta, header_string, row_string}};
 //!
 //! let cats = CategorySet::parse(["max", "min", "l2norm"])?;
 //! let data: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]
@@ -30,13 +34,15 @@
 //!     ..TensorStats::default()
 //! };
 //! let meta = RowMeta {
-//!     op_type: "Add",
-//!     op_name: "Default_Add-op0",
-//!     task_id: 0,
-//!     stream_id: 0,
-//!     timestamp: 1795332154537630,
-//!     io: Io::Input,
-//!     slot: 0,
+//!     id: TensorId {
+//!         op_type: "Add",
+//!         op_name: "Default_Add-op0",
+//!         task_id: 0,
+//!         stream_id: 0,
+//!         timestamp: 1795332154537630,
+//!         io: Io::Input,
+//!         slot: 0,
+//!     },
 //!     data_size: 24,
 //!     dtype: DType::Float32,
 //!     shape: &[2, 3],
@@ -65,6 +71,9 @@ pub mod device;
 #[cfg(feature = "std")]
 pub mod engine;
 pub mod error;
+pub mod identity;
+#[cfg(feature = "alloc")]
+pub mod names;
 pub mod precision;
 #[cfg(feature = "alloc")]
 pub mod stream;
@@ -74,6 +83,7 @@ pub use category::{Category, CategorySet};
 #[cfg(feature = "std")]
 pub use device::{DeviceError, DeviceStatistics, DeviceTensor, Layout, StatsKind, StatsRequest};
 pub use error::Error;
+pub use identity::{Io, IoSlot, TensorId};
 pub use precision::{DeviceStats, DeviceValue, Precision, device_statistics};
 #[cfg(feature = "alloc")]
 pub use stream::StreamStats;

@@ -236,13 +236,15 @@ fn csv_cells_match_numpy_float64() {
         let stats = r.as_ref().expect("engine result");
         let shape = [n];
         let meta = RowMeta {
-            op_type: "Op",
-            op_name: "Default_Op-op0",
-            task_id: 0,
-            stream_id: 0,
-            timestamp: 1,
-            io: Io::Output,
-            slot: 0,
+            id: dump_stats::TensorId {
+                op_type: "Op",
+                op_name: "Default_Op-op0",
+                task_id: 0,
+                stream_id: 0,
+                timestamp: 1,
+                io: Io::Output,
+                slot: 0,
+            },
             data_size: len as u64,
             dtype,
             shape: &shape,

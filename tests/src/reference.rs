@@ -22,10 +22,10 @@ pub fn npy_key(file_name: &str) -> Option<String> {
     let p = TensorFileName::parse(file_name)?;
     Some(format!(
         "{}.{}.{}.{}.{}.{}",
-        p.op_type,
-        p.op_name,
-        p.io.as_str(),
-        p.slot,
+        p.id.op_type,
+        p.id.op_name,
+        p.id.io.as_str(),
+        p.id.slot,
         p.format,
         file_name
             .strip_suffix(".npy")

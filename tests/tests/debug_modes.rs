@@ -100,7 +100,7 @@ fn run_overflow(tmp: &Path, overflow_number: u32) -> (Vec<String>, BTreeSet<Stri
         .map(|p| {
             let f = file_name(p);
             let p = dump_host::layout::TensorFileName::parse(&f).unwrap();
-            (p.timestamp, p.op_name.to_owned())
+            (p.id.timestamp, p.id.op_name.to_owned())
         })
         .collect();
     by_ts.sort();

@@ -75,7 +75,13 @@ impl Tracer for Recorder<'_> {
 /// `{type}.{name}.{io}.{slot}` of a file name.
 fn tensor_key(file: &str) -> String {
     let p = dump_host::layout::TensorFileName::parse(file).expect("MindSpore-style name");
-    format!("{}.{}.{}.{}", p.op_type, p.op_name, p.io.as_str(), p.slot)
+    format!(
+        "{}.{}.{}.{}",
+        p.id.op_type,
+        p.id.op_name,
+        p.id.io.as_str(),
+        p.id.slot
+    )
 }
 
 #[test]

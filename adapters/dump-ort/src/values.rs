@@ -60,8 +60,12 @@ fn element_type(d: DType) -> Option<TensorElementType> {
 }
 
 /// Calls `f` with `v` as a host [`TensorRef`] borrowing ONNX Runtime's buffer, or says why
-/// it cannot.
-pub fn with_value_ref<R>(v: &DynValue, f: impl FnOnce(TensorRef<'_>) -> R) -> Result<R, String> {
+/// it cannot ([`Error::Model`]: not a tensor, no MindSpore dtype, not in CPU memory).
+pub fn with_value_ref<R>(v: &DynValue, f: impl FnOnce(TensorRef<'_>) -> R) -> Result<R, Error> {
+    with_value_ref_inner(v, f).map_err(Error::Model)
+}
+
+fn with_value_ref_inner<R>(v: &DynValue, f: impl FnOnce(TensorRef<'_>) -> R) -> Result<R, String> {
     let ValueType::Tensor { ty, shape, .. } = v.dtype() else {
         return Err(format!(
             "{} values are not tensors and are skipped",
@@ -138,7 +142,7 @@ impl Values for RunValues<'_> {
     ) -> Lookup {
         match self.values.get(name) {
             None => Lookup::Missing,
-            Some(v) => match with_value_ref(v, f) {
+            Some(v) => match with_value_ref_inner(v, f) {
                 Ok(r) => Lookup::Done(r),
                 Err(why) => Lookup::Unsupported(why),
             },

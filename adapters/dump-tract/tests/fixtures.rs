@@ -231,9 +231,9 @@ fn cnn_two_full_steps_match_plan_order_counts_reference_values_and_numpy() {
                     .filter(|p| {
                         let name = file_name(p);
                         let f = parse_file_name(&name).unwrap();
-                        f.op_name == sanitize(&n.name)
-                            && f.io.as_str() == "output"
-                            && f.slot == slot as u32
+                        f.id.op_name == sanitize(&n.name)
+                            && f.id.io.as_str() == "output"
+                            && f.id.slot == slot as u32
                     })
                     .collect();
                 assert_eq!(got.len(), 1, "{} output {slot} in step {step}", n.name);
@@ -276,7 +276,7 @@ fn nan_hunt_dumps_the_log_kernel_and_what_follows_it_only() {
     for p in npy_in(&rank.join("Net/0/0")) {
         let name = file_name(&p);
         let f = parse_file_name(&name).unwrap();
-        *kernels.entry(f.op_name.to_owned()).or_default() += 1;
+        *kernels.entry(f.id.op_name.to_owned()).or_default() += 1;
     }
     let g = td.graph();
     let after_log: Vec<String> = g
@@ -312,7 +312,7 @@ fn f16_cast_pair_dumps_float16_tensors_equal_to_the_reference() {
         let o = &n.outputs[0];
         let got: Vec<&PathBuf> = files
             .iter()
-            .filter(|p| parse_file_name(&file_name(p)).unwrap().op_name == sanitize(&n.name))
+            .filter(|p| parse_file_name(&file_name(p)).unwrap().id.op_name == sanitize(&n.name))
             .collect();
         assert_eq!(got.len(), 1, "{}", n.name);
         let f = parse_file_name(&file_name(got[0])).unwrap().dtype;

@@ -25,7 +25,7 @@ pub fn valid_list_text() -> String {
 }
 
 /// Checks one category name; the error is MindSpore's message plus a suggestion.
-pub fn check_category(name: &str) -> Result<Category, String> {
+pub(crate) fn check_category(name: &str) -> Result<Category, String> {
     if let Ok(c) = Category::parse(name) {
         return Ok(c);
     }

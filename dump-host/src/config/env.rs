@@ -70,25 +70,50 @@ pub fn dump_config_path(env: &dyn Env) -> Result<Option<PathBuf>, Error> {
         value: value.clone(),
         message: format!("Get dump config file failed: {e}"),
     })?;
-    check_json_suffix(&real.to_string_lossy()).map_err(|message| Error::Env {
+    check_json_suffix(&real.to_string_lossy()).map_err(|e| Error::Env {
         var: DUMP_CONFIG_VAR.to_owned(),
         value,
-        message,
+        message: e.to_string(),
     })?;
     Ok(Some(real))
 }
 
+/// A config path MindSpore refuses: the text after its last `.` is not exactly `json`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotJson {
+    /// The (real) path.
+    pub path: String,
+    /// The text after its last `.`, or `None` when it has no `.`.
+    pub suffix: Option<String>,
+}
+
+impl std::fmt::Display for NotJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.suffix {
+            None => write!(
+                f,
+                "Invalid json file name:{} (the file name must end in .json)",
+                self.path
+            ),
+            Some(s) => write!(
+                f,
+                "[DataDump] dump config file suffix only supports json! But got:.{s} (the real path is {})",
+                self.path
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NotJson {}
+
 /// MindSpore's suffix rule on a (real) path: the text after the last `.` must be `json`.
-pub fn check_json_suffix(path: &str) -> Result<(), String> {
+pub fn check_json_suffix(path: &str) -> Result<(), NotJson> {
     match path.rfind('.') {
-        None => Err(format!(
-            "Invalid json file name:{path} (the file name must end in .json)"
-        )),
         Some(i) if &path[i + 1..] == "json" => Ok(()),
-        Some(i) => Err(format!(
-            "[DataDump] dump config file suffix only supports json! But got:.{} (the real path is {path})",
-            &path[i + 1..]
-        )),
+        i => Err(NotJson {
+            path: path.to_owned(),
+            suffix: i.map(|i| path[i + 1..].to_owned()),
+        }),
     }
 }
 
@@ -150,16 +175,17 @@ mod tests {
     #[test]
     fn suffix_rule() {
         assert!(check_json_suffix("/a/b/c.json").is_ok());
-        let e = check_json_suffix("/a/b/c.JSON").unwrap_err();
+        let e = check_json_suffix("/a/b/c.JSON").unwrap_err().to_string();
         assert!(
             e.starts_with("[DataDump] dump config file suffix only supports json! But got:.JSON"),
             "{e}"
         );
-        let e = check_json_suffix("/a.d/config").unwrap_err();
+        let e = check_json_suffix("/a.d/config").unwrap_err().to_string();
         assert!(e.contains("But got:.d/config"), "{e}");
         assert!(
             check_json_suffix("/a/config")
                 .unwrap_err()
+                .to_string()
                 .starts_with("Invalid json file name:/a/config")
         );
     }

@@ -18,16 +18,19 @@ pub const MAX_CONFIG_BYTES: u64 = 64 << 20;
 /// [`MAX_CONFIG_BYTES`]. Open failures carry MindSpore's text
 /// (`Dump file:<p> open failed. Errno:<n>`).
 pub fn read_config_file(path: &Path) -> Result<Vec<u8>, Error> {
-    let io_err = |message: String| Error::Io {
+    let io_err = |message: String| Error::Path {
         path: path.to_owned(),
         message,
     };
-    let open_failed = |e: std::io::Error| {
-        io_err(format!(
-            "Dump file:{} open failed. Errno:{} ({e})",
-            path.display(),
-            e.raw_os_error().unwrap_or(0)
-        ))
+    let open_failed = |e: std::io::Error| Error::Io {
+        path: path.to_owned(),
+        source: std::io::Error::new(
+            e.kind(),
+            OpenFailed {
+                path: path.to_owned(),
+                source: e,
+            },
+        ),
     };
     // Checked before opening: opening a FIFO for reading blocks until a writer appears.
     let meta = std::fs::metadata(path).map_err(open_failed)?;
@@ -42,12 +45,41 @@ pub fn read_config_file(path: &Path) -> Result<Vec<u8>, Error> {
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.take(MAX_CONFIG_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| io_err(format!("cannot read the dump config: {e}")))?;
+        .map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
         // The file grew while it was read.
         return Err(io_err(too_large(bytes.len() as u64)));
     }
     Ok(bytes)
+}
+
+/// MindSpore's wording of a config that cannot be opened
+/// (`Dump file:<p> open failed. Errno:<n>`), keeping the operating system's error as its cause.
+#[derive(Debug)]
+struct OpenFailed {
+    path: std::path::PathBuf,
+    source: std::io::Error,
+}
+
+impl std::fmt::Display for OpenFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Dump file:{} open failed. Errno:{} ({})",
+            self.path.display(),
+            self.source.raw_os_error().unwrap_or(0),
+            self.source
+        )
+    }
+}
+
+impl std::error::Error for OpenFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }
 
 /// The error text for a config of `len` bytes (more than [`MAX_CONFIG_BYTES`]).

@@ -52,7 +52,7 @@ use serde_json::Value;
 
 use dump_core::iteration::IterationSpec;
 
-pub use categories::{DEFAULT_CATEGORIES, DEVICE_CATEGORIES, STATISTIC_CATEGORIES, check_category};
+pub use categories::{DEFAULT_CATEGORIES, DEVICE_CATEGORIES, STATISTIC_CATEGORIES};
 pub use common::COMMON_KEYS;
 pub use diagnostics::{Diagnostic, Diagnostics, Severity};
 pub use e2e::{E2E_KEYS, E2eSettings};
@@ -62,6 +62,7 @@ pub use kernels::{BadRegex, EntryKind, KernelFilter, classify, normalize_entry, 
 pub use suggest::{did_you_mean, edit_distance};
 pub use types::{
     Device, DumpMode, FileFormat, InputOutput, OpDebugMode, PrecisionMode, SavedData, StatCalcMode,
+    UnknownDevice,
 };
 
 use crate::Error;

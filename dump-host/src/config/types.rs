@@ -33,18 +33,32 @@ impl fmt::Display for Device {
     }
 }
 
+/// A device name other than `cpu`, `gpu` or `ascend` (holds the name given).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownDevice(pub String);
+
+impl fmt::Display for UnknownDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown device {:?}; allowed: cpu, gpu, ascend (case-insensitive)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownDevice {}
+
 impl FromStr for Device {
-    type Err = String;
+    type Err = UnknownDevice;
 
     /// `cpu`, `gpu` or `ascend`, case-insensitive.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, UnknownDevice> {
         match s.to_ascii_lowercase().as_str() {
             "cpu" => Ok(Device::Cpu),
             "gpu" => Ok(Device::Gpu),
             "ascend" => Ok(Device::Ascend),
-            _ => Err(format!(
-                "unknown device {s:?}; allowed: cpu, gpu, ascend (case-insensitive)"
-            )),
+            _ => Err(UnknownDevice(s.to_owned())),
         }
     }
 }
@@ -223,7 +237,7 @@ mod tests {
         assert_eq!("CPU".parse::<Device>(), Ok(Device::Cpu));
         assert_eq!("gpu".parse::<Device>(), Ok(Device::Gpu));
         assert_eq!("Ascend".parse::<Device>(), Ok(Device::Ascend));
-        let err = "npu".parse::<Device>().unwrap_err();
+        let err = "npu".parse::<Device>().unwrap_err().to_string();
         assert!(
             err.contains("\"npu\"") && err.contains("cpu, gpu, ascend"),
             "{err}"

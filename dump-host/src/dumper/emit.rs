@@ -38,7 +38,20 @@ pub(crate) struct Owner<'a> {
     pub slot: u32,
 }
 
-impl Owner<'_> {
+impl<'a> Owner<'a> {
+    /// Its identity for a tensor stamped `ts` (task and stream 0: host runtimes).
+    pub(crate) fn id(&self, ts: u64) -> crate::layout::TensorId<&'a str> {
+        crate::layout::TensorId {
+            op_type: self.op_type,
+            op_name: self.full_name,
+            task_id: 0,
+            stream_id: 0,
+            timestamp: ts,
+            io: self.io,
+            slot: self.slot,
+        }
+    }
+
     /// The tensor error for this kernel input/output.
     fn error(&self, message: String) -> Error {
         Error::Tensor {

@@ -14,7 +14,7 @@ impl Shared {
     /// `.dump_metadata/data_dump.json` (byte copy of the config) and `config.json`; existing
     /// files are kept, like MindSpore.
     pub(crate) fn write_metadata(&self) {
-        let dir = self.tree.metadata_dir();
+        let dir = self.layout.metadata_dir();
         if self.ensure_dir(&dir).is_err() {
             return;
         }
@@ -39,7 +39,7 @@ impl Shared {
 
     /// `execution_order/ms_execution_order_graph_{g}.csv`, rewritten.
     pub(crate) fn write_execution_order(&self, graph: u32, names: &[&str]) {
-        let dir = self.tree.execution_order_dir();
+        let dir = self.layout.execution_order_dir();
         if self.ensure_dir(&dir).is_err() {
             return;
         }
@@ -47,7 +47,7 @@ impl Shared {
         for n in names {
             push_order_line(&mut text, n);
         }
-        let p = self.tree.execution_order_csv(graph);
+        let p = self.layout.execution_order_csv(graph);
         if let Err(e) = write_bytes_atomic(&p, FILE_MODE, text.as_bytes()) {
             self.writer.errors().record(p, e);
         }
@@ -55,11 +55,11 @@ impl Shared {
 
     /// Appends a dumped step to `ms_global_execution_order_graph_{g}.csv`.
     pub(crate) fn append_global_order(&self, graph: u32, step: u64) {
-        let dir = self.tree.execution_order_dir();
+        let dir = self.layout.execution_order_dir();
         if self.ensure_dir(&dir).is_err() {
             return;
         }
-        let p = self.tree.global_execution_order_csv(graph);
+        let p = self.layout.global_execution_order_csv(graph);
         if let Err(e) = self.csv.append(&p, "", &format!("{step}\n"), FILE_MODE) {
             self.writer.errors().record(p, e);
         }

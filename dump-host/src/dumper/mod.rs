@@ -60,13 +60,14 @@ use quota::DiskQuota;
 use crate::{
     Error,
     diag::{EmptyReason, Event, EventSink},
-    layout::DumpTree,
+    layout::{DumpTree, OutputLayout, open_layout},
     writer::{BufferPool, CsvAppender, Writer},
 };
 
 pub(crate) struct Shared {
     pub(crate) plan: DumpPlan,
-    pub(crate) tree: DumpTree,
+    /// Where everything goes: the output layout of the plan's dialect.
+    pub(crate) layout: Box<dyn OutputLayout>,
     pub(crate) writer: Writer,
     pub(crate) pool: Arc<BufferPool>,
     pub(crate) csv: CsvAppender,
@@ -166,15 +167,22 @@ impl Dumper {
             return Ok(Self::disabled());
         }
         let tree = DumpTree::new(&plan.root, plan.rank, &plan.net);
-        tree.check_root().map_err(|message| Error::Io {
+        tree.check_root().map_err(|message| Error::Path {
             path: plan.root.clone(),
             message,
         })?;
-        let csv_header = dump_stats::csv::header_string(&plan.categories);
+        let layout = open_layout(
+            plan.layout,
+            &plan.root,
+            plan.rank,
+            &plan.net,
+            plan.spelling(),
+        );
+        let csv_header = layout.stat_header(&plan.categories);
         let writer = Writer::with_events(&plan.writer, events.clone());
         let pool = Arc::new(writer.pool());
         let shared = Shared {
-            tree,
+            layout,
             writer,
             pool,
             csv: CsvAppender::new(),
@@ -351,7 +359,7 @@ impl Dumper {
             io: crate::layout::Io::Output,
             slot: 0,
         };
-        s.emit(&s.tree.constants_dir(graph_id), who, &t)
+        s.emit(&s.layout.constants_dir(graph_id), who, &t)
     }
 
     /// The background writer (its byte budget and error log); `None` when disabled.

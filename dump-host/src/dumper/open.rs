@@ -74,9 +74,9 @@ impl DumpOptions {
             message: message.into(),
         };
         if let Some(v) = env.var("OPDUMP_DEVICE").filter(|v| !v.is_empty()) {
-            o.device = v
-                .parse()
-                .map_err(|m: String| bad("OPDUMP_DEVICE", v.clone(), &m))?;
+            o.device = v.parse().map_err(|m: crate::config::UnknownDevice| {
+                bad("OPDUMP_DEVICE", v.clone(), &m.to_string())
+            })?;
         }
         if let Some(id) = number(env, "DEVICE_ID", "expected a device number (0, 1, ...)")? {
             o.device_id = id;
@@ -205,6 +205,7 @@ impl DumpPlan {
             bf16: opts.bf16,
             writer: opts.writer.clone(),
             disk_budget_bytes: opts.disk_budget_bytes,
+            layout: crate::layout::LayoutKind::MindSpore,
         })
     }
 }

@@ -67,6 +67,8 @@ pub struct DumpPlan {
     pub writer: WriterConfig,
     /// Most bytes of `.npy` files to write (`None`: no limit); see [`DumpOptions::disk_budget_bytes`](super::DumpOptions::disk_budget_bytes).
     pub disk_budget_bytes: Option<u64>,
+    /// The output layout written (the dialect of the config read).
+    pub layout: crate::layout::LayoutKind,
 }
 
 /// A config read, validated and resolved: what [`DumpPlan::load`] and [`DumpPlan::from_json`]

@@ -81,7 +81,7 @@ impl Step {
     ) -> Self {
         let dir = shared
             .as_deref()
-            .map_or_else(PathBuf::new, |s| s.tree.iteration_dir(graph, iteration));
+            .map_or_else(PathBuf::new, |s| s.layout.iteration_dir(graph, iteration));
         Step {
             shared,
             graph,

@@ -41,7 +41,7 @@ impl Graphs {
 
 impl Shared {
     fn graphs_dir(&self) -> PathBuf {
-        self.tree.rank_dir().join("graphs")
+        self.layout.graphs_dir()
     }
 
     /// Writes `graphs/ms_output_trace_code_graph_{id}.ir` and `.pb` and the execution order;

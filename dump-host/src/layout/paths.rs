@@ -43,8 +43,8 @@ impl DumpTree {
     /// Checks that the dump root is usable: absent (it will be created), or a directory owned
     /// by this process's effective user (a symlink to one is fine: the user named it). Anything
     /// else is refused with a message saying what it is and what is allowed (the caller names
-    /// the path: [`Error::Io`](crate::Error::Io)).
-    pub fn check_root(&self) -> Result<(), String> {
+    /// the path: [`Error::Path`](crate::Error::Path)).
+    pub(crate) fn check_root(&self) -> Result<(), String> {
         let root = self.root();
         let meta = match fs::metadata(root) {
             Ok(m) => m,

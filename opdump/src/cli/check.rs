@@ -23,7 +23,7 @@ pub struct Args {
     pub device: Option<Device>,
 }
 
-fn parse_device(s: &str) -> Result<Device, String> {
+fn parse_device(s: &str) -> Result<Device, dump_host::config::UnknownDevice> {
     s.parse()
 }
 

@@ -25,9 +25,9 @@
 use std::{io::Write, path::PathBuf};
 
 use dump_core::{DType, compare::Tolerance};
-use dump_host::{
+use dump_read::{
+    Dump,
     compare::{Comparison, PairOutcome, PairResult, Tolerances, compare},
-    read::Dump,
 };
 use serde_json::{Map, Value, json};
 
@@ -280,7 +280,7 @@ fn table(a: &Dump, b: &Dump, cmp: &Comparison, all: bool) -> String {
             n,
             p.rule.as_str(),
             t.iteration,
-            t.op_type,
+            t.id.op_type,
             t.io_slot(),
             c[0],
             c[1],
@@ -288,7 +288,7 @@ fn table(a: &Dump, b: &Dump, cmp: &Comparison, all: bool) -> String {
             c[3],
             c[4],
             c[5],
-            t.op_name,
+            t.id.op_name,
             if p.diverged() { "  DIVERGED" } else { "" }
         );
     }
@@ -316,7 +316,7 @@ fn to_json(a: &Dump, b: &Dump, cmp: &Comparison) -> Value {
             let p = &cmp.pairs[i];
             let mut m = Map::new();
             j::tensor_id_into(&mut m, a, p.a);
-            m.insert("b_op_name".into(), json!(b.tensors[p.b].op_name));
+            m.insert("b_op_name".into(), json!(b.tensors[p.b].id.op_name));
             m.insert("rule".into(), json!(p.rule.as_str()));
             m.insert("reasons".into(), json!(p.reasons));
             if let PairOutcome::Elements(mm) = &p.outcome {
@@ -368,11 +368,11 @@ fn csv(a: &Dump, b: &Dump, cmp: &Comparison) -> String {
             t.rank.to_string(),
             t.iteration.to_string(),
             t.graph.to_string(),
-            t.op_type.clone(),
-            t.op_name.clone(),
-            t.io.as_str().into(),
-            t.slot.to_string(),
-            b.tensors[p.b].op_name.clone(),
+            t.id.op_type.clone(),
+            t.id.op_name.clone(),
+            t.id.io.as_str().into(),
+            t.id.slot.to_string(),
+            b.tensors[p.b].id.op_name.clone(),
             p.rule.as_str().into(),
             t.dtype.name().into(),
             format!("{:?}", t.shape),
@@ -417,7 +417,7 @@ fn page(a: &Dump, b: &Dump, cmp: &Comparison) -> String {
     let mark = cmp.first_divergent.map(|i| {
         (
             i,
-            format!("first divergent: {}", a.tensors[cmp.pairs[i].a].op_name),
+            format!("first divergent: {}", a.tensors[cmp.pairs[i].a].id.op_name),
         )
     });
     let plots = [
@@ -493,8 +493,8 @@ fn page(a: &Dump, b: &Dump, cmp: &Comparison) -> String {
                 n.to_string(),
                 p.rule.as_str().into(),
                 t.iteration.to_string(),
-                t.op_type.clone(),
-                t.op_name.clone(),
+                t.id.op_type.clone(),
+                t.id.op_name.clone(),
                 t.io_slot(),
                 c[0].clone(),
                 c[1].clone(),

@@ -223,7 +223,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         }
         // Read as the Dumper and `opdump check` read configs (regular file, bounded size).
         Some(p) => match dump_host::config::read_config_file(p).and_then(|b| {
-            String::from_utf8(b).map_err(|e| dump_host::Error::Io {
+            String::from_utf8(b).map_err(|e| dump_host::Error::Path {
                 path: p.clone(),
                 message: format!(
                     "the dump config is not UTF-8 text (invalid byte at offset {})",

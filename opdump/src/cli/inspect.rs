@@ -14,7 +14,7 @@
 
 use std::{io::Write, path::PathBuf};
 
-use dump_host::read::{
+use dump_read::{
     Dump,
     inspect::{Inspection, inspect},
 };
@@ -115,7 +115,7 @@ fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
     let mut s = format!(
         "dump {} ({} layout): {} tensors, {} kernels\n\n{:>5} {:>10} {:>8} {:>8} {:>12}\n",
         dump.root.display(),
-        dump.layout,
+        dump.dialect,
         dump.tensors.len(),
         ins.kernels.len(),
         "rank",
@@ -148,9 +148,9 @@ fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
                 opt_g(st.max),
                 opt_g(st.min),
                 match (f.basis, f.inputs_dumped) {
-                    (dump_host::read::inspect::NonfiniteBasis::FiniteInputs, _) =>
+                    (dump_read::inspect::NonfiniteBasis::FiniteInputs, _) =>
                         "its dumped inputs are all finite: this kernel produced the first NaN/Inf",
-                    (dump_host::read::inspect::NonfiniteBasis::FiniteProducers, _) =>
+                    (dump_read::inspect::NonfiniteBasis::FiniteProducers, _) =>
                         "its inputs were not dumped, but the outputs of the kernels feeding it (graphs/*.ir) are finite: this kernel produced the first NaN/Inf",
                     (_, false) =>
                         "its inputs were not dumped: this is the first kernel with a non-finite output",
@@ -208,9 +208,9 @@ fn to_json(dump: &Dump, ins: &Inspection, top: usize) -> Value {
             let inputs: Vec<Value> = k
                 .tensors
                 .iter()
-                .filter(|&&i| dump.tensors[i].io == dump_host::layout::Io::Input)
+                .filter(|&&i| dump.tensors[i].id.io == dump_host::layout::Io::Input)
                 .map(|&i| {
-                    json!({"slot": dump.tensors[i].slot,
+                    json!({"slot": dump.tensors[i].id.slot,
                     "stats": j::stats(&ins.stats[i].clone().unwrap_or_default())})
                 })
                 .collect();
@@ -220,7 +220,7 @@ fn to_json(dump: &Dump, ins: &Inspection, top: usize) -> Value {
     };
     json!({
         "root": dump.root.display().to_string(),
-        "layout": dump.layout,
+        "layout": dump.dialect,
         "tensors": dump.tensors.len(),
         "kernels": ins.kernels.len(),
         "iterations": ins.iterations.iter().map(|i| json!({
@@ -253,13 +253,13 @@ fn to_json(dump: &Dump, ins: &Inspection, top: usize) -> Value {
 /// The HTML page: per-kernel output l2norm and max|x| along the run order, the first
 /// non-finite kernel marked, and a sortable table of every tensor.
 fn page(dump: &Dump, ins: &Inspection) -> String {
-    let per_kernel = |f: fn(&dump_host::read::Stats) -> Option<f64>| -> Vec<f64> {
+    let per_kernel = |f: fn(&dump_read::Stats) -> Option<f64>| -> Vec<f64> {
         ins.kernels
             .iter()
             .map(|k| {
                 k.tensors
                     .iter()
-                    .filter(|&&i| dump.tensors[i].io == dump_host::layout::Io::Output)
+                    .filter(|&&i| dump.tensors[i].id.io == dump_host::layout::Io::Output)
                     .filter_map(|&i| ins.stats[i].as_ref().and_then(f))
                     .fold(f64::NAN, |m, v| if m.is_nan() { v } else { m.max(v) })
             })
@@ -286,7 +286,7 @@ fn page(dump: &Dump, ins: &Inspection) -> String {
             title: "output max|x| per kernel (run order, log scale)".into(),
             series: vec![Series {
                 name: "max|x|".into(),
-                values: per_kernel(dump_host::read::Stats::max_abs),
+                values: per_kernel(dump_read::Stats::max_abs),
                 color: "#2a8f2a",
             }],
             mark,
@@ -321,8 +321,8 @@ fn page(dump: &Dump, ins: &Inspection) -> String {
                 n.to_string(),
                 t.rank.to_string(),
                 t.iteration.to_string(),
-                t.op_type.clone(),
-                t.op_name.clone(),
+                t.id.op_type.clone(),
+                t.id.op_name.clone(),
                 t.io_slot(),
                 t.dtype.name().to_owned(),
                 format!("{:?}", t.shape),

@@ -36,14 +36,14 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use dump_host::read::summarize_npy;
+use dump_read::summarize_npy;
 use dump_stats::{
-    CategorySet, Hashes,
+    CategorySet, Hashes, TensorId,
     csv::{Io, RowMeta, data_size, header_string, row_string},
 };
 
 use super::{EXIT_INVALID, EXIT_OK};
-use dump_host::layout::{TensorFileName, sanitize};
+use dump_stats::names::{TensorFileName, sanitize};
 
 /// Arguments of `opdump stats`.
 #[derive(Debug, clap::Args)]
@@ -125,10 +125,7 @@ fn file_row(
         parsed.as_ref().map(|p| p.dtype),
         Hashes::for_categories(cats),
     )
-    .map_err(|e| match e {
-        dump_host::Error::Io { message, .. } => message,
-        e => e.to_string(),
-    })?;
+    .map_err(|e| e.reason())?;
     if let Some(w) = &sum.warning {
         let _ = writeln!(err, "warning: {w}");
     }
@@ -141,16 +138,14 @@ fn file_row(
         Some(p) => {
             // As the Dumper's rows: a comma or a newline (legal in a file name) would split
             // the row. Identity for every name the Dumper or MindSpore writes.
-            op_type = sanitize(p.op_type).replace(',', "_");
-            op_name = sanitize(p.op_name).replace(',', "_");
+            op_type = sanitize(p.id.op_type).replace(',', "_");
+            op_name = sanitize(p.id.op_name).replace(',', "_");
             RowMeta {
-                op_type: &op_type,
-                op_name: &op_name,
-                task_id: u64::from(p.task_id),
-                stream_id: u64::from(p.stream_id),
-                timestamp: p.timestamp,
-                io: p.io,
-                slot: u64::from(p.slot),
+                id: TensorId {
+                    op_type: &op_type,
+                    op_name: &op_name,
+                    ..p.id
+                },
                 data_size: size,
                 dtype: report_dtype,
                 shape: &sum.shape,
@@ -160,13 +155,12 @@ fn file_row(
             let stem = file.strip_suffix(".npy").unwrap_or(&file);
             op_name = sanitize(stem).replace(',', "_");
             RowMeta {
-                op_type: "",
-                op_name: &op_name,
-                task_id: 0,
-                stream_id: 0,
-                timestamp: 0,
-                io: Io::Output,
-                slot: 0,
+                id: TensorId {
+                    op_type: "",
+                    op_name: &op_name,
+                    io: Io::Output,
+                    ..TensorId::default()
+                },
                 data_size: size,
                 dtype: report_dtype,
                 shape: &sum.shape,

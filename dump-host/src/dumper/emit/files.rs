@@ -10,7 +10,7 @@ use std::{
 use dump_core::DType;
 
 use super::Owner;
-use crate::{dumper::Shared, layout::TensorFileName};
+use crate::dumper::Shared;
 
 /// Mode bits of every file opdump writes (MindSpore: read-only for the owner).
 pub(crate) const FILE_MODE: u32 = 0o400;
@@ -63,7 +63,7 @@ impl Shared {
                 }
             }
         }
-        match crate::layout::create_dir_nofollow(self.tree.root(), dir) {
+        match crate::layout::create_dir_nofollow(self.layout.root(), dir) {
             Ok(()) => {
                 self.dirs
                     .lock()
@@ -80,18 +80,6 @@ impl Shared {
 
     /// The `.npy` file name of a tensor (before the long-name mapping).
     pub(super) fn file_name(&self, who: Owner<'_>, format: &str, dtype: DType, ts: u64) -> String {
-        TensorFileName {
-            op_type: who.op_type,
-            op_name: who.full_name,
-            task_id: 0,
-            stream_id: 0,
-            timestamp: ts,
-            io: who.io,
-            slot: who.slot,
-            format,
-            dtype,
-            spelling: self.plan.spelling(),
-        }
-        .render()
+        self.layout.tensor_file(who.id(ts), format, dtype)
     }
 }

@@ -6,21 +6,16 @@ use std::{path::Path, sync::atomic::Ordering};
 
 use dump_core::DType;
 use dump_stats::{
-    DeviceStats, Hashes, TensorStats,
-    csv::{RowMeta, write_device_row, write_row},
+    Hashes, TensorStats,
     device::{DeviceStatistics, StatsKind},
     engine::TensorRef as StatsTensor,
 };
 
 use super::{FILE_MODE, Owner};
-use crate::{dumper::Shared, layout::sanitize};
+use crate::dumper::Shared;
 
 /// The statistics of one csv row: host semantics, or Ascend device semantics (spec §7).
-#[derive(Clone, Copy)]
-pub(super) enum RowStats<'a> {
-    Host(&'a TensorStats),
-    Device(&'a DeviceStats),
-}
+pub(super) use crate::layout::RowValues as RowStats;
 
 /// Where a row's tensor is and what it looks like.
 #[derive(Clone, Copy)]
@@ -95,32 +90,23 @@ impl Shared {
         t: RowTensor<'_>,
         stats: RowStats<'_>,
     ) -> Result<(), String> {
-        // A comma would split the row (sanitize already removed newlines): both fields get
-        // `_` for it, and the op type is sanitised as in the file name.
-        let op_type = sanitize(who.op_type).replace(',', "_");
-        let op_name = sanitize(who.full_name).replace(',', "_");
-        let meta = RowMeta {
-            op_type: &op_type,
-            op_name: &op_name,
-            task_id: 0,
-            stream_id: 0,
-            timestamp: t.ts,
-            io: who.io,
-            slot: who.slot as u64,
-            data_size: t.data_size as u64,
-            dtype: t.dtype,
-            shape: t.shape,
-        };
-        let mut row = String::with_capacity(160 + op_name.len());
-        let cats = &self.plan.categories;
-        let written = match stats {
-            RowStats::Host(s) => write_row(&mut row, &meta, cats, s),
-            RowStats::Device(d) => write_device_row(&mut row, &meta, cats, d).map(|()| true),
-        };
-        if !written.map_err(|e| e.to_string())? {
+        let row = self
+            .layout
+            .stat_row(
+                crate::layout::RowTensor {
+                    id: who.id(t.ts),
+                    dtype: t.dtype,
+                    shape: t.shape,
+                    data_size: t.data_size as u64,
+                },
+                &self.plan.categories,
+                stats,
+            )
+            .map_err(|e| e.to_string())?;
+        let Some(row) = row else {
             return Ok(());
-        }
-        let path = dir.join("statistic.csv");
+        };
+        let path = self.layout.statistic_csv(dir);
         match self.csv.append(&path, &self.csv_header, &row, FILE_MODE) {
             // Counted once it is in the file, never before.
             Ok(()) => {

@@ -2,9 +2,9 @@
 //! (`"nan"`, `"inf"`, `"-inf"`), since JSON has no such numbers.
 
 use dump_core::compare::PairMetrics;
-use dump_host::{
+use dump_read::{
+    Dump, Stats,
     compare::{PairOutcome, PairResult},
-    read::{Dump, Stats},
 };
 use serde_json::{Map, Value, json};
 
@@ -32,10 +32,10 @@ pub fn tensor_id_into(m: &mut Map<String, Value>, dump: &Dump, i: usize) {
     m.insert("rank".into(), json!(t.rank));
     m.insert("iteration".into(), json!(t.iteration));
     m.insert("graph".into(), json!(t.graph));
-    m.insert("op_type".into(), json!(t.op_type));
-    m.insert("op_name".into(), json!(t.op_name));
-    m.insert("io".into(), json!(t.io.as_str()));
-    m.insert("slot".into(), json!(t.slot));
+    m.insert("op_type".into(), json!(t.id.op_type));
+    m.insert("op_name".into(), json!(t.id.op_name));
+    m.insert("io".into(), json!(t.id.io.as_str()));
+    m.insert("slot".into(), json!(t.id.slot));
 }
 
 /// The identity object of tensor `i`, plus `dtype`, `shape` and `file`.

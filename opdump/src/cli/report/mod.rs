@@ -34,15 +34,15 @@ pub fn opt_g(v: Option<f64>) -> String {
 }
 
 /// `rank 0 iteration 1 graph 0: ReLU Default_..._ReLU-op0 output.0`: tensor `i` of `dump`.
-pub fn who(dump: &dump_host::read::Dump, i: usize) -> String {
+pub fn who(dump: &dump_read::Dump, i: usize) -> String {
     let t = &dump.tensors[i];
     format!(
         "rank {} iteration {} graph {}: {} {} {}",
         t.rank,
         t.iteration,
         t.graph,
-        t.op_type,
-        t.op_name,
+        t.id.op_type,
+        t.id.op_name,
         t.io_slot()
     )
 }

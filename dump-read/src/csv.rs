@@ -11,28 +11,18 @@ use std::{
 use dump_core::DType;
 use dump_stats::{Category, csv::BASE_HEADER};
 
-use super::{Stats, npy::io_err};
-use crate::{Error, layout::Io};
+use dump_stats::{Io, TensorId};
+
+use crate::{Error, Stats};
 
 /// One `statistic.csv` row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CsvRow {
     /// 1-based line number in the file.
     pub line: usize,
-    /// Op Type.
-    pub op_type: String,
-    /// Op Name (sanitised, as in file names).
-    pub op_name: String,
-    /// Task ID.
-    pub task_id: u32,
-    /// Stream ID.
-    pub stream_id: u32,
-    /// Timestamp (the paired file's).
-    pub timestamp: u64,
-    /// IO.
-    pub io: Io,
-    /// Slot.
-    pub slot: u32,
+    /// Op Type, Op Name (sanitised, as in file names), Task ID, Stream ID, Timestamp (the
+    /// paired file's), IO and Slot.
+    pub id: TensorId<String>,
     /// Data Type, when it names a known dtype.
     pub dtype: Option<DType>,
     /// Shape.
@@ -97,18 +87,20 @@ fn float(s: &str) -> Option<f64> {
 /// Reads `path`; rows that cannot be parsed are returned as messages (line, field, value,
 /// what is allowed) next to the good rows.
 pub fn read_statistic_csv(path: &Path) -> Result<(Vec<CsvRow>, Vec<String>), Error> {
-    let meta = std::fs::symlink_metadata(path).map_err(|e| io_err(path, e))?;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
     if !meta.file_type().is_file() {
-        return Err(io_err(path, "not a regular file"));
+        return Err(Error::format(path, "not a regular file"));
     }
-    let f = File::open(path).map_err(|e| io_err(path, e))?;
+    let f = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut lines = BufReader::new(f).lines();
     let header = match lines.next() {
-        Some(h) => h.map_err(|e| io_err(path, e))?,
-        None => return Err(io_err(path, "empty statistic.csv (no header line)")),
+        Some(h) => h.map_err(|e| Error::io(path, e))?,
+        None => {
+            return Err(Error::format(path, "empty statistic.csv (no header line)"));
+        }
     };
     if !header.starts_with(BASE_HEADER) {
-        return Err(io_err(
+        return Err(Error::format(
             path,
             format!("the header does not start with `{BASE_HEADER}`: {header:?}"),
         ));
@@ -167,10 +159,8 @@ fn row(line: &str, cats: &[Option<Category>]) -> Result<CsvRow, String> {
             .try_into()
             .map_err(|_| format!("field {name} is {:?}: larger than 2^32-1", f[k]))
     };
-    let io = match f[5].as_str() {
-        "input" => Io::Input,
-        "output" => Io::Output,
-        v => return Err(format!("field IO is {v:?}: expected input or output")),
+    let Some(io) = Io::parse(&f[5]) else {
+        return Err(format!("field IO is {:?}: expected input or output", f[5]));
     };
     let mut stats = Stats::default();
     for (c, v) in cats.iter().zip(&f[10..]) {
@@ -192,13 +182,15 @@ fn row(line: &str, cats: &[Option<Category>]) -> Result<CsvRow, String> {
     }
     Ok(CsvRow {
         line: 0,
-        op_type: f[0].clone(),
-        op_name: f[1].clone(),
-        task_id: small(2, "Task ID")?,
-        stream_id: small(3, "Stream ID")?,
-        timestamp: num(4, "Timestamp")?,
-        io,
-        slot: small(6, "Slot")?,
+        id: TensorId {
+            op_type: f[0].clone(),
+            op_name: f[1].clone(),
+            task_id: small(2, "Task ID")?,
+            stream_id: small(3, "Stream ID")?,
+            timestamp: num(4, "Timestamp")?,
+            io,
+            slot: small(6, "Slot")?,
+        },
         dtype: DType::from_name(&f[8]).ok(),
         shape: shape(&f[9])
             .ok_or_else(|| format!("field Shape is {:?}: expected (d0,d1,...)", f[9]))?,

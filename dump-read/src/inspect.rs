@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use dump_stats::Hashes;
 
-use super::{Dump, KernelRef, Stats};
-use crate::layout::Io;
+use dump_stats::Io;
+
+use crate::{Dump, KernelRef, Stats};
 
 /// Counts of one rank and iteration.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -179,7 +180,7 @@ pub fn inspect(
         let (ins, outs): (Vec<usize>, Vec<usize>) = kr
             .tensors
             .iter()
-            .partition(|&&i| dump.tensors[i].io == Io::Input);
+            .partition(|&&i| dump.tensors[i].id.io == Io::Input);
         let Some(&bad) = outs.iter().find(|&&i| nonfinite(i) == Some(true)) else {
             continue;
         };
@@ -203,7 +204,7 @@ pub fn inspect(
                             .tensors
                             .iter()
                             .copied()
-                            .filter(|&i| dump.tensors[i].io == Io::Output)
+                            .filter(|&i| dump.tensors[i].id.io == Io::Output)
                             .collect();
                         !outs.is_empty() && outs.iter().all(|&i| nonfinite(i) == Some(false))
                     })
@@ -232,7 +233,7 @@ pub fn inspect(
         let side = |io: Io, f: fn(&Stats) -> Option<f64>| {
             kr.tensors
                 .iter()
-                .filter(|&&i| dump.tensors[i].io == io)
+                .filter(|&&i| dump.tensors[i].id.io == io)
                 .filter_map(|&i| stats[i].as_ref().and_then(f))
                 .filter(|v| v.is_finite())
                 .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
@@ -259,7 +260,7 @@ pub fn inspect(
         for &i in &k.tensors {
             let t = &dump.tensors[i];
             let Some(s) = stats[i].as_ref() else { continue };
-            if t.io != Io::Output || t.op_type == "Parameter" {
+            if t.id.io != Io::Output || t.id.op_type == "Parameter" {
                 continue;
             }
             let (Some(count), Some(max), Some(min)) = (s.count, s.max, s.min) else {

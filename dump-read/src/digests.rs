@@ -21,8 +21,8 @@ use dump_core::{
 };
 use dump_stats::Hashes;
 
-/// Buffers in flight at most (each one chunk of the reader, [`super::npy::CHUNK`] bytes).
-pub const BUFFERS: usize = 4;
+/// Buffers in flight at most (each one chunk of the reader, [`dump_npy::CHUNK`] bytes).
+pub(crate) const BUFFERS: usize = 4;
 
 /// One chunk shared by the digest threads; the last one to drop it hands the buffer back.
 struct Chunk {
@@ -53,10 +53,10 @@ impl Digest {
 }
 
 /// The finished digests: (MD5, MindSpore SHA-1), each `Some` when asked for.
-pub type Digests = (Option<[u8; 16]>, Option<[u8; 20]>);
+pub(crate) type Digests = (Option<[u8; 16]>, Option<[u8; 20]>);
 
 /// The digests of one tensor, computed on their own threads (see the [module docs](self)).
-pub struct DigestThreads {
+pub(crate) struct DigestThreads {
     workers: Vec<(mpsc::SyncSender<Arc<Chunk>>, JoinHandle<Digest>)>,
     free: mpsc::Receiver<Vec<u8>>,
     back: mpsc::Sender<Vec<u8>>,
@@ -66,7 +66,7 @@ pub struct DigestThreads {
 impl DigestThreads {
     /// One thread per digest `hashes` asks for, for a tensor of `elems` elements of `dtype`.
     /// `None` when no digest is asked for or a thread cannot be started.
-    pub fn spawn(dtype: DType, elems: usize, hashes: Hashes) -> Option<DigestThreads> {
+    pub(crate) fn spawn(dtype: DType, elems: usize, hashes: Hashes) -> Option<DigestThreads> {
         let mut jobs = Vec::new();
         if hashes.md5 {
             jobs.push(Digest::Md5(Md5Stream::new()));
@@ -104,7 +104,7 @@ impl DigestThreads {
     /// Hands the next bytes of the tensor to every digest thread (copied into a reused
     /// buffer; waits for one when [`BUFFERS`] are in flight). `false` when a thread has
     /// stopped.
-    pub fn feed(&mut self, bytes: &[u8]) -> bool {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> bool {
         let mut buf = match self.free.try_recv() {
             Ok(b) => b,
             Err(_) if self.made < BUFFERS => {
@@ -129,7 +129,7 @@ impl DigestThreads {
     }
 
     /// Waits for the threads; `None` when a thread failed.
-    pub fn finish(self) -> Option<Digests> {
+    pub(crate) fn finish(self) -> Option<Digests> {
         let (mut md5, mut sha1) = (None, None);
         for (tx, handle) in self.workers {
             drop(tx);

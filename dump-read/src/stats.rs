@@ -6,11 +6,9 @@ use std::path::Path;
 use dump_core::{DType, Summary};
 use dump_stats::{Hashes, StreamStats, TensorStats};
 
-use super::{
-    digests::DigestThreads,
-    npy::{NpyStream, io_err},
-};
-use crate::Error;
+use dump_npy::NpyReader;
+
+use crate::{Error, digests::DigestThreads};
 
 /// The statistics of one tensor as far as they are known: a `statistic.csv` row may hold only
 /// some columns; computed statistics hold all but the digests not asked for.
@@ -164,13 +162,13 @@ pub fn summarize_npy(
     named: Option<DType>,
     hashes: Hashes,
 ) -> Result<FileSummary, Error> {
-    let mut npy = NpyStream::open(path)?;
+    let mut npy = NpyReader::open(path)?;
     let stored = npy.dtype;
     if named == Some(DType::BFloat16) && stored == DType::Float32 {
         if let Some(stats) = stream(&mut npy, DType::BFloat16, hashes, true)? {
             return Ok(done(npy, DType::BFloat16, stats, None));
         }
-        let mut again = NpyStream::open(path)?;
+        let mut again = NpyReader::open(path)?;
         let stats = stream(&mut again, stored, hashes, false)?.unwrap_or_default();
         let w = format!(
             "{}: named bfloat16 but holds values that are not bfloat16; statistics are of the stored float32 values",
@@ -194,7 +192,7 @@ pub fn summarize_npy(
     Ok(done(npy, report, stats, warning))
 }
 
-fn done(npy: NpyStream, dtype: DType, stats: TensorStats, warning: Option<String>) -> FileSummary {
+fn done(npy: NpyReader, dtype: DType, stats: TensorStats, warning: Option<String>) -> FileSummary {
     FileSummary {
         dtype,
         stored: npy.dtype,
@@ -209,7 +207,7 @@ fn done(npy: NpyStream, dtype: DType, stats: TensorStats, warning: Option<String
 /// and digests over chunks, bit-identical to the Dumper's rows). `narrow`: the file holds f32
 /// that are narrowed to bf16 per chunk; `Ok(None)` when a value is not an exact bf16.
 fn stream(
-    npy: &mut NpyStream,
+    npy: &mut NpyReader,
     dtype: DType,
     hashes: Hashes,
     narrow: bool,
@@ -217,7 +215,7 @@ fn stream(
     let elems = npy.elems();
     let path = npy.path().to_path_buf();
     let stats_err = |e: dump_stats::Error| {
-        io_err(
+        Error::format(
             &path,
             format!("cannot compute statistics of {dtype} data: {e}"),
         )
@@ -243,7 +241,7 @@ fn stream(
             for c in chunk.chunks_exact(4) {
                 if c[0] != 0 || c[1] != 0 {
                     exact = false;
-                    return Err(io_err(&path, "not bf16"));
+                    return Err(Error::format(&path, "not bf16"));
                 }
                 narrowed.extend_from_slice(&c[2..4]);
             }
@@ -254,7 +252,7 @@ fn stream(
         if let Some(d) = digests.as_mut()
             && !d.feed(bytes)
         {
-            return Err(io_err(&path, "a digest thread stopped"));
+            return Err(Error::format(&path, "a digest thread stopped"));
         }
         acc.update(bytes).map_err(stats_err)
     })
@@ -266,7 +264,7 @@ fn stream(
     if let Some(d) = digests {
         (stats.md5, stats.sha1) = d
             .finish()
-            .ok_or_else(|| io_err(&path, "a digest thread failed"))?;
+            .ok_or_else(|| Error::format(&path, "a digest thread failed"))?;
     }
     Ok(Some(stats))
 }

@@ -14,7 +14,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::read::{Dump, KernelRef};
+use dump_stats::Io;
+
+use crate::{Dump, KernelRef};
 
 /// Which rule paired two tensors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,9 +64,9 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
             (
                 t.rank,
                 t.iteration,
-                t.op_name.as_str(),
-                t.io == crate::layout::Io::Input,
-                t.slot,
+                t.id.op_name.as_str(),
+                t.id.io == Io::Input,
+                t.id.slot,
             ),
             i,
         );
@@ -77,9 +79,9 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
             let key = (
                 t.rank,
                 t.iteration,
-                t.op_name.as_str(),
-                t.io == crate::layout::Io::Input,
-                t.slot,
+                t.id.op_name.as_str(),
+                t.id.io == Io::Input,
+                t.id.slot,
             );
             if let Some(&j) = by_name.get(&key)
                 && used_b.insert(j)
@@ -178,7 +180,8 @@ fn pair_slots(
 ) {
     for &i in &ka.tensors {
         let t = &a.tensors[i];
-        let same_slot = |j: &&usize| b.tensors[**j].io == t.io && b.tensors[**j].slot == t.slot;
+        let same_slot =
+            |j: &&usize| b.tensors[**j].id.io == t.id.io && b.tensors[**j].id.slot == t.id.slot;
         if let Some(&j) = kb.tensors.iter().find(same_slot)
             && used_b.insert(j)
         {

@@ -5,7 +5,7 @@
 //! The lines used are `  %{i}({value}) = {Op}({args})` and the `# Fullname with scope: ({name})`
 //! line after it, which both MindSpore 2.10 and opdump's Dumper write.
 
-use crate::layout::sanitize;
+use dump_stats::names::sanitize;
 
 /// One node of a graph file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

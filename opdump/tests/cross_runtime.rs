@@ -5,7 +5,7 @@
 //! Needs libonnxruntime (`ORT_DYLIB_PATH`): without it the test prints why it skips, and
 //! fails when `CI=true`.
 
-#[path = "../../testsupport/onnx_fixtures.rs"]
+#[path = "../../adapters/testsupport/onnx_fixtures.rs"]
 mod support;
 
 use std::collections::HashMap;

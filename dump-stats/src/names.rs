@@ -3,10 +3,12 @@
 //! `{op_type}.{op_name}.{task}.{stream}.{timestamp}.{input|output}.{slot}.{format}.{dtype}.npy`
 //! where `op_name` is the full scope name with every `/`, `\`, `.` and space replaced by `_`.
 
-use std::fmt::Write as _;
+use alloc::{format, string::String};
+use core::fmt::Write as _;
 
 use dump_core::DType;
-pub use dump_stats::csv::Io;
+
+use crate::{Io, TensorId};
 
 /// Longest file name (bytes, including `.npy`) most file systems accept (NAME_MAX).
 pub const NAME_MAX: usize = 255;
@@ -53,22 +55,13 @@ impl DTypeSpelling {
 /// [`parse`]: TensorFileName::parse
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorFileName<'a> {
-    /// Primitive name (`Conv2D`, `Parameter`); sanitised like the op name when rendered.
-    pub op_type: &'a str,
-    /// The op's full scope name. [`render`](TensorFileName::render) sanitises it
-    /// (`Default/network/Conv2D-op0` becomes `Default_network_Conv2D-op0`);
-    /// [`parse`](TensorFileName::parse) gives the sanitised form found in the file name.
-    pub op_name: &'a str,
-    /// Task id (`0` on CPU/GPU).
-    pub task_id: u32,
-    /// Stream id (`0` on CPU/GPU).
-    pub stream_id: u32,
-    /// Microseconds since the Unix epoch.
-    pub timestamp: u64,
-    /// Input or output.
-    pub io: Io,
-    /// Input/output position.
-    pub slot: u32,
+    /// Op type, op name, task, stream, timestamp, io and slot. [`render`] sanitises the op
+    /// type and name (`Default/network/Conv2D-op0` becomes `Default_network_Conv2D-op0`);
+    /// [`parse`] gives the sanitised forms found in the file name.
+    ///
+    /// [`render`]: TensorFileName::render
+    /// [`parse`]: TensorFileName::parse
+    pub id: TensorId<&'a str>,
     /// Data format (`DefaultFormat`, or a device format such as `NC1HWC0`).
     pub format: &'a str,
     /// Element type of the dumped tensor (as named, e.g. `BFloat16` even when widened).
@@ -82,17 +75,18 @@ impl<'a> TensorFileName<'a> {
     /// `{op_type}.{op_name}.{task}.{stream}.{timestamp}.{input|output}.{slot}.{format}.{dtype}.npy`
     /// with `op_type`, `op_name` and `format` sanitised ([`sanitize`]).
     pub fn render(&self) -> String {
-        let mut s = String::with_capacity(96 + self.op_name.len());
+        let id = &self.id;
+        let mut s = String::with_capacity(96 + id.op_name.len());
         let _ = write!(
             s,
             "{}.{}.{}.{}.{}.{}.{}.{}.{}.npy",
-            sanitize(self.op_type),
-            sanitize(self.op_name),
-            self.task_id,
-            self.stream_id,
-            self.timestamp,
-            self.io.as_str(),
-            self.slot,
+            sanitize(id.op_type),
+            sanitize(id.op_name),
+            id.task_id,
+            id.stream_id,
+            id.timestamp,
+            id.io.as_str(),
+            id.slot,
             sanitize(self.format),
             self.spelling.spell(self.dtype)
         );
@@ -115,17 +109,15 @@ impl<'a> TensorFileName<'a> {
         }
         let dtype_parsed = DType::from_name(dtype).ok()?;
         Some(TensorFileName {
-            op_type,
-            op_name,
-            task_id: decimal(task)?,
-            stream_id: decimal(stream)?,
-            timestamp: decimal(ts)?,
-            io: match io {
-                "input" => Io::Input,
-                "output" => Io::Output,
-                _ => return None,
+            id: TensorId {
+                op_type,
+                op_name,
+                task_id: decimal(task)?,
+                stream_id: decimal(stream)?,
+                timestamp: decimal(ts)?,
+                io: Io::parse(io)?,
+                slot: decimal(slot)?,
             },
-            slot: decimal(slot)?,
             format,
             dtype: dtype_parsed,
             spelling: if dtype == dtype_parsed.cpu_name() {
@@ -138,7 +130,7 @@ impl<'a> TensorFileName<'a> {
 }
 
 /// A plain decimal number (ASCII digits only: no sign, no spaces) that fits `T`.
-fn decimal<T: std::str::FromStr>(s: &str) -> Option<T> {
+fn decimal<T: core::str::FromStr>(s: &str) -> Option<T> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -181,13 +173,15 @@ mod tests {
     #[test]
     fn file_name_like_reference() {
         let n = TensorFileName {
-            op_type: "Conv2D",
-            op_name: "Default/network-WithLossCell/_backbone-TinyNet/conv1-Conv2d/Conv2D-op0",
-            task_id: 0,
-            stream_id: 0,
-            timestamp: 1795332152777873,
-            io: Io::Input,
-            slot: 0,
+            id: TensorId {
+                op_type: "Conv2D",
+                op_name: "Default/network-WithLossCell/_backbone-TinyNet/conv1-Conv2d/Conv2D-op0",
+                task_id: 0,
+                stream_id: 0,
+                timestamp: 1795332152777873,
+                io: Io::Input,
+                slot: 0,
+            },
             format: "DefaultFormat",
             dtype: DType::Float32,
             spelling: DTypeSpelling::Cpu,
@@ -216,13 +210,19 @@ mod tests {
     fn parses_mindspore_names_in_both_spellings() {
         let n = "Conv2D.Default_network-WithLossCell__backbone-TinyNet_conv1-Conv2d_Conv2D-op0.0.0.1795332152777873.input.1.DefaultFormat.Float32.npy";
         let p = TensorFileName::parse(n).unwrap();
-        assert_eq!(p.op_type, "Conv2D");
+        assert_eq!(p.id.op_type, "Conv2D");
         assert_eq!(
-            p.op_name,
+            p.id.op_name,
             "Default_network-WithLossCell__backbone-TinyNet_conv1-Conv2d_Conv2D-op0"
         );
         assert_eq!(
-            (p.task_id, p.stream_id, p.timestamp, p.io, p.slot),
+            (
+                p.id.task_id,
+                p.id.stream_id,
+                p.id.timestamp,
+                p.id.io,
+                p.id.slot
+            ),
             (0, 0, 1795332152777873, Io::Input, 1)
         );
         assert_eq!(
@@ -232,9 +232,9 @@ mod tests {
         assert_eq!(p.render(), n);
         let g = TensorFileName::parse("Add.Default_Add-op0.3.7.12.output.0.NC1HWC0.bfloat16.npy")
             .unwrap();
-        assert_eq!((g.task_id, g.stream_id, g.timestamp), (3, 7, 12));
+        assert_eq!((g.id.task_id, g.id.stream_id, g.id.timestamp), (3, 7, 12));
         assert_eq!(
-            (g.io, g.format, g.dtype, g.spelling),
+            (g.id.io, g.format, g.dtype, g.spelling),
             (
                 Io::Output,
                 "NC1HWC0",
@@ -282,8 +282,11 @@ mod tests {
                 dtype in proptest::sample::select(DType::ALL.to_vec()), cpu: bool,
             ) {
                 let n = TensorFileName {
-                    op_type: &op_type, op_name: &op_name, task_id, stream_id, timestamp,
-                    io: if input { Io::Input } else { Io::Output }, slot, format: &format, dtype,
+                    id: TensorId {
+                        op_type: &op_type, op_name: &op_name, task_id, stream_id, timestamp,
+                        io: if input { Io::Input } else { Io::Output }, slot,
+                    },
+                    format: &format, dtype,
                     spelling: if cpu { DTypeSpelling::Cpu } else { DTypeSpelling::Device },
                 };
                 let s = n.render();

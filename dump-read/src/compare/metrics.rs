@@ -11,10 +11,9 @@ use dump_core::{
 };
 
 use super::{PairOutcome, PairResult, PairRule, Tolerances};
-use crate::{
-    Error,
-    read::{Dump, NpyStream, Stats, TensorRecord, npy::CHUNK},
-};
+use dump_npy::{CHUNK, NpyReader};
+
+use crate::{Dump, Error, Stats, TensorRecord};
 
 /// Element-wise metrics of two `.npy` files of the same stored dtype and shape, read in
 /// lockstep chunks of [`CHUNK`] bytes (two buffers: memory is bounded whatever the size). With
@@ -25,8 +24,8 @@ pub fn compare_files(
     tol: Tolerance,
     with_stats: bool,
 ) -> Result<(PairMetrics, Option<Summary>, Option<Summary>), Error> {
-    let mut fa = NpyStream::open(a)?;
-    let mut fb = NpyStream::open(b)?;
+    let mut fa = NpyReader::open(a)?;
+    let mut fb = NpyReader::open(b)?;
     if fa.dtype != fb.dtype {
         return Err(mismatch(
             a,
@@ -47,9 +46,8 @@ pub fn compare_files(
     }
     let dtype = fa.dtype;
     let elems = fa.elems();
-    let core = |p: &Path, e: dump_core::Error| Error::Io {
-        path: p.to_path_buf(),
-        message: format!("cannot compare {dtype} data: {e}"),
+    let core = |p: &Path, e: dump_core::Error| {
+        Error::format(p, format!("cannot compare {dtype} data: {e}"))
     };
     let mut pair = PairAccumulator::new(dtype, elems, tol).map_err(|e| core(a, e))?;
     let mut sa = with_stats
@@ -88,10 +86,7 @@ pub fn compare_files(
 }
 
 fn mismatch(p: &Path, m: String) -> Error {
-    Error::Io {
-        path: p.to_path_buf(),
-        message: m,
-    }
+    Error::format(p, m)
 }
 
 /// `|x - y| / |y|` (0 when equal, +inf when only `y` is 0).

@@ -9,15 +9,18 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::{Dump, LayoutReader, Problem, TensorRecord, csv::read_statistic_csv, npy::NpyStream};
-use crate::{
-    Error,
-    layout::{TensorFileName, sanitize},
+use dump_npy::NpyReader;
+use dump_stats::{
+    TensorId,
+    names::{TensorFileName, sanitize},
 };
+
+use super::Dialect;
+use crate::{Dump, Error, Problem, TensorRecord, csv::read_statistic_csv, graph::parse_ir};
 
 /// Reads MindSpore 2.10's dump layout (and opdump's, which is the same).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct MindSporeLayout;
+pub struct MindSpore;
 
 /// `rank_{n}` → `n`.
 fn rank_of(name: &str) -> Option<u32> {
@@ -37,9 +40,13 @@ fn subdirs(dir: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-impl LayoutReader for MindSporeLayout {
+impl Dialect for MindSpore {
     fn name(&self) -> &'static str {
         "mindspore"
+    }
+
+    fn describe(&self) -> &'static str {
+        "MindSpore's layout (rank_{n}/{net}/{graph}/{iteration}/, or a rank_{n} directory itself)"
     }
 
     fn detect(&self, root: &Path) -> bool {
@@ -52,7 +59,7 @@ impl LayoutReader for MindSporeLayout {
     fn read(&self, root: &Path) -> Result<Dump, Error> {
         let mut dump = Dump {
             root: root.to_path_buf(),
-            layout: self.name(),
+            dialect: self.name(),
             ..Dump::default()
         };
         let own = root.file_name().and_then(|n| n.to_str()).and_then(rank_of);
@@ -104,7 +111,7 @@ fn read_rank(rank: u32, dir: &Path, dump: &mut Dump) {
             continue;
         };
         match read_bounded(&path, 64 << 20) {
-            Ok(text) => dump.graphs.push(((rank, graph), super::parse_ir(&text))),
+            Ok(text) => dump.graphs.push(((rank, graph), parse_ir(&text))),
             Err(m) => dump.problems.push(Problem { path, message: m }),
         }
     }
@@ -157,9 +164,6 @@ fn read_bounded(path: &Path, max: u64) -> Result<String, String> {
     fs::read_to_string(path).map_err(|e| e.to_string())
 }
 
-/// (op_type, op_name, task, stream, timestamp, is input, slot): what pairs a row with a file.
-type RowKey = (String, String, u32, u32, u64, bool, u32);
-
 struct Place<'a> {
     rank: u32,
     net: &'a str,
@@ -184,8 +188,8 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
         }
     }
     let start = dump.tensors.len();
-    // (op_type, op_name, task, stream, timestamp, io, slot) of each record of this directory.
-    let mut by_key: HashMap<RowKey, usize> = HashMap::new();
+    // The identity of each record of this directory: what pairs a row with a file.
+    let mut by_key: HashMap<TensorId<String>, usize> = HashMap::new();
     for (name, path) in &entries {
         if !name.ends_with(".npy") {
             continue;
@@ -202,44 +206,25 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
             });
             continue;
         };
-        let (file, stored, shape) = match NpyStream::open(path) {
+        let (file, stored, shape) = match NpyReader::open(path) {
             Ok(s) => (Some(path.clone()), Some(s.dtype), s.shape.clone()),
             Err(e) => {
                 dump.problems.push(Problem {
                     path: path.clone(),
-                    message: match e {
-                        Error::Io { message, .. } => message,
-                        e => e.to_string(),
-                    },
+                    message: Error::from(e).reason(),
                 });
                 (None, None, Vec::new())
             }
         };
-        let op_name = n.op_name.replace(',', "_");
-        by_key.insert(
-            (
-                n.op_type.to_owned(),
-                op_name.clone(),
-                n.task_id,
-                n.stream_id,
-                n.timestamp,
-                n.io == crate::layout::Io::Input,
-                n.slot,
-            ),
-            dump.tensors.len(),
-        );
+        let mut id = n.id.to_owned();
+        id.op_name = id.op_name.replace(',', "_");
+        by_key.insert(id.clone(), dump.tensors.len());
         dump.tensors.push(TensorRecord {
             rank: at.rank,
             net: at.net.to_owned(),
             graph: at.graph,
             iteration: at.iteration,
-            op_type: n.op_type.to_owned(),
-            op_name,
-            task_id: n.task_id,
-            stream_id: n.stream_id,
-            timestamp: n.timestamp,
-            io: n.io,
-            slot: n.slot,
+            id,
             dtype: n.dtype,
             shape,
             file,
@@ -257,10 +242,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
         Err(e) => {
             dump.problems.push(Problem {
                 path: csv_path,
-                message: match e {
-                    Error::Io { message, .. } => message,
-                    e => e.to_string(),
-                },
+                message: e.reason(),
             });
             return;
         }
@@ -272,16 +254,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
         });
     }
     for r in rows {
-        let key = (
-            r.op_type.clone(),
-            r.op_name.clone(),
-            r.task_id,
-            r.stream_id,
-            r.timestamp,
-            r.io == crate::layout::Io::Input,
-            r.slot,
-        );
-        match by_key.get(&key) {
+        match by_key.get(&r.id) {
             Some(&i) => {
                 let t = &mut dump.tensors[i];
                 if t.file.is_none() {
@@ -295,7 +268,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
                         path: csv_path.clone(),
                         message: format!(
                             "line {}: row for {}.{} {}.{} (timestamp {}) has no .npy file in this directory; its statistics are used",
-                            r.line, r.op_type, r.op_name, r.io.as_str(), r.slot, r.timestamp
+                            r.line, r.id.op_type, r.id.op_name, r.id.io.as_str(), r.id.slot, r.id.timestamp
                         ),
                     });
                 }
@@ -304,13 +277,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
                     net: at.net.to_owned(),
                     graph: at.graph,
                     iteration: at.iteration,
-                    op_type: r.op_type,
-                    op_name: r.op_name,
-                    task_id: r.task_id,
-                    stream_id: r.stream_id,
-                    timestamp: r.timestamp,
-                    io: r.io,
-                    slot: r.slot,
+                    id: r.id,
                     dtype: r.dtype.unwrap_or(dump_core::DType::Float32),
                     shape: r.shape,
                     file: None,

@@ -1,44 +1,13 @@
-//! Reading dumps back: the tree walker, `statistic.csv` rows paired with `.npy` files, the
-//! execution order, and statistics computed on the fly where a row lacks them.
-//!
-//! [`Dump::open`] detects the layout under a directory (one [`LayoutReader`] per layout; today
-//! MindSpore's, which opdump writes too; msprobe's `dump.json` layout can join by implementing
-//! the trait) and yields one [`TensorRecord`] per dumped tensor. Files are never read whole:
-//! headers are parsed on their own and data is streamed in [`npy::CHUNK`]-byte chunks, so
-//! memory stays bounded whatever the dump's size (records take a few hundred bytes each).
-//!
-//! Problems with single files (a truncated `.npy`, a row without a file, a name not in
-//! MindSpore's form) never stop the reading: they are collected in [`Dump::problems`] with the
-//! path and what is wrong.
-//!
-//! ```no_run
-//! use dump_host::read::Dump;
-//!
-//! let dump = Dump::open("/data/dump".as_ref()).unwrap();
-//! for k in dump.kernels() {
-//!     println!("{} iteration {} {}", k.op_type, k.iteration, k.op_name);
-//! }
-//! ```
-
-mod csv;
-mod digests;
-mod graph;
-pub mod inspect;
-mod mindspore;
-pub mod npy;
-mod stats;
+//! A dump read back: one [`TensorRecord`] per dumped tensor, whichever dialect wrote it, the
+//! kernels in run order ([`Dump::kernels`]), execution orders and graph edges when the dialect
+//! has them, and the files that could not be used ([`Dump::problems`]).
 
 use std::path::{Path, PathBuf};
 
 use dump_core::DType;
+use dump_stats::{Io, TensorId};
 
-pub use csv::{CsvRow, read_statistic_csv};
-pub use graph::{GraphNode, parse_ir};
-pub use mindspore::MindSporeLayout;
-pub use npy::NpyStream;
-pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};
-
-use crate::{Error, layout::Io};
+use crate::{Error, GraphNode, Stats, summarize_npy};
 
 /// One dumped tensor, from whichever sources the layout has: its `.npy` file, its
 /// `statistic.csv` row, or both.
@@ -52,20 +21,9 @@ pub struct TensorRecord {
     pub graph: u32,
     /// Iteration.
     pub iteration: u64,
-    /// Primitive name (`Conv2D`, `Parameter`).
-    pub op_type: String,
-    /// Sanitised op name, as in the file name.
-    pub op_name: String,
-    /// Task id.
-    pub task_id: u32,
-    /// Stream id.
-    pub stream_id: u32,
-    /// Timestamp in µs (both MindSpore and opdump stamp tensors in the order they ran).
-    pub timestamp: u64,
-    /// Input or output.
-    pub io: Io,
-    /// Slot.
-    pub slot: u32,
+    /// Op type, op name (sanitised, as in the file name), task and stream ids, timestamp (µs:
+    /// MindSpore and opdump both stamp tensors in the order they ran), input or output, slot.
+    pub id: TensorId<String>,
     /// The dtype the name or row gives.
     pub dtype: DType,
     /// Dimensions (from the `.npy` header, else the row).
@@ -81,7 +39,7 @@ pub struct TensorRecord {
 impl TensorRecord {
     /// `input.0`, `output.1`.
     pub fn io_slot(&self) -> String {
-        format!("{}.{}", self.io.as_str(), self.slot)
+        self.id.io_slot().to_string()
     }
 
     /// Elements.
@@ -104,13 +62,13 @@ impl TensorRecord {
                 Ok(s)
             }
             None if self.row_stats.is_some() => Ok(s),
-            None => Err(Error::Io {
-                path: PathBuf::from(format!("{}.{}", self.op_type, self.op_name)),
-                message: format!(
+            None => Err(Error::format(
+                &PathBuf::from(format!("{}.{}", self.id.op_type, self.id.op_name)),
+                format!(
                     "{}: its .npy file could not be read (see the dump's problems) and it has no statistic.csv row",
                     self.io_slot()
                 ),
-            }),
+            )),
         }
     }
 }
@@ -156,8 +114,8 @@ pub struct KernelRef {
 pub struct Dump {
     /// The directory given.
     pub root: PathBuf,
-    /// The layout found ([`LayoutReader::name`]).
-    pub layout: &'static str,
+    /// The dialect found ([`Dialect::name`](crate::dialect::Dialect::name)).
+    pub dialect: &'static str,
     /// Every tensor, in walk order.
     pub tensors: Vec<TensorRecord>,
     /// Execution order per (rank, graph): sanitised op names in order.
@@ -168,45 +126,13 @@ pub struct Dump {
     pub problems: Vec<Problem>,
 }
 
-/// A dump layout that can be read back: detects itself under a directory and lists its
-/// tensors. Implemented by [`MindSporeLayout`]; other layouts (msprobe's `dump.json`) join by
-/// implementing it and being listed in [`LAYOUTS`].
-pub trait LayoutReader: Sync {
-    /// Short name for reports (`mindspore`).
-    fn name(&self) -> &'static str;
-    /// Whether `root` holds a dump of this layout.
-    fn detect(&self, root: &Path) -> bool;
-    /// Reads the dump under `root`.
-    fn read(&self, root: &Path) -> Result<Dump, Error>;
-}
-
-/// Every layout [`Dump::open`] tries, in order.
-pub const LAYOUTS: &[&dyn LayoutReader] = &[&MindSporeLayout];
-
 impl Dump {
-    /// Reads the dump under `root` with the first layout that recognises it. A `root` that
-    /// is not a directory, or holds no known layout, is an error naming it and what was
-    /// looked for.
+    /// Reads the dump under `root` with the first dialect that recognises it
+    /// ([`dialect::DIALECTS`](crate::dialect::DIALECTS)). A `root` that is not a directory, or
+    /// holds no known dialect, is an error naming it and what was looked for (and a directory
+    /// up to two levels below that holds a dump, when there is one).
     pub fn open(root: &Path) -> Result<Dump, Error> {
-        let meta = std::fs::metadata(root).map_err(|e| npy::io_err(root, e))?;
-        if !meta.is_dir() {
-            return Err(npy::io_err(
-                root,
-                "not a directory (give the dump directory)",
-            ));
-        }
-        for l in LAYOUTS {
-            if l.detect(root) {
-                return l.read(root);
-            }
-        }
-        let mut message = "no dump found: expected MindSpore's layout \
-                           (rank_{n}/{net}/{graph}/{iteration}/, or a rank_{n} directory itself)"
-            .to_owned();
-        if let Some(below) = dump_below(root) {
-            message.push_str(&format!("; {} holds one", below.display()));
-        }
-        Err(npy::io_err(root, message))
+        crate::dialect::open(root)
     }
 
     /// The kernels in run order: by rank, iteration, then the earliest timestamp of their
@@ -238,8 +164,8 @@ impl Dump {
                 t.net.as_str(),
                 t.graph,
                 t.iteration,
-                t.op_type.as_str(),
-                t.op_name.as_str(),
+                t.id.op_type.as_str(),
+                t.id.op_name.as_str(),
             );
             let k = *index.entry(key).or_insert_with(|| {
                 out.push(KernelRef {
@@ -247,19 +173,19 @@ impl Dump {
                     net: t.net.clone(),
                     graph: t.graph,
                     iteration: t.iteration,
-                    op_type: t.op_type.clone(),
-                    op_name: t.op_name.clone(),
+                    op_type: t.id.op_type.clone(),
+                    op_name: t.id.op_name.clone(),
                     tensors: Vec::new(),
                     first_timestamp: u64::MAX,
                     exec_index: pos
                         .get(&(t.rank, t.graph))
-                        .and_then(|m| m.get(t.op_name.as_str()).copied()),
+                        .and_then(|m| m.get(t.id.op_name.as_str()).copied()),
                     value: None,
                     producers: Vec::new(),
                 });
                 let node = nodes
                     .get(&(t.rank, t.graph))
-                    .and_then(|m| m.get(t.op_name.as_str()).copied());
+                    .and_then(|m| m.get(t.id.op_name.as_str()).copied());
                 if let (Some(n), Some(list)) = (node, lists.get(&(t.rank, t.graph))) {
                     let k = out.last_mut().expect("just pushed");
                     k.value = Some(n.value.clone());
@@ -273,12 +199,12 @@ impl Dump {
                 out.len() - 1
             });
             out[k].tensors.push(i);
-            out[k].first_timestamp = out[k].first_timestamp.min(t.timestamp);
+            out[k].first_timestamp = out[k].first_timestamp.min(t.id.timestamp);
         }
         for k in &mut out {
             k.tensors.sort_by_key(|&i| {
                 let t = &self.tensors[i];
-                (t.io == Io::Output, t.slot, t.timestamp)
+                (t.id.io == Io::Output, t.id.slot, t.id.timestamp)
             });
         }
         out.sort_by(|a, b| {
@@ -309,36 +235,10 @@ impl Dump {
     }
 }
 
-/// A directory up to two levels below `root` where a layout is detected (a user who gave the
-/// parent of the dump root is told where it is), or `None`.
-fn dump_below(root: &Path) -> Option<PathBuf> {
-    let subdirs = |d: &Path| -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.path())
-            .collect();
-        v.sort();
-        v
-    };
-    let found = |d: &Path| LAYOUTS.iter().any(|l| l.detect(d));
-    for d in subdirs(root) {
-        if found(&d) {
-            return Some(d);
-        }
-        if let Some(dd) = subdirs(&d).into_iter().find(|dd| found(dd)) {
-            return Some(dd);
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::short_name;
+    use dump_stats::names::short_name;
 
     #[test]
     fn a_parent_of_the_dump_root_is_refused_naming_the_dump_below() {
@@ -397,12 +297,12 @@ mod tests {
         let d = Dump::open(&root).unwrap();
         assert!(d.problems.is_empty(), "{:?}", d.problems);
         assert_eq!(d.tensors.len(), 2);
-        let add = d.tensors.iter().find(|t| t.op_type == "Add").unwrap();
+        let add = d.tensors.iter().find(|t| t.id.op_type == "Add").unwrap();
         assert_eq!((add.rank, add.graph, add.iteration), (3, 1, 7));
-        assert_eq!(add.op_name, long_op);
+        assert_eq!(add.id.op_name, long_op);
         let s = add.stats(dump_stats::Hashes::NONE).unwrap();
         assert_eq!((s.pos_inf, s.nonfinite()), (Some(1), Some(true)));
-        let cast = d.tensors.iter().find(|t| t.op_type == "Cast").unwrap();
+        let cast = d.tensors.iter().find(|t| t.id.op_type == "Cast").unwrap();
         assert_eq!((cast.dtype, cast.stored), (DType::Int4, Some(DType::Int8)));
         assert_eq!(cast.row_stats.as_ref().unwrap().max, Some(-7.0));
         // The row lacks min/l2norm: completed from the file, the row's max kept.

@@ -23,7 +23,7 @@ use dump_core::{
 pub use metrics::compare_files;
 pub use pair::{PairRule, Pairing, pair_tensors};
 
-use crate::read::{Dump, Stats};
+use crate::{Dump, Stats};
 
 /// Tolerances per dtype: opdump's defaults unless overridden.
 #[derive(Clone, Debug, Default)]
