@@ -110,39 +110,19 @@ pub fn inspect(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Inspection {
     let n = dump.tensors.len();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done = std::sync::atomic::AtomicUsize::new(0);
     let mut stats: Vec<Option<Stats>> = vec![None; n];
     let mut errors = Vec::new();
-    let parts = std::thread::scope(|s| {
-        let work = || {
-            let mut out = Vec::new();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                out.push((i, dump.tensors[i].stats(Hashes::NONE)));
-                progress(
-                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
-                    n,
-                );
-            }
-            out
-        };
-        let hs: Vec<_> = (1..threads.clamp(1, n.max(1)))
-            .map(|_| s.spawn(work))
-            .collect();
-        let mut parts = vec![work()];
-        parts.extend(hs.into_iter().filter_map(|h| h.join().ok()));
-        parts
-    });
-    for part in parts {
-        for (i, r) in part {
-            match r {
-                Ok(s) => stats[i] = Some(s),
-                Err(e) => errors.push((i, e.to_string())),
-            }
+    let results = crate::par_map(
+        n,
+        threads,
+        |i| dump.tensors[i].stats(Hashes::NONE),
+        progress,
+    );
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Some(Ok(s)) => stats[i] = Some(s),
+            Some(Err(e)) => errors.push((i, e.to_string())),
+            None => errors.push((i, "internal error: a worker thread stopped".into())),
         }
     }
     errors.sort_by_key(|e| e.0);

@@ -54,10 +54,12 @@ mod dump;
 mod error;
 mod graph;
 pub mod inspect;
+mod par;
 mod stats;
 
 pub use csv::{CsvRow, read_statistic_csv};
 pub use dump::{Dump, KernelRef, Problem, TensorRecord};
 pub use error::Error;
 pub use graph::{GraphNode, parse_ir};
+pub use par::par_map;
 pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};

@@ -10,7 +10,7 @@ use dump_core::{
     stats::Accumulator,
 };
 
-use super::{PairOutcome, PairResult, PairRule, Tolerances};
+use super::{Divergence, PairOutcome, PairResult, PairRule, Tolerances};
 use dump_npy::{CHUNK, NpyReader};
 
 use crate::{Dump, Error, Stats, TensorRecord};
@@ -118,19 +118,25 @@ pub(super) fn measure(
         b: ib,
         rule,
         tolerance,
-        outcome: PairOutcome::Mismatch(String::new()),
+        outcome: PairOutcome::Mismatch(Divergence::NothingToCompare),
         stats_a: ta.row_stats.clone().unwrap_or_default(),
         stats_b: tb.row_stats.clone().unwrap_or_default(),
         reasons: Vec::new(),
     };
     if ta.dtype != tb.dtype {
-        let m = format!("dtypes differ: {} vs {}", ta.dtype, tb.dtype);
+        let m = Divergence::DTypes {
+            a: ta.dtype,
+            b: tb.dtype,
+        };
         r.reasons.push(m.clone());
         r.outcome = PairOutcome::Mismatch(m);
         return r;
     }
     if ta.shape != tb.shape && !(ta.file.is_none() && tb.file.is_none()) {
-        let m = format!("shapes differ: {:?} vs {:?}", ta.shape, tb.shape);
+        let m = Divergence::Shapes {
+            a: ta.shape.clone(),
+            b: tb.shape.clone(),
+        };
         r.reasons.push(m.clone());
         r.outcome = PairOutcome::Mismatch(m);
         return r;
@@ -146,21 +152,22 @@ pub(super) fn measure(
                     r.stats_b.fill_from(Stats::from_summary(&s));
                 }
                 if m.nonfinite_mismatch > 0 {
-                    r.reasons.push(format!(
-                        "NaN/Inf positions differ at {} elements",
-                        m.nonfinite_mismatch
-                    ));
+                    r.reasons
+                        .push(Divergence::NonfinitePositions(m.nonfinite_mismatch));
                 }
                 if m.not_close > 0 {
-                    r.reasons.push(format!(
-                        "{} of {} elements outside |a-b| <= {:e} + {:e}*|b| (max abs error {:e}, max rel error {:e})",
-                        m.not_close, m.count, tolerance.atol, tolerance.rtol, m.max_abs, m.max_rel
-                    ));
+                    r.reasons.push(Divergence::NotClose {
+                        not_close: m.not_close,
+                        count: m.count,
+                        tolerance,
+                        max_abs: m.max_abs,
+                        max_rel: m.max_rel,
+                    });
                 }
                 r.outcome = PairOutcome::Elements(m);
             }
             Err(e) => {
-                let m = e.to_string();
+                let m = Divergence::Unreadable(e.to_string());
                 r.reasons.push(m.clone());
                 r.outcome = PairOutcome::Mismatch(m);
             }
@@ -191,7 +198,11 @@ pub(super) fn measure(
             if bad_nonfinite
                 || (x.is_finite() && (x - y).abs() > tolerance.atol + tolerance.rtol * y.abs())
             {
-                r.reasons.push(format!("{} differs: {x} vs {y}", names[k]));
+                r.reasons.push(Divergence::Statistic {
+                    name: names[k],
+                    a: x,
+                    b: y,
+                });
             }
         }
     }
@@ -204,13 +215,12 @@ pub(super) fn measure(
         (Some(x), Some(y)) => {
             let equal = x == y;
             if !equal {
-                r.reasons.push(format!("digests differ: {x} vs {y}"));
+                r.reasons.push(Divergence::Digests { a: x, b: y });
             }
             r.outcome = PairOutcome::Digest { equal };
         }
         _ => {
-            let m = "nothing to compare: no files on both sides, no common statistic or digest"
-                .to_string();
+            let m = Divergence::NothingToCompare;
             r.reasons.push(m.clone());
             r.outcome = PairOutcome::Mismatch(m);
         }

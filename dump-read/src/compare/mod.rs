@@ -75,8 +75,65 @@ pub enum PairOutcome {
         /// Equal digests.
         equal: bool,
     },
-    /// Not comparable: shapes or dtypes differ, or a file could not be read.
-    Mismatch(String),
+    /// Not comparable: shapes or dtypes differ, a file could not be read, or there is
+    /// nothing in common to compare.
+    Mismatch(Divergence),
+}
+
+/// Why a pair diverges. The library names the facts; the command line words them (a new
+/// reason is a compile error there until it is worded).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Divergence {
+    /// The element types differ.
+    DTypes {
+        /// A's.
+        a: dump_core::DType,
+        /// B's.
+        b: dump_core::DType,
+    },
+    /// The shapes differ.
+    Shapes {
+        /// A's.
+        a: Vec<usize>,
+        /// B's.
+        b: Vec<usize>,
+    },
+    /// A file of the pair could not be read (the error, as text: a result stays cloneable).
+    Unreadable(String),
+    /// NaN/Inf are at different positions in this many elements.
+    NonfinitePositions(u64),
+    /// Elements outside `|a - b| <= atol + rtol * |b|`.
+    NotClose {
+        /// Elements outside.
+        not_close: u64,
+        /// Elements compared.
+        count: u64,
+        /// The tolerance applied.
+        tolerance: Tolerance,
+        /// Largest `|a - b|`.
+        max_abs: f64,
+        /// Largest `|a - b| / |b|`.
+        max_rel: f64,
+    },
+    /// A statistic (`max`, `min`, `avg`, `l2norm`) differs beyond the tolerance, or only one
+    /// side is finite.
+    Statistic {
+        /// Which.
+        name: &'static str,
+        /// A's value.
+        a: f64,
+        /// B's value.
+        b: f64,
+    },
+    /// The digests differ.
+    Digests {
+        /// A's (lowercase hex).
+        a: String,
+        /// B's.
+        b: String,
+    },
+    /// No files on both sides, no common statistic and no digest.
+    NothingToCompare,
 }
 
 /// One compared pair.
@@ -97,7 +154,7 @@ pub struct PairResult {
     /// Statistics of B's tensor.
     pub stats_b: Stats,
     /// Whether the pair diverges, and why (empty when within tolerance).
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Divergence>,
 }
 
 impl PairResult {
@@ -132,36 +189,16 @@ pub fn compare(
 ) -> Comparison {
     let pairing = pair_tensors(a, b);
     let total = pairing.pairs.len();
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let threads = threads.clamp(1, total.max(1));
-    let mut results: Vec<Option<PairResult>> = vec![None; total];
-    let parts: Vec<Vec<(usize, PairResult)>> = std::thread::scope(|s| {
-        let work = || {
-            let mut out = Vec::new();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= total {
-                    break;
-                }
-                let (ia, ib, rule) = pairing.pairs[i];
-                out.push((i, metrics::measure(a, b, ia, ib, rule, tol)));
-                let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress(d, total);
-            }
-            out
-        };
-        let hs: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-        let mut parts = vec![work()];
-        // A worker that panicked loses only its own pairs (reported as missing below).
-        parts.extend(hs.into_iter().filter_map(|h| h.join().ok()));
-        parts
-    });
-    for part in parts {
-        for (i, r) in part {
-            results[i] = Some(r);
-        }
-    }
+    let results = crate::par_map(
+        total,
+        threads,
+        |i| {
+            let (ia, ib, rule) = pairing.pairs[i];
+            metrics::measure(a, b, ia, ib, rule, tol)
+        },
+        progress,
+    );
+    // A worker that panicked loses only its own pairs (reported as missing below).
     let pairs: Vec<PairResult> = results.into_iter().flatten().collect();
     let first_divergent = pairs.iter().position(PairResult::diverged);
     Comparison {

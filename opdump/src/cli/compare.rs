@@ -248,7 +248,7 @@ fn table(a: &Dump, b: &Dump, cmp: &Comparison, all: bool) -> String {
         None => s += "none (every pair is within tolerance)\n",
         Some(i) => {
             let p = &cmp.pairs[i];
-            s += &format!("{}\n  {}\n", who(a, p.a), p.reasons.join("; "));
+            s += &format!("{}\n  {}\n", who(a, p.a), super::report::reasons(p));
         }
     }
     s += &format!(
@@ -318,7 +318,15 @@ fn to_json(a: &Dump, b: &Dump, cmp: &Comparison) -> Value {
             j::tensor_id_into(&mut m, a, p.a);
             m.insert("b_op_name".into(), json!(b.tensors[p.b].id.op_name));
             m.insert("rule".into(), json!(p.rule.as_str()));
-            m.insert("reasons".into(), json!(p.reasons));
+            m.insert(
+                "reasons".into(),
+                json!(
+                    p.reasons
+                        .iter()
+                        .map(super::report::reason)
+                        .collect::<Vec<_>>()
+                ),
+            );
             if let PairOutcome::Elements(mm) = &p.outcome {
                 m.insert("metrics".into(), j::metrics(mm));
             }
@@ -394,7 +402,7 @@ fn csv(a: &Dump, b: &Dump, cmp: &Comparison) -> String {
             st(p.stats_b.min),
             st(p.stats_b.avg),
             st(p.stats_b.l2norm),
-            p.reasons.join("; "),
+            super::report::reasons(p),
         ];
         s += &cells.iter().map(|c| field(c)).collect::<Vec<_>>().join(",");
         s.push('\n');
@@ -503,7 +511,7 @@ fn page(a: &Dump, b: &Dump, cmp: &Comparison) -> String {
                 c[4].clone(),
                 c[5].clone(),
                 if p.diverged() {
-                    p.reasons.join("; ")
+                    super::report::reasons(p)
                 } else {
                     String::new()
                 },

@@ -175,42 +175,27 @@ type FileResult = (Result<Option<String>, String>, Vec<u8>);
 
 /// [`file_row`] of every file, spread over the available cores, results in input order.
 fn summarise_all(files: &[PathBuf], cats: &CategorySet) -> Vec<FileResult> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, files.len().max(1));
-    let work = || {
-        let mut out = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(path) = files.get(i) else { break };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    dump_read::par_map(
+        files.len(),
+        threads,
+        |i| {
             let mut notes = Vec::new();
-            let r = file_row(path, cats, &mut notes);
-            out.push((i, (r, notes)));
-        }
-        out
-    };
-    let parts: Vec<Vec<(usize, FileResult)>> = std::thread::scope(|s| {
-        let hs: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-        let mut parts = vec![work()];
-        parts.extend(hs.into_iter().filter_map(|h| h.join().ok()));
-        parts
-    });
-    let mut slots: Vec<Option<FileResult>> = (0..files.len()).map(|_| None).collect();
-    for (i, r) in parts.into_iter().flatten() {
-        slots[i] = Some(r);
-    }
-    slots
-        .into_iter()
-        .map(|r| {
-            r.unwrap_or_else(|| {
-                (
-                    Err("internal error: a worker thread stopped".into()),
-                    Vec::new(),
-                )
-            })
+            let r = file_row(&files[i], cats, &mut notes);
+            (r, notes)
+        },
+        &|_, _| {},
+    )
+    .into_iter()
+    .map(|r| {
+        r.unwrap_or_else(|| {
+            (
+                Err("internal error: a worker thread stopped".into()),
+                Vec::new(),
+            )
         })
-        .collect()
+    })
+    .collect()
 }
 
 /// Runs `stats`; returns the exit code.

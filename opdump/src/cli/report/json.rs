@@ -94,14 +94,14 @@ pub fn pair(a: &Dump, b: &Dump, p: &PairResult) -> Value {
         PairOutcome::Statistics { rel } => json!({"kind": "statistics", "rel_diff": {
             "max": rel[0].map(num), "min": rel[1].map(num), "avg": rel[2].map(num), "l2norm": rel[3].map(num)}}),
         PairOutcome::Digest { equal } => json!({"kind": "digest", "equal": equal}),
-        PairOutcome::Mismatch(m) => json!({"kind": "mismatch", "message": m}),
+        PairOutcome::Mismatch(m) => json!({"kind": "mismatch", "message": super::reason(m)}),
     };
     json!({
         "a": tensor(a, p.a),
         "b": tensor(b, p.b),
         "rule": p.rule.as_str(),
         "diverged": p.diverged(),
-        "reasons": p.reasons,
+        "reasons": p.reasons.iter().map(super::reason).collect::<Vec<_>>(),
         "tolerance": {"rtol": num(p.tolerance.rtol), "atol": num(p.tolerance.atol)},
         "outcome": outcome,
         "stats_a": stats(&p.stats_a),

@@ -46,3 +46,35 @@ pub fn who(dump: &dump_read::Dump, i: usize) -> String {
         t.io_slot()
     )
 }
+
+/// Why a pair diverges, in words (the terminal table, `--json`, `--csv` and `--html` all use
+/// this one wording).
+pub fn reason(d: &dump_read::compare::Divergence) -> String {
+    use dump_read::compare::Divergence as D;
+    match d {
+        D::DTypes { a, b } => format!("dtypes differ: {a} vs {b}"),
+        D::Shapes { a, b } => format!("shapes differ: {a:?} vs {b:?}"),
+        D::Unreadable(e) => e.clone(),
+        D::NonfinitePositions(n) => format!("NaN/Inf positions differ at {n} elements"),
+        D::NotClose {
+            not_close,
+            count,
+            tolerance,
+            max_abs,
+            max_rel,
+        } => format!(
+            "{not_close} of {count} elements outside |a-b| <= {:e} + {:e}*|b| (max abs error {max_abs:e}, max rel error {max_rel:e})",
+            tolerance.atol, tolerance.rtol
+        ),
+        D::Statistic { name, a, b } => format!("{name} differs: {a} vs {b}"),
+        D::Digests { a, b } => format!("digests differ: {a} vs {b}"),
+        D::NothingToCompare => {
+            "nothing to compare: no files on both sides, no common statistic or digest".into()
+        }
+    }
+}
+
+/// Every reason of `p`, worded, `; `-separated.
+pub fn reasons(p: &dump_read::compare::PairResult) -> String {
+    p.reasons.iter().map(reason).collect::<Vec<_>>().join("; ")
+}
