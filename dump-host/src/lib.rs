@@ -32,11 +32,11 @@
 //! let warnings = Arc::new(Mutex::new(Vec::new()));
 //! let log = Arc::clone(&warnings);
 //! let mut dumper = Dumper::builder()
-//!     .config_json(config)
+//!
 //!     .env(&env)
 //!     .options(DumpOptions::default())
 //!     .on_event(move |e| log.lock().unwrap().push(e.to_string())) // instead of stderr
-//!     .open()?;
+//!     .open_json(config)?;
 //!
 //! let conv = "Default/network/conv1-Conv2d/Conv2D-op0";
 //! dumper.begin_graph(0, &[conv])?; // ms_execution_order_graph_0.csv

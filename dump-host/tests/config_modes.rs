@@ -33,7 +33,11 @@ fn open(cfg: Vec<u8>, device: Device, set_dump: &[&str]) -> Dumper {
         set_dump: set_dump.iter().map(|s| (*s).to_owned()).collect(),
         ..DumpOptions::default()
     };
-    Dumper::from_json_with(cfg, &env, &opts).unwrap()
+    Dumper::builder()
+        .env(&env)
+        .options(opts.clone())
+        .open_json(cfg)
+        .unwrap()
 }
 
 const CONV: &str = "Default/net/conv1-Conv2d/Conv2D-op0";

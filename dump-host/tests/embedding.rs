@@ -52,11 +52,10 @@ fn collecting() -> (EventSink, Arc<Mutex<Vec<Event>>>) {
 
 fn open(root: &Path, common: serde_json::Value) -> Dumper {
     Dumper::builder()
-        .config_json(config(root, common))
         .env(&no_env())
         .options(DumpOptions::default())
         .events(EventSink::ignore())
-        .open()
+        .open_json(config(root, common))
         .unwrap()
 }
 
@@ -232,7 +231,7 @@ fn the_builder_reads_a_config_file_env_and_options() {
         .env(&env)
         .options(DumpOptions::default())
         .events(sink.clone())
-        .open()
+        .open_env()
         .unwrap();
     assert!(d.is_enabled());
     assert_eq!(d.plan().unwrap().root, r);
@@ -255,23 +254,18 @@ fn the_builder_reads_a_config_file_env_and_options() {
 
     // config_file + an environment without MINDSPORE_DUMP_CONFIG: the file is used.
     let d = Dumper::builder()
-        .config_file(&cfg)
         .env(&no_env())
         .events(EventSink::ignore())
-        .open()
+        .open_file(&cfg)
         .unwrap();
     assert!(d.is_enabled());
     // No config anywhere: disabled.
-    let d = Dumper::builder().env(&no_env()).open().unwrap();
+    let d = Dumper::builder().env(&no_env()).open_env().unwrap();
     assert!(!d.is_enabled());
     // A bad option in the environment is the builder's error when no options are given.
     let bad: HashMap<String, String> =
         [("OPDUMP_WRITER_THREADS".to_owned(), "many".to_owned())].into();
-    let e = Dumper::builder()
-        .config_file(&cfg)
-        .env(&bad)
-        .open()
-        .unwrap_err();
+    let e = Dumper::builder().env(&bad).open_file(&cfg).unwrap_err();
     assert!(e.to_string().contains("OPDUMP_WRITER_THREADS"), "{e}");
     let _ = std::fs::remove_file(&cfg);
     let _ = std::fs::remove_dir_all(&r);
@@ -288,11 +282,10 @@ fn warnings_go_to_the_sink_not_stderr() {
         ..DumpOptions::default()
     };
     let d = Dumper::builder()
-        .config_json(config(&r, serde_json::json!({})))
         .env(&no_env())
         .options(opts)
         .on_event(move |e| sink.emit(e))
-        .open()
+        .open_json(config(&r, serde_json::json!({})))
         .unwrap();
     assert!(!d.is_enabled());
     assert!(
@@ -308,14 +301,13 @@ fn warnings_go_to_the_sink_not_stderr() {
     let (sink, seen) = collecting();
     let opts = DumpOptions {
         disk_budget_bytes: Some(0),
-        events: sink,
         ..DumpOptions::default()
     };
     let mut d = Dumper::builder()
-        .config_json(config(&r, serde_json::json!({})))
         .env(&no_env())
         .options(opts)
-        .open()
+        .events(sink)
+        .open_json(config(&r, serde_json::json!({})))
         .unwrap();
     let step = d.begin_step();
     for i in 0..3 {
@@ -352,10 +344,9 @@ fn dump_into_a_file_with_the_default_sink(root: &Path) {
     std::fs::create_dir_all(root).unwrap();
     std::fs::write(root.join("rank_0"), b"not a directory").unwrap();
     let mut d = Dumper::builder()
-        .config_json(config(root, serde_json::json!({})))
         .env(&no_env())
         .options(DumpOptions::default()) // events: the default stderr sink
-        .open()
+        .open_json(config(root, serde_json::json!({})))
         .unwrap();
     let mut failed = 0;
     for _ in 0..3 {
@@ -442,10 +433,9 @@ fn a_host_holding_the_stderr_lock_does_not_deadlock_the_dump() {
     std::thread::spawn(move || {
         let held = std::io::stderr().lock(); // held across every Dumper call below
         let mut d = Dumper::builder()
-            .config_json(config(&r, serde_json::json!({})))
             .env(&no_env())
             .options(DumpOptions::default()) // 2 writer threads, the default stderr sink
-            .open()
+            .open_json(config(&r, serde_json::json!({})))
             .unwrap();
         let x = vec![1.0f32; 64 << 10]; // 256 KiB: queued to the writer threads
         let mut failures = 0;

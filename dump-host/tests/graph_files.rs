@@ -15,12 +15,11 @@ fn dumper(root: &Path) -> Dumper {
         "support_device": [0]}}, "e2e_dump_settings": {{"enable": true}}}}"#,
         root.display()
     );
-    Dumper::from_json_with(
-        text.into_bytes(),
-        &HashMap::<String, String>::new(),
-        &DumpOptions::default(),
-    )
-    .unwrap()
+    Dumper::builder()
+        .env(&HashMap::<String, String>::new())
+        .options(DumpOptions::default().clone())
+        .open_json(text.into_bytes())
+        .unwrap()
 }
 
 fn two_nodes() -> Graph {

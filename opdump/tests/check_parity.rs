@@ -68,7 +68,12 @@ fn dumper(path: &Path, env: &[(&str, &str)], limit: Duration) -> Result<(), Stri
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let r = DumpOptions::from_env(&env)
-            .and_then(|opts| Dumper::from_config_file_with(&path, &env, &opts))
+            .and_then(|opts| {
+                Dumper::builder()
+                    .env(&env)
+                    .options(opts.clone())
+                    .open_file(&path)
+            })
             .and_then(|mut d| d.close().map(|_| ()))
             .map_err(|e| e.to_string());
         let _ = tx.send(r);
@@ -276,13 +281,13 @@ fn many_kernels_are_checked_in_seconds() {
     assert!(took < Duration::from_secs(60), "check took {took:?}");
     // The Dumper reads the same config as fast (its 160,000 unused-kernel events at close are
     // not what is measured here).
-    let opts = DumpOptions {
-        events: dump_host::diag::EventSink::ignore(),
-        ..DumpOptions::default()
-    };
     let start = Instant::now();
-    let mut d =
-        Dumper::from_config_file_with(&f, &HashMap::<String, String>::new(), &opts).unwrap();
+    let mut d = Dumper::builder()
+        .env(&HashMap::<String, String>::new())
+        .options(DumpOptions::default())
+        .events(dump_host::diag::EventSink::ignore())
+        .open_file(&f)
+        .unwrap();
     let took = start.elapsed();
     d.close().unwrap();
     assert!(

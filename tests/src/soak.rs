@@ -150,7 +150,10 @@ pub fn run(root: &Path, steps: u64, period: u64, width: u64) -> Result<Soak, Err
         json!({"saved_data": "statistic", "input_output": 0, "iteration": rotating_filter(steps, period, width)}),
         json!({}),
     );
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default())?;
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)?;
     let order: Vec<&str> = ks.iter().map(|k| k.1).collect();
     d.begin_graph(0, &order)?;
     let mut start = None;

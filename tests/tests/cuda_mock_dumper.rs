@@ -55,7 +55,11 @@ fn dump_with(
         writer,
         ..DumpOptions::default()
     };
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(opts.clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &[]).unwrap();
     let step = d.begin_step();
     let k = step.kernel("MatMul", "Default/MatMul-op0").unwrap();

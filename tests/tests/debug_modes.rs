@@ -74,7 +74,11 @@ fn run_overflow(tmp: &Path, overflow_number: u32) -> (Vec<String>, BTreeSet<Stri
         json!({"op_debug_mode": 3, "overflow_number": overflow_number}),
         json!({}),
     );
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &[]).unwrap();
     let step = d.begin_step();
     for (name, input, output, dt) in overflow_kernels() {
@@ -149,7 +153,11 @@ fn exception_mode_dumps_only_the_failed_kernels_inputs() {
         json!({"op_debug_mode": 4, "iteration": "1"}),
         json!({}),
     );
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &["Default/Add-op0", "Default/Div-op0"])
         .unwrap();
     let a = f32_bytes(&[1.0, 2.0, 3.0]);
@@ -220,7 +228,11 @@ fn sample_mode_keeps_the_first_sample_num_elements() {
         device_id: 0,
         ..DumpOptions::default()
     };
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(opts.clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &[]).unwrap();
     let big: Vec<f32> = (0..100).map(|i| i as f32).collect();
     let small: Vec<f32> = (0..6).map(|i| -(i as f32)).collect();

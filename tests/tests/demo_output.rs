@@ -92,7 +92,11 @@ fn numpy_loads_every_demo_file_with_the_values_given_and_csv_pairs_with_files() 
         json!({"net_name": "LeNet5", "saved_data": "full", "statistic_category": ALL_CATEGORIES}),
         json!({}),
     );
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
+        .unwrap();
     let mut net = LeNet::new(2);
     let order = net.execution_order();
     d.begin_graph(0, &order.iter().map(String::as_str).collect::<Vec<_>>())
@@ -220,7 +224,11 @@ for dp, _, fs in os.walk(sys.argv[1]):
 fn mindspore_add_example_rows() {
     let tmp = TempDir::new("add");
     let cfg = config(tmp.path(), json!({"saved_data": "full"}), json!({}));
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &["Default/Add-op0"]).unwrap();
     let (x, y) = (
         f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),

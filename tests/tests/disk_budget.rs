@@ -30,7 +30,11 @@ fn dumper(tmp: &TempDir, saved_data: &str, budget: u64) -> Dumper {
         disk_budget_bytes: Some(budget),
         ..DumpOptions::default()
     };
-    Dumper::from_json_with(cfg, &no_env(), &opts).unwrap()
+    Dumper::builder()
+        .env(&no_env())
+        .options(opts.clone())
+        .open_json(cfg)
+        .unwrap()
 }
 
 #[test]
@@ -102,7 +106,11 @@ fn six_device_outputs(tag: &str, writer: WriterConfig) -> (dump_host::DumpReport
         writer,
         ..DumpOptions::default()
     };
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(opts.clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &[]).unwrap();
     let t = Counting {
         bytes: f32_bytes(&[1.5; 256]),
@@ -146,7 +154,11 @@ fn a_synchronous_tensor_only_dump_copies_no_refused_device_tensor() {
 fn no_budget_means_no_limit() {
     let tmp = TempDir::new("disk-budget-none");
     let cfg = config(tmp.path(), json!({"saved_data": "tensor"}), json!({}));
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &[]).unwrap();
     let step = d.begin_step();
     let data = f32_bytes(&[2.0; 256]);

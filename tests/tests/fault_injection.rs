@@ -60,7 +60,11 @@ fn run(root: &std::path::Path, threads: usize, w: Workload) -> (Vec<String>, [u6
         json!({"save_kernel_args": true}),
     );
     let mut errors = Vec::new();
-    let mut d = match Dumper::from_json_with(cfg, &no_env(), &options(threads)) {
+    let mut d = match Dumper::builder()
+        .env(&no_env())
+        .options(options(threads).clone())
+        .open_json(cfg)
+    {
         Ok(d) => d,
         Err(e) => return (vec![e.to_string()], [0; 3], 0),
     };

@@ -50,7 +50,10 @@ fn run_case(case: &Case, tmp: &Path) -> Result<PathBuf, Error> {
         bf16: Bf16Mode::Raw, // MindSpore 2.10's bytes, to compare headers and sizes exactly
         ..DumpOptions::default()
     };
-    let mut d = Dumper::from_json_with(case.config_for(tmp), &env, &opts)?;
+    let mut d = Dumper::builder()
+        .env(&env)
+        .options(opts.clone())
+        .open_json(case.config_for(tmp))?;
     d.begin_graph(0, &tinynet::execution_order())?;
     for _ in 0..3 {
         let step = d.begin_step();
@@ -286,9 +289,11 @@ fn rejected_configs_are_rejected_with_mindspores_reason() {
             assert!(!case.accepted());
             let tmp = TempDir::new(name);
             let env: BTreeMap<String, String> = case.env(tmp.path()).into_iter().collect();
-            let e =
-                Dumper::from_json_with(case.config_for(tmp.path()), &env, &DumpOptions::default())
-                    .expect_err(name);
+            let e = Dumper::builder()
+                .env(&env)
+                .options(DumpOptions::default().clone())
+                .open_json(case.config_for(tmp.path()))
+                .expect_err(name);
             assert!(matches!(e, Error::Config(_)), "{name}: {e}");
             let msg = e.to_string();
             let want = case.error().unwrap();
@@ -307,12 +312,11 @@ fn d1_statistic_on_cpu_is_accepted_and_computed_on_the_host() {
         let case = Case::load(r, "d1_statistic_cpu");
         assert!(!case.accepted(), "MindSpore rejects it");
         let tmp = TempDir::new("d1");
-        let mut d = Dumper::from_json_with(
-            case.config_for(tmp.path()),
-            &BTreeMap::<String, String>::new(),
-            &DumpOptions::default(),
-        )
-        .expect("opdump accepts saved_data statistic on CPU");
+        let mut d = Dumper::builder()
+            .env(&BTreeMap::<String, String>::new())
+            .options(DumpOptions::default().clone())
+            .open_json(case.config_for(tmp.path()))
+            .expect("opdump accepts saved_data statistic on CPU");
         d.begin_graph(0, &tinynet::execution_order()).unwrap();
         let step = d.begin_step();
         tinynet::run_step(&step).unwrap();

@@ -23,7 +23,11 @@ fn eight_threads_on_one_step_lose_no_row_and_interleave_none() {
         json!({"saved_data": "full", "statistic_category": ALL_CATEGORIES}),
         json!({}),
     );
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &[]).unwrap();
     let step = d.begin_step();
     std::thread::scope(|s| {
@@ -92,7 +96,11 @@ fn hostile_kernel_names_stay_inside_the_dump_dir() {
     let tmp = TempDir::new("hostile");
     let root = tmp.path().join("a/b/dump");
     let cfg = config(&root, json!({"saved_data": "full"}), json!({}));
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &[]).unwrap();
     let long = format!("Default/{}/MatMul-op0", "very-long-scope/".repeat(20));
     assert!(long.len() > 255);
@@ -178,12 +186,11 @@ fn memory_budget_bounds_bytes_in_flight_and_loses_nothing() {
         },
         ..DumpOptions::default()
     };
-    let mut d = Dumper::from_json_with(
-        config(tmp.path(), json!({"input_output": 2}), json!({})),
-        &no_env(),
-        &opts,
-    )
-    .unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(opts.clone())
+        .open_json(config(tmp.path(), json!({"input_output": 2}), json!({})))
+        .unwrap();
     d.begin_graph(0, &[]).unwrap();
     // Tensors made up front, so the producer submits faster than one writer thread can
     // create, write and rename files: the budget, not the producer, sets the pace.
@@ -239,7 +246,11 @@ fn write_error_when_a_file_blocks_a_directory_is_reported_not_raised() {
     fs::create_dir_all(&rank).unwrap();
     fs::write(rank.join("Net"), b"not a directory").unwrap();
     let cfg = config(tmp.path(), json!({"saved_data": "full"}), json!({}));
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &["Default/Add-op0"]).unwrap();
     let data = f32_bytes(&[1.0, 2.0]);
     let mut errors = Vec::new();
@@ -282,12 +293,11 @@ fn write_error_on_a_full_file_system_is_returned_by_close() {
         return;
     };
     let root = mnt.path().join("dump");
-    let mut d = Dumper::from_json_with(
-        config(&root, json!({"saved_data": "full"}), json!({})),
-        &no_env(),
-        &DumpOptions::default(),
-    )
-    .unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(config(&root, json!({"saved_data": "full"}), json!({})))
+        .unwrap();
     d.begin_graph(0, &[]).unwrap();
     let big = f32_bytes(&vec![0.5f32; 32 << 10]); // 128 KiB per file: the third cannot fit
     let mut errors = Vec::new();

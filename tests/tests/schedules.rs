@@ -56,7 +56,11 @@ fn eight_producers_in_seeded_interleavings_lose_nothing() {
             writer,
             ..DumpOptions::default()
         };
-        let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).unwrap();
+        let mut d = Dumper::builder()
+            .env(&no_env())
+            .options(opts.clone())
+            .open_json(cfg)
+            .unwrap();
         d.begin_graph(0, &[]).unwrap();
         let mut reported = BTreeMap::new();
         for s in 0..1 + rng.below(3) as usize {
@@ -91,7 +95,11 @@ fn eight_producers_in_seeded_interleavings_lose_nothing() {
 fn the_same_seed_gives_the_same_interleaving_and_another_seed_another() {
     let tmp = TempDir::new("schedule-seed");
     let cfg = config(tmp.path(), json!({"saved_data": "statistic"}), json!({}));
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &[]).unwrap();
     let mut orders = Vec::new();
     for (s, seed) in [7u64, 7, 8].into_iter().enumerate() {

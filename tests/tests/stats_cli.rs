@@ -33,7 +33,11 @@ fn stats_reproduces_the_dumpers_statistic_csv_byte_for_byte() {
         json!({"net_name": "TinyNet", "saved_data": "full", "statistic_category": ALL_CATEGORIES}),
         json!({}),
     );
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &tinynet::execution_order()).unwrap();
     let step = d.begin_step();
     tinynet::run_step(&step).unwrap();
@@ -194,7 +198,11 @@ fn stats_matches_the_dumper_for_every_widened_or_plain_dtype() {
         json!({"saved_data": "full", "statistic_category": cats}),
         json!({}),
     );
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default()).unwrap();
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
+        .unwrap();
     d.begin_graph(0, &[]).unwrap();
     let tensors: Vec<(DType, Vec<usize>, Vec<u8>)> = vec![
         (DType::Int4, vec![2, 3], vec![0x7f, 0x08, 0x31]),

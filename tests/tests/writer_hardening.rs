@@ -139,7 +139,11 @@ fn dumper(root: &Path, common: serde_json::Value, e2e: serde_json::Value) -> Dum
         writer: WriterConfig::sync(),
         ..DumpOptions::default()
     };
-    Dumper::from_json_with(config(root, common, e2e), &no_env(), &opts).unwrap()
+    Dumper::builder()
+        .env(&no_env())
+        .options(opts.clone())
+        .open_json(config(root, common, e2e))
+        .unwrap()
 }
 
 /// Issue 13.8: a `"` in an op name shifted every later column for a csv reader. Python's csv
@@ -342,13 +346,12 @@ fn a_dump_root_that_is_not_our_directory_is_refused() {
     let tmp = TempDir::new("root");
     let file = tmp.path().join("file");
     fs::write(&file, "x").unwrap();
-    let e = Dumper::from_json_with(
-        config(&file, json!({}), json!({})),
-        &no_env(),
-        &DumpOptions::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(config(&file, json!({}), json!({})))
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains(&file.display().to_string()) && e.contains("not a directory"),
         "{e}"
@@ -359,13 +362,12 @@ fn a_dump_root_that_is_not_our_directory_is_refused() {
     if !check(Prereq::Root, chown.map_err(|e| format!("chown: {e}"))) {
         return;
     }
-    let e = Dumper::from_json_with(
-        config(&theirs, json!({}), json!({})),
-        &no_env(),
-        &DumpOptions::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(config(&theirs, json!({}), json!({})))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("owned by uid 54321"), "{e}");
     assert_eq!(fs::read_dir(&theirs).unwrap().count(), 0);
 }
@@ -388,7 +390,11 @@ fn a_dump_directory_deleted_mid_run_is_reported_and_recreated() {
             json!({"saved_data": "full", "iteration": "0"}),
             json!({}),
         );
-        let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).unwrap();
+        let mut d = Dumper::builder()
+            .env(&no_env())
+            .options(opts.clone())
+            .open_json(cfg)
+            .unwrap();
         let v = f32_bytes(&[1.0, 2.0]);
         let step = d.begin_step();
         let k = step.kernel("Add", "Default/Add-op0").unwrap();

@@ -52,7 +52,10 @@ fn dumper(root: &std::path::Path, saved: &str, dump_mode: u32, kernels: &str) ->
         root.display()
     );
     let env: HashMap<String, String> = HashMap::new();
-    Dumper::from_json_with(text.into_bytes(), &env, &DumpOptions::default())
+    Dumper::builder()
+        .env(&env)
+        .options(DumpOptions::default().clone())
+        .open_json(text.into_bytes())
         .map_err(|e| e.to_string())
 }
 

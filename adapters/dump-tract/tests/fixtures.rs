@@ -43,7 +43,11 @@ fn dumper(root: &Path, common: &str) -> Dumper {
         root.display()
     );
     let env = HashMap::<String, String>::new();
-    Dumper::from_json_with(text.into_bytes(), &env, &DumpOptions::default()).unwrap()
+    Dumper::builder()
+        .env(&env)
+        .options(DumpOptions::default().clone())
+        .open_json(text.into_bytes())
+        .unwrap()
 }
 
 fn plan(model: &str) -> Arc<TypedSimplePlan> {

@@ -1,6 +1,6 @@
 //! [`DumperBuilder`]: the one way to open a [`Dumper`] with anything but the defaults.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use super::{DumpOptions, DumpPlan, Dumper};
 use crate::{
@@ -9,27 +9,21 @@ use crate::{
     diag::{Event, EventSink},
 };
 
-/// Where the builder's config comes from.
-#[derive(Debug)]
-enum Source {
-    /// `MINDSPORE_DUMP_CONFIG` in the environment (disabled when unset or empty).
-    Env,
-    /// A config file.
-    File(PathBuf),
-    /// Config text (also copied into `.dump_metadata/data_dump.json`).
-    Json(Vec<u8>),
-    /// A resolved plan.
-    Plan(Box<DumpPlan>),
-}
-
-/// Opens a [`Dumper`]: `Dumper::builder().config_file(p).env(&e).options(o).open()`.
+/// Opens a [`Dumper`]. Every setting is optional; the last call names where the config comes
+/// from and opens it:
 ///
-/// Every setting is optional. The config is the file named by `MINDSPORE_DUMP_CONFIG` unless
-/// [`config_file`](DumperBuilder::config_file), [`config_json`](DumperBuilder::config_json) or
-/// [`plan`](DumperBuilder::plan) gives one; the environment (for `MINDSPORE_DUMP_CONFIG`,
-/// `MS_DIAGNOSTIC_DATA_PATH`, the rank and the `OPDUMP_*` options) is the process's unless
-/// [`env`](DumperBuilder::env) gives another; the options are
-/// [`DumpOptions::from_env`] unless [`options`](DumperBuilder::options) gives them.
+/// - [`open_env`](DumperBuilder::open_env): the file named by `MINDSPORE_DUMP_CONFIG` (a
+///   disabled Dumper when it is unset or empty), as MindSpore reads it;
+/// - [`open_file`](DumperBuilder::open_file): a config file;
+/// - [`open_json`](DumperBuilder::open_json): config text (its bytes are also copied into
+///   `.dump_metadata/data_dump.json`);
+/// - [`open_plan`](DumperBuilder::open_plan): a resolved [`DumpPlan`].
+///
+/// The environment (for `MINDSPORE_DUMP_CONFIG`, `MS_DIAGNOSTIC_DATA_PATH`, the rank and the
+/// `OPDUMP_*` options) is the process's unless [`env`](DumperBuilder::env) gives another; the
+/// options are [`DumpOptions::from_env`] unless [`options`](DumperBuilder::options) gives them;
+/// events go to stderr unless [`on_event`](DumperBuilder::on_event) or
+/// [`events`](DumperBuilder::events) routes them elsewhere.
 ///
 /// ```
 /// use std::collections::HashMap;
@@ -38,14 +32,13 @@ enum Source {
 /// # fn main() -> Result<(), dump_host::Error> {
 /// let no_env: HashMap<String, String> = HashMap::new();
 /// // No MINDSPORE_DUMP_CONFIG in this environment: a disabled Dumper.
-/// let d = Dumper::builder().env(&no_env).options(DumpOptions::default()).open()?;
+/// let d = Dumper::builder().env(&no_env).options(DumpOptions::default()).open_env()?;
 /// assert!(!d.is_enabled());
 /// # Ok(())
 /// # }
 /// ```
-#[must_use = "a builder does nothing until `open`"]
+#[must_use = "a builder does nothing until one of its `open_*` calls"]
 pub struct DumperBuilder<'e> {
-    source: Source,
     env: Option<&'e dyn Env>,
     options: Option<DumpOptions>,
     events: Option<EventSink>,
@@ -54,7 +47,6 @@ pub struct DumperBuilder<'e> {
 impl std::fmt::Debug for DumperBuilder<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DumperBuilder")
-            .field("source", &self.source)
             .field("env", &self.env.map(|_| ".."))
             .field("options", &self.options)
             .field("events", &self.events)
@@ -66,7 +58,6 @@ impl Dumper {
     /// A [`DumperBuilder`] with every setting at its default.
     pub fn builder() -> DumperBuilder<'static> {
         DumperBuilder {
-            source: Source::Env,
             env: None,
             options: None,
             events: None,
@@ -75,30 +66,9 @@ impl Dumper {
 }
 
 impl<'e> DumperBuilder<'e> {
-    /// Reads the config from the file at `path` (instead of `MINDSPORE_DUMP_CONFIG`).
-    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.source = Source::File(path.into());
-        self
-    }
-
-    /// Uses config text `json` (its bytes are also copied into
-    /// `.dump_metadata/data_dump.json`).
-    pub fn config_json(mut self, json: impl Into<Vec<u8>>) -> Self {
-        self.source = Source::Json(json.into());
-        self
-    }
-
-    /// Uses a resolved plan. The plan already holds the writer settings and disk budget, so of
-    /// the options only the event sink is used.
-    pub fn plan(mut self, plan: DumpPlan) -> Self {
-        self.source = Source::Plan(Box::new(plan));
-        self
-    }
-
     /// Reads environment variables from `env` instead of the process environment.
     pub fn env<'f>(self, env: &'f dyn Env) -> DumperBuilder<'f> {
         DumperBuilder {
-            source: self.source,
             env: Some(env),
             options: self.options,
             events: self.events,
@@ -111,7 +81,7 @@ impl<'e> DumperBuilder<'e> {
         self
     }
 
-    /// Delivers events to `sink` (overrides [`DumpOptions::events`]).
+    /// Delivers events to `sink` (default: one line each to stderr, see [`EventSink`]).
     pub fn events(mut self, sink: EventSink) -> Self {
         self.events = Some(sink);
         self
@@ -122,25 +92,46 @@ impl<'e> DumperBuilder<'e> {
         self.events(EventSink::new(f))
     }
 
-    /// Reads and validates the config and starts the Dumper (writes `.dump_metadata/`, starts
-    /// the writer threads). A disabled Dumper when no config is named.
-    pub fn open(self) -> Result<Dumper, Error> {
+    /// Opens the config file named by `MINDSPORE_DUMP_CONFIG` (a disabled Dumper when the
+    /// variable is unset or empty): the real path, which must end in `.json`, as MindSpore
+    /// resolves it.
+    pub fn open_env(self) -> Result<Dumper, Error> {
+        let (env, opts, events) = self.settings()?;
+        match dump_config_path(env)? {
+            None => Ok(Dumper::disabled()),
+            Some(p) => Dumper::from_planned(DumpPlan::load(&p, env, &opts)?, events),
+        }
+    }
+
+    /// Reads and validates the config file at `path` (through [`DumpPlan::load`], as
+    /// `opdump check` does) and starts the Dumper: writes `.dump_metadata/`, starts the
+    /// writer threads.
+    pub fn open_file(self, path: impl AsRef<Path>) -> Result<Dumper, Error> {
+        let (env, opts, events) = self.settings()?;
+        Dumper::from_planned(DumpPlan::load(path.as_ref(), env, &opts)?, events)
+    }
+
+    /// Reads and validates config text (through [`DumpPlan::from_json`]: invalid UTF-8 is a
+    /// config error; the bytes are also copied into `.dump_metadata/data_dump.json`) and
+    /// starts the Dumper.
+    pub fn open_json(self, json: impl Into<Vec<u8>>) -> Result<Dumper, Error> {
+        let (env, opts, events) = self.settings()?;
+        Dumper::from_planned(DumpPlan::from_json(json.into(), env, &opts)?, events)
+    }
+
+    /// Starts a Dumper on a resolved plan. The plan already holds the writer settings and
+    /// the disk budget: the options and the environment are not used.
+    pub fn open_plan(self, plan: DumpPlan) -> Result<Dumper, Error> {
+        Dumper::start(plan, self.events.unwrap_or_default())
+    }
+
+    /// The environment, the options and the event sink.
+    fn settings(self) -> Result<(&'e dyn Env, DumpOptions, EventSink), Error> {
         let env = self.env.unwrap_or(&ProcessEnv);
-        let mut opts = match self.options {
+        let opts = match self.options {
             Some(o) => o,
             None => DumpOptions::from_env(env)?,
         };
-        if let Some(sink) = self.events {
-            opts.events = sink;
-        }
-        match self.source {
-            Source::Env => match dump_config_path(env)? {
-                None => Ok(Dumper::disabled()),
-                Some(p) => Dumper::from_config_file_with(&p, env, &opts),
-            },
-            Source::File(p) => Dumper::from_config_file_with(&p, env, &opts),
-            Source::Json(bytes) => Dumper::from_json_with(bytes, env, &opts),
-            Source::Plan(plan) => Dumper::start(*plan, opts.events),
-        }
+        Ok((env, opts, self.events.unwrap_or_default()))
     }
 }

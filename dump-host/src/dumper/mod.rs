@@ -6,7 +6,7 @@
 //!
 //! # fn main() -> Result<(), dump_host::Error> {
 //! let no_env = std::collections::HashMap::<String, String>::new();
-//! let mut dumper = Dumper::builder().env(&no_env).open()?; // no MINDSPORE_DUMP_CONFIG: disabled
+//! let mut dumper = Dumper::builder().env(&no_env).open_env()?; // no MINDSPORE_DUMP_CONFIG: disabled
 //! let step = dumper.begin_step();
 //! if let Some(k) = step.kernel("Conv2D", "Default/network/conv1-Conv2d/Conv2D-op0") {
 //!     k.output(0, TensorRef::from_slice(&[2, 2], &[1.0f32, 2.0, 3.0, 4.0]))?;
@@ -148,14 +148,8 @@ impl Dumper {
         }
     }
 
-    /// Starts dumping with a resolved plan: writes `.dump_metadata/` and starts the writer.
-    /// Warnings go to stderr. `Dumper::builder().plan(plan).open()`, kept for existing callers.
-    #[doc(hidden)]
-    pub fn from_plan(plan: DumpPlan) -> Result<Self, Error> {
-        Self::start(plan, EventSink::default())
-    }
-
-    /// [`from_plan`](Dumper::from_plan) with events delivered to `events`.
+    /// Starts dumping with a resolved plan, events delivered to `events`: writes
+    /// `.dump_metadata/` and starts the writer.
     pub(crate) fn start(plan: DumpPlan, events: EventSink) -> Result<Self, Error> {
         IterationSpec::parse(&plan.iteration)
             .map_err(|e| Error::Plan(format!("iteration {:?}: {e}", plan.iteration)))?;

@@ -34,9 +34,6 @@ pub struct DumpOptions {
     /// `statistic.csv` rows are still written, and [`DumpReport`](super::DumpReport) counts
     /// what was skipped. An opdump extension (MindSpore has no such cap).
     pub disk_budget_bytes: Option<u64>,
-    /// Where warnings ([`Event`](crate::diag::Event)s) go. Default: one line each to stderr
-    /// ([`EventSink::stderr`](crate::diag::EventSink::stderr)).
-    pub events: crate::diag::EventSink,
     /// `dump_mode` 2 (Ascend `set_dump`): the kernels the runtime marked for dump, by full name
     /// or by scope (a cell's scope marks every kernel inside it; see
     /// [`KernelFilter::marked`]). MindSpore reads the nodes' `dump` attribute; opdump cannot
@@ -53,7 +50,6 @@ impl Default for DumpOptions {
             bf16: Bf16Mode::Widen,
             writer: WriterConfig::default(),
             disk_budget_bytes: None,
-            events: crate::diag::EventSink::default(),
             set_dump: Vec::new(),
         }
     }
@@ -214,43 +210,20 @@ impl Dumper {
     /// The Dumper the process environment asks for: the config named by
     /// `MINDSPORE_DUMP_CONFIG` (disabled when unset or empty), options from
     /// [`DumpOptions::from_env`], warnings to stderr. The shortcut for
-    /// `Dumper::builder().open()`; [`Dumper::builder`] sets anything else.
+    /// `Dumper::builder().open_env()`; [`Dumper::builder`] sets anything else.
     pub fn from_env() -> Result<Dumper, Error> {
-        Dumper::builder().open()
+        Dumper::builder().open_env()
     }
 
-    /// A Dumper for the config file at `path`, reading `MS_DIAGNOSTIC_DATA_PATH` and the rank
-    /// from `env` (through [`DumpPlan::load`], as `opdump check` does).
-    /// Shorthand for `Dumper::builder().config_file(path).env(env).options(opts).open()`,
-    /// kept for existing callers.
-    #[doc(hidden)]
-    pub fn from_config_file_with(
-        path: &Path,
-        env: &dyn Env,
-        opts: &DumpOptions,
+    /// Starts a Dumper on a config read: its warnings go to `events` first.
+    pub(super) fn from_planned(
+        p: Planned,
+        events: crate::diag::EventSink,
     ) -> Result<Dumper, Error> {
-        Self::from_planned(DumpPlan::load(path, env, opts)?, opts)
-    }
-
-    /// A Dumper for config text (`bytes` are also copied into `.dump_metadata/data_dump.json`),
-    /// read through [`DumpPlan::from_json`]: invalid UTF-8 is a config error.
-    /// Shorthand for `Dumper::builder().config_json(bytes).env(env).options(opts).open()`,
-    /// kept for existing callers.
-    #[doc(hidden)]
-    pub fn from_json_with(
-        bytes: Vec<u8>,
-        env: &dyn Env,
-        opts: &DumpOptions,
-    ) -> Result<Dumper, Error> {
-        Self::from_planned(DumpPlan::from_json(bytes, env, opts)?, opts)
-    }
-
-    fn from_planned(p: Planned, opts: &DumpOptions) -> Result<Dumper, Error> {
         for w in p.warnings.warnings() {
-            opts.events
-                .emit(&crate::diag::Event::ConfigWarning(w.clone()));
+            events.emit(&crate::diag::Event::ConfigWarning(w.clone()));
         }
-        Dumper::start(p.plan, opts.events.clone())
+        Dumper::start(p.plan, events)
     }
 }
 

@@ -22,7 +22,11 @@ fn dumper_on(root: &Path, saved: &str, extra_e2e: &str, device: crate::config::D
         device,
         ..DumpOptions::default()
     };
-    Dumper::from_json_with(text.into_bytes(), &env, &opts).unwrap()
+    Dumper::builder()
+        .env(&env)
+        .options(opts.clone())
+        .open_json(text.into_bytes())
+        .unwrap()
 }
 
 fn root(tag: &str) -> std::path::PathBuf {
@@ -241,7 +245,11 @@ fn ascend_device_statistics_rows() {
             ..DumpOptions::default()
         };
         let env: HashMap<String, String> = HashMap::new();
-        let mut d = Dumper::from_json_with(text.into_bytes(), &env, &opts).unwrap();
+        let mut d = Dumper::builder()
+            .env(&env)
+            .options(opts.clone())
+            .open_json(text.into_bytes())
+            .unwrap();
         let step = d.begin_step();
         step.kernel("Add", "Default/Add-op0")
             .unwrap()
@@ -270,7 +278,11 @@ fn a_dump_that_wrote_nothing_says_why() {
             r.display()
         );
         let env: HashMap<String, String> = HashMap::new();
-        let d = Dumper::from_json_with(text.into_bytes(), &env, &DumpOptions::default()).unwrap();
+        let d = Dumper::builder()
+            .env(&env)
+            .options(DumpOptions::default().clone())
+            .open_json(text.into_bytes())
+            .unwrap();
         (r, d)
     };
     let all = r#"0, "iteration": "all", "kernels": []"#;
@@ -339,14 +351,15 @@ fn a_dump_that_wrote_nothing_says_why() {
             "input_output": 0, "support_device": [0]}}, "e2e_dump_settings": {{"enable": true}}}}"#,
             r.display()
         );
-        let opts = DumpOptions {
-            events: crate::diag::EventSink::ignore(),
-            ..DumpOptions::default()
-        };
         let env: HashMap<String, String> = HashMap::new();
         (
             r,
-            Dumper::from_json_with(text.into_bytes(), &env, &opts).unwrap(),
+            Dumper::builder()
+                .env(&env)
+                .options(DumpOptions::default())
+                .events(crate::diag::EventSink::ignore())
+                .open_json(text.into_bytes())
+                .unwrap(),
         )
     };
     let w = run(&mut d, 2, true).unwrap();

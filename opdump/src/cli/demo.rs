@@ -262,7 +262,6 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     }
     // The library's warnings are queued and printed here, between library calls.
     let events = EventQueue::new();
-    opts.events = events.sink();
 
     // Baseline: the same steps without dump.
     let mut base_ms = Vec::new();
@@ -276,10 +275,10 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     }
 
     let opened = Dumper::builder()
-        .config_json(text)
         .env(env)
         .options(opts)
-        .open();
+        .events(events.sink())
+        .open_json(text);
     events.print_to(err);
     let mut dumper = match opened {
         Ok(d) => d,

@@ -383,7 +383,10 @@ fn run_inner(
         .collect();
     runner.prepare(feeds)?;
     let opts = DumpOptions::from_env(env).map_err(|e| RunError::Invalid(e.to_string()))?;
-    let mut dumper = Dumper::from_json_with(text.into_bytes(), env, &opts)
+    let mut dumper = Dumper::builder()
+        .env(env)
+        .options(opts.clone())
+        .open_json(text.into_bytes())
         .map_err(|e| RunError::Invalid(e.to_string()))?;
     let root = dumper
         .plan()

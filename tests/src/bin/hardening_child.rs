@@ -33,7 +33,10 @@ fn status_kib(field: &str) -> u64 {
 
 fn fds(root: &str, steps: u64) -> Result<(), String> {
     let cfg = config(root.as_ref(), json!({"saved_data": "full"}), json!({}));
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &DumpOptions::default())
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(DumpOptions::default().clone())
+        .open_json(cfg)
         .map_err(|e| e.to_string())?;
     let long = format!("Default/{}/Add-op1", "x".repeat(300));
     d.begin_graph(0, &["Default/Add-op0", &long])
@@ -70,7 +73,11 @@ fn rss(root: &str, big: usize, small: usize, budget_mb: usize) -> Result<(), Str
         },
         ..DumpOptions::default()
     };
-    let mut d = Dumper::from_json_with(cfg, &no_env(), &opts).map_err(|e| e.to_string())?;
+    let mut d = Dumper::builder()
+        .env(&no_env())
+        .options(opts.clone())
+        .open_json(cfg)
+        .map_err(|e| e.to_string())?;
     let seven: Vec<u8> = (0..7usize << 20).map(|i| (i % 251) as u8).collect();
     let sixty_four: Vec<u8> = (0..64usize << 10).map(|i| (i % 241) as u8).collect();
     let base = status_kib("VmRSS:");

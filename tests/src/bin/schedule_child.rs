@@ -28,7 +28,11 @@ fn main() -> ExitCode {
         json!({"saved_data": "full", "statistic_category": ["max", "min"]}),
         json!({}),
     );
-    let mut d = match Dumper::from_json_with(cfg, &no_env(), &opts) {
+    let mut d = match Dumper::builder()
+        .env(&no_env())
+        .options(opts.clone())
+        .open_json(cfg)
+    {
         Ok(d) => d,
         Err(e) => {
             eprintln!("opdump-schedule-child: {e}");

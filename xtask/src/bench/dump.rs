@@ -57,10 +57,9 @@ fn dumper_with(
 ) -> Result<Dumper, String> {
     let env: HashMap<String, String> = HashMap::new();
     Dumper::builder()
-        .config_json(config(root, saved, dump_mode, kernels, iteration))
         .env(&env)
         .options(opts.clone())
-        .open()
+        .open_json(config(root, saved, dump_mode, kernels, iteration))
         .map_err(|e| e.to_string())
 }
 

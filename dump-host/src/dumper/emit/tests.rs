@@ -28,7 +28,11 @@ fn dumper(root: &std::path::Path, saved: &str, writer: WriterConfig) -> Dumper {
         writer,
         ..DumpOptions::default()
     };
-    Dumper::from_json_with(text.into_bytes(), &HashMap::<String, String>::new(), &opts).unwrap()
+    Dumper::builder()
+        .env(&HashMap::<String, String>::new())
+        .options(opts.clone())
+        .open_json(text.into_bytes())
+        .unwrap()
 }
 
 /// `elems` f32 values, distinct per tensor.
@@ -281,7 +285,11 @@ fn sync_full(root: &std::path::Path) -> Dumper {
         writer: WriterConfig::sync(),
         ..DumpOptions::default()
     };
-    Dumper::from_json_with(text.into_bytes(), &HashMap::<String, String>::new(), &opts).unwrap()
+    Dumper::builder()
+        .env(&HashMap::<String, String>::new())
+        .options(opts.clone())
+        .open_json(text.into_bytes())
+        .unwrap()
 }
 
 /// The statistic.csv rows of `dir` without the timestamp column.
@@ -418,7 +426,10 @@ fn a_sampled_device_copy_holds_only_the_sample() {
         writer: two_threads(64 << 10),
         ..DumpOptions::default()
     };
-    let mut d = Dumper::from_json_with(text.into_bytes(), &HashMap::<String, String>::new(), &opts)
+    let mut d = Dumper::builder()
+        .env(&HashMap::<String, String>::new())
+        .options(opts.clone())
+        .open_json(text.into_bytes())
         .unwrap();
     let s = shared(&d);
     let dev = FakeDevice {
