@@ -6,7 +6,9 @@
 //! answer is `true`. When it is missing:
 //!
 //! - outside CI the answer is `false` and one line `SKIP <test>: needs <what>: <why>` goes to
-//!   stderr, so the test returns early and says why;
+//!   stderr, so the test returns early and says why; when `OPDUMP_SKIP_LOG` names a file
+//!   ([`SKIP_LOG_VAR`]), the skip is also appended there with the install line, and
+//!   `cargo xtask test` lists every skip at the end of the run;
 //! - with `CI=true` (also `1` or `yes`) the test **panics** with the same reason: CI never
 //!   passes a test that only skipped. [`Prereq::Gpu`] is the exception (CI machines have no
 //!   GPU); it is required only with `OPDUMP_REQUIRE_GPU=1`. `OPDUMP_REQUIRE_NVRTC=1` requires
@@ -32,6 +34,6 @@ mod prereq;
 mod reference;
 mod tmpfs;
 
-pub use prereq::{Prereq, check, require, required};
+pub use prereq::{Prereq, SKIP_LOG_VAR, check, require, required};
 pub use reference::{reference_dir, reference_fixture_dir};
 pub use tmpfs::Tmpfs;

@@ -75,6 +75,28 @@ const ALL: [Prereq; 12] = [
 ];
 
 impl Prereq {
+    /// How to get it: the command that installs it on a Debian-like machine, or what to do.
+    pub fn install_hint(self) -> &'static str {
+        match self {
+            Prereq::Python3 => "apt-get install python3",
+            Prereq::Numpy => "python3 -m pip install numpy (or apt-get install python3-numpy)",
+            Prereq::Gzip => "apt-get install gzip",
+            Prereq::CCompiler => "apt-get install gcc",
+            Prereq::Cxx => "apt-get install g++",
+            Prereq::Tmpfs => "run as root where mount is allowed (a privileged container or a VM)",
+            Prereq::Root => "run the tests as root",
+            Prereq::Nvrtc => {
+                "export OPDUMP_NVRTC_LIB_DIR=$(bash dump-device-cuda/ci/fetch-nvrtc.sh)"
+            }
+            Prereq::Gpu => "a machine with an NVIDIA GPU and OPDUMP_REQUIRE_GPU=1",
+            Prereq::ReferenceData => "restore tests/fixtures/reference/ (part of the repository)",
+            Prereq::Chromium => "apt-get install chromium",
+            Prereq::OnnxRuntime => {
+                "export ORT_DYLIB_PATH=$(bash adapters/dump-ort/ci/fetch-ort.sh)"
+            }
+        }
+    }
+
     fn index(self) -> usize {
         ALL.iter().position(|p| *p == self).unwrap_or(0)
     }
@@ -157,7 +179,36 @@ pub fn check(p: Prereq, probe: Result<(), String>) -> bool {
         );
     }
     eprintln!("SKIP {test}: needs {p}: {why}");
+    log_skip(test, p, &why);
     false
+}
+
+/// The variable naming the file every skip is appended to (`cargo xtask test` sets it and
+/// lists the skips at the end of the run, where cargo's output capture cannot hide them).
+pub const SKIP_LOG_VAR: &str = "OPDUMP_SKIP_LOG";
+
+/// Appends `test<TAB>prerequisite<TAB>why<TAB>install hint` to the file named by
+/// [`SKIP_LOG_VAR`], when it is set. One `write` per line (`O_APPEND`), so the lines of tests
+/// running in parallel processes never interleave.
+fn log_skip(test: &str, p: Prereq, why: &str) {
+    use std::io::Write as _;
+    let Some(path) = std::env::var_os(SKIP_LOG_VAR) else {
+        return;
+    };
+    let clean = |s: &str| s.replace(['\t', '\n', '\r'], " ");
+    let line = format!(
+        "{}\t{p}\t{}\t{}\n",
+        clean(test),
+        clean(why),
+        p.install_hint()
+    );
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
 }
 
 /// Runs `cmd` with no input or output; `Ok` when it exits with status 0.
@@ -232,6 +283,18 @@ mod tests {
         } else {
             assert!(!missing());
         }
+    }
+
+    #[test]
+    fn every_prerequisite_says_how_to_get_it() {
+        for p in ALL {
+            assert!(p.install_hint().len() > 8, "{p}");
+        }
+        assert!(
+            Prereq::Chromium
+                .install_hint()
+                .contains("apt-get install chromium")
+        );
     }
 
     #[test]

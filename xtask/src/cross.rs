@@ -101,7 +101,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
 }
 
 /// The workspace root: the parent of this crate's manifest directory.
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
     xtask.parent().unwrap_or(xtask).to_path_buf()
 }

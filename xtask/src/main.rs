@@ -2,6 +2,8 @@
 //!
 //! - `cargo xtask bench-stats [--quick] [--device cuda]`: statistics, hashing, widening and npy
 //!   benchmarks; prints a table and writes `target/bench-stats/summary.csv`.
+//! - `cargo xtask test [--install]`: `cargo test --workspace`, the suites that need `protoc`
+//!   when it is there, then every skipped test with what it needed and how to install it.
 //! - `cargo xtask test-cross`: builds dump-core, dump-npy and dump-stats without `std` for
 //!   `thumbv7em-none-eabihf` and runs their firmware known-answer tests under `qemu-system-arm`.
 //! - `cargo xtask hardening [--faults] [--schedules] [--soak] [--valgrind] [--quick]`: the
@@ -10,12 +12,16 @@
 mod bench;
 mod cross;
 mod hardening;
+mod test;
 
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
+  test [--install]                        the whole test suite; lists what could not run (and
+                                          how to install it) at the end; --install first
+                                          installs every prerequisite, as CI does
   bench-stats [--quick] [--device cuda]   benchmark statistics, hashes, widening, npy writing
   test-cross                              no_std build for thumbv7em + firmware tests in qemu
   hardening [--faults] [--schedules] [--soak] [--valgrind] [--quick]
@@ -27,6 +33,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("bench-stats") => bench::run(&args[1..]),
+        Some("test") => test::run(&args[1..]),
         Some("test-cross") => cross::run(&args[1..]),
         Some("hardening") => hardening::run_all(&args[1..]),
         Some("-h" | "--help") | None => {
