@@ -43,6 +43,10 @@
 use crate::DType;
 use md5::Digest as _;
 
+mod multi;
+
+pub use multi::{MD5_MAX_LANES, Md5Backend, Md5Multi, md5_many, md5_many_with};
+
 /// Elements per slice of MindSpore 2.10's SHA-1 hash-of-hashes.
 pub const SHA1_SLICE_ELEMS: usize = 20480;
 
