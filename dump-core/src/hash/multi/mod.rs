@@ -1,16 +1,18 @@
-//! Multi-buffer MD5: independent messages hashed side by side in the lanes of one SIMD register.
+//! Multi-buffer MD5: independent messages hashed side by side in the lanes of SIMD registers.
 //!
 //! One MD5 stream is a chain of dependent 32-bit operations (about 5 cycles per byte); the
-//! kernels here run the same chain for 8 messages in the `u32` lanes of an AVX2 register, or
-//! 16 in an AVX-512 one, so a dump step's tensors hash together in a fraction of the time.
+//! kernels here run the same chain for 16 messages in the `u32` lanes of two interleaved
+//! 8-lane registers (AVX2, or AVX-512VL with one-instruction round functions and rotations),
+//! so a dump step's tensors hash together in a fraction of the time (about 8x and 10x one
+//! stream per core on the benchmark set, see BENCHMARKS.md).
 //! Every digest is bit-identical to [`md5`](super::md5()) of the same bytes.
 //!
 //! - [`md5_many`]: one call for a set of messages of any lengths (the common case).
 //! - [`Md5Multi`]: the streaming engine underneath: each lane carries its own message, fed
 //!   chunk by chunk and finished independently; [`Md5Multi::run`] hashes until some lane
 //!   needs input or holds a digest, so a scheduler refills lanes that finish early.
-//! - [`Md5Backend`]: which kernel runs; chosen at run time with the `std` feature (AVX-512F,
-//!   else AVX2, else portable), from the build's target features without it.
+//! - [`Md5Backend`]: which kernel runs; chosen at run time with the `std` feature (AVX-512F +
+//!   VL, else AVX2, else portable), from the build's target features without it.
 //!
 //! ```
 //! use dump_core::hash::{md5, md5_many};
@@ -29,7 +31,7 @@
 //! each lane's block and transposing words into lanes in registers. A lane's partial block,
 //! and its final padding, wait in a 128-byte buffer of the lane, so padding is hashed by the
 //! vector kernel too. [`md5_many`] starts the longest messages first (sorted in batches of
-//! [`BATCH`]), so the last messages to finish are short ones and few lanes idle at the end.
+//! `BATCH` (1024)), so the last messages to finish are short ones and few lanes idle at the end.
 
 mod portable;
 mod steps;
@@ -40,11 +42,14 @@ mod x86;
 
 use crate::Error;
 
-/// Most lanes any backend uses (AVX-512: 16).
+/// Most lanes any backend uses (AVX2 and AVX-512: 16).
 pub const MD5_MAX_LANES: usize = 16;
 
-/// Messages [`md5_many`] sorts by length at a time (longest first); a stack array of indices.
-const BATCH: usize = 128;
+/// Messages [`md5_many`] sorts by length at a time (longest first); a stack array of `u16`
+/// offsets (2 KiB). A dump step's tensors fit in one batch: a batch boundary puts long
+/// messages after short ones, which leaves lanes idle at the end (simulated on the benchmark
+/// set: 85% lane use with 16 lanes and batches of 128, 100% in one batch).
+const BATCH: usize = 1024;
 
 /// MD5's initial state (RFC 1321, section 3.3).
 const IV: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
@@ -56,11 +61,13 @@ type State = [[u32; MD5_MAX_LANES]; 4];
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Md5Backend {
-    /// Plain Rust, 8 lanes as arrays of `u32` (the compiler vectorises what the target allows).
+    /// Plain Rust, 4 lanes as arrays of `u32` (the compiler vectorises what the target allows).
     Portable,
-    /// x86-64 AVX2: 8 lanes in one `ymm` register.
+    /// x86-64 AVX2: 16 lanes in two interleaved `ymm` registers.
     Avx2,
-    /// x86-64 AVX-512F: 16 lanes in one `zmm` register (`vpternlogd`, `vprold`).
+    /// x86-64 AVX-512F + AVX-512VL: 16 lanes in two interleaved `ymm` registers, round
+    /// functions in one `vpternlogd` and rotations in one `vprold` (on this project's AMD EPYC
+    /// that beats 16 lanes in one `zmm` register, see the x86 kernel module).
     Avx512,
 }
 
@@ -70,7 +77,10 @@ impl Md5Backend {
     pub fn detect() -> Md5Backend {
         #[cfg(all(feature = "std", target_arch = "x86_64"))]
         {
-            if std::is_x86_feature_detected!("avx512f") {
+            if std::is_x86_feature_detected!("avx2")
+                && std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512vl")
+            {
                 return Md5Backend::Avx512;
             }
             if std::is_x86_feature_detected!("avx2") {
@@ -80,7 +90,9 @@ impl Md5Backend {
         #[cfg(all(
             not(feature = "std"),
             target_arch = "x86_64",
-            target_feature = "avx512f"
+            target_feature = "avx2",
+            target_feature = "avx512f",
+            target_feature = "avx512vl"
         ))]
         {
             return Md5Backend::Avx512;
@@ -89,7 +101,7 @@ impl Md5Backend {
             not(feature = "std"),
             target_arch = "x86_64",
             target_feature = "avx2",
-            not(target_feature = "avx512f")
+            not(all(target_feature = "avx512f", target_feature = "avx512vl"))
         ))]
         {
             return Md5Backend::Avx2;
@@ -110,8 +122,8 @@ impl Md5Backend {
     /// Messages hashed side by side.
     pub const fn lanes(self) -> usize {
         match self {
-            Md5Backend::Portable | Md5Backend::Avx2 => 8,
-            Md5Backend::Avx512 => 16,
+            Md5Backend::Portable => portable::LANES,
+            Md5Backend::Avx2 | Md5Backend::Avx512 => 16,
         }
     }
 
@@ -139,7 +151,8 @@ impl Md5Backend {
             #[cfg(target_arch = "x86_64")]
             Md5Backend::Avx512 => {
                 debug_assert!(self.available());
-                // SAFETY: as above, AVX-512F was confirmed before the backend was chosen.
+                // SAFETY: as above, AVX2, AVX-512F and AVX-512VL were confirmed before the
+                // backend was chosen.
                 unsafe { x86::compress_avx512(st, src, n) }
             }
             #[cfg(not(target_arch = "x86_64"))]
@@ -515,8 +528,8 @@ pub fn md5_many_with(
     const NONE: usize = usize::MAX;
     let mut owner = [NONE; MD5_MAX_LANES];
     // Longest first within each batch of up to BATCH messages.
-    let mut order = [0usize; BATCH];
-    let (mut pos, mut end, mut next) = (0, 0, 0);
+    let mut order = [0u16; BATCH];
+    let (mut pos, mut end, mut next, mut start) = (0, 0, 0, 0);
     loop {
         for (lane, own) in owner.iter_mut().enumerate().take(mb.lanes()) {
             if *own != NONE {
@@ -526,15 +539,18 @@ pub fn md5_many_with(
                 if next == messages.len() {
                     break;
                 }
+                start = next;
                 end = BATCH.min(messages.len() - next);
+                let batch = &messages[start..start + end];
                 for (k, o) in order[..end].iter_mut().enumerate() {
-                    *o = next + k;
+                    *o = k as u16;
                 }
-                order[..end].sort_unstable_by_key(|&i| core::cmp::Reverse(messages[i].len()));
+                order[..end]
+                    .sort_unstable_by_key(|&k| core::cmp::Reverse(batch[usize::from(k)].len()));
                 next += end;
                 pos = 0;
             }
-            let i = order[pos];
+            let i = start + usize::from(order[pos]);
             pos += 1;
             *own = i;
             mb.update(lane, messages[i]);
