@@ -1,8 +1,10 @@
 //! `md5` rows (`--only md5`): multi-buffer MD5 against one MD5 stream per tensor, on the set
 //! of tensors one dump step hashes.
 //!
-//! The set: 200 tensors (50 with `--quick`) whose sizes are drawn log-uniformly from 4 KiB to
-//! 4 MiB (256 KiB with `--quick`) by a fixed-seed generator, so every run hashes the same set.
+//! The sets: 200 tensors (50 with `--quick`) whose sizes are drawn log-uniformly from 4 KiB to
+//! 4 MiB (256 KiB with `--quick`) by a fixed-seed generator, so every run hashes the same set;
+//! then 2000 small tensors (200 with `--quick`), 64 B to 16 KiB, where the per-message work
+//! (padding, lane refills) weighs most.
 //! Kernels (the `kernel` column; `bytes` is the whole set):
 //! - `md5-1stream`: [`dump_core::hash::md5`] on each tensor in turn (the baseline);
 //! - `md5mb-portable`, `md5mb-avx2`, `md5mb-avx512`: [`md5_many_with`] on the whole set with
@@ -23,30 +25,36 @@ use dump_core::{
 };
 use std::hint::black_box;
 
-/// Sizes (bytes) of the benchmark set: `n` draws, log-uniform in `[4 KiB, max]`.
-fn sizes(n: usize, max: usize) -> Vec<usize> {
+/// Sizes (bytes) of a benchmark set: `n` draws, log-uniform in `[min, max]`.
+fn sizes(n: usize, min: usize, max: usize) -> Vec<usize> {
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let (lo, hi) = ((4096f64).ln(), (max as f64).ln());
+    let (lo, hi) = ((min as f64).ln(), (max as f64).ln());
     (0..n)
         .map(|_| {
             x = x
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1_442_695_040_888_963_407);
             let u = (x >> 11) as f64 / (1u64 << 53) as f64;
-            ((lo + u * (hi - lo)).exp() as usize).clamp(4096, max)
+            ((lo + u * (hi - lo)).exp() as usize).clamp(min, max)
         })
         .collect()
 }
 
-/// Pushes the `md5` rows (see the module docs) and prints the speed-up table.
+/// Pushes the `md5` rows (see the module docs) and prints the speed-up tables.
 pub fn run(opts: &Opts, rows: &mut Vec<Row>) {
-    let (n, max) = if opts.quick {
-        (50, 256 << 10)
+    if opts.quick {
+        run_set(opts, rows, 50, 4 << 10, 256 << 10);
+        run_set(opts, rows, 200, 64, 16 << 10);
     } else {
-        (200, 4 << 20)
-    };
+        run_set(opts, rows, 200, 4 << 10, 4 << 20);
+        run_set(opts, rows, 2000, 64, 16 << 10);
+    }
+}
+
+/// One set of `n` tensors of `min..=max` bytes.
+fn run_set(opts: &Opts, rows: &mut Vec<Row>, n: usize, min: usize, max: usize) {
     let rounds = opts.runs.max(5);
-    let sizes = sizes(n, max);
+    let sizes = sizes(n, min, max);
     let total: usize = sizes.iter().sum();
     // Deterministic bytes for every tensor (one buffer, tensors are disjoint slices of it).
     let mut buf = vec![0u8; total];
@@ -68,7 +76,7 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) {
         .filter(|b| b.available())
         .collect();
     println!(
-        "bench-stats md5: {n} tensors, {total} bytes (4 KiB..{} KiB, log-uniform, fixed seed), {rounds} interleaved rounds, backends {:?}",
+        "bench-stats md5: {n} tensors, {total} bytes ({min} B..{} KiB, log-uniform, fixed seed), {rounds} interleaved rounds, backends {:?}",
         max >> 10,
         backends.iter().map(|b| b.name()).collect::<Vec<_>>()
     );
