@@ -142,6 +142,20 @@ fn more_messages_than_a_batch() {
 }
 
 #[test]
+fn one_large_message_among_small_ones() {
+    // The large message runs alone (the scalar path) after the small ones are done.
+    let big = data(300_000 + 17, 5);
+    let small: Vec<Vec<u8>> = (0..20).map(|i| data(100 + 61 * i, i as u64)).collect();
+    let mut msgs: Vec<&[u8]> = vec![&big];
+    msgs.extend(small.iter().map(Vec::as_slice));
+    let want: Vec<[u8; 16]> = msgs.iter().map(|m| md5(m)).collect();
+    for b in backends() {
+        assert_eq!(many(b, &msgs), want, "{b:?}");
+        assert_eq!(many(b, &msgs[..1]), want[..1], "{b:?} alone");
+    }
+}
+
+#[test]
 fn streaming_lane_protocol() {
     for b in backends() {
         let mut mb = Md5Multi::with_backend(b).unwrap();

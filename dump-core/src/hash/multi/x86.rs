@@ -18,10 +18,11 @@ use core::arch::x86_64::*;
 use super::{MD5_MAX_LANES, State, steps::md5_steps};
 
 /// Registers of 8 lanes interleaved by both kernels.
-pub(super) const GROUPS: usize = 2;
+const GROUPS: usize = 2;
 
-/// Lanes of both kernels.
-pub(super) const LANES: usize = 8 * GROUPS;
+/// Lanes of both kernels (`Md5Backend::lanes` of `Avx2` and `Avx512`).
+const LANES: usize = 8 * GROUPS;
+const _: () = assert!(LANES == 16 && LANES <= MD5_MAX_LANES);
 
 /// Loads 32 bytes at `offset` of each lane's block as rows and returns the columns:
 /// element `l` of result `j` is word `j` of lane `l`'s 32 bytes.
