@@ -30,8 +30,11 @@
 //! every lane that has input (the smallest run of whole blocks any such lane holds), loading
 //! each lane's block and transposing words into lanes in registers. A lane's partial block,
 //! and its final padding, wait in a 128-byte buffer of the lane, so padding is hashed by the
-//! vector kernel too. [`md5_many`] starts the longest messages first (sorted in batches of
-//! `BATCH` (1024)), so the last messages to finish are short ones and few lanes idle at the end.
+//! vector kernel too. When a single lane has input (a large tensor left alone), it is hashed
+//! as one scalar stream instead, which is faster than one busy lane of a vector kernel, so
+//! multi-buffer never runs slower than one stream per message. [`md5_many`] starts the
+//! longest messages first (sorted in batches of 1024), so the last messages to finish are
+//! short ones and few lanes idle at the end.
 
 mod portable;
 mod steps;
