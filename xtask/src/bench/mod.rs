@@ -13,6 +13,7 @@ mod compare;
 mod cuda;
 mod dump;
 mod engine;
+mod md5;
 mod npy;
 mod stats;
 
@@ -27,7 +28,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `npy`, `dump`, `compare`, `cuda`).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `compare`, `cuda`).
     pub only: Option<Vec<String>>,
 }
 
@@ -117,14 +118,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 o.device = Some(it.next().ok_or("--device needs a value (cuda)")?.clone())
             }
             "--only" => {
-                let v = it
-                    .next()
-                    .ok_or("--only needs a list: stats,engine,npy,dump,compare,adapters,cuda")?;
+                let v = it.next().ok_or(
+                    "--only needs a list: stats,engine,md5,npy,dump,compare,adapters,cuda",
+                )?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,npy,dump,compare,adapters,cuda]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,compare,adapters,cuda]"
                         .into(),
                 );
             }
@@ -147,6 +148,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if opts.wants("engine") {
         engine::run(&opts, &mut rows);
+    }
+    if opts.wants("md5") {
+        md5::run(&opts, &mut rows);
     }
     if opts.wants("npy") {
         npy::run(&opts, &mut rows)?;

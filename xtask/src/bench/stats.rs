@@ -90,7 +90,7 @@ fn read_u64(data: &[u8]) -> u64 {
 /// not count the time the thread waits for a core, so cells stay comparable under load (on a
 /// quiet machine both clocks agree). Other platforms fall back to wall time.
 #[cfg(target_os = "linux")]
-fn cpu_now() -> f64 {
+pub(super) fn cpu_now() -> f64 {
     #[repr(C)]
     struct Timespec {
         sec: i64,
@@ -111,7 +111,7 @@ fn cpu_now() -> f64 {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn cpu_now() -> f64 {
+pub(super) fn cpu_now() -> f64 {
     wall_now()
 }
 

@@ -1,0 +1,305 @@
+use super::*;
+use crate::hash::md5;
+use proptest::prelude::*;
+
+/// Every backend this CPU runs. On x86-64 machines with AVX2 / AVX-512F the vector backends
+/// must be present (`OPDUMP_EXPECT_MD5_BACKENDS=avx2,avx512` makes that a hard requirement).
+fn backends() -> Vec<Md5Backend> {
+    let all = [Md5Backend::Portable, Md5Backend::Avx2, Md5Backend::Avx512];
+    if let Ok(want) = std::env::var("OPDUMP_EXPECT_MD5_BACKENDS") {
+        for name in want.split(',').filter(|n| !n.is_empty()) {
+            let b = all
+                .iter()
+                .find(|b| b.name() == name)
+                .expect("known backend name");
+            assert!(b.available(), "backend {name} expected but not available");
+        }
+    }
+    all.into_iter().filter(|b| b.available()).collect()
+}
+
+fn data(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn many(backend: Md5Backend, msgs: &[&[u8]]) -> Vec<[u8; 16]> {
+    let mut out = vec![[0u8; 16]; msgs.len()];
+    md5_many_with(backend, msgs, &mut out).expect("out sized");
+    out
+}
+
+#[test]
+fn detection_matches_cpu() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        assert_eq!(
+            Md5Backend::Avx2.available(),
+            std::is_x86_feature_detected!("avx2")
+        );
+        assert_eq!(
+            Md5Backend::Avx512.available(),
+            std::is_x86_feature_detected!("avx2")
+                && std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512vl")
+        );
+    }
+    assert!(Md5Backend::Portable.available());
+    assert!(Md5Backend::detect().available());
+    for b in backends() {
+        assert!(b.lanes() <= MD5_MAX_LANES);
+        assert_eq!(
+            Md5Multi::with_backend(b).map(|m| m.lanes()),
+            Some(b.lanes())
+        );
+    }
+}
+
+#[test]
+fn rfc1321_suite_in_every_lane() {
+    let suite: [(&[u8], &str); 7] = [
+        (b"", "d41d8cd98f00b204e9800998ecf8427e"),
+        (b"a", "0cc175b9c0f1b6a831c399e269772661"),
+        (b"abc", "900150983cd24fb0d6963f7d28e17f72"),
+        (b"message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
+        (
+            b"abcdefghijklmnopqrstuvwxyz",
+            "c3fcd3d76192e4007dfb496cca67e13b",
+        ),
+        (
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+            "d174ab98d277d9f5a5611c2c9f419d9f",
+        ),
+        (
+            b"12345678901234567890123456789012345678901234567890123456789012345678901234567890",
+            "57edf4a22be3c955ac49da2e2107b67a",
+        ),
+    ];
+    for b in backends() {
+        // Each vector at every lane position (messages rotate through the lanes).
+        let msgs: Vec<&[u8]> = (0..3 * MD5_MAX_LANES).map(|i| suite[i % 7].0).collect();
+        for (i, d) in many(b, &msgs).iter().enumerate() {
+            assert_eq!(crate::hash::hex(d).as_str(), suite[i % 7].1, "{b:?} #{i}");
+        }
+    }
+}
+
+#[test]
+fn padding_boundaries() {
+    let lens = [
+        0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 4096,
+    ];
+    let bufs: Vec<Vec<u8>> = lens.iter().map(|&n| data(n, n as u64 + 3)).collect();
+    let msgs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
+    for b in backends() {
+        for (m, d) in msgs.iter().zip(many(b, &msgs)) {
+            assert_eq!(d, md5(m), "{b:?} len {}", m.len());
+        }
+    }
+}
+
+#[test]
+fn empty_set_and_short_output() {
+    for b in backends() {
+        assert!(md5_many_with(b, &[], &mut []).is_ok());
+        let mut out = [[0u8; 16]; 1];
+        assert_eq!(
+            md5_many_with(b, &[b"a", b"b"], &mut out),
+            Err(Error::BufferTooSmall {
+                needed: 2,
+                available: 1
+            })
+        );
+        // Longer output: the tail is left alone.
+        let mut out = [[9u8; 16]; 3];
+        md5_many_with(b, &[b"x"], &mut out).unwrap();
+        assert_eq!(out[0], md5(b"x"));
+        assert_eq!(out[1..], [[9u8; 16]; 2]);
+    }
+    let mut out = [[0u8; 16]; 2];
+    md5_many(&[b"", b"abc"], &mut out).unwrap();
+    assert_eq!(out, [md5(b""), md5(b"abc")]);
+}
+
+#[test]
+fn more_messages_than_a_batch() {
+    // Several sort batches, long and short messages interleaved.
+    let bufs: Vec<Vec<u8>> = (0..3 * BATCH + 5)
+        .map(|i| data((i * 37) % 700 + (i % 5) * 64, i as u64))
+        .collect();
+    let msgs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
+    let want: Vec<[u8; 16]> = msgs.iter().map(|m| md5(m)).collect();
+    for b in backends() {
+        assert_eq!(many(b, &msgs), want, "{b:?}");
+    }
+}
+
+#[test]
+fn one_large_message_among_small_ones() {
+    // The large message runs alone (the scalar path) after the small ones are done.
+    let big = data(300_000 + 17, 5);
+    let small: Vec<Vec<u8>> = (0..20).map(|i| data(100 + 61 * i, i as u64)).collect();
+    let mut msgs: Vec<&[u8]> = vec![&big];
+    msgs.extend(small.iter().map(Vec::as_slice));
+    let want: Vec<[u8; 16]> = msgs.iter().map(|m| md5(m)).collect();
+    for b in backends() {
+        assert_eq!(many(b, &msgs), want, "{b:?}");
+        assert_eq!(many(b, &msgs[..1]), want[..1], "{b:?} alone");
+    }
+}
+
+#[test]
+fn streaming_lane_protocol() {
+    for b in backends() {
+        let mut mb = Md5Multi::with_backend(b).unwrap();
+        assert_eq!(mb.run(), 0, "nothing to do");
+        assert_eq!(mb.digest(0), None);
+        // A short chunk stays in the lane buffer: not busy.
+        mb.update(0, b"ab");
+        assert!(!mb.busy(0));
+        mb.update(0, b"c");
+        mb.finish(0);
+        assert!(mb.busy(0), "padding queued");
+        assert_eq!(mb.run(), 1);
+        assert_eq!(mb.digest(0), Some(md5(b"abc")));
+        assert_eq!(mb.digest(0), None, "taken");
+        // The freed lane starts a fresh message.
+        mb.finish(0);
+        assert_eq!(mb.run(), 1);
+        assert_eq!(mb.digest(0), Some(md5(b"")));
+        // A long chunk makes the lane busy until run() hashed its whole blocks.
+        let big = data(1000, 1);
+        mb.update(3, &big[..700]);
+        assert!(mb.busy(3));
+        assert_eq!(mb.busy_mask(), 1 << 3);
+        assert_eq!(mb.run(), 1 << 3);
+        assert!(!mb.busy(3));
+        assert_eq!(mb.digest(3), None, "still open");
+        mb.update(3, &big[700..]);
+        mb.finish(3);
+        while mb.busy(3) {
+            mb.run();
+        }
+        assert_eq!(mb.digest(3), Some(md5(&big)));
+        assert!(format!("{mb:?}").starts_with("Md5Multi"));
+    }
+}
+
+#[test]
+#[should_panic(expected = "busy")]
+fn update_while_busy_panics() {
+    let big = [0u8; 256];
+    let mut mb = Md5Multi::new();
+    mb.update(0, &big);
+    mb.update(0, &big);
+}
+
+#[test]
+#[should_panic(expected = "finished")]
+fn update_after_finish_panics() {
+    let mut mb = Md5Multi::new();
+    mb.finish(1);
+    mb.update(1, b"late");
+}
+
+#[test]
+#[should_panic(expected = "out of range")]
+fn lane_out_of_range_panics() {
+    let mut mb = Md5Multi::with_backend(Md5Backend::Portable).unwrap();
+    mb.update(Md5Backend::Portable.lanes(), b"x");
+}
+
+/// Lengths that hit the padding and block boundaries, plus anything up to several KiB.
+fn msg_len() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        prop::sample::select(vec![0usize, 1, 55, 56, 57, 63, 64, 65, 127, 128, 129]),
+        0usize..512,
+        0usize..9000,
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Random message sets (fewer or many more messages than lanes), every backend.
+    #[test]
+    fn many_equals_one_stream(
+        lens in proptest::collection::vec(msg_len(), 0..48),
+        seed in any::<u64>(),
+    ) {
+        let bufs: Vec<Vec<u8>> =
+            lens.iter().enumerate().map(|(i, &n)| data(n, seed ^ i as u64)).collect();
+        let msgs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
+        let want: Vec<[u8; 16]> = msgs.iter().map(|m| md5(m)).collect();
+        for b in backends() {
+            prop_assert_eq!(many(b, &msgs), want.clone(), "{:?}", b);
+        }
+    }
+
+    /// The streaming engine with each lane fed in random pieces, lanes refilled with the next
+    /// message as they finish, pieces handed out in a scrambled lane order.
+    #[test]
+    fn streamed_pieces_equal_one_stream(
+        lens in proptest::collection::vec(msg_len(), 1..40),
+        cuts in proptest::collection::vec(0usize..700, 1..16),
+        seed in any::<u64>(),
+    ) {
+        let bufs: Vec<Vec<u8>> =
+            lens.iter().enumerate().map(|(i, &n)| data(n, seed ^ (i as u64) << 8)).collect();
+        let want: Vec<[u8; 16]> = bufs.iter().map(|m| md5(m)).collect();
+        #[derive(Clone, Copy)]
+        enum Slot {
+            Empty,
+            Feeding(usize, usize),
+            Finished(usize),
+        }
+        for b in backends() {
+            let mut mb = Md5Multi::with_backend(b).unwrap();
+            let lanes = mb.lanes();
+            let mut slot = vec![Slot::Empty; lanes];
+            let mut next = 0;
+            let mut got = vec![None; bufs.len()];
+            let mut k = 0usize;
+            loop {
+                for step in 0..lanes {
+                    let lane = (step * 5 + k) % lanes;
+                    if mb.busy(lane) {
+                        continue;
+                    }
+                    if let Slot::Finished(i) = slot[lane] {
+                        got[i] = Some(mb.digest(lane).expect("finished and not busy"));
+                        slot[lane] = Slot::Empty;
+                    }
+                    if matches!(slot[lane], Slot::Empty) && next < bufs.len() {
+                        slot[lane] = Slot::Feeding(next, 0);
+                        next += 1;
+                    }
+                    if let Slot::Feeding(i, fed) = slot[lane] {
+                        if fed == bufs[i].len() {
+                            mb.finish(lane);
+                            slot[lane] = Slot::Finished(i);
+                        } else {
+                            let take = cuts[k % cuts.len()].max(1).min(bufs[i].len() - fed);
+                            k += 1;
+                            mb.update(lane, &bufs[i][fed..fed + take]);
+                            slot[lane] = Slot::Feeding(i, fed + take);
+                        }
+                    }
+                }
+                let idle = slot.iter().all(|s| matches!(s, Slot::Empty));
+                if mb.run() == 0 && idle && next == bufs.len() {
+                    break;
+                }
+            }
+            let got: Vec<[u8; 16]> = got.into_iter().map(|d| d.expect("every message hashed")).collect();
+            prop_assert_eq!(&got, &want, "{:?}", b);
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! `md5` rows (`--only md5`): multi-buffer MD5 against one MD5 stream per tensor, on the set
+//! of tensors one dump step hashes.
+//!
+//! The sets: 200 tensors (50 with `--quick`) whose sizes are drawn log-uniformly from 4 KiB to
+//! 4 MiB (256 KiB with `--quick`) by a fixed-seed generator, so every run hashes the same set;
+//! then 2000 small tensors (200 with `--quick`), 64 B to 16 KiB, where the per-message work
+//! (padding, lane refills) weighs most; then the worst case for lanes, one 64 MiB tensor
+//! (4 MiB with `--quick`) and 15 of 4 KiB: the large one runs alone most of the time.
+//! Kernels (the `kernel` column; `bytes` is the whole set):
+//! - `md5-1stream`: [`dump_core::hash::md5`] on each tensor in turn (the baseline);
+//! - `md5mb-portable`, `md5mb-avx2`, `md5mb-avx512`: [`md5_many_with`] on the whole set with
+//!   that backend (backends this CPU lacks are skipped);
+//! - `ms_sha1-1stream`: MindSpore's `hash:sha1` of each tensor as bytes (sha1 0.11; for
+//!   tensors above 20480 bytes it is the hash of the slices' hashes, 0.2% more work).
+//!
+//! Timing: one thread; a round hashes the whole set once with every kernel in turn, and each
+//! kernel's figure is the median over the rounds of the calling thread's CPU time (so load
+//! from other jobs on the shared machine does not count), which makes the ratios to
+//! `md5-1stream` come from the same rounds. Every multi-buffer digest is checked against the
+//! baseline's.
+
+use super::{Opts, Row, stats::cpu_now};
+use dump_core::{
+    DType,
+    hash::{Md5Backend, md5, md5_many_with, ms_sha1},
+};
+use std::hint::black_box;
+
+/// Sizes (bytes) of a benchmark set: `n` draws, log-uniform in `[min, max]`.
+fn sizes(n: usize, min: usize, max: usize) -> Vec<usize> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let (lo, hi) = ((min as f64).ln(), (max as f64).ln());
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+            ((lo + u * (hi - lo)).exp() as usize).clamp(min, max)
+        })
+        .collect()
+}
+
+/// Pushes the `md5` rows (see the module docs) and prints the speed-up tables.
+pub fn run(opts: &Opts, rows: &mut Vec<Row>) {
+    let (big, mid, small) = if opts.quick {
+        (4 << 20, (50, 256 << 10), 200)
+    } else {
+        (64 << 20, (200, 4 << 20), 2000)
+    };
+    let set = |n, min, max| {
+        (
+            sizes(n, min, max),
+            format!("{min} B..{} KiB, log-uniform, fixed seed", max >> 10),
+        )
+    };
+    for (sizes, what) in [
+        set(mid.0, 4 << 10, mid.1),
+        set(small, 64, 16 << 10),
+        (
+            [big].into_iter().chain([4096; 15]).collect(),
+            format!("one of {} MiB and 15 of 4 KiB", big >> 20),
+        ),
+    ] {
+        run_set(opts, rows, &sizes, &what);
+    }
+}
+
+/// One set of tensors of the given sizes.
+fn run_set(opts: &Opts, rows: &mut Vec<Row>, sizes: &[usize], what: &str) {
+    let rounds = opts.runs.max(5);
+    let n = sizes.len();
+    let total: usize = sizes.iter().sum();
+    // Deterministic bytes for every tensor (one buffer, tensors are disjoint slices of it).
+    let mut buf = vec![0u8; total];
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for b in buf.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    let mut msgs: Vec<&[u8]> = Vec::with_capacity(n);
+    let mut at = 0;
+    for &s in sizes {
+        msgs.push(&buf[at..at + s]);
+        at += s;
+    }
+    let backends: Vec<Md5Backend> = [Md5Backend::Portable, Md5Backend::Avx2, Md5Backend::Avx512]
+        .into_iter()
+        .filter(|b| b.available())
+        .collect();
+    println!(
+        "bench-stats md5: {n} tensors, {total} bytes ({what}), {rounds} interleaved rounds, backends {:?}",
+        backends.iter().map(|b| b.name()).collect::<Vec<_>>()
+    );
+    let want: Vec<[u8; 16]> = msgs.iter().map(|m| md5(m)).collect();
+    // Kernel name and its closure; all see the same rounds.
+    let mut kernels: Vec<(String, Box<dyn FnMut() + '_>)> = Vec::new();
+    let msgs = &msgs;
+    kernels.push((
+        "md5-1stream".into(),
+        Box::new(move || {
+            for m in msgs {
+                black_box(md5(black_box(m)));
+            }
+        }),
+    ));
+    for &b in &backends {
+        let want = &want;
+        let mut out = vec![[0u8; 16]; n];
+        md5_many_with(b, msgs, &mut out).expect("output sized");
+        assert!(out == *want, "md5_many {} differs", b.name());
+        kernels.push((
+            format!("md5mb-{}", b.name()),
+            Box::new(move || {
+                md5_many_with(b, black_box(msgs), &mut out).expect("output sized");
+                black_box(&out);
+            }),
+        ));
+    }
+    kernels.push((
+        "ms_sha1-1stream".into(),
+        Box::new(move || {
+            for m in msgs {
+                black_box(ms_sha1(DType::UInt8, black_box(m), m.len()));
+            }
+        }),
+    ));
+    // Warm-up round, then the timed interleaved rounds.
+    for (_, f) in kernels.iter_mut() {
+        f();
+    }
+    let mut secs = vec![Vec::with_capacity(rounds); kernels.len()];
+    for _ in 0..rounds {
+        for (k, (_, f)) in kernels.iter_mut().enumerate() {
+            let t = cpu_now();
+            f();
+            secs[k].push(cpu_now() - t);
+        }
+    }
+    let gbps: Vec<f64> = secs
+        .iter_mut()
+        .map(|s| {
+            s.sort_by(f64::total_cmp);
+            total as f64 / s[s.len() / 2].max(1e-12) / 1e9
+        })
+        .collect();
+    println!("{:<18} {:>9} {:>12}", "kernel", "GB/s", "vs 1-stream");
+    for ((name, _), g) in kernels.iter().zip(&gbps) {
+        println!("{name:<18} {g:>9.3} {:>11.2}x", g / gbps[0]);
+        rows.push(Row {
+            kernel: name.clone(),
+            dtype: "bytes".into(),
+            bytes: total,
+            threads: 1,
+            gbps: *g,
+            vs_read: None,
+            vs_numpy: None,
+        });
+    }
+}
