@@ -25,10 +25,10 @@ pub(super) fn plan(prefix: &[u8], file_len: u64, limits: &Limits) -> Result<Plan
     if file_len <= HEADER_LEN || prefix.len() < HEADER_LEN as usize {
         return Err(DumpFileError::TooShort { file_len });
     }
-    if let Some(m) = prefix.get(8..12) {
-        if u32::from_le_bytes([m[0], m[1], m[2], m[3]]) == NANO_MAGIC {
-            return Err(DumpFileError::NanoContainer);
-        }
+    if let Some(m) = prefix.get(8..12)
+        && u32::from_le_bytes([m[0], m[1], m[2], m[3]]) == NANO_MAGIC
+    {
+        return Err(DumpFileError::NanoContainer);
     }
     let mut l = [0u8; 8];
     l.copy_from_slice(&prefix[..8]);
