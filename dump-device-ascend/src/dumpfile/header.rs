@@ -166,7 +166,8 @@ impl TensorMeta {
 
     /// The bytes `shape` and `data_type` need (packed types rounded up to whole bytes), `None`
     /// when the dtype's width is unknown or on overflow. msaccucmp decodes only this many
-    /// bytes of a payload; readers advance by [`size`](TensorMeta::size).
+    /// bytes of a payload (and uses shape `[size]` when the shape is empty but `size > 0`, or
+    /// the type is `UNDEFINED`); readers advance by [`size`](TensorMeta::size).
     pub fn shape_bytes(&self) -> Option<u64> {
         let bits = u64::from(self.data_type.bits()?);
         Some(self.elements()?.checked_mul(bits)?.div_ceil(8))

@@ -13,6 +13,8 @@
 //! - **v1, "protobuf"** (old): the file is one `DumpData`, each tensor's bytes in its `data`
 //!   field. [`TensorMeta::offset`] then points into the message, so both variants are read the
 //!   same way.
+//!   In v2 any `data` field is ignored (writers leave it empty); in v1 the `size` field is
+//!   replaced by the `data` field's length.
 //! - **"nano" TLV** (`0x5A5A5A5A` at offset 8) is recognised and refused
 //!   ([`DumpFileError::NanoContainer`]): the spec does not give its records.
 //!

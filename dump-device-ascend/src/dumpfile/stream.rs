@@ -257,7 +257,7 @@ impl<R: Read> DumpReader<R> {
 
     /// Skips forward to file offset `to` (streamed payloads come in increasing order).
     fn skip_to(&mut self, to: u64, i: usize) -> Result<(), DumpFileError> {
-        let mut scratch = [0u8; 8192];
+        let mut scratch = [0u8; 64 << 10];
         while self.pos < to {
             let n = usize::try_from(to - self.pos)
                 .unwrap_or(usize::MAX)
