@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use dump_device_ascend::dumpfile::{
-    Container, DumpReader, Limits, OverflowReport, decode, decode_with,
+    Container, DumpHeader, DumpReader, Limits, OverflowReport, decode, decode_with, encode,
 };
 
 /// One fuzzed entry point: takes arbitrary bytes, panics when an invariant breaks.
@@ -19,8 +19,10 @@ pub const TARGETS: [(&str, Check); 1] = [("cann_dump", cann_dump)];
 /// not keep the header right) as a message behind a correct 8-byte length header. For each:
 /// decoding from memory and streaming agree (the same header, or the same error text); every
 /// tensor lies within the file, v2 payloads are contiguous after the message; streaming in a
-/// chunk size taken from the input gives each tensor's bytes; tight limits never panic; every
-/// payload decoded as an overflow block never panics and an accepted one writes JSON.
+/// chunk size taken from the input gives each tensor's bytes, and so does seeking in reverse
+/// order; a v2 header re-encodes to a file that decodes to the same header (a fixed point
+/// after one round, byte for byte); tight limits never panic; every payload decoded as an
+/// overflow block never panics and an accepted one writes JSON.
 pub fn cann_dump(data: &[u8]) {
     one_file(data);
     let mut framed = (data.len() as u64).to_le_bytes().to_vec();
@@ -95,6 +97,37 @@ fn one_file(file: &[u8]) {
         }
         assert_eq!(at, h.payload_end);
     }
+    let payloads: Vec<&[u8]> = h
+        .tensors
+        .iter()
+        .map(|t| t.bytes_in(file).expect("within the file"))
+        .collect();
+    let mut r = DumpReader::open(std::io::Cursor::new(file), len).expect("opened before");
+    let mut buf = [0u8; 7];
+    for (i, want) in payloads.iter().enumerate().rev() {
+        r.seek_tensor(i).expect("seeks").expect("exists");
+        let mut got = Vec::new();
+        loop {
+            let k = r.read_chunk(&mut buf).expect("a decoded file streams");
+            if k == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..k]);
+        }
+        assert_eq!(&got, want, "seek_tensor({i})");
+    }
+    if matches!(h.container, Container::Binary { .. }) {
+        let again = encode(&h, &payloads).expect("a decoded header encodes");
+        if again.len() > 8 {
+            let h2 = decode(&again).expect("a re-encoded file decodes");
+            assert_eq!(cleared(&h2), cleared(&h), "re-encoding changed the header");
+            assert_eq!(
+                encode(&h2, &payloads).expect("encodes"),
+                again,
+                "not a fixed point"
+            );
+        }
+    }
     for (i, t) in h.tensors.iter().enumerate() {
         assert_eq!(t.ordinal, i);
         let _ = (
@@ -107,4 +140,16 @@ fn one_file(file: &[u8]) {
             let _ = r.to_json(None);
         }
     }
+}
+
+/// The header without what depends on where things landed in the file.
+fn cleared(h: &DumpHeader) -> DumpHeader {
+    let mut h = h.clone();
+    h.container = Container::Binary { message_len: 0 };
+    h.file_len = 0;
+    h.payload_end = 0;
+    for t in &mut h.tensors {
+        t.offset = 0;
+    }
+    h
 }

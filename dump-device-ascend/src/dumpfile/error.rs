@@ -120,6 +120,29 @@ pub enum DumpFileError {
         /// Its CANN data type.
         data_type: CannDType,
     },
+    /// [`encode`](super::encode) was given another number of payloads than the header has
+    /// tensors.
+    PayloadCount {
+        /// Tensors in the header.
+        expected: usize,
+        /// Payloads given.
+        actual: usize,
+    },
+    /// [`encode`](super::encode) was given a payload that is not its tensor's `size` bytes.
+    PayloadSize {
+        /// The tensor.
+        tensor: TensorId,
+        /// Its `size`.
+        expected: u64,
+        /// The payload's length.
+        actual: u64,
+    },
+    /// [`encode`](super::encode) was given tensors out of payload order (inputs, outputs,
+    /// buffers, workspaces): this one follows a later kind.
+    TensorOrder {
+        /// The tensor out of order.
+        tensor: TensorId,
+    },
     /// The reader ended (end of input) before the bytes the header promised.
     UnexpectedEof {
         /// The byte offset where more data was expected.
@@ -257,6 +280,23 @@ impl core::fmt::Display for DumpFileError {
                  FLOAT, FLOAT16, BF16, DOUBLE, INT4/8/16/32/64, UINT1/8/16/32/64, BOOL, \
                  COMPLEX64/128)",
                 data_type.0
+            ),
+            DumpFileError::PayloadCount { expected, actual } => write!(
+                f,
+                "the header has {expected} tensors but {actual} payloads were given"
+            ),
+            DumpFileError::PayloadSize {
+                tensor,
+                expected,
+                actual,
+            } => write!(
+                f,
+                "{tensor}: payload of {actual} bytes where its size is {expected}"
+            ),
+            DumpFileError::TensorOrder { tensor } => write!(
+                f,
+                "{tensor} comes after a later kind; tensors go inputs, outputs, buffers, \
+                 workspaces"
             ),
             DumpFileError::UnexpectedEof { offset, reading } => write!(
                 f,

@@ -102,7 +102,7 @@ const OP_ATTR: Schema = Schema {
 
 /// What a tensor message's field means, whatever its number in that message type.
 #[derive(Clone, Copy)]
-enum Role {
+pub(super) enum Role {
     DataType,
     Format,
     Shape,
@@ -119,7 +119,7 @@ enum Role {
     BufferType,
 }
 
-fn role(kind: TensorKind, number: u32) -> Option<Role> {
+pub(super) fn role(kind: TensorKind, number: u32) -> Option<Role> {
     use Role::*;
     let table: &[Role] = match kind {
         TensorKind::Output => &[

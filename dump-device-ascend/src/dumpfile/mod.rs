@@ -2,7 +2,13 @@
 //! files Ascend's GE / acl.json dump writes: the container, the `DumpData` message, data types,
 //! formats and overflow blocks (`shared/spec/cann-dump.md`). The module opens no files: it
 //! decodes a whole file from `&[u8]` ([`decode`]) or streams it from any [`std::io::Read`]
-//! ([`DumpReader`]); the reading crate and `opdump convert` sit on top.
+//! ([`DumpReader`], with [`DumpReader::seek_tensor`] for random access when the source is also
+//! [`std::io::Seek`]), and writes files of either variant ([`encode`], [`encode_message`] for a
+//! streaming writer); the reading crate and `opdump convert` sit on top.
+//!
+//! The encoder writes what the `protobuf` package writes (field-number order, proto3
+//! defaults left out, packed dims): the tests check it byte for byte against the generated
+//! fixtures.
 //!
 //! # The container (spec §1)
 //!
@@ -102,6 +108,7 @@
 
 mod container;
 mod dtype;
+mod encode;
 mod error;
 mod format;
 mod header;
@@ -112,6 +119,7 @@ mod wire;
 
 pub use container::{HEADER_LEN, NANO_MAGIC, decode, decode_with};
 pub use dtype::CannDType;
+pub use encode::{encode, encode_message};
 pub use error::{DumpFileError, FieldPath, TensorId, WireProblem};
 pub use format::CannFormat;
 pub use header::{Container, DumpHeader, Limits, OpAttr, OriginalOp, TensorKind, TensorMeta};

@@ -2,7 +2,7 @@
 //! tensor's metadata and its bytes in caller-sized chunks, so a file of any size is processed
 //! in memory bounded by the message (and [`Limits::max_message_len`]).
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 
 use super::container::{
     HEADER_LEN, Plan, inline_allowed, pick_error, place_binary, place_inline, plan,
@@ -31,6 +31,8 @@ pub struct DumpReader<R> {
     in_memory: bool,
     /// File offset of the next byte handed out.
     pos: u64,
+    /// File offset of the source's next byte (streamed variant).
+    src_pos: u64,
     /// Next tensor index for `next_tensor`.
     next: usize,
     /// The tensor being read and its bytes not yet handed out.
@@ -85,8 +87,10 @@ impl<R: Read> DumpReader<R> {
                     .and_then(|m| place_binary(m, message_len, file_len))
                 {
                     Ok(header) => {
+                        let src_pos = head.len() as u64;
                         head.drain(..end as usize);
                         return Ok(DumpReader {
+                            src_pos,
                             src,
                             header,
                             head,
@@ -121,6 +125,7 @@ impl<R: Read> DumpReader<R> {
             head_start: 0,
             in_memory: true,
             pos: 0,
+            src_pos: file_len,
             next: 0,
             current: None,
         })
@@ -242,6 +247,7 @@ impl<R: Read> DumpReader<R> {
                 Ok(n) => {
                     let n = n.min(buf.len());
                     self.pos += n as u64;
+                    self.src_pos += n as u64;
                     return Ok(n);
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -265,5 +271,38 @@ impl<R: Read> DumpReader<R> {
             self.read_some(&mut scratch[..n], i)?;
         }
         Ok(())
+    }
+}
+
+impl<R: Read + Seek> DumpReader<R> {
+    /// Makes tensor `i` (payload order) the current one by seeking, forwards or backwards,
+    /// without reading the bytes in between; the next [`next_tensor`](DumpReader::next_tensor)
+    /// gives tensor `i + 1`. `None` when there is no tensor `i`. The source must be positioned
+    /// as [`open`](DumpReader::open) left it or by earlier calls (offsets are file offsets
+    /// counted from where `open` started reading).
+    pub fn seek_tensor(&mut self, i: usize) -> Result<Option<&TensorMeta>, DumpFileError> {
+        let Some(t) = self.header.tensors.get(i) else {
+            return Ok(None);
+        };
+        let (offset, size) = (t.offset, t.size);
+        if !self.in_memory && offset != self.pos {
+            let delta =
+                i64::try_from(i128::from(offset) - i128::from(self.src_pos)).map_err(|_| {
+                    DumpFileError::Io {
+                        offset,
+                        source: std::io::Error::other("seek distance does not fit an i64"),
+                    }
+                })?;
+            self.src
+                .seek(SeekFrom::Current(delta))
+                .map_err(|source| DumpFileError::Io { offset, source })?;
+            self.head = Vec::new();
+            self.head_start = offset;
+            self.src_pos = offset;
+        }
+        self.pos = offset;
+        self.current = Some((i, size));
+        self.next = i + 1;
+        Ok(self.header.tensors.get(i))
     }
 }
