@@ -59,9 +59,9 @@
 //!
 //! # Verified and inferred
 //!
-//! From the spec's sources **[V]**: the field numbers and types, the payload order and the
+//! From the spec's sources **\[V\]**: the field numbers and types, the payload order and the
 //! absence of padding, the dtype and format numbering, the overflow block's offsets and field
-//! lists, the detection steps msaccucmp takes. **[I]** (inferred; the decoder's choice): the
+//! lists, the detection steps msaccucmp takes. **\[I\]** (inferred; the decoder's choice): the
 //! header is little-endian (writers use host order; every shipped platform is LE); the
 //! element widths [`CannDType::bits`] gives for types the workspace lacks (from their names);
 //! v2 files with trailing bytes are accepted; the overflow JSON's nesting (each section's
