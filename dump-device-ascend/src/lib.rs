@@ -10,6 +10,9 @@
 //!   `dump_stats::DeviceTensor`, the one device-tensor contract the Dumper takes: layout (device
 //!   format and host shape), conversion for `trans_flag`, statistics under the requested
 //!   precision.
+//! - [`dumpfile`] (feature `std`): CANN's operator dump files (the `u64` length, the
+//!   `DumpData` protobuf message, the appended tensor bytes; the old inline variant; overflow
+//!   blocks), decoded from bytes or streamed from any `Read` in bounded memory.
 //! - `acl` (feature `acl`, on by default): the same statistics computed on an Ascend device
 //!   through aclnn, with `libascendcl.so`, `libnnopbase.so` and `libopapi.so` loaded at run
 //!   time (no toolkit needed to build).
@@ -39,6 +42,8 @@ pub mod acl;
 pub mod blocks;
 pub mod convert;
 pub mod device_stats;
+#[cfg(feature = "std")]
+pub mod dumpfile;
 pub mod error;
 pub mod format;
 #[cfg(feature = "std")]

@@ -12,7 +12,14 @@ use std::{fs, process::Command};
 use super::{run, workspace_root};
 
 /// Every target, in `run_all.sh`'s order.
-const TARGETS: [&str; 5] = ["config_json", "npy", "file_name", "csv_row", "wire"];
+const TARGETS: [&str; 6] = [
+    "config_json",
+    "npy",
+    "file_name",
+    "csv_row",
+    "wire",
+    "cann_dump",
+];
 
 /// Runs the targets and checks their logs.
 pub fn run_targets(quick: bool) -> Result<(), String> {
