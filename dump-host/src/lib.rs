@@ -72,6 +72,7 @@
 //! [`TensorRef::host`] for raw little-endian bytes (int4/uint1 packed), [`TensorRef::strided`]
 //! for non-contiguous host tensors and [`TensorRef::device`] for a [`DeviceTensor`].
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 // The library never prints: everything it has to say is a `diag::Event`.
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
 

@@ -2,7 +2,64 @@
 //! column titles, and [`CategorySet`], the ordered, de-duplicated, fixed-capacity list a config
 //! selects.
 
-use crate::{Error, error::echo};
+/// A config value echoed back in an error, truncated to 32 bytes (on a UTF-8 boundary) so that
+/// the error never allocates.
+pub type EchoedName = heapless::String<32>;
+
+/// Copies `s` into an [`EchoedName`], cutting at a character boundary (with a trailing `…`
+/// when it did not fit).
+pub(crate) fn echo(s: &str) -> EchoedName {
+    let mut out = EchoedName::new();
+    if out.push_str(s).is_ok() {
+        return out;
+    }
+    for c in s.chars() {
+        if out.len() + c.len_utf8() + '…'.len_utf8() > out.capacity() {
+            break;
+        }
+        // Cannot fail: the length was checked above.
+        let _ = out.push(c);
+    }
+    let _ = out.push('…');
+    out
+}
+
+/// A `statistic_category` item that MindSpore 2.10 does not accept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct UnknownCategory {
+    /// The offending item (truncated to 32 bytes).
+    pub name: EchoedName,
+    /// Its position in the configured list.
+    pub index: usize,
+    /// The valid name closest to it (edit distance, ASCII case-insensitive).
+    pub suggestion: &'static str,
+}
+
+impl core::fmt::Display for UnknownCategory {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // MindSpore's own wording first, then what it does not say.
+        write!(
+            f,
+            "The following statistic_category is invalid:{}, the valid \
+             statistic_category are as follows:[",
+            self.name
+        )?;
+        for (i, n) in VALID_NAMES.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "'{n}'")?;
+        }
+        write!(
+            f,
+            "] (item {} of statistic_category; did you mean '{}'?)",
+            self.index, self.suggestion
+        )
+    }
+}
+
+impl core::error::Error for UnknownCategory {}
 
 /// The 15 `statistic_category` names MindSpore 2.10 accepts, in MindSpore's own order (the
 /// order its error message lists them in).
@@ -82,9 +139,9 @@ impl Category {
     ];
 
     /// Parses one `statistic_category` item, exactly as MindSpore does (case-sensitive, no
-    /// trimming). Unknown names give [`Error::UnknownCategory`] naming the closest valid one
+    /// trimming). Unknown names give [`UnknownCategory`] naming the closest valid one
     /// (`index` is 0; [`CategorySet::parse`] fills in the position).
-    pub fn parse(name: &str) -> Result<Category, Error> {
+    pub fn parse(name: &str) -> Result<Category, UnknownCategory> {
         Ok(match name {
             "max" => Category::Max,
             "min" => Category::Min,
@@ -100,7 +157,7 @@ impl Category {
             "l2norm" => Category::L2Norm,
             "hash" | "hash:sha1" => Category::Sha1,
             _ => {
-                return Err(Error::UnknownCategory {
+                return Err(UnknownCategory {
                     name: echo(name),
                     index: 0,
                     suggestion: closest_name(name),
@@ -168,8 +225,8 @@ impl core::fmt::Display for Category {
 }
 
 impl core::str::FromStr for Category {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self, Error> {
+    type Err = UnknownCategory;
+    fn from_str(s: &str) -> Result<Self, UnknownCategory> {
         Category::parse(s)
     }
 }
@@ -252,24 +309,17 @@ impl CategorySet {
     }
 
     /// Parses a configured list in order, de-duplicating (first occurrence wins). The first
-    /// unknown item gives [`Error::UnknownCategory`] with its position and a suggestion.
-    pub fn parse<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<CategorySet, Error> {
+    /// unknown item gives [`UnknownCategory`] with its position and a suggestion.
+    pub fn parse<'a>(
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Result<CategorySet, UnknownCategory> {
         let mut set = CategorySet::new();
         for (i, name) in names.into_iter().enumerate() {
             match Category::parse(name) {
                 Ok(c) => {
                     set.push(c);
                 }
-                Err(Error::UnknownCategory {
-                    name, suggestion, ..
-                }) => {
-                    return Err(Error::UnknownCategory {
-                        name,
-                        index: i,
-                        suggestion,
-                    });
-                }
-                Err(e) => return Err(e),
+                Err(e) => return Err(UnknownCategory { index: i, ..e }),
             }
         }
         Ok(set)
@@ -361,6 +411,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn echo_truncates_on_char_boundary() {
+        assert_eq!(echo("max").as_str(), "max");
+        let long = "é".repeat(40);
+        let e = echo(&long);
+        assert!(e.ends_with('…'));
+        assert!(e.len() <= 32);
+        assert!(e.starts_with("éé"));
+    }
+
+    #[test]
     fn every_valid_name_parses_and_titles_are_mindspore_s() {
         let titles: Vec<&str> = VALID_NAMES
             .iter()
@@ -430,19 +490,10 @@ mod tests {
     #[test]
     fn unknown_name_reports_position_valid_names_and_suggestion() {
         let e = CategorySet::parse(["max", "l2_norm"]).unwrap_err();
-        match &e {
-            Error::UnknownCategory {
-                name,
-                index,
-                suggestion,
-            } => {
-                assert_eq!(
-                    (name.as_str(), *index, *suggestion),
-                    ("l2_norm", 1, "l2norm")
-                );
-            }
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(
+            (e.name.as_str(), e.index, e.suggestion),
+            ("l2_norm", 1, "l2norm")
+        );
         let text = e.to_string();
         assert!(text.starts_with("The following statistic_category is invalid:l2_norm, "));
         assert!(text.contains("['max', 'min', 'avg', 'count', 'negative zero count',"));

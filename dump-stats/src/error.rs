@@ -1,10 +1,7 @@
 //! The one error type of `dump-stats`.
 
-use crate::category::{Category, VALID_NAMES};
-
-/// A config value echoed back in an error, truncated to 32 bytes (on a UTF-8 boundary) so that
-/// the error never allocates.
-pub type EchoedName = heapless::String<32>;
+pub use crate::category::EchoedName;
+use crate::category::{Category, UnknownCategory};
 
 /// Everything that can go wrong in `dump-stats`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -12,14 +9,7 @@ pub type EchoedName = heapless::String<32>;
 #[non_exhaustive]
 pub enum Error {
     /// A `statistic_category` item that MindSpore 2.10 does not accept.
-    UnknownCategory {
-        /// The offending item (truncated to 32 bytes).
-        name: EchoedName,
-        /// Its position in the configured list.
-        index: usize,
-        /// The valid name closest to it (edit distance, ASCII case-insensitive).
-        suggestion: &'static str,
-    },
+    UnknownCategory(UnknownCategory),
     /// A `device_stat_precision_mode` other than `high` or `low`.
     UnknownPrecision {
         /// The offending value (truncated to 32 bytes).
@@ -49,6 +39,12 @@ pub enum Error {
     Write,
 }
 
+impl From<UnknownCategory> for Error {
+    fn from(e: UnknownCategory) -> Self {
+        Error::UnknownCategory(e)
+    }
+}
+
 impl From<dump_core::Error> for Error {
     fn from(e: dump_core::Error) -> Self {
         Error::Core(e)
@@ -61,49 +57,10 @@ impl From<core::fmt::Error> for Error {
     }
 }
 
-/// Copies `s` into an [`EchoedName`], cutting at a character boundary (with a trailing `…`
-/// when it did not fit).
-pub(crate) fn echo(s: &str) -> EchoedName {
-    let mut out = EchoedName::new();
-    if out.push_str(s).is_ok() {
-        return out;
-    }
-    for c in s.chars() {
-        if out.len() + c.len_utf8() + '…'.len_utf8() > out.capacity() {
-            break;
-        }
-        // Cannot fail: the length was checked above.
-        let _ = out.push(c);
-    }
-    let _ = out.push('…');
-    out
-}
-
 impl core::fmt::Display for Error {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            Error::UnknownCategory {
-                name,
-                index,
-                suggestion,
-            } => {
-                // MindSpore's own wording first, then what it does not say.
-                write!(
-                    f,
-                    "The following statistic_category is invalid:{name}, the valid \
-                     statistic_category are as follows:["
-                )?;
-                for (i, n) in VALID_NAMES.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "'{n}'")?;
-                }
-                write!(
-                    f,
-                    "] (item {index} of statistic_category; did you mean '{suggestion}'?)"
-                )
-            }
+            Error::UnknownCategory(e) => write!(f, "{e}"),
             Error::UnknownPrecision { name } => write!(
                 f,
                 "'device_stat_precision_mode' only supports 'high' or 'low', but got: {name}"
@@ -138,22 +95,8 @@ impl core::error::Error for Error {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             Error::Core(e) => Some(e),
+            Error::UnknownCategory(e) => Some(e),
             _ => None,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn echo_truncates_on_char_boundary() {
-        assert_eq!(echo("max").as_str(), "max");
-        let long = "é".repeat(40);
-        let e = echo(&long);
-        assert!(e.ends_with('…'));
-        assert!(e.len() <= 32);
-        assert!(e.starts_with("éé"));
     }
 }

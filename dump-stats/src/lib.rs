@@ -79,7 +79,7 @@ pub mod precision;
 pub mod stream;
 pub mod tensor_stats;
 
-pub use category::{Category, CategorySet};
+pub use category::{Category, CategorySet, UnknownCategory};
 #[cfg(feature = "std")]
 pub use device::{DeviceError, DeviceStatistics, DeviceTensor, Layout, StatsKind, StatsRequest};
 pub use error::Error;

@@ -27,7 +27,7 @@
 //! NaN: every reduction propagates NaN (a tensor with a NaN has NaN max, min, avg and l2norm),
 //! the first NaN in memory order giving the value (and so the `nan`/`-nan` text).
 
-use crate::{Category, Error, error::echo};
+use crate::{Category, Error, category::echo};
 use dump_core::{DType, stats::pin_generated_nan};
 
 /// `device_stat_precision_mode`: in which dtype device `avg` and `l2norm` accumulate.

@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod prereq;
+mod process;
 mod reference;
 mod tmpfs;
 

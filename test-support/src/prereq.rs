@@ -1,10 +1,7 @@
 //! The prerequisites, their probes and the skip-or-fail decision.
 
-use std::{
-    fmt,
-    process::{Command, Stdio},
-    sync::OnceLock,
-};
+use crate::process::run_ok;
+use std::{fmt, process::Command, sync::OnceLock};
 
 /// Something a test needs that the repository cannot provide.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -211,25 +208,6 @@ fn log_skip(test: &str, p: Prereq, why: &str) {
     }
 }
 
-/// Runs `cmd` with no input or output; `Ok` when it exits with status 0.
-pub(crate) fn run_ok(cmd: &mut Command) -> Result<(), String> {
-    let program = cmd.get_program().to_string_lossy().into_owned();
-    match cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-    {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(format!(
-            "`{program}` exited with {}: {}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Err(format!("cannot run `{program}`: {e}")),
-    }
-}
-
 /// The effective uid from `/proc/self/status` (`Uid: real effective saved fs`) is 0.
 fn probe_root() -> Result<(), String> {
     let status = std::fs::read_to_string("/proc/self/status")
@@ -253,7 +231,7 @@ fn probe_tmpfs() -> Result<(), String> {
         std::process::id(),
         std::thread::current().id()
     ));
-    let mounted = crate::tmpfs::mount_tmpfs(&dir, "64k");
+    let mounted = crate::process::mount_tmpfs(&dir, "64k");
     if mounted.is_ok() {
         let _ = run_ok(Command::new("umount").arg(&dir));
     }

@@ -5,7 +5,10 @@ use std::{
     process::Command,
 };
 
-use crate::{Prereq, check, prereq::run_ok};
+use crate::{
+    Prereq, check,
+    process::{mount_tmpfs, run_ok},
+};
 
 /// A tmpfs mounted on a directory; unmounted (lazily, so open files do not block it) and the
 /// empty mount point removed on drop.
@@ -44,18 +47,6 @@ impl Drop for Tmpfs {
         let _ = run_ok(Command::new("umount").arg("-l").arg(&self.path));
         let _ = std::fs::remove_dir(&self.path);
     }
-}
-
-/// `mount -t tmpfs -o size={size} tmpfs {dir}`, creating `dir` first.
-pub(crate) fn mount_tmpfs(dir: &Path, size: &str) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    run_ok(
-        Command::new("mount")
-            .args(["-t", "tmpfs", "-o"])
-            .arg(format!("size={size}"))
-            .arg("tmpfs")
-            .arg(dir),
-    )
 }
 
 #[cfg(test)]

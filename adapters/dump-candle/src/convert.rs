@@ -5,41 +5,7 @@ use candle_core::{CpuStorage, Layout, Storage, Tensor};
 use dump_core::DType;
 use dump_host::TensorRef;
 
-/// The dump dtype of a candle dtype; `None` for candle's 8/6/4-bit float formats, which have
-/// no MindSpore dtype.
-pub fn dtype_of(d: candle_core::DType) -> Option<DType> {
-    use candle_core::DType as C;
-    Some(match d {
-        C::U8 => DType::UInt8,
-        C::U32 => DType::UInt32,
-        C::I16 => DType::Int16,
-        C::I32 => DType::Int32,
-        C::I64 => DType::Int64,
-        C::BF16 => DType::BFloat16,
-        C::F16 => DType::Float16,
-        C::F32 => DType::Float32,
-        C::F64 => DType::Float64,
-        _ => return None,
-    })
-}
-
-/// The candle dtype of a dump dtype (the inverse of [`dtype_of`]).
-pub fn candle_dtype(d: DType) -> Option<candle_core::DType> {
-    use candle_core::DType as C;
-    [
-        C::U8,
-        C::U32,
-        C::I16,
-        C::I32,
-        C::I64,
-        C::BF16,
-        C::F16,
-        C::F32,
-        C::F64,
-    ]
-    .into_iter()
-    .find(|&c| dtype_of(c) == Some(d))
-}
+pub use crate::dtype::{candle_dtype, dtype_of};
 
 /// A CPU tensor from little-endian bytes in C order (one copy, into candle's storage).
 pub fn host_tensor(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor, crate::Error> {

@@ -33,7 +33,7 @@ pub(crate) fn with_cuda_ref<R>(
     if !layout.is_contiguous() {
         return None;
     }
-    let dtype = crate::convert::dtype_of(storage.dtype())?;
+    let dtype = crate::dtype::dtype_of(storage.dtype())?;
     let size = dtype.size()?;
     let elems = layout.shape().elem_count();
     let stream = storage.device.cuda_stream();

@@ -51,6 +51,7 @@
 pub mod convert;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod dtype;
 mod dumped;
 mod error;
 mod graph;

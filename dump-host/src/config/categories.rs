@@ -16,7 +16,7 @@ pub const DEFAULT_CATEGORIES: [&str; 3] = ["max", "min", "l2norm"];
 pub const DEVICE_CATEGORIES: [&str; 4] = ["max", "min", "avg", "l2norm"];
 
 /// MindSpore's list of valid names as it prints it: `['max', 'min', ...]`.
-pub fn valid_list_text() -> String {
+pub(super) fn valid_list_text() -> String {
     let quoted: Vec<String> = STATISTIC_CATEGORIES
         .iter()
         .map(|c| format!("'{c}'"))

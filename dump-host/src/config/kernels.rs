@@ -40,7 +40,7 @@ pub enum EntryKind {
 }
 
 /// The prefix of a regex entry.
-pub const REGEX_PREFIX: &str = "name-regex(";
+pub(super) const REGEX_PREFIX: &str = "name-regex(";
 
 /// Normalises a `kernels` element like MindSpore: a non-string element becomes its compact JSON
 /// text; then every `"` and every space is removed. A string element is taken as its decoded

@@ -48,18 +48,18 @@ pub(crate) struct Section<'v> {
 
 impl<'v> Section<'v> {
     /// The JSON path of `key` in this section.
-    pub fn path(&self, key: &str) -> String {
+    pub(super) fn path(&self, key: &str) -> String {
         format!("{}.{key}", self.name)
     }
 
     /// The raw value of `key`.
-    pub fn raw(&self, key: &str) -> Option<&'v Value> {
+    pub(super) fn raw(&self, key: &str) -> Option<&'v Value> {
         self.map.get(key)
     }
 
     /// Reads an unsigned integer that must fit in `u32`. `type_msg` is MindSpore's text for a
     /// type error.
-    pub fn uint(&self, key: &str, type_msg: &str, d: &mut Diagnostics) -> Got<u32> {
+    pub(super) fn uint(&self, key: &str, type_msg: &str, d: &mut Diagnostics) -> Got<u32> {
         let Some(v) = self.map.get(key) else {
             return Got::Absent;
         };
@@ -92,7 +92,7 @@ impl<'v> Section<'v> {
     }
 
     /// Reads a boolean (`true`/`false` only).
-    pub fn boolean(&self, key: &str, type_msg: &str, d: &mut Diagnostics) -> Got<bool> {
+    pub(super) fn boolean(&self, key: &str, type_msg: &str, d: &mut Diagnostics) -> Got<bool> {
         match self.map.get(key) {
             None => Got::Absent,
             Some(Value::Bool(b)) => Got::Val(*b),
@@ -107,7 +107,7 @@ impl<'v> Section<'v> {
     }
 
     /// Reads a string.
-    pub fn string(&self, key: &str, type_msg: &str, d: &mut Diagnostics) -> Got<&'v str> {
+    pub(super) fn string(&self, key: &str, type_msg: &str, d: &mut Diagnostics) -> Got<&'v str> {
         match self.map.get(key) {
             None => Got::Absent,
             Some(Value::String(s)) => Got::Val(s.as_str()),
@@ -122,7 +122,7 @@ impl<'v> Section<'v> {
     }
 
     /// Reads an array.
-    pub fn array(&self, key: &str, type_msg: &str, d: &mut Diagnostics) -> Got<&'v [Value]> {
+    pub(super) fn array(&self, key: &str, type_msg: &str, d: &mut Diagnostics) -> Got<&'v [Value]> {
         match self.map.get(key) {
             None => Got::Absent,
             Some(Value::Array(a)) => Got::Val(a.as_slice()),
@@ -137,7 +137,7 @@ impl<'v> Section<'v> {
     }
 
     /// Warns about every key not in `known`, suggesting the closest known key.
-    pub fn unknown_keys(&self, known: &[&str], d: &mut Diagnostics) {
+    pub(super) fn unknown_keys(&self, known: &[&str], d: &mut Diagnostics) {
         warn_unknown(self.name, self.map, known, d);
     }
 }

@@ -1,4 +1,5 @@
-//! Files written once: `.dump_metadata/`, the execution-order csv files, kernel-argument json.
+//! Files written once: `.dump_metadata/`, the graph files, the execution-order csv files,
+//! kernel-argument json.
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -9,6 +10,25 @@ use crate::{
     layout::{NAME_MAX, sanitize, short_name},
     writer::write_bytes_atomic,
 };
+
+impl Shared {
+    /// Writes `graphs/ms_output_trace_code_graph_{id}.ir` and `.pb` and the execution order;
+    /// failures are recorded in the writer's error log like every other write.
+    pub(crate) fn write_graph(&self, id: u32, graph: &crate::graph::Graph) {
+        self.write_execution_order(id, &graph.execution_order());
+        let dir = self.layout.graphs_dir();
+        if self.ensure_dir(&dir).is_err() {
+            return;
+        }
+        let stem = format!("ms_output_trace_code_graph_{id}");
+        for (ext, bytes) in [("ir", graph.to_ir().into_bytes()), ("pb", graph.to_pb())] {
+            let p = dir.join(format!("{stem}.{ext}"));
+            if let Err(e) = write_bytes_atomic(&p, FILE_MODE, &bytes) {
+                self.writer.errors().record(p, e);
+            }
+        }
+    }
+}
 
 impl Shared {
     /// `.dump_metadata/data_dump.json` (byte copy of the config) and `config.json`; existing

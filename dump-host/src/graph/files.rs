@@ -1,13 +1,9 @@
-//! The graph files of a dump (`graphs/ms_output_trace_code_graph_{g}.ir|.pb`) and the graphs a
-//! [`crate::Dumper`] keeps for the inspect and compare tools.
+//! The graphs a [`crate::Dumper`] keeps (for the graph files it writes and the kernels it
+//! checks against them), and the useless-output policy read with the first one.
 
-use std::{collections::BTreeMap, path::PathBuf};
+use std::collections::BTreeMap;
 
 use super::{Graph, UselessOutputs};
-use crate::{dumper::Shared, writer::write_bytes_atomic};
-
-/// Mode of the graph files (read-only, like every file MindSpore's dump writes).
-const FILE_MODE: u32 = 0o400;
 
 /// The graphs described to a Dumper, and the useless-output policy read when the first one was.
 #[derive(Debug, Default)]
@@ -35,29 +31,6 @@ impl Graphs {
         match &self.policy {
             Some((p, w)) => (*p, w.as_deref()),
             None => (UselessOutputs::from_env().0, None),
-        }
-    }
-}
-
-impl Shared {
-    fn graphs_dir(&self) -> PathBuf {
-        self.layout.graphs_dir()
-    }
-
-    /// Writes `graphs/ms_output_trace_code_graph_{id}.ir` and `.pb` and the execution order;
-    /// failures are recorded in the writer's error log like every other write.
-    pub(crate) fn write_graph(&self, id: u32, graph: &Graph) {
-        self.write_execution_order(id, &graph.execution_order());
-        let dir = self.graphs_dir();
-        if self.ensure_dir(&dir).is_err() {
-            return;
-        }
-        let stem = format!("ms_output_trace_code_graph_{id}");
-        for (ext, bytes) in [("ir", graph.to_ir().into_bytes()), ("pb", graph.to_pb())] {
-            let p = dir.join(format!("{stem}.{ext}"));
-            if let Err(e) = write_bytes_atomic(&p, FILE_MODE, &bytes) {
-                self.writer.errors().record(p, e);
-            }
         }
     }
 }

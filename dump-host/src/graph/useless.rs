@@ -1,7 +1,7 @@
 //! `MINDSPORE_DUMP_IGNORE_USELESS_OUTPUT`: whether reserved/dummy ("useless") outputs are dumped.
 
 /// The environment variable MindSpore reads.
-pub const VAR: &str = "MINDSPORE_DUMP_IGNORE_USELESS_OUTPUT";
+pub(super) const VAR: &str = "MINDSPORE_DUMP_IGNORE_USELESS_OUTPUT";
 
 /// The useless-output policy: MindSpore skips outputs a kernel marks useless unless
 /// `MINDSPORE_DUMP_IGNORE_USELESS_OUTPUT=0`; unset or `1` skips them; any other value is

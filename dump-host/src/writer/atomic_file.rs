@@ -70,7 +70,7 @@ pub(crate) fn create_tmp(dir: &Path, append: bool) -> io::Result<(File, PathBuf)
 /// (atomic on POSIX; a symlink there is replaced, never followed). On any error the temporary
 /// file is removed, nothing appears under `final_path`, and the error names the path that
 /// failed.
-pub fn write_atomic(
+pub(crate) fn write_atomic(
     final_path: &Path,
     mode: u32,
     fill: impl FnOnce(&mut FaultyFile<'_>) -> io::Result<()>,
@@ -109,7 +109,7 @@ pub fn write_atomic(
 }
 
 /// Writes `bytes` to `final_path` atomically (see [`write_atomic`]).
-pub fn write_bytes_atomic(final_path: &Path, mode: u32, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_bytes_atomic(final_path: &Path, mode: u32, bytes: &[u8]) -> io::Result<()> {
     write_atomic(final_path, mode, |w| w.write_all(bytes))
 }
 

@@ -42,7 +42,7 @@ struct Held {
 ///   row (`fstat` link count 0): the row goes to a new file at the path if the directory is
 ///   there again, and the loss is reported as an error.
 #[derive(Debug, Default)]
-pub struct CsvAppender {
+pub(crate) struct CsvAppender {
     open: Mutex<(u64, Vec<Held>)>,
 }
 
@@ -54,12 +54,13 @@ enum Opened {
 
 impl CsvAppender {
     /// An appender with no open files.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    /// Files held open now (at most [`OPEN_FILES`]).
-    pub fn open_files(&self) -> usize {
+    /// Files held open now (at most [`OPEN_FILES`]); its tests check the bound.
+    #[cfg(test)]
+    pub(crate) fn open_files(&self) -> usize {
         self.open
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -111,7 +112,7 @@ impl CsvAppender {
     /// Appends `row` (which must end in `\n`) to `path`; a file this call creates gets
     /// `header` first and permission bits `mode` (MindSpore: 0400 for its files; the file stays
     /// writable through the open handle).
-    pub fn append(&self, path: &Path, header: &str, row: &str, mode: u32) -> io::Result<()> {
+    pub(crate) fn append(&self, path: &Path, header: &str, row: &str, mode: u32) -> io::Result<()> {
         if self.append_once(path, header, row, mode)? {
             return Ok(());
         }
@@ -156,7 +157,7 @@ impl CsvAppender {
     }
 
     /// Closes every open file (later appends reopen them).
-    pub fn close_all(&self) {
+    pub(crate) fn close_all(&self) {
         self.open
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -29,7 +29,7 @@ use super::{Budget, BufferPool, ErrorLog, Tally, WriteFailure, budget::Admitted}
 use crate::diag::EventSink;
 
 /// A unit of background work: writes one file (or row) and reports its failure.
-pub type Job = Box<dyn FnOnce() -> Result<(), WriteFailure> + Send>;
+pub(crate) type Job = Box<dyn FnOnce() -> Result<(), WriteFailure> + Send>;
 
 /// How the writer runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
