@@ -62,7 +62,11 @@ fn some_frame(rng: &mut Rng, i: u64) -> Frame {
                 s.push((rng.below(2001) as f64 - 1000.0) / 8.0);
             }
             let dims = [1 + rng.below(64) as u32, 1 + rng.below(9) as u32];
-            let io = if i.is_multiple_of(2) { Io::Input } else { Io::Output };
+            let io = if i.is_multiple_of(2) {
+                Io::Input
+            } else {
+                Io::Output
+            };
             let mut r = StatRecord::new(op, io, (i % 3) as u32, DType::Float32, &dims, s)
                 .unwrap()
                 .with_op_type(op_type)
