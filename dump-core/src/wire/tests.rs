@@ -531,3 +531,15 @@ fn mutated_streams_never_lose_a_good_frame() {
         t.elapsed().as_secs_f64()
     );
 }
+
+#[test]
+fn the_spec_example_bytes() {
+    let f = Frame::BeginStep(BeginStep {
+        graph_id: 0,
+        iteration: 7,
+    });
+    assert_eq!(
+        wire_of(&f, 0),
+        [0x00, 0x03, 0x01, 0x04, 0x01, 0x06, 0x07, 0x59, 0xdc, 0x44, 0xea, 0x00]
+    );
+}
