@@ -67,7 +67,7 @@ where
         let mut first_error = None;
         net::run(weights, &x, act, |k, tensors| {
             let (op_type, op_name) = KERNELS[k];
-            let Some(mut kernel) = agent.kernel(op_type, op_name) else {
+            let Some(mut kernel) = agent.kernel_at(k, op_type, op_name) else {
                 return;
             };
             for t in tensors {
@@ -150,6 +150,7 @@ pub fn measure(clock: &Clock) {
     // One stat frame of a 64-element tensor (statistics, record, CRC, COBS; a counting sink).
     let plan = Plan::new("all", &["MatMul"]).unwrap_or(Plan::all());
     let mut agent = Agent::new(Null(0), plan);
+    let _ = agent.begin_graph(0, &KERNELS);
     let _ = agent.begin_step(0);
     const FRAMES: u32 = 100;
     let small = &b[..256];
@@ -171,6 +172,13 @@ pub fn measure(clock: &Clock) {
         }
     });
     hprintln!("measure unwanted_kernel ticks={} units={}", t, CALLS);
+    let t = clock.ticks(|| {
+        for _ in 0..CALLS {
+            let i = core::hint::black_box(1);
+            ok &= agent.kernel_at(i, "ReLU", KERNELS[1].1).is_none();
+        }
+    });
+    hprintln!("measure unwanted_kernel_at ticks={} units={}", t, CALLS);
     // Any kernel in a step the plan does not dump.
     let mut agent = Agent::new(Null(0), Plan::new("0", &[]).unwrap_or(Plan::all()));
     let _ = agent.begin_step(1);

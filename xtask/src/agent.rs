@@ -105,7 +105,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ),
         (
             "unwanted_kernel",
-            "per unwanted kernel in a dumped step (plan compares + loop)",
+            "per unwanted kernel in a dumped step, kernel() (name compares + loop)",
+        ),
+        (
+            "unwanted_kernel_at",
+            "per unwanted kernel in a dumped step, kernel_at() (bit test + loop)",
         ),
         (
             "unwanted_step",

@@ -6,7 +6,8 @@
 //! Frames are COBS-encoded straight into the sink, block by block, without a second buffer.
 //! The [`Plan`] decides what is dumped, as the host's config does: in a step the plan does not
 //! want, [`Agent::kernel`] returns `None` after one flag test; for an unwanted kernel after a
-//! few string compares; no tensor byte is read for either.
+//! few string compares, or after a bit test with [`Agent::kernel_at`] (the decision per kernel
+//! of the execution order is taken once, in [`Agent::begin_graph`]); no tensor byte is read.
 //!
 //! ```
 //! use dump_core::DType;
@@ -133,6 +134,10 @@ pub const AGENT_DTYPES: [DType; 15] = [
     DType::Float64,
 ];
 
+/// Kernels of a graph whose plan decision [`Agent::begin_graph`] takes once, by position in
+/// the execution order, for [`Agent::kernel_at`].
+pub const INDEXED_KERNELS: usize = 256;
+
 /// The state of the current step.
 #[derive(Clone, Copy, Debug)]
 struct Step {
@@ -149,6 +154,9 @@ pub struct Agent<'p, S: Sink> {
     seq: u32,
     graph_id: u32,
     step: Option<Step>,
+    /// Bit `i`: the plan wants kernel `i` of the current graph (valid below `indexed`).
+    wanted: [u32; INDEXED_KERNELS / 32],
+    indexed: usize,
     frame: [u8; MAX_FRAME_LEN],
 }
 
@@ -172,14 +180,18 @@ impl<'p, S: Sink> Agent<'p, S> {
             seq: 0,
             graph_id: 0,
             step: None,
+            wanted: [0; INDEXED_KERNELS / 32],
+            indexed: 0,
             frame: [0; MAX_FRAME_LEN],
         }
     }
 
     /// Replaces the plan (for example with one the host sent, see [`Plan::from_wire`]); takes
-    /// effect at the next [`begin_step`](Agent::begin_step).
+    /// effect at the next [`begin_step`](Agent::begin_step). [`kernel_at`](Agent::kernel_at)
+    /// falls back to comparing names until the next [`begin_graph`](Agent::begin_graph).
     pub fn set_plan(&mut self, plan: Plan<'p>) {
         self.plan = plan;
+        self.indexed = 0;
     }
 
     /// The plan.
@@ -244,6 +256,13 @@ impl<'p, S: Sink> Agent<'p, S> {
         kernels: &[(&str, &str)],
     ) -> Result<(), AgentError<S::Error>> {
         self.graph_id = graph_id;
+        self.wanted = [0; INDEXED_KERNELS / 32];
+        self.indexed = kernels.len().min(INDEXED_KERNELS);
+        for (i, &(op_type, op)) in kernels.iter().take(INDEXED_KERNELS).enumerate() {
+            if self.plan.wants_kernel(op_type, op) {
+                self.wanted[i / 32] |= 1 << (i % 32);
+            }
+        }
         let count = u32::try_from(kernels.len()).map_err(|_| Error::Overflow)?;
         self.send(
             Kind::BeginGraph,
@@ -312,6 +331,32 @@ impl<'p, S: Sink> Agent<'p, S> {
             }
             _ => None,
         }
+    }
+
+    /// [`kernel`](Agent::kernel) for the kernel at `index` of the execution order given to
+    /// [`begin_graph`](Agent::begin_graph) (named `op_type`, `op_name` there): the plan's
+    /// decision was taken then, so an unwanted kernel costs a bit test. Beyond
+    /// [`INDEXED_KERNELS`], or after [`set_plan`](Agent::set_plan), the names are compared.
+    #[inline]
+    pub fn kernel_at<'k>(
+        &'k mut self,
+        index: usize,
+        op_type: &'k str,
+        op_name: &'k str,
+    ) -> Option<Kernel<'k, 'p, S>> {
+        if !matches!(self.step, Some(Step { active: true, .. })) {
+            return None;
+        }
+        let wanted = if index < self.indexed {
+            self.wanted[index / 32] >> (index % 32) & 1 == 1
+        } else {
+            self.plan.wants_kernel(op_type, op_name)
+        };
+        wanted.then_some(Kernel {
+            agent: self,
+            op_type,
+            op_name,
+        })
     }
 
     /// Ends the current step: an end-step frame with the counts of sent and dropped records,

@@ -153,6 +153,24 @@ fn the_plan_filters_steps_kernels_and_sides_without_reading_tensors() {
 }
 
 #[test]
+fn kernel_at_decides_like_kernel() {
+    let plan = Plan::new("all", &["relu"]).unwrap();
+    let mut agent = Agent::new(Buf::default(), plan);
+    agent.begin_graph(0, &K).unwrap();
+    assert!(agent.kernel_at(0, K[0].0, K[0].1).is_none(), "no step yet");
+    agent.begin_step(0).unwrap();
+    for (i, (t, n)) in K.iter().enumerate() {
+        let by_name = agent.kernel(t, n).is_some();
+        assert_eq!(agent.kernel_at(i, t, n).is_some(), by_name, "{n}");
+        assert_eq!(by_name, i == 1);
+    }
+    // Beyond the indexed kernels, and after a new plan, names decide.
+    assert!(agent.kernel_at(INDEXED_KERNELS + 3, "ReLU", "x").is_some());
+    agent.set_plan(Plan::all());
+    assert!(agent.kernel_at(0, K[0].0, K[0].1).is_some());
+}
+
+#[test]
 fn failures_are_counted_and_the_host_sees_them() {
     // Fail the fourth write of the first stat frame (opening zero, code, data, code): the
     // host sees a cut frame, then a gap.
