@@ -78,8 +78,8 @@ impl Kind {
     }
 }
 
-/// Writes `v` as a LEB128 varint (postcard's `u32` encoding) into the front of `out`; returns
-/// its length (1..=5).
+/// Writes `v` as a LEB128 varint (postcard's `u32` encoding) into `out` at `at` (at most
+/// `MAX_FRAME_LEN - 5`); returns its length (1..=5).
 fn put_varint(mut v: u32, out: &mut [u8; MAX_FRAME_LEN], at: usize) -> usize {
     let mut n = 0;
     loop {
