@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use dump_core::DType;
-use dump_core::wire::{MAX_COBS_LEN, MAX_ENCODED_LEN, StatRecord};
+use dump_core::wire::{Decoder, Event, MAX_COBS_LEN, MAX_ENCODED_LEN, StatRecord};
 use dump_host::config::{Device, DumpConfig, ParseOptions};
 use dump_host::layout::{TensorFileName, sanitize};
 use dump_host::{DumpOptions, DumpPlan, Error};
@@ -345,8 +345,10 @@ pub fn csv_row(data: &[u8]) {
 }
 
 /// Postcard wire records: decoding arbitrary bytes never panics; a decoded record re-encodes
-/// within the documented bounds and decodes again to the same bytes (bare and COBS).
+/// within the documented bounds and decodes again to the same bytes (bare and COBS). The same
+/// bytes as an agent stream: see [`wire_stream`].
 pub fn wire(data: &[u8]) {
+    wire_stream(data);
     let mut frame = data.to_vec();
     let _ = StatRecord::decode_cobs(&mut frame);
     let Ok(rec) = StatRecord::decode(data) else {
@@ -367,4 +369,21 @@ pub fn wire(data: &[u8]) {
         .to_vec();
     let back = StatRecord::decode_cobs(&mut framed).expect("own frame decodes");
     assert_eq!(back.encode(&mut buf2).unwrap(), &bytes[..]);
+}
+
+/// The frame decoder on arbitrary bytes: never panics, and the stream cut into single bytes
+/// gives the same events (offsets included) as in one piece.
+pub fn wire_stream(data: &[u8]) {
+    let run = |piece: usize| {
+        let mut events: Vec<Event> = Vec::new();
+        let mut d = Decoder::new();
+        for chunk in data.chunks(piece.max(1)) {
+            d.push(chunk, |e| events.push(e));
+        }
+        d.finish(|e| events.push(e));
+        assert_eq!(d.counts().bytes, data.len() as u64);
+        // Debug text: a decoded record may hold NaNs, which `==` would call different.
+        format!("{events:?}")
+    };
+    assert_eq!(run(data.len()), run(1));
 }

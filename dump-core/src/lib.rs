@@ -3,8 +3,8 @@
 //! It holds the vocabulary every other opdump crate speaks ([`DType`], [`Summary`]) and the
 //! kernels that touch tensor bytes: widening ([`widen`]), one-pass statistics ([`stats`]),
 //! hashes ([`hash`]), C `printf("%g")`-identical number formatting ([`fmt`]), iteration
-//! matching ([`iteration`]) and compact postcard records for device agents (`wire`, feature
-//! `serde`).
+//! matching ([`iteration`]), and for device agents (feature `serde`) the framed postcard wire
+//! format with its host decoder (`wire`) and the agent that streams it (`agent`).
 //!
 //! Nothing here allocates. With the `std` feature (default) the statistics kernels pick the
 //! fastest implementation for the running CPU at run time (AVX2/FMA/F16C on x86-64); without
@@ -25,6 +25,8 @@
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(missing_docs)]
 
+#[cfg(feature = "serde")]
+pub mod agent;
 pub mod compare;
 pub mod dtype;
 pub mod error;

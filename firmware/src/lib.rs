@@ -8,11 +8,19 @@
 //! ([`npy_kat`]); `statistic.csv` header and rows, host and device ([`csv_kat`]).
 //! `tests/qemu_kat.rs` is the entry point; `cargo test` in this directory boots it in
 //! `qemu-system-arm` (see `.cargo/config.toml`) and semihosting carries the output and exit code.
+//!
+//! The second program, `src/bin/agent.rs`, is a device agent: it runs a small f32 network
+//! ([`net`]) and streams every operator's statistics as wire frames to a host file
+//! ([`agent_run`], [`semihosting_file`]), then measures what that costs ([`measure`]).
 #![no_std]
 #![deny(missing_docs)]
 
+pub mod agent_run;
 mod csv;
+pub mod measure;
+pub mod net;
 mod npy;
+pub mod semihosting_file;
 
 pub use csv::csv_kat;
 pub use npy::npy_kat;
@@ -24,7 +32,10 @@ use dump_core::{
     hash::{Md5Stream, MsSha1, hex, md5, ms_sha1},
     stats::summarize,
     widen::{bf16_to_f32, f16_to_f32, int4_to_int8, uint1_to_uint8},
-    wire::{Io, MAX_COBS_LEN, StatRecord},
+    wire::{
+        Decoder, Event, Frame, Io, MAX_COBS_LEN, MAX_FRAME_LEN, MAX_WIRE_LEN, StatRecord,
+        crc::crc32, frame::encode_wire,
+    },
 };
 
 /// Counts of passed and failed checks.
@@ -367,6 +378,30 @@ pub fn wire_kat(t: &mut Tally) {
             t.failed += 1;
         }
     }
+
+    // A session frame through the no_std decoder, on the device.
+    t.check("crc32 check value", crc32(b"123456789") == 0xCBF4_3926);
+    let stat = Frame::Stat(rec);
+    let mut raw = [0u8; MAX_FRAME_LEN];
+    let mut wire = [0u8; MAX_WIRE_LEN];
+    let n = stat.build(5, &mut raw).unwrap_or(0);
+    let w = encode_wire(&raw[..n], &mut wire).unwrap_or(0);
+    t.check(
+        "wire frame delimited",
+        w > 2 && wire[0] == 0 && wire[w - 1] == 0,
+    );
+    let mut decoder = Decoder::new();
+    let (mut good, mut bad) = (0, 0);
+    decoder.push(&wire[..w], |e| match e {
+        Event::Frame { seq: 5, frame, .. } if frame == stat => good += 1,
+        _ => bad += 1,
+    });
+    wire[w / 2] ^= 0x01;
+    decoder.push(&wire[..w], |e| match e {
+        Event::Problem(_) => good += 1,
+        Event::Frame { .. } => bad += 1,
+    });
+    t.check("wire decoder on device", good == 2 && bad == 0);
 }
 
 /// Runs every known-answer group and returns the tally.

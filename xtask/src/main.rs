@@ -6,9 +6,13 @@
 //!   when it is there, then every skipped test with what it needed and how to install it.
 //! - `cargo xtask test-cross`: builds dump-core, dump-npy and dump-stats without `std` for
 //!   `thumbv7em-none-eabihf` and runs their firmware known-answer tests under `qemu-system-arm`.
+//! - `cargo xtask agent-qemu`: the device agent firmware in qemu streams a network's statistics
+//!   to `target/agent-stream.bin`; the stream is decoded and checked, footprint and instruction
+//!   counts printed. `cargo xtask wire-fuzz [N]`: the frame decoder's mutation campaign, release.
 //! - `cargo xtask hardening [--faults] [--schedules] [--soak] [--valgrind] [--quick]`: the
 //!   hardening campaign of issue 13 at full scale, in release builds (see `hardening`).
 
+mod agent;
 mod bench;
 mod cross;
 mod hardening;
@@ -24,6 +28,10 @@ commands:
                                           installs every prerequisite, as CI does
   bench-stats [--quick] [--device cuda]   benchmark statistics, hashes, widening, npy writing
   test-cross                              no_std build for thumbv7em + firmware tests in qemu
+                                          (+ agent-qemu)
+  agent-qemu                              device agent in qemu: stream, check, footprint, cost
+  wire-fuzz [N]                           frame decoder mutation campaign, N mutated frames
+                                          (default 1000000), release build
   hardening [--faults] [--schedules] [--soak] [--valgrind] [--quick]
                                           full fault injection, memory, descriptors, schedules +
                                           kill -9 loop, 10^5-step soak, memcheck (none: all)
@@ -35,6 +43,8 @@ fn main() -> ExitCode {
         Some("bench-stats") => bench::run(&args[1..]),
         Some("test") => test::run(&args[1..]),
         Some("test-cross") => cross::run(&args[1..]),
+        Some("agent-qemu") => agent::run(&args[1..]),
+        Some("wire-fuzz") => agent::fuzz(&args[1..]),
         Some("hardening") => hardening::run_all(&args[1..]),
         Some("-h" | "--help") | None => {
             print!("{USAGE}");

@@ -195,6 +195,10 @@ impl Accumulator {
     }
 
     /// Partial of `n` packed elements: unpacked through a stack block to `i8`/`u8`.
+    ///
+    /// Never inlined, so that the 4 KiB block is reserved only on this path, not in the
+    /// frame of every `update` (it was most of a device agent's stack).
+    #[inline(never)]
     fn packed(&self, chunk: &[u8], n: usize) -> Summary {
         let (wide, per_byte) = match self.dtype {
             DType::Int4 => (DType::Int8, 2),

@@ -1,10 +1,9 @@
-//! Compact postcard records for device agents (feature `serde`).
+//! [`StatRecord`]: the statistics of one tensor, the payload of a stat frame.
 //!
-//! A firmware or device agent that computes statistics on the device sends one [`StatRecord`]
-//! per tensor to the host, which turns it into a `statistic.csv` row. Records are encoded with
-//! postcard into a caller buffer (no allocation), either bare ([`StatRecord::encode`]) or
-//! COBS-framed with a trailing `0x00` for byte streams such as a UART
-//! ([`StatRecord::encode_cobs`]). [`MAX_ENCODED_LEN`] / [`MAX_COBS_LEN`] bytes always suffice.
+//! A record is self-contained: it names its graph, iteration, op type and op name, so a host
+//! can turn it into a `statistic.csv` row even when the frames around it were lost. It can also
+//! stand alone, encoded bare ([`StatRecord::encode`]) or COBS-framed without a session header
+//! ([`StatRecord::encode_cobs`]); device agents send it inside a frame (see [`super::frame`]).
 //!
 //! ```
 //! use dump_core::{DType, Summary};
@@ -27,15 +26,24 @@
 use crate::{DType, Error, Summary};
 use serde::{Deserialize, Serialize};
 
-/// Capacity of [`StatRecord::op`] in bytes.
-pub const OP_NAME_CAP: usize = 64;
+/// Capacity of [`StatRecord::op`] (and every other op name on the wire) in bytes.
+pub const OP_NAME_CAP: usize = 128;
+
+/// Capacity of [`StatRecord::op_type`] in bytes.
+pub const OP_TYPE_CAP: usize = 32;
 
 /// Largest tensor rank a [`StatRecord`] carries.
 pub const MAX_RANK: usize = 8;
 
-/// Upper bound of a bare encoded [`StatRecord`]: op 1 + 64, slot 5, io 1, dtype 1, shape
-/// 1 + 8 × 5, summary 7 × 10 (varint counts) + 6 × 8 (f64), md5 1 + 16 bytes.
-pub const MAX_ENCODED_LEN: usize = 248;
+/// Capacity of [`StatRecord::sample`] in bytes.
+pub const SAMPLE_CAP: usize = 64;
+
+/// Upper bound of a bare encoded [`StatRecord`], field by field (postcard: `u32`/`u64` are
+/// LEB128 varints of at most 5/10 bytes, a string or byte vector is a varint length then its
+/// bytes, `Option` a 0/1 byte, an enum a varint variant index): graph 5, iteration 5, op type
+/// 1 + 32, op 2 + 128, io 1, slot 5, dtype 1, shape 1 + 8 × 5, summary 7 × 10 + 6 × 8 (`f64`
+/// little-endian), md5 1 + 16, sample 1 + 1 + 64.
+pub const MAX_ENCODED_LEN: usize = 422;
 
 /// Upper bound of a COBS-framed [`StatRecord`]: one overhead byte per 254 bytes plus the
 /// leading code byte and the trailing `0x00` sentinel.
@@ -61,10 +69,19 @@ impl Io {
     }
 }
 
-/// Statistics of one tensor, as a device agent sends them to the host.
+/// Statistics of one tensor, as a device agent sends them to the host: everything a
+/// `statistic.csv` row needs except the task/stream ids and the timestamp (the host's).
+///
+/// The field order below is the wire order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct StatRecord {
+    /// Graph id (the `graph_id` of the begin-graph frame).
+    pub graph_id: u32,
+    /// Iteration (step) the tensor belongs to.
+    pub iteration: u32,
+    /// Operator type (`Conv2D`, `MatMul`), at most [`OP_TYPE_CAP`] bytes (`Op Type` column).
+    pub op_type: heapless::String<OP_TYPE_CAP>,
     /// Operator name (as it appears in the dump file name), at most [`OP_NAME_CAP`] bytes.
     pub op: heapless::String<OP_NAME_CAP>,
     /// Input or output.
@@ -79,11 +96,15 @@ pub struct StatRecord {
     pub summary: Summary,
     /// MD5 of the raw tensor bytes, when the agent computed it.
     pub md5: Option<[u8; 16]>,
+    /// The first bytes of the tensor's storage (little-endian, whole elements, at most
+    /// [`SAMPLE_CAP`] bytes), when the plan asks for a sample.
+    pub sample: Option<heapless::Vec<u8, SAMPLE_CAP>>,
 }
 
 impl StatRecord {
-    /// A record without an MD5; errors if `op` is longer than [`OP_NAME_CAP`] bytes or `shape`
-    /// has more than [`MAX_RANK`] dimensions.
+    /// A record of graph 0, iteration 0, with an empty op type, no MD5 and no sample; errors
+    /// if `op` is longer than [`OP_NAME_CAP`] bytes or `shape` has more than [`MAX_RANK`]
+    /// dimensions.
     pub fn new(
         op: &str,
         io: Io,
@@ -93,12 +114,15 @@ impl StatRecord {
         summary: Summary,
     ) -> Result<StatRecord, Error> {
         let op = heapless::String::try_from(op).map_err(|_| Error::Wire {
-            reason: "op name is longer than OP_NAME_CAP (64) bytes",
+            reason: "op name is longer than OP_NAME_CAP (128) bytes",
         })?;
         let shape = heapless::Vec::from_slice(shape).map_err(|_| Error::Wire {
             reason: "shape has more than MAX_RANK (8) dimensions",
         })?;
         Ok(StatRecord {
+            graph_id: 0,
+            iteration: 0,
+            op_type: heapless::String::new(),
             op,
             io,
             slot,
@@ -106,7 +130,25 @@ impl StatRecord {
             shape,
             summary,
             md5: None,
+            sample: None,
         })
+    }
+
+    /// Sets [`op_type`](StatRecord::op_type); errors if it is longer than [`OP_TYPE_CAP`]
+    /// bytes.
+    pub fn with_op_type(mut self, op_type: &str) -> Result<StatRecord, Error> {
+        self.op_type = heapless::String::try_from(op_type).map_err(|_| Error::Wire {
+            reason: "op type is longer than OP_TYPE_CAP (32) bytes",
+        })?;
+        Ok(self)
+    }
+
+    /// Number of elements of [`shape`](StatRecord::shape) (1 for a 0-d tensor); `None` on
+    /// overflow.
+    pub fn elements(&self) -> Option<u64> {
+        self.shape
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(u64::from(d)))
     }
 
     /// Encodes the record with postcard into `buf` and returns the used prefix.
@@ -144,7 +186,7 @@ impl StatRecord {
 }
 
 /// Words for a postcard error.
-fn wire_error(e: postcard::Error) -> Error {
+pub(crate) fn wire_error(e: postcard::Error) -> Error {
     use postcard::Error as P;
     let reason = match e {
         P::SerializeBufferFull => {
@@ -196,8 +238,13 @@ mod tests {
             &[u32::MAX; MAX_RANK],
             s,
         )
+        .unwrap()
+        .with_op_type(&"T".repeat(OP_TYPE_CAP))
         .unwrap();
+        r.graph_id = u32::MAX;
+        r.iteration = u32::MAX;
         r.md5 = Some([0xff; 16]);
+        r.sample = Some(heapless::Vec::from_slice(&[0xee; SAMPLE_CAP]).unwrap());
         r
     }
 
@@ -293,6 +340,9 @@ mod tests {
         let name = "y".repeat(OP_NAME_CAP + 1);
         assert!(StatRecord::new(&name, Io::Input, 0, DType::Int8, &[], Summary::EMPTY).is_err());
         assert!(StatRecord::new("a", Io::Input, 0, DType::Int8, &[1; 9], Summary::EMPTY).is_err());
+        let ok = StatRecord::new("a", Io::Input, 0, DType::Int8, &[2, 3], Summary::EMPTY).unwrap();
+        assert_eq!(ok.elements(), Some(6));
+        assert!(ok.with_op_type(&"t".repeat(OP_TYPE_CAP + 1)).is_err());
         assert_eq!(Io::Input.name(), "input");
         assert_eq!(Io::Output.name(), "output");
         let msg = format!("{e}");

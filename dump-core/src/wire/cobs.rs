@@ -1,0 +1,168 @@
+//! Consistent Overhead Byte Stuffing (Cheshire and Baker, 1999): a frame's bytes re-coded so
+//! that they hold no `0x00`, which then delimits frames on a byte stream.
+//!
+//! The encoded form is a sequence of blocks, each a code byte `c` (1..=255) followed by `c - 1`
+//! non-zero data bytes; a block with `c < 255` stands for its data followed by one zero, except
+//! the last block of the frame. `n` bytes encode to at most `n + n / 254 + 1` bytes
+//! ([`max_encoded_len`]).
+//!
+//! Written for this crate (no dependency): [`write_blocks`] streams the blocks to a sink
+//! without a second buffer (the agent's path), [`encode`] fills a slice, and
+//! [`decode_in_place`] undoes it and tells a frame cut short ([`CobsError::Torn`]) from one that
+//! cannot be COBS at all.
+
+/// Why bytes are not a COBS frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CobsError {
+    /// The last code byte promises more data than the frame holds: the frame was cut short.
+    Torn,
+    /// A `0x00` inside the frame (only a caller that did not split at zeros passes one).
+    Zero,
+}
+
+/// Most bytes `n` bytes encode to (without delimiters).
+pub const fn max_encoded_len(n: usize) -> usize {
+    n + n / 254 + 1
+}
+
+/// Hands the encoded blocks of `src` to `emit`, code bytes and data slices in order; stops at
+/// the first error of `emit`.
+pub fn write_blocks<E>(src: &[u8], mut emit: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
+    let mut rest = src;
+    loop {
+        let take = rest.len().min(254);
+        let (head, tail) = rest.split_at(take);
+        match head.iter().position(|&b| b == 0) {
+            Some(i) => {
+                emit(&[i as u8 + 1])?;
+                emit(&head[..i])?;
+                // Skip the zero; an empty remainder still needs its final (empty) block.
+                rest = &rest[i + 1..];
+            }
+            None if take == 254 => {
+                emit(&[0xFF])?;
+                emit(head)?;
+                rest = tail;
+                if rest.is_empty() {
+                    return Ok(());
+                }
+            }
+            None => {
+                emit(&[take as u8 + 1])?;
+                return emit(head);
+            }
+        }
+    }
+}
+
+/// Encodes `src` into the front of `out` and returns the encoded length; `None` if `out` is
+/// shorter than needed ([`max_encoded_len`] always suffices).
+pub fn encode(src: &[u8], out: &mut [u8]) -> Option<usize> {
+    let mut n = 0;
+    write_blocks(src, |piece| {
+        let end = n + piece.len();
+        out.get_mut(n..end).ok_or(())?.copy_from_slice(piece);
+        n = end;
+        Ok::<(), ()>(())
+    })
+    .ok()?;
+    Some(n)
+}
+
+/// Decodes the COBS frame `buf` (without delimiters) in place and returns the decoded length;
+/// the decoded bytes are `buf[..len]`.
+pub fn decode_in_place(buf: &mut [u8]) -> Result<usize, CobsError> {
+    let mut read = 0;
+    let mut write = 0;
+    while read < buf.len() {
+        let code = usize::from(buf[read]);
+        if code == 0 {
+            return Err(CobsError::Zero);
+        }
+        let start = read + 1;
+        let end = start + code - 1;
+        if end > buf.len() {
+            return Err(CobsError::Torn);
+        }
+        if buf[start..end].contains(&0) {
+            return Err(CobsError::Zero);
+        }
+        buf.copy_within(start..end, write);
+        write += code - 1;
+        read = end;
+        if code < 0xFF && read < buf.len() {
+            buf[write] = 0;
+            write += 1;
+        }
+    }
+    Ok(write)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    fn round_trip(src: &[u8]) -> Vec<u8> {
+        let mut enc = vec![0u8; max_encoded_len(src.len())];
+        let n = encode(src, &mut enc).unwrap();
+        enc.truncate(n);
+        assert!(!enc.contains(&0), "{src:?} -> {enc:?}");
+        let mut dec = enc.clone();
+        let m = decode_in_place(&mut dec).unwrap();
+        assert_eq!(&dec[..m], src);
+        enc
+    }
+
+    #[test]
+    fn known_encodings() {
+        // Examples from the COBS paper / Wikipedia.
+        assert_eq!(round_trip(&[]), [1]);
+        assert_eq!(round_trip(&[0]), [1, 1]);
+        assert_eq!(round_trip(&[0, 0]), [1, 1, 1]);
+        assert_eq!(round_trip(&[0x11, 0x22, 0, 0x33]), [3, 0x11, 0x22, 2, 0x33]);
+        assert_eq!(
+            round_trip(&[0x11, 0x22, 0x33, 0x44]),
+            [5, 0x11, 0x22, 0x33, 0x44]
+        );
+        let run: Vec<u8> = (1..=254).collect();
+        let enc = round_trip(&run);
+        assert_eq!((enc[0], enc.len()), (0xFF, 255));
+        let mut run2 = run.clone();
+        run2.push(0);
+        assert_eq!(round_trip(&run2).len(), 257);
+    }
+
+    #[test]
+    fn every_length_and_zero_pattern_round_trips_within_bound() {
+        for len in 0..700usize {
+            let src: Vec<u8> = (0..len)
+                .map(|i| {
+                    if (i * 37 + len) % 11 == 0 {
+                        0
+                    } else {
+                        (i % 255 + 1) as u8
+                    }
+                })
+                .collect();
+            let enc = round_trip(&src);
+            assert!(enc.len() <= max_encoded_len(len));
+            let ones = vec![7u8; len];
+            assert!(round_trip(&ones).len() <= max_encoded_len(len));
+        }
+    }
+
+    #[test]
+    fn torn_and_zero_are_told_apart() {
+        let mut enc = [0u8; 16];
+        let n = encode(&[1, 2, 3, 4, 5], &mut enc).unwrap();
+        assert_eq!(
+            decode_in_place(&mut enc[..n - 2].to_vec()),
+            Err(CobsError::Torn)
+        );
+        let mut z = enc[..n].to_vec();
+        z[2] = 0;
+        assert_eq!(decode_in_place(&mut z), Err(CobsError::Zero));
+        assert_eq!(encode(&[1, 2, 3], &mut [0u8; 3]), None);
+    }
+}
