@@ -1,5 +1,6 @@
 //! Diagnostics: what the library has to tell its user, as typed [`Event`]s delivered to an
-//! [`EventSink`] (set in [`DumpOptions::events`](crate::DumpOptions::events)).
+//! [`EventSink`] (set with [`DumperBuilder::events`](crate::DumperBuilder::events) or
+//! [`DumperBuilder::on_event`](crate::DumperBuilder::on_event)).
 //!
 //! The library never prints. Every warning it used to write to stderr is an [`Event`] whose
 //! [`Display`](std::fmt::Display) is that warning's exact text (one line, no newline), so a

@@ -135,7 +135,7 @@ fn number<T: std::str::FromStr>(
 impl DumpPlan {
     /// Reads the config file at `path` (a regular file of at most
     /// [`MAX_CONFIG_BYTES`](crate::config::MAX_CONFIG_BYTES)), validates it and resolves the
-    /// plan: the one path `opdump check` and [`Dumper::from_config_file_with`] share.
+    /// plan: the one path `opdump check` and [`DumperBuilder::open_file`](crate::DumperBuilder::open_file) share.
     pub fn load(path: &Path, env: &dyn Env, opts: &DumpOptions) -> Result<Planned, Error> {
         Self::from_json(read_config_file(path)?, env, opts)
     }

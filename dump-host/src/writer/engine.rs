@@ -74,7 +74,7 @@ impl WriterConfig {
     }
 }
 
-/// Failures returned by [`Writer::flush`].
+/// Background write failures, as [`Error::Write`](crate::Error::Write) returns them.
 #[derive(Debug)]
 pub struct WriteErrors {
     /// How many writes failed since the last flush.

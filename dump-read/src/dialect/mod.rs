@@ -1,6 +1,6 @@
 //! Dialects: the on-disk layouts a dump can be read from. Each one is a module here with one
 //! type implementing [`Dialect`], listed in [`DIALECTS`]; everything above (`inspect`,
-//! `compare`, `opdump stats`) sees only the [`Dump`] and its [`TensorRecord`]s it produces.
+//! `compare`, `opdump stats`) sees only the [`Dump`] and its [`TensorRecord`](crate::TensorRecord)s it produces.
 //!
 //! # Adding a dialect
 //!
@@ -10,7 +10,7 @@
 //!   `step{N}/rank{R}/dump.json` exists). It runs for every dialect on every directory a user
 //!   names, and on the directories below when nothing matched (to say "the dump is in
 //!   `X/`"), so it must not read tensor data or fail: `false` is the answer to anything odd.
-//! - [`Dialect::read`]: walk the tree, and push one [`TensorRecord`] per dumped tensor into a
+//! - [`Dialect::read`]: walk the tree, and push one [`TensorRecord`](crate::TensorRecord) per dumped tensor into a
 //!   [`Dump`] whose `dialect` is [`Dialect::name`]. Fill what the dialect has:
 //!   - `rank`, `net` (a model or network name; `""` when the dialect has none), `graph`,
 //!     `iteration` (the step);
@@ -24,7 +24,7 @@
 //!   Execution order and graph edges go into `execution_orders` and `graphs` when the
 //!   dialect has them; inspect uses the edges to name a NaN's producer, compare to pair
 //!   tensors by value name.
-//! - Never stop for one bad file or row: push a [`Problem`] naming the file and what is
+//! - Never stop for one bad file or row: push a [`Problem`](crate::Problem) naming the file and what is
 //!   wrong, and go on. Return `Err` only when nothing can be read (the root itself).
 //! - Open files without following symlinks, and never read a tensor whole: records hold
 //!   paths, and statistics are streamed later in bounded chunks.
