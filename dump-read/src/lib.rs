@@ -54,6 +54,7 @@ mod dump;
 mod error;
 mod graph;
 pub mod inspect;
+mod many;
 mod par;
 mod stats;
 
@@ -61,5 +62,6 @@ pub use csv::{CsvRow, read_statistic_csv};
 pub use dump::{Dump, KernelRef, Problem, TensorRecord};
 pub use error::Error;
 pub use graph::{GraphNode, parse_ir};
+pub use many::{LANE_CHUNK, summarize_npy_many};
 pub use par::par_map;
 pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};
