@@ -12,6 +12,9 @@
 //!   non-finite, the kernels that grow their values most, suspicious outputs.
 //! - [`compare::compare`]: pairs the tensors of two dumps and measures each pair in one fused
 //!   pass: the first divergent operator.
+//! - [`summarize_npy`] / [`summarize_npy_many`]: `statistic.csv`-ready statistics and digests
+//!   of `.npy` files (`opdump stats`); many files are hashed together, their MD5s side by side
+//!   in the lanes of a multi-buffer engine.
 //!
 //! It never prints; `opdump inspect` and `opdump compare` word and render what it returns.
 //!

@@ -474,6 +474,8 @@ impl<'a> Md5Multi<'a> {
     /// let want: Vec<u8> = [[1u8; 100], [2u8; 100]].concat();
     /// assert_eq!(round.digest(0), Some(md5(&want)));
     /// ```
+    // No allocation in dump-core: the refused engine goes back by value, not in a Box.
+    #[allow(clippy::result_large_err)]
     pub fn rebind<'b>(self) -> Result<Md5Multi<'b>, Md5Multi<'a>> {
         if self.lanes.iter().any(|l| !l.ext.is_empty()) {
             return Err(self);
