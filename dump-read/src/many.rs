@@ -46,9 +46,11 @@ const MIN_FILES_PER_WORKER: usize = 4;
 /// order, on up to `threads` threads (the caller's one included).
 ///
 /// When `hashes` asks for MD5 and there are at least 4 files per thread, each thread hashes
-/// up to 16 files at once in the lanes of a multi-buffer MD5 engine (see the [module
-/// docs](self)); otherwise each file is summarised on its own ([`summarize_npy`], large
-/// files with their digests on threads of their own). Either way the results are the same.
+/// up to 16 files at once in the lanes of a multi-buffer MD5 engine
+/// ([`dump_core::hash::Md5Multi`], 256 KiB of each lane's file per round, statistics and
+/// SHA-1 of the chunk while it is in cache); otherwise each file is summarised on its own
+/// ([`summarize_npy`], large files with their digests on threads of their own). Either way
+/// the results are the same.
 ///
 /// ```no_run
 /// use std::path::PathBuf;
