@@ -12,6 +12,9 @@
 //!   non-finite, the kernels that grow their values most, suspicious outputs.
 //! - [`compare::compare`]: pairs the tensors of two dumps and measures each pair in one fused
 //!   pass: the first divergent operator.
+//! - [`summarize_npy`] / [`summarize_npy_many`]: `statistic.csv`-ready statistics and digests
+//!   of `.npy` files (`opdump stats`); many files are hashed together, their MD5s side by side
+//!   in the lanes of a multi-buffer engine.
 //!
 //! It never prints; `opdump inspect` and `opdump compare` word and render what it returns.
 //!
@@ -54,6 +57,7 @@ mod dump;
 mod error;
 mod graph;
 pub mod inspect;
+mod many;
 mod par;
 mod stats;
 
@@ -61,5 +65,6 @@ pub use csv::{CsvRow, read_statistic_csv};
 pub use dump::{Dump, KernelRef, Problem, TensorRecord};
 pub use error::Error;
 pub use graph::{GraphNode, parse_ir};
+pub use many::{LANE_CHUNK, summarize_npy_many};
 pub use par::par_map;
 pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};

@@ -163,12 +163,13 @@ pub fn summarize_npy(
     hashes: Hashes,
 ) -> Result<FileSummary, Error> {
     let mut npy = NpyReader::open(path)?;
-    let stored = npy.dtype;
-    if named == Some(DType::BFloat16) && stored == DType::Float32 {
+    let plan = Plan::of(&npy, named);
+    if plan.narrow {
         if let Some(stats) = stream(&mut npy, DType::BFloat16, hashes, true)? {
             return Ok(done(npy, DType::BFloat16, stats, None));
         }
         let mut again = NpyReader::open(path)?;
+        let stored = again.dtype;
         let stats = stream(&mut again, stored, hashes, false)?.unwrap_or_default();
         let w = format!(
             "{}: named bfloat16 but holds values that are not bfloat16; statistics are of the stored float32 values",
@@ -176,23 +177,73 @@ pub fn summarize_npy(
         );
         return Ok(done(again, stored, stats, Some(w)));
     }
-    let (report, warning) = match named {
-        Some(n) if name_dtype_fits(n, stored) => (n, None),
-        Some(n) => (
-            stored,
-            Some(format!(
-                "{}: the name says {n} but the file holds {stored} (descr {:?}); reporting {stored}",
-                path.display(),
-                npy.descr
-            )),
-        ),
-        None => (stored, None),
-    };
-    let stats = stream(&mut npy, stored, hashes, false)?.unwrap_or_default();
-    Ok(done(npy, report, stats, warning))
+    let stats = stream(&mut npy, plan.stream, hashes, false)?.unwrap_or_default();
+    Ok(done(npy, plan.report, stats, plan.warning))
 }
 
-fn done(npy: NpyReader, dtype: DType, stats: TensorStats, warning: Option<String>) -> FileSummary {
+/// How a file's data is summarised, decided from its header and the name's dtype.
+pub(crate) struct Plan {
+    /// The dtype the data is summarised as (bf16 when `narrow`, else the stored one).
+    pub(crate) stream: DType,
+    /// The file holds f32 named bf16: each value is narrowed back (exactly, or the file is
+    /// summarised again as f32).
+    pub(crate) narrow: bool,
+    /// The dtype the row reports.
+    pub(crate) report: DType,
+    /// Name and contents disagree.
+    pub(crate) warning: Option<String>,
+}
+
+impl Plan {
+    pub(crate) fn of(npy: &NpyReader, named: Option<DType>) -> Plan {
+        let stored = npy.dtype;
+        if named == Some(DType::BFloat16) && stored == DType::Float32 {
+            return Plan {
+                stream: DType::BFloat16,
+                narrow: true,
+                report: DType::BFloat16,
+                warning: None,
+            };
+        }
+        let (report, warning) = match named {
+            Some(n) if name_dtype_fits(n, stored) => (n, None),
+            Some(n) => (
+                stored,
+                Some(format!(
+                    "{}: the name says {n} but the file holds {stored} (descr {:?}); reporting {stored}",
+                    npy.path().display(),
+                    npy.descr
+                )),
+            ),
+            None => (stored, None),
+        };
+        Plan {
+            stream: stored,
+            narrow: false,
+            report,
+            warning,
+        }
+    }
+}
+
+/// The bf16 values of f32 `chunk` (little-endian) appended to `out`; `false` (and `out`
+/// partly filled) when a value is not an exact bf16 (low 16 bits not zero).
+pub(crate) fn narrow_bf16(chunk: &[u8], out: &mut Vec<u8>) -> bool {
+    for c in chunk.chunks_exact(4) {
+        if c[0] != 0 || c[1] != 0 {
+            return false;
+        }
+        out.extend_from_slice(&c[2..4]);
+    }
+    true
+}
+
+pub(crate) fn done(
+    npy: NpyReader,
+    dtype: DType,
+    stats: TensorStats,
+    warning: Option<String>,
+) -> FileSummary {
     FileSummary {
         dtype,
         stored: npy.dtype,
@@ -238,12 +289,9 @@ fn stream(
     npy.for_each_chunk(|chunk| {
         let bytes = if narrow {
             narrowed.clear();
-            for c in chunk.chunks_exact(4) {
-                if c[0] != 0 || c[1] != 0 {
-                    exact = false;
-                    return Err(Error::format(&path, "not bf16"));
-                }
-                narrowed.extend_from_slice(&c[2..4]);
+            if !narrow_bf16(chunk, &mut narrowed) {
+                exact = false;
+                return Err(Error::format(&path, "not bf16"));
             }
             &narrowed[..]
         } else {

@@ -23,11 +23,14 @@
 //!
 //! Columns: by default the 11 value columns (every distinct one but the digests), in
 //! MindSpore's list order; `--all` adds md5 and MindSpore's hash:sha1 (serial digests: on a
-//! large file they cost about ten times the value columns, so they are asked for, as in
+//! single large file they cost about ten times the value columns, so they are asked for, as in
 //! MindSpore's own `statistic_category`); `--category` picks any list.
 //!
 //! Files are streamed in bounded chunks (any size; memory stays a few MiB per core) and spread
-//! over the cores, rows printed in command-line order. An unreadable or invalid file is
+//! over the cores, rows printed in command-line order. With md5 asked for and at least 4 files
+//! per core, each core hashes up to 16 files at once in the lanes of a multi-buffer MD5 engine
+//! ([`dump_read::summarize_npy_many`]; about 10x one MD5 stream per core with AVX-512), with
+//! digests identical to one stream per file. An unreadable or invalid file is
 //! reported on stderr with its path and skipped; the exit code is then 2. An empty tensor gets
 //! no row (as in MindSpore) and a note on stderr.
 
@@ -36,7 +39,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use dump_read::summarize_npy;
+use dump_core::DType;
+use dump_read::{FileSummary, summarize_npy_many};
 use dump_stats::{
     CategorySet, Hashes, TensorId,
     csv::{Io, RowMeta, data_size, header_string, row_string},
@@ -65,8 +69,8 @@ pub struct Args {
     #[arg(long = "category", value_name = "NAME", conflicts_with = "all")]
     pub categories: Vec<String>,
     /// All 13 distinct columns, the digests md5 and MindSpore's hash:sha1 included (MD5 and
-    /// SHA-1 are serial: on a large file they set the pace, about 10x slower than the value
-    /// columns alone).
+    /// SHA-1 are serial within a file: on one large file they set the pace, about 10x slower
+    /// than the value columns alone; many files are hashed together, up to 16 per core).
     #[arg(long)]
     pub all: bool,
     /// Print the statistic.csv header line first (default).
@@ -102,30 +106,41 @@ fn mapped_name(dir: &Path, file: &str) -> Option<String> {
         .map(|(_, long)| long.to_owned())
 }
 
-/// One file's row (`Ok(None)` for an empty tensor), or an error message.
+/// What a file's name says: the parsed MindSpore-style name (looked up in `mapping.csv` for a
+/// short `opdump-{hex}.npy` name), or `None` for any other name.
+struct Named {
+    file: String,
+    mapped: Option<String>,
+}
+
+impl Named {
+    fn of(path: &Path) -> Named {
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mapped = if file.starts_with("opdump-") {
+            mapped_name(path.parent().unwrap_or(Path::new(".")), &file)
+        } else {
+            None
+        };
+        Named { file, mapped }
+    }
+
+    fn parsed(&self) -> Option<TensorFileName<'_>> {
+        TensorFileName::parse(self.mapped.as_deref().unwrap_or(&self.file))
+    }
+}
+
+/// One file's row (`Ok(None)` for an empty tensor) from its summary, or an error message.
 fn file_row(
-    path: &Path,
+    named: &Named,
+    sum: Result<FileSummary, dump_read::Error>,
     cats: &CategorySet,
     err: &mut dyn Write,
 ) -> Result<Option<String>, String> {
-    let file = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mapped = if file.starts_with("opdump-") {
-        mapped_name(path.parent().unwrap_or(Path::new(".")), &file)
-    } else {
-        None
-    };
-    let parsed = TensorFileName::parse(mapped.as_deref().unwrap_or(&file));
-    // Streamed in bounded chunks: a file of any size (a 50 GB sparse one too) is summarised
-    // without holding it.
-    let sum = summarize_npy(
-        path,
-        parsed.as_ref().map(|p| p.dtype),
-        Hashes::for_categories(cats),
-    )
-    .map_err(|e| e.reason())?;
+    let parsed = named.parsed();
+    let sum = sum.map_err(|e| e.reason())?;
     if let Some(w) = &sum.warning {
         let _ = writeln!(err, "warning: {w}");
     }
@@ -152,7 +167,8 @@ fn file_row(
             }
         }
         None => {
-            let stem = file.strip_suffix(".npy").unwrap_or(&file);
+            let file = &named.file;
+            let stem = file.strip_suffix(".npy").unwrap_or(file);
             op_name = sanitize(stem).replace(',', "_");
             RowMeta {
                 id: TensorId {
@@ -173,29 +189,27 @@ fn file_row(
 /// One file's row (or error) and the warnings written while reading it.
 type FileResult = (Result<Option<String>, String>, Vec<u8>);
 
-/// [`file_row`] of every file, spread over the available cores, results in input order.
+/// [`file_row`] of every file, results in input order. The files are streamed in bounded
+/// chunks on all cores by [`dump_read::summarize_npy_many`]: with md5 asked for, each thread
+/// hashes up to 16 files at once in the lanes of a multi-buffer MD5 engine.
 fn summarise_all(files: &[PathBuf], cats: &CategorySet) -> Vec<FileResult> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    dump_read::par_map(
-        files.len(),
-        threads,
-        |i| {
+    let names: Vec<Named> = files.iter().map(|p| Named::of(p)).collect();
+    let jobs: Vec<(PathBuf, Option<DType>)> = files
+        .iter()
+        .zip(&names)
+        .map(|(p, n)| (p.clone(), n.parsed().map(|t| t.dtype)))
+        .collect();
+    let sums = summarize_npy_many(&jobs, Hashes::for_categories(cats), threads);
+    names
+        .iter()
+        .zip(sums)
+        .map(|(named, sum)| {
             let mut notes = Vec::new();
-            let r = file_row(&files[i], cats, &mut notes);
+            let r = file_row(named, sum, cats, &mut notes);
             (r, notes)
-        },
-        &|_, _| {},
-    )
-    .into_iter()
-    .map(|r| {
-        r.unwrap_or_else(|| {
-            (
-                Err("internal error: a worker thread stopped".into()),
-                Vec::new(),
-            )
         })
-    })
-    .collect()
+        .collect()
 }
 
 /// Runs `stats`; returns the exit code.

@@ -12,6 +12,10 @@
 //!   MindSpore's sha1), against numpy computing the same
 //!   statistics (plus `hashlib` md5 and sha1 for the hashed row) after `np.load`.
 //!
+//! - `stats-dir+hash`: `opdump stats --all` on a directory of 256 x 4 MiB f32 files (64 with
+//!   `--quick`), the files' MD5s hashed together in multi-buffer lanes, against numpy +
+//!   `hashlib` (md5 and sha1) doing the same per file in one process.
+//!
 //! Peak RSS of each opdump run (`getrusage` of the child, through python3) is printed.
 
 use std::{
@@ -74,6 +78,25 @@ for _ in range(3):
          np.count_nonzero(x == -np.inf), np.count_nonzero(x == np.inf), np.count_nonzero(x == 0),
          np.linalg.norm(x.astype(np.float64)))
     if hashed:
+        b = x.tobytes(); hashlib.md5(b).hexdigest(); hashlib.sha1(b).hexdigest()
+    times.append(time.perf_counter() - t)
+times.sort()
+print(times[1])
+"#;
+
+const PY_STATS_DIR: &str = r#"
+import sys, time, hashlib, glob, os
+import numpy as np
+files = sorted(glob.glob(os.path.join(sys.argv[1], "*.npy")))
+times = []
+for _ in range(3):
+    t = time.perf_counter()
+    for path in files:
+        x = np.load(path)
+        r = (np.max(x), np.min(x), np.mean(x), x.size, np.count_nonzero(np.signbit(x) & (x == 0)),
+             np.count_nonzero(~np.signbit(x) & (x == 0)), np.count_nonzero(np.isnan(x)),
+             np.count_nonzero(x == -np.inf), np.count_nonzero(x == np.inf),
+             np.count_nonzero(x == 0), np.linalg.norm(x.astype(np.float64)))
         b = x.tobytes(); hashlib.md5(b).hexdigest(); hashlib.sha1(b).hexdigest()
     times.append(time.perf_counter() - t)
 times.sort()
@@ -285,6 +308,81 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
             });
         }
     }
+    stats_dir(opts, bin, &dir, rows)?;
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `opdump stats --all` over a directory of many 4 MiB files (multi-buffer MD5 across files)
+/// against numpy + hashlib per file.
+fn stats_dir(opts: &Opts, bin: &str, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String> {
+    let (files, per) = if opts.quick {
+        (64, 4usize << 20)
+    } else {
+        (256, 4usize << 20)
+    };
+    let sub = dir.join("many");
+    std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
+    let mut paths = Vec::with_capacity(files);
+    for f in 0..files {
+        let p = sub.join(format!(
+            "MatMul.Default_MatMul-op{f}.0.0.{}.output.0.DefaultFormat.Float32.npy",
+            1000 + f
+        ));
+        let vals =
+            (0..per / 4).map(move |i| (((i * 2654435761 + f) % 20011) as f32 - 10005.0) * 1e-3);
+        f32_npy(&p, vals, per / 4)?;
+        paths.push(p.display().to_string());
+    }
+    let total = files * per;
+    let mut cat = vec!["cat"];
+    cat.extend(paths.iter().map(String::as_str));
+    let _ = timed(1, &cat);
+    let mut cmd = vec![bin, "stats", "--all"];
+    cmd.extend(paths.iter().map(String::as_str));
+    // Interleaved: opdump, numpy, opdump, numpy, ...; medians of each.
+    let (mut ours, mut theirs, mut rss) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..opts.runs.clamp(1, 5) {
+        if let Some((s, r)) = timed(1, &cmd) {
+            ours.push(s);
+            rss = rss.max(r);
+        }
+        if let Some(s) = python(PY_STATS_DIR, &[&sub.display().to_string()]) {
+            theirs.push(s);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let np = median(&mut theirs).map(|s| total as f64 / s / 1e9);
+    if let Some(s) = median(&mut ours) {
+        let g = total as f64 / s / 1e9;
+        println!(
+            "opdump stats --all: {files} x {} MiB files in {s:.3} s, peak RSS {} MiB",
+            per >> 20,
+            rss / 1024
+        );
+        rows.push(Row {
+            kernel: "stats-dir+hash".into(),
+            dtype: "float32".into(),
+            bytes: total,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            gbps: g,
+            vs_read: None,
+            vs_numpy: np.map(|n| g / n),
+        });
+    }
+    if let Some(n) = np {
+        rows.push(Row {
+            kernel: "stats-dir+hash:numpy".into(),
+            dtype: "float32".into(),
+            bytes: total,
+            threads: 1,
+            gbps: n,
+            vs_read: None,
+            vs_numpy: None,
+        });
+    }
     Ok(())
 }

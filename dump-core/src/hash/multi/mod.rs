@@ -448,6 +448,57 @@ impl<'a> Md5Multi<'a> {
         Some(out)
     }
 
+    /// The same engine, holding no borrowed chunk any more, so it can take chunks of another
+    /// lifetime `'b`: lets a caller that reads into its own buffers refill them between rounds
+    /// (feed every lane, [`run`](Md5Multi::run) until [`busy_mask`](Md5Multi::busy_mask) is
+    /// 0, `rebind`, refill). Lane states, partial blocks and digests carry over unchanged.
+    /// Gives the engine back unchanged (`Err`) while a lane still holds fed bytes that are
+    /// neither hashed nor copied into its partial block.
+    ///
+    /// ```
+    /// use dump_core::hash::{md5, Md5Multi};
+    ///
+    /// let mut buf = vec![1u8; 100];
+    /// let mut mb: Md5Multi<'static> = Md5Multi::new();
+    /// {
+    ///     let mut round = mb.rebind().unwrap();
+    ///     round.update(0, &buf);
+    ///     while round.run() != 0 {}
+    ///     mb = round.rebind().unwrap(); // `buf` is no longer borrowed
+    /// }
+    /// buf.fill(2);
+    /// let mut round = mb.rebind().unwrap();
+    /// round.update(0, &buf);
+    /// round.finish(0);
+    /// while round.run() != 0 {}
+    /// let want: Vec<u8> = [[1u8; 100], [2u8; 100]].concat();
+    /// assert_eq!(round.digest(0), Some(md5(&want)));
+    /// ```
+    // No allocation in dump-core: the refused engine goes back by value, not in a Box.
+    #[allow(clippy::result_large_err)]
+    pub fn rebind<'b>(self) -> Result<Md5Multi<'b>, Md5Multi<'a>> {
+        if self.lanes.iter().any(|l| !l.ext.is_empty()) {
+            return Err(self);
+        }
+        let mut lanes = [Lane::FREE; MD5_MAX_LANES];
+        for (to, from) in lanes.iter_mut().zip(&self.lanes) {
+            *to = Lane {
+                phase: from.phase,
+                ext: &[],
+                buf: from.buf,
+                carry: from.carry,
+                pending: from.pending,
+                first: from.first,
+                len: from.len,
+            };
+        }
+        Ok(Md5Multi {
+            backend: self.backend,
+            st: self.st,
+            lanes,
+        })
+    }
+
     /// Lanes with pending input, bit `i` for lane `i`.
     pub fn busy_mask(&self) -> u32 {
         (0..self.lanes())

@@ -1,0 +1,450 @@
+//! [`summarize_npy_many`]: many `.npy` files summarised together, their MD5s hashed side by
+//! side in the lanes of one multi-buffer engine per thread (`opdump stats --all` over a
+//! directory).
+//!
+//! One MD5 stream is serial (about 0.64 GB/s on the project machine), so a reader that hashes
+//! one file at a time is bound by it whatever else it does. Here each worker thread keeps up
+//! to [`MD5_MAX_LANES`] files open, one per lane of a [`Md5Multi`]: in each round it reads
+//! the next [`LANE_CHUNK`] bytes of every open file into that lane's buffer, computes the
+//! statistics (and MindSpore's SHA-1, which has SHA-NI) on the chunk while it is in cache,
+//! then hashes all lanes' chunks together. A lane whose file ends takes the next file from
+//! the shared list, so a large file never holds up the small ones. Memory stays bounded: one
+//! chunk buffer per lane (and one for bf16 narrowing), 4 MiB per thread with 16 lanes.
+//!
+//! Digests and statistics are bit-identical to [`summarize_npy`] of each file (MD5 is the
+//! same function whichever lane computes it; the statistics see the same bytes in the same
+//! order). A file named bf16 that turns out to hold values that are not bf16 is summarised
+//! again on its own by [`summarize_npy`], which reports the stored f32 values with a warning.
+
+use std::{
+    path::PathBuf,
+    sync::atomic::{AtomicUsize, Ordering},
+};
+
+use dump_core::{
+    DType,
+    hash::{MD5_MAX_LANES, Md5Multi},
+    stats::FUSE_CHUNK,
+};
+use dump_npy::NpyReader;
+use dump_stats::{Hashes, StreamStats};
+
+use crate::{
+    Error, FileSummary, par_map,
+    stats::{Plan, done, narrow_bf16, summarize_npy},
+};
+
+/// Bytes read from each lane's file per round (the statistics' fused piece, so a chunk is
+/// summarised in one piece while it is in cache).
+pub const LANE_CHUNK: usize = FUSE_CHUNK;
+
+/// Files per worker below which files are summarised one by one instead (each with its
+/// digests on threads of its own, which beats a few busy lanes).
+const MIN_FILES_PER_WORKER: usize = 4;
+
+/// [`summarize_npy`] of every `(path, dtype the name gives)` of `files`, results in input
+/// order, on up to `threads` threads (the caller's one included).
+///
+/// When `hashes` asks for MD5 and there are at least 4 files per thread, each thread hashes
+/// up to 16 files at once in the lanes of a multi-buffer MD5 engine
+/// ([`dump_core::hash::Md5Multi`], 256 KiB of each lane's file per round, statistics and
+/// SHA-1 of the chunk while it is in cache); otherwise each file is summarised on its own
+/// ([`summarize_npy`], large files with their digests on threads of their own). Either way
+/// the results are the same.
+///
+/// ```no_run
+/// use std::path::PathBuf;
+/// use dump_stats::Hashes;
+///
+/// let files: Vec<(PathBuf, Option<dump_core::DType>)> = std::fs::read_dir("dump/rank_0/Net/0/0")?
+///     .map(|e| e.map(|e| (e.path(), None)))
+///     .collect::<Result<_, _>>()?;
+/// let both = Hashes { md5: true, sha1: true };
+/// for (file, sum) in files.iter().zip(dump_read::summarize_npy_many(&files, both, 2)) {
+///     match sum {
+///         Ok(s) => println!("{}: md5 {:02x?}", file.0.display(), s.stats.md5),
+///         Err(e) => eprintln!("{e}"),
+///     }
+/// }
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn summarize_npy_many(
+    files: &[(PathBuf, Option<DType>)],
+    hashes: Hashes,
+    threads: usize,
+) -> Vec<Result<FileSummary, Error>> {
+    let threads = threads.max(1);
+    let one_by_one = |idx: &[usize]| {
+        par_map(
+            idx.len(),
+            threads,
+            |k| summarize_npy(&files[idx[k]].0, files[idx[k]].1, hashes),
+            &|_, _| {},
+        )
+    };
+    let stopped = || Error::Format {
+        path: PathBuf::new(),
+        message: "internal error: a worker thread stopped".into(),
+    };
+    if !hashes.md5 || files.len() < MIN_FILES_PER_WORKER * threads {
+        let all: Vec<usize> = (0..files.len()).collect();
+        return one_by_one(&all)
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(stopped())))
+            .collect();
+    }
+    let next = AtomicUsize::new(0);
+    let parts = par_map(
+        threads,
+        threads,
+        |_| Lanes::work(files, hashes, &next),
+        &|_, _| {},
+    );
+    let mut out: Vec<Option<Result<FileSummary, Error>>> = (0..files.len()).map(|_| None).collect();
+    let mut redo = Vec::new();
+    for (i, r) in parts.into_iter().flatten().flatten() {
+        match r {
+            Outcome::Done(s) => out[i] = Some(Ok(s)),
+            Outcome::Failed(e) => out[i] = Some(Err(e)),
+            Outcome::Redo => redo.push(i),
+        }
+    }
+    for (i, r) in redo.iter().zip(one_by_one(&redo)) {
+        out[*i] = r;
+    }
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(stopped())))
+        .collect()
+}
+
+/// How a file's pass through a lane ended.
+enum Outcome {
+    Done(FileSummary),
+    Failed(Error),
+    /// Named bf16 but holds f32 values that are not bf16: summarised again on its own.
+    Redo,
+}
+
+/// A file in a lane.
+struct Open {
+    index: usize,
+    npy: NpyReader,
+    plan: Plan,
+    acc: StreamStats,
+    /// Data bytes not read yet.
+    left: u64,
+    /// Set when the file failed or must be redone: the lane's digest is dropped.
+    end: Option<Outcome>,
+}
+
+/// One worker: its engine, its lanes' files and their chunk buffers.
+struct Lanes<'f> {
+    files: &'f [(PathBuf, Option<DType>)],
+    hashes: Hashes,
+    open: Vec<Option<Open>>,
+    bufs: Vec<Vec<u8>>,
+    narrowed: Vec<Vec<u8>>,
+    results: Vec<(usize, Outcome)>,
+}
+
+impl<'f> Lanes<'f> {
+    /// Takes files from `next` until none is left; returns each one's outcome by index.
+    fn work(
+        files: &'f [(PathBuf, Option<DType>)],
+        hashes: Hashes,
+        next: &AtomicUsize,
+    ) -> Vec<(usize, Outcome)> {
+        let mut mb: Md5Multi<'static> = Md5Multi::new();
+        let lanes = mb.lanes().min(MD5_MAX_LANES);
+        let mut w = Lanes {
+            files,
+            hashes,
+            open: (0..lanes).map(|_| None).collect(),
+            bufs: (0..lanes).map(|_| Vec::new()).collect(),
+            narrowed: (0..lanes).map(|_| Vec::new()).collect(),
+            results: Vec::new(),
+        };
+        loop {
+            for lane in 0..lanes {
+                if w.open[lane].is_none() {
+                    w.open[lane] = w.take(next);
+                }
+            }
+            if w.open.iter().all(Option::is_none) {
+                return w.results;
+            }
+            // Read and summarise the next chunk of every lane's file (stats and SHA-1 while
+            // the chunk is in cache); the MD5 of all chunks follows in one engine run.
+            let fed: Vec<Option<(bool, usize)>> = (0..lanes).map(|lane| w.read(lane)).collect();
+            let mut round = match mb.rebind() {
+                Ok(r) => r,
+                Err(_) => unreachable!("the previous round ran until no lane held input"),
+            };
+            for (lane, f) in fed.iter().enumerate() {
+                let Some(o) = &w.open[lane] else { continue };
+                if let Some((narrowed, n)) = *f {
+                    let src = if narrowed {
+                        &w.narrowed[lane]
+                    } else {
+                        &w.bufs[lane]
+                    };
+                    round.update(lane, &src[..n]);
+                }
+                if o.left == 0 || o.end.is_some() {
+                    round.finish(lane);
+                }
+            }
+            while round.run() != 0 {}
+            for lane in 0..lanes {
+                if let Some(d) = round.digest(lane)
+                    && let Some(mut o) = w.open[lane].take()
+                {
+                    let index = o.index;
+                    let outcome = match o.end.take() {
+                        Some(end) => end,
+                        None => finish(o, d, hashes),
+                    };
+                    w.results.push((index, outcome));
+                }
+            }
+            mb = match round.rebind() {
+                Ok(m) => m,
+                Err(_) => unreachable!("run() returned 0: no lane holds input"),
+            };
+        }
+    }
+
+    /// The next file that opens (a file that does not gets its error as its outcome).
+    fn take(&mut self, next: &AtomicUsize) -> Option<Open> {
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let (path, named) = self.files.get(index)?;
+            let opened = NpyReader::open(path).map_err(Error::from).and_then(|npy| {
+                let plan = Plan::of(&npy, *named);
+                let inline = Hashes {
+                    md5: false,
+                    ..self.hashes
+                };
+                let acc = StreamStats::new(plan.stream, npy.elems(), inline).map_err(|e| {
+                    Error::format(
+                        path,
+                        format!("cannot compute statistics of {} data: {e}", plan.stream),
+                    )
+                })?;
+                Ok(Open {
+                    index,
+                    left: npy.data_len,
+                    npy,
+                    plan,
+                    acc,
+                    end: None,
+                })
+            });
+            match opened {
+                Ok(o) => return Some(o),
+                Err(e) => self.results.push((index, Outcome::Failed(e))),
+            }
+        }
+    }
+
+    /// Reads and summarises the next chunk of `lane`'s file; `Some((narrowed, len))` names
+    /// the bytes to hash. A failure ends the file (`Open::end`).
+    fn read(&mut self, lane: usize) -> Option<(bool, usize)> {
+        let o = self.open[lane].as_mut()?;
+        if o.left == 0 || o.end.is_some() {
+            return None;
+        }
+        let n = (o.left as usize).min(LANE_CHUNK);
+        let buf = &mut self.bufs[lane];
+        buf.resize(n, 0);
+        if let Err(e) = o.npy.read_chunk(buf) {
+            o.end = Some(Outcome::Failed(e.into()));
+            return None;
+        }
+        o.left -= n as u64;
+        let narrowed = &mut self.narrowed[lane];
+        let bytes = if o.plan.narrow {
+            narrowed.clear();
+            if !narrow_bf16(buf, narrowed) {
+                o.end = Some(Outcome::Redo);
+                return None;
+            }
+            &narrowed[..]
+        } else {
+            &buf[..]
+        };
+        if let Err(e) = o.acc.update(bytes) {
+            let path = o.npy.path();
+            let msg = format!("cannot compute statistics of {} data: {e}", o.plan.stream);
+            o.end = Some(Outcome::Failed(Error::format(path, msg)));
+            return None;
+        }
+        Some((o.plan.narrow, bytes.len()))
+    }
+}
+
+/// A file whose every byte was read: its summary with the lane's MD5.
+fn finish(o: Open, md5: [u8; 16], hashes: Hashes) -> Outcome {
+    let path = o.npy.path().to_path_buf();
+    match o.acc.finish() {
+        Ok(mut stats) => {
+            stats.md5 = hashes.md5.then_some(md5);
+            Outcome::Done(done(o.npy, o.plan.report, stats, o.plan.warning))
+        }
+        Err(e) => Outcome::Failed(Error::format(
+            &path,
+            format!("cannot compute statistics of {} data: {e}", o.plan.stream),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn bytes(seed: u64, n: usize) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect()
+    }
+
+    fn write(dir: &Path, name: &str, dtype: DType, elems: usize, data: &[u8]) -> PathBuf {
+        let p = dir.join(name);
+        dump_npy::write_file(&p, dtype, &[elems], data, Default::default()).unwrap();
+        p
+    }
+
+    /// A set of files that exercises every path of a lane: sizes from empty to several
+    /// chunks (lanes finish in different rounds and take new files), dtypes, bf16 widened to
+    /// `<f4` (exact, and not exact: summarised again), a name that disagrees with the data,
+    /// and hostile files (missing, not an npy, truncated data).
+    fn file_set(dir: &Path) -> Vec<(PathBuf, Option<DType>)> {
+        std::fs::create_dir_all(dir).unwrap();
+        let mut files = Vec::new();
+        let sizes = [
+            0usize,
+            1,
+            3,
+            1000,
+            16_384,
+            LANE_CHUNK / 4,
+            LANE_CHUNK / 4 + 7,
+            3 * LANE_CHUNK / 4 + 1,
+        ];
+        for (i, &elems) in sizes.iter().cycle().take(37).enumerate() {
+            let elems = elems + i % 5;
+            let mut data = bytes(i as u64 + 1, elems * 4);
+            // Finite values (and some NaN bit patterns left in on purpose every 7th file).
+            if i % 7 != 0 {
+                for c in data.chunks_exact_mut(4) {
+                    c[3] &= 0x3f;
+                }
+            }
+            files.push((
+                write(dir, &format!("f{i}.npy"), DType::Float32, elems, &data),
+                None,
+            ));
+        }
+        let i8s = bytes(99, 70_001);
+        files.push((write(dir, "i8.npy", DType::Int8, i8s.len(), &i8s), None));
+        let f16 = bytes(98, 2 * 40_000);
+        files.push((
+            write(dir, "h.npy", DType::Float16, 40_000, &f16),
+            Some(DType::Float16),
+        ));
+        // bf16 widened to <f4: low 16 bits zero (exact), and one with a value that is not.
+        let bf: Vec<u8> = bytes(97, 2 * 300_000)
+            .chunks_exact(2)
+            .flat_map(|b| [0, 0, b[0], b[1] & 0x7f])
+            .collect();
+        files.push((
+            write(dir, "bf.npy", DType::Float32, 300_000, &bf),
+            Some(DType::BFloat16),
+        ));
+        let mut not_bf = bf.clone();
+        not_bf[4 * 290_000] = 1;
+        files.push((
+            write(dir, "notbf.npy", DType::Float32, 300_000, &not_bf),
+            Some(DType::BFloat16),
+        ));
+        files.push((
+            write(dir, "named.npy", DType::Int8, 10, &i8s[..10]),
+            Some(DType::Float32),
+        ));
+        files.push((dir.join("missing.npy"), None));
+        std::fs::write(dir.join("text.npy"), b"not an npy file at all").unwrap();
+        files.push((dir.join("text.npy"), None));
+        let good = std::fs::read(&files[6].0).unwrap();
+        std::fs::write(dir.join("cut.npy"), &good[..good.len() - 5]).unwrap();
+        files.push((dir.join("cut.npy"), None));
+        files
+    }
+
+    /// Every file's summary (statistics, MD5, SHA-1, dtype, warning) or error is what
+    /// `summarize_npy` gives for it alone, whatever the thread count, digests or order.
+    #[test]
+    fn same_as_one_file_at_a_time() {
+        let dir = std::env::temp_dir().join(format!("opdump-many-{}", std::process::id()));
+        let files = file_set(&dir);
+        let md5_only = Hashes {
+            md5: true,
+            sha1: false,
+        };
+        let both = Hashes {
+            md5: true,
+            sha1: true,
+        };
+        for hashes in [both, md5_only, Hashes::NONE] {
+            let want: Vec<String> = files
+                .iter()
+                .map(|(p, n)| match summarize_npy(p, *n, hashes) {
+                    Ok(s) => format!("{s:?}"),
+                    Err(e) => e.to_string(),
+                })
+                .collect();
+            for threads in [1, 2] {
+                let got = summarize_npy_many(&files, hashes, threads);
+                assert_eq!(got.len(), files.len());
+                for ((g, w), f) in got.iter().zip(&want).zip(&files) {
+                    let g = match g {
+                        Ok(s) => format!("{s:?}"),
+                        Err(e) => e.to_string(),
+                    };
+                    assert_eq!(&g, w, "{} ({threads} threads)", f.0.display());
+                }
+            }
+        }
+        // The lanes were used (enough files per thread) and the digests are real ones.
+        assert!(files.len() >= MIN_FILES_PER_WORKER * 2);
+        let got = summarize_npy_many(&files, both, 2);
+        let data = std::fs::read(&files[7].0).unwrap();
+        let s = got[7].as_ref().unwrap();
+        assert_eq!(
+            s.stats.md5,
+            Some(dump_core::hash::md5(&data[data.len() - 4 * s.shape[0]..]))
+        );
+        assert!(
+            got[files.len() - 3]
+                .as_ref()
+                .unwrap_err()
+                .to_string()
+                .contains("missing.npy")
+        );
+        let w = got[files.len() - 5].as_ref().unwrap();
+        assert!(w.warning.as_deref().unwrap_or("").contains("not bfloat16"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn no_files() {
+        assert!(summarize_npy_many(&[], Hashes::NONE, 4).is_empty());
+    }
+}
