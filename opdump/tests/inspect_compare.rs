@@ -727,3 +727,62 @@ fn statistic_only_dumps_are_inspected_and_compared_from_their_rows() {
     );
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+#[test]
+fn inspect_finds_a_nan_that_only_an_input_row_holds() {
+    // ONNX Runtime's LSTM kept its output finite while its input held a NaN: a statistic-only
+    // dump whose one NaN is in an input row.
+    let tmp = tmpdir("nan-input");
+    let header = "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,Min Value,NaN Count\n";
+    let csv = format!(
+        "{header}Relu,Default_Relu-op0,0,0,5,input,0,12,float32,\"(3)\",3,1,0\n\
+         Relu,Default_Relu-op0,0,0,6,output,0,12,float32,\"(3)\",3,1,0\n\
+         LSTM,Default_LSTM-op1,0,0,10,input,0,12,float32,\"(3)\",3,1,0\n\
+         LSTM,Default_LSTM-op1,0,0,11,input,1,12,float32,\"(3)\",nan,nan,1\n\
+         LSTM,Default_LSTM-op1,0,0,12,output,0,12,float32,\"(3)\",0.5,-0.5,0\n\
+         Add,Default_Add-op2,0,0,20,input,0,12,float32,\"(3)\",0.5,-0.5,0\n\
+         Add,Default_Add-op2,0,0,21,output,0,12,float32,\"(3)\",1,0,0\n"
+    );
+    let d = tree(&tmp.join("d"), &[("statistic.csv", csv.into_bytes())]);
+    let o = opdump(&["inspect", d.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json_of(&o);
+    assert!(
+        v["first_nonfinite"].is_null(),
+        "no output is non-finite: {v}"
+    );
+    let t = &v["first_nonfinite_tensor"];
+    assert_eq!(t["op_name"], "Default_LSTM-op1", "{t}");
+    assert_eq!(
+        (t["io"].as_str(), t["slot"].as_u64()),
+        (Some("input"), Some(1)),
+        "{t}"
+    );
+    assert_eq!(t["origin"], "kernel_input", "{t}");
+
+    let o = opdump(&["inspect", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("every tensor is finite"), "{text}");
+    assert!(
+        text.contains("none (every kernel output is finite, but not every tensor)")
+            && text.contains("first non-finite tensor in run order: ")
+            && text.contains("Default_LSTM-op1 input.1")
+            && text.contains("a graph input, a weight, a constant"),
+        "{text}"
+    );
+    assert!(
+        stderr(&o).contains("first non-finite tensor: "),
+        "{}",
+        stderr(&o)
+    );
+
+    // The same dump with the NaN removed: exit 0 and "every tensor is finite".
+    let csv = std::fs::read_to_string(d.join("rank_0/Net/0/0/statistic.csv"))
+        .unwrap()
+        .replace("nan,nan,1", "3,1,0");
+    std::fs::write(d.join("rank_0/Net/0/0/statistic.csv"), csv).unwrap();
+    let o = opdump(&["inspect", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("none (every tensor is finite)"));
+}
