@@ -123,3 +123,106 @@ fn ort_without_the_library_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// `opdump run MODEL --runtime RUNTIME ARGS..` in `cwd`.
+fn run_in(cwd: &std::path::Path, model: &str, runtime: &str, extra: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opdump"));
+    cmd.current_dir(cwd)
+        .arg("run")
+        .arg(fixtures().join(model))
+        .args(["--runtime", runtime])
+        .args(extra);
+    for v in ["MINDSPORE_DUMP_CONFIG", "MS_DIAGNOSTIC_DATA_PATH"] {
+        cmd.env_remove(v);
+    }
+    cmd.output().expect("run opdump")
+}
+
+/// mlp_ext.onnx keeps w and b in mlp_ext.onnx.data and scale/shape in float_data/int64_data:
+/// from a folder that is not the model's, under a dotted, spaced --out, the output equals the
+/// reference evaluator's and every weight is dumped as a constant.
+fn external_data_from_another_folder(runtime: &str) {
+    let tmp = Tmp::new(&format!("ext-{runtime}"));
+    let cwd = tmp.0.join("first.last dir");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let x = format!(
+        "x={}",
+        fixtures().join("exported/mlp_ext/input_x.npy").display()
+    );
+    let o = run_in(
+        &cwd,
+        "exported/mlp_ext.onnx",
+        runtime,
+        &["--input", &x, "--out", "x y/.."],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let net = cwd.join("rank_0/mlp_ext/0");
+    let files = npy_in(&net.join("0"));
+    let y = files
+        .iter()
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("Reshape.") && n.contains(".output.0.")
+        })
+        .unwrap();
+    let want = fixtures().join("exported/mlp_ext/expected_y.npy");
+    support::assert_close(runtime, y, &want, 1e-6);
+    let consts: Vec<String> = npy_in(&net.join("constants"))
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for w in [
+        "Parameter.w.",
+        "Parameter.b.",
+        "Parameter.scale.",
+        "Parameter.shape.",
+    ] {
+        assert!(consts.iter().any(|c| c.starts_with(w)), "{w}: {consts:?}");
+    }
+}
+
+#[cfg(feature = "candle")]
+#[test]
+fn candle_reads_external_data_and_typed_fields_from_any_folder() {
+    external_data_from_another_folder("candle");
+}
+
+#[cfg(feature = "ort")]
+#[test]
+fn ort_resolves_external_data_beside_the_model_from_any_folder() {
+    if !support::onnx_runtime_available() {
+        return;
+    }
+    external_data_from_another_folder("ort");
+}
+
+#[cfg(feature = "candle")]
+#[test]
+fn a_candle_panic_is_a_clean_error_naming_the_node_and_op() {
+    let tmp = Tmp::new("panic");
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    let o = run_in(
+        &tmp.0,
+        "exported/gemm_nobias.onnx",
+        "candle",
+        &["--out", "d"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: candle-onnx panicked (caught) at node \"head/Gemm\" (Gemm, #1): "),
+        "{err}"
+    );
+    // No default panic report, no library advice, no "nothing was dumped" after the error.
+    for bad in [
+        "thread '",
+        "RUST_BACKTRACE",
+        "begin_step",
+        "nothing was dumped",
+    ] {
+        assert!(!err.contains(bad), "{bad}: {err}");
+    }
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -53,6 +53,8 @@ pub mod convert;
 mod cuda;
 mod dumped;
 mod error;
+#[cfg(feature = "onnx")]
+mod eval;
 mod graph;
 #[cfg(feature = "onnx")]
 pub mod onnx;
@@ -64,5 +66,5 @@ pub use candle_core;
 #[cfg(feature = "onnx")]
 pub use candle_onnx;
 pub use dumped::{Dumped, DumpedT, op_type_of};
-pub use error::Error;
+pub use error::{Error, EvalCause, NodeAt};
 pub use trace::{Tracer, tap};

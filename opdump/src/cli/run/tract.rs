@@ -26,13 +26,21 @@ pub(crate) struct TractRunner {
 }
 
 impl TractRunner {
-    /// Loads `path` (an error names the file and what tract said).
+    /// Loads `path` (an error names the file and what tract said; the caller checked that
+    /// the file opens).
     pub(crate) fn load(path: &Path) -> Result<Self, RunError> {
         let model = tract_onnx::onnx().model_for_path(path).map_err(|e| {
-            RunError::Invalid(format!(
-                "{}: not an ONNX model tract can load: {e:#}",
-                path.display()
-            ))
+            // Not ONNX at all is bad input (exit 2); ONNX that tract cannot load is exit 1.
+            let parsed = std::fs::read(path)
+                .map_err(|r| r.to_string())
+                .and_then(|b| dump_onnx::Model::parse(b).map_err(|p| p.to_string()));
+            match parsed {
+                Err(m) => RunError::Invalid(format!("{}: {m}", path.display())),
+                Ok(_) => RunError::Failed(format!(
+                    "{}: tract cannot load this model: {e:#}",
+                    path.display()
+                )),
+            }
         })?;
         Ok(TractRunner {
             path: path.to_owned(),
@@ -43,7 +51,7 @@ impl TractRunner {
     }
 
     fn cannot(&self, e: impl std::fmt::Display) -> RunError {
-        RunError::Invalid(format!(
+        RunError::Failed(format!(
             "{}: tract cannot run this model: {e:#}",
             self.path.display()
         ))
