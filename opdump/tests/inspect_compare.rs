@@ -795,14 +795,26 @@ fn npy_f32_shaped(shape: &[usize], v: &[f32]) -> Vec<u8> {
     b
 }
 
-/// A one-kernel dump whose output is `v` in `shape`.
+/// A one-kernel dump whose output is `v` in `shape`, with its statistic.csv row (max, min).
 fn one_tensor_dump(root: &Path, shape: &[usize], v: &[f32]) -> PathBuf {
+    let max = v.iter().copied().fold(f32::MIN, f32::max);
+    let min = v.iter().copied().fold(f32::MAX, f32::min);
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let csv = format!(
+        "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,Min Value\n\
+         Add,Default_Add-op0,0,0,10,output,0,{},float32,\"({})\",{max:e},{min:e}\n",
+        v.len() * 4,
+        dims.join(",")
+    );
     tree(
         root,
-        &[(
-            "Add.Default_Add-op0.0.0.10.output.0.DefaultFormat.float32.npy",
-            npy_f32_shaped(shape, v),
-        )],
+        &[
+            (
+                "Add.Default_Add-op0.0.0.10.output.0.DefaultFormat.float32.npy",
+                npy_f32_shaped(shape, v),
+            ),
+            ("statistic.csv", csv.into_bytes()),
+        ],
     )
 }
 
@@ -853,6 +865,21 @@ fn compare_pairs_squeezed_shapes_by_value_and_scales_atol_with_the_tensor() {
     let tiny_a: Vec<f32> = tiny.iter().map(|x| x * 1.01).collect();
     let (code, j) = cmp(&[4], &tiny_a, &[4], &tiny, "tiny");
     assert_eq!(code, Some(1), "{j}");
+    // Without B's statistic row the fixed default atol (1e-6) applies.
+    let da = one_tensor_dump(&tmp.join("norow-a"), &[4], &tiny_a);
+    let db = one_tensor_dump(&tmp.join("norow-b"), &[4], &tiny);
+    std::fs::remove_file(db.join("rank_0/Net/0/0/statistic.csv")).unwrap();
+    let o = opdump(&[
+        "compare",
+        da.to_str().unwrap(),
+        db.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        json_of(&o)["pairs"][0]["tolerance"]["atol"].as_f64(),
+        Some(1e-6)
+    );
     // A fixed --atol restores the fixed rule.
     let da = one_tensor_dump(&tmp.join("fixed-a"), &[4], &tiny_a);
     let db = one_tensor_dump(&tmp.join("fixed-b"), &[4], &tiny);

@@ -50,7 +50,7 @@ impl Tolerances {
     }
 
     /// The tolerance for a tensor of `dtype` whose reference (B) has largest magnitude
-    /// `magnitude` (`max(|max|, |min|)`): the dtype's defaults, except that when neither a
+    /// `magnitude` (`max(|max|, |min|)` of its statistic row): the dtype's defaults, except that when neither a
     /// `--tol` for the dtype nor a global atol is set, atol scales with the tensor,
     /// `atol = rtol / 10 * magnitude` (so rounding in a tensor of magnitude 50 is not flagged
     /// by a fixed 1e-6, and a 1% change of a tensor whose values are all near 1e-7 is still

@@ -14,7 +14,7 @@
 //! Default tolerances: rtol float64 1e-7, float32 1e-4, float16 1e-3, bfloat16 8e-3; atol
 //! scales with the reference tensor, `atol = rtol / 10 * max(|max B|, |min B|)` (so rounding
 //! in a large tensor is not a divergence and a 1% change of a tiny one is), unless `--atol` or
-//! a `--tol` for the dtype fixes it; where the reference has no statistics the fixed atol is
+//! a `--tol` for the dtype fixes it; where the reference has no statistic.csv row the fixed atol is
 //! float64 1e-10, float32 1e-6, float16 and bfloat16 1e-5; integers and bool exact. Tensors whose
 //! shapes differ only in dimensions of size 1 (`[1,1,384]` and `[384]`) are compared by value,
 //! with a note.
@@ -73,7 +73,7 @@ pub struct Args {
     #[arg(long, value_name = "R")]
     pub rtol: Option<f64>,
     /// Absolute tolerance for every dtype without a --tol (default: scales with each tensor,
-    /// rtol/10 times the reference's largest |value|).
+    /// rtol/10 times the reference's largest |value| from its statistic.csv row).
     #[arg(long, value_name = "T")]
     pub atol: Option<f64>,
     /// Tolerance of one dtype, repeatable: `float16=1e-2,1e-4` (rtol,atol).
