@@ -401,3 +401,56 @@ fn run_help_documents_the_exit_codes_and_inspect_help_keeps_rank_n() {
     let h = text(&o.stdout);
     assert!(h.contains("rank_N directory such as rank_0"), "{h}");
 }
+
+/// `model` with every external-data `location` replaced by `to` (a protobuf rewrite with
+/// dump-onnx's wire helpers: ModelProto.graph -> initializer -> external_data entries).
+fn relocate(model: &[u8], to: &str) -> Vec<u8> {
+    use dump_onnx::wire::{Fields, Value, put_bytes};
+    fn rewrite(msg: &[u8], path: &[u32], to: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut f = Fields::new(msg, "message");
+        let mut is_location = false;
+        while let Some((n, v, raw)) = f.next_field().unwrap() {
+            match (path, v) {
+                ([first, rest @ ..], Value::Bytes(b)) if *first == n => {
+                    put_bytes(&mut out, n, &rewrite(b, rest, to))
+                }
+                ([], Value::Bytes(b)) if n == 1 => {
+                    is_location = b == b"location";
+                    out.extend_from_slice(raw);
+                }
+                ([], Value::Bytes(_)) if n == 2 && is_location => {
+                    put_bytes(&mut out, 2, to.as_bytes())
+                }
+                _ => out.extend_from_slice(raw),
+            }
+        }
+        out
+    }
+    rewrite(model, &[7, 5, 13], to)
+}
+
+#[test]
+fn an_absolute_external_data_location_is_inlined_for_tract() {
+    let tmp = Tmp::new("absext");
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    let data = std::fs::canonicalize(fixture("exported/mlp_ext.onnx.data")).unwrap();
+    let model = relocate(
+        &std::fs::read(fixture("exported/mlp_ext.onnx")).unwrap(),
+        data.to_str().unwrap(),
+    );
+    let m = tmp.0.join("abs.onnx");
+    std::fs::write(&m, model).unwrap();
+    let x = format!("x={}", fixture("exported/mlp_ext/input_x.npy"));
+    let o = opdump_in(&tmp.0, &[m.to_str().unwrap(), "--input", &x, "--out", "d"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let y = npy(&tmp.0.join("d/rank_0/abs/0/0"))
+        .into_iter()
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("Reshape.") && n.contains(".output.0.")
+        })
+        .unwrap();
+    let want = f32s(Path::new(&fixture("exported/mlp_ext/expected_y.npy")));
+    assert_eq!(f32s(&y), want);
+}

@@ -226,3 +226,77 @@ fn a_candle_panic_is_a_clean_error_naming_the_node_and_op() {
     }
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// `model` with every external-data `location` replaced by `to` (a protobuf rewrite with
+/// dump-onnx's wire helpers: ModelProto.graph -> initializer -> external_data entries).
+#[cfg(feature = "ort")]
+fn relocate(model: &[u8], to: &str) -> Vec<u8> {
+    use dump_onnx::wire::{Fields, Value, put_bytes};
+    fn rewrite(msg: &[u8], path: &[u32], to: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut f = Fields::new(msg, "message");
+        let mut is_location = false;
+        while let Some((n, v, raw)) = f.next_field().unwrap() {
+            match (path, v) {
+                ([first, rest @ ..], Value::Bytes(b)) if *first == n => {
+                    put_bytes(&mut out, n, &rewrite(b, rest, to))
+                }
+                ([], Value::Bytes(b)) if n == 1 => {
+                    is_location = b == b"location";
+                    out.extend_from_slice(raw);
+                }
+                ([], Value::Bytes(_)) if n == 2 && is_location => {
+                    put_bytes(&mut out, 2, to.as_bytes())
+                }
+                _ => out.extend_from_slice(raw),
+            }
+        }
+        out
+    }
+    rewrite(model, &[7, 5, 13], to)
+}
+
+#[cfg(feature = "ort")]
+#[test]
+fn ort_and_candle_run_a_model_whose_external_data_location_is_absolute() {
+    let tmp = Tmp::new("absext");
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    let dir = fixtures().join("exported");
+    let data = std::fs::canonicalize(dir.join("mlp_ext.onnx.data")).unwrap();
+    let model = relocate(
+        &std::fs::read(dir.join("mlp_ext.onnx")).unwrap(),
+        data.to_str().unwrap(),
+    );
+    let m = tmp.0.join("abs.onnx");
+    std::fs::write(&m, model).unwrap();
+    let x = format!("x={}", dir.join("mlp_ext/input_x.npy").display());
+    let mut runtimes = vec!["candle"];
+    if support::onnx_runtime_available() {
+        runtimes.push("ort");
+    }
+    for rt in runtimes {
+        let out = tmp.0.join(rt);
+        let o = Command::new(env!("CARGO_BIN_EXE_opdump"))
+            .arg("run")
+            .arg(&m)
+            .args(["--runtime", rt, "--input", &x, "--out"])
+            .arg(&out)
+            .env_remove("MINDSPORE_DUMP_CONFIG")
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{rt}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let y = npy_in(&out.join("rank_0/abs/0/0"))
+            .into_iter()
+            .find(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                n.starts_with("Reshape.") && n.contains(".output.0.")
+            })
+            .unwrap();
+        support::assert_close(rt, &y, &dir.join("mlp_ext/expected_y.npy"), 1e-6);
+    }
+}

@@ -8,7 +8,7 @@ use std::{
 };
 
 use dump_host::Dumper;
-use dump_onnx::{Model, OnnxDump};
+use dump_onnx::{MAX_INLINE_MODEL, Model, OnnxDump, inline_data};
 use ort::{
     environment::Environment,
     session::{Session, builder::GraphOptimizationLevel},
@@ -42,8 +42,10 @@ impl OrtRunner {
 
     /// Prepares the model at `path` as graph `graph_id`: external data (`M.onnx` +
     /// `M.onnx.data`, as torch exports it) is resolved by ONNX Runtime itself relative to the
-    /// model's folder, whatever the current folder; the dump's constants are read from the
-    /// same files (up to 2 GiB in all; beyond, they are skipped with a diagnostic).
+    /// model's folder, whatever the current folder; where ONNX Runtime refuses a location (an
+    /// absolute path) the weights are inlined instead (up to 2 GiB). The dump's constants are
+    /// read from the same files (up to 2 GiB in all; beyond, they are skipped with a
+    /// diagnostic).
     pub fn from_file(env: &Environment, path: &Path, graph_id: u32) -> Result<Self, Error> {
         let bytes =
             std::fs::read(path).map_err(|e| Error::Model(format!("{}: {e}", path.display())))?;
@@ -87,14 +89,25 @@ impl OrtRunner {
                 dir.to_string_lossy(),
             )?;
         }
-        let session = builder.commit_from_memory(&exposed)?;
+        let session = match builder.commit_from_memory(&exposed) {
+            Ok(s) => s,
+            // ONNX Runtime refuses some external data it could read (an absolute location):
+            // the weights inlined (up to 2 GiB), the model is given again.
+            Err(e) => match dir.map(|d| inline_data(model.bytes(), d, MAX_INLINE_MODEL)) {
+                Some(Ok(inlined)) => {
+                    let exposed = dump_onnx::with_outputs(&inlined, &extra)?;
+                    Session::builder(env)?
+                        .with_optimization_level(GraphOptimizationLevel::Disable)?
+                        .commit_from_memory(&exposed)?
+                }
+                _ => return Err(e.into()),
+            },
+        };
         // The dump reads the weights too: from the external files when there are some.
         let model = match dir {
-            Some(d) if has_external(&model) => {
-                dump_onnx::inline_data(model.bytes(), d, dump_onnx::MAX_INLINE_MODEL)
-                    .and_then(Model::parse)
-                    .unwrap_or(model)
-            }
+            Some(d) if has_external(&model) => inline_data(model.bytes(), d, MAX_INLINE_MODEL)
+                .and_then(Model::parse)
+                .unwrap_or(model),
             _ => model,
         };
         Ok(OrtRunner {
