@@ -62,6 +62,45 @@ pub struct FirstNonfinite {
     pub inputs_dumped: bool,
 }
 
+/// Where the first non-finite tensor of a dump comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// An output of a kernel: the kernel computed it.
+    KernelOutput,
+    /// An input of a kernel that no earlier dumped tensor explains: the kernel `graphs/*.ir`
+    /// names as producing it (its outputs were not dumped or are finite), or, with `None`,
+    /// the graph names no producer for that slot: a graph input, a weight, a constant, or a
+    /// kernel that was not dumped.
+    KernelInput {
+        /// The producing kernel per `graphs/*.ir`, when the graph names one.
+        producer: Option<String>,
+    },
+    /// A graph input or weight the runtime reports as a `Parameter`.
+    Parameter,
+}
+
+impl Origin {
+    /// `kernel_output`, `kernel_input` or `parameter`.
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Origin::KernelOutput => "kernel_output",
+            Origin::KernelInput { .. } => "kernel_input",
+            Origin::Parameter => "parameter",
+        }
+    }
+}
+
+/// The first non-finite tensor in run order, whatever its role.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NonfiniteTensor {
+    /// Position in [`Inspection::kernels`] of the kernel (or Parameter) that holds it.
+    pub kernel: usize,
+    /// Index into [`Dump::tensors`].
+    pub tensor: usize,
+    /// Where it comes from.
+    pub origin: Origin,
+}
+
 /// Growth of a kernel's values from inputs to outputs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Growth {
@@ -94,6 +133,10 @@ pub struct Inspection {
     pub iterations: Vec<IterationSummary>,
     /// The first non-finite operator.
     pub first_nonfinite: Option<FirstNonfinite>,
+    /// The first non-finite tensor in run order (kernels in run order, each one's inputs
+    /// before its outputs), whether a kernel output, a kernel input or a Parameter: `Some`
+    /// whenever any tensor holds a NaN or an Inf, even when every output is finite.
+    pub first_nonfinite_tensor: Option<NonfiniteTensor>,
     /// Kernels by growth, largest first.
     pub growth: Vec<Growth>,
     /// Outputs that are all zeros or constant.
@@ -208,6 +251,34 @@ pub fn inspect(
         }
     }
     let first_nonfinite = first_nonfinite.or(fallback);
+    let first_nonfinite_tensor = order.iter().find_map(|&k| {
+        let kr = &kernels[k];
+        let &bad = kr.tensors.iter().find(|&&i| nonfinite(i) == Some(true))?;
+        let origin = if kr.op_type == "Parameter" {
+            Origin::Parameter
+        } else if dump.tensors[bad].id.io == Io::Output {
+            Origin::KernelOutput
+        } else {
+            // The producer of this input slot, when the graph lists one kernel per input
+            // (otherwise slots and producers cannot be matched).
+            let slot = dump.tensors[bad].id.slot as usize;
+            let inputs = kr
+                .tensors
+                .iter()
+                .filter(|&&i| dump.tensors[i].id.io == Io::Input)
+                .count();
+            Origin::KernelInput {
+                producer: (kr.producers.len() == inputs)
+                    .then(|| kr.producers.get(slot).cloned())
+                    .flatten(),
+            }
+        };
+        Some(NonfiniteTensor {
+            kernel: k,
+            tensor: bad,
+            origin,
+        })
+    });
     let mut growth = Vec::new();
     for (k, kr) in kernels.iter().enumerate() {
         let side = |io: Io, f: fn(&Stats) -> Option<f64>| {
@@ -264,6 +335,7 @@ pub fn inspect(
         stats,
         iterations: per.into_values().collect(),
         first_nonfinite,
+        first_nonfinite_tensor,
         growth,
         oddities,
         errors,

@@ -9,7 +9,9 @@
 //!   Problems with single files (a truncated `.npy`, a row without a file, a name not in the
 //!   dialect's form) never stop the reading: they are collected in [`Dump::problems`].
 //! - [`inspect::inspect`]: per rank and iteration counts, the first operator that went
-//!   non-finite, the kernels that grow their values most, suspicious outputs.
+//!   non-finite, the first non-finite tensor of any role (a NaN weight or graph input is found
+//!   even when every output stays finite), the kernels that grow their values most,
+//!   suspicious outputs.
 //! - [`compare::compare`]: pairs the tensors of two dumps and measures each pair in one fused
 //!   pass: the first divergent operator.
 //! - [`summarize_npy`] / [`summarize_npy_many`]: `statistic.csv`-ready statistics and digests

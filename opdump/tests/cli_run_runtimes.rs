@@ -123,3 +123,180 @@ fn ort_without_the_library_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// `opdump run MODEL --runtime RUNTIME ARGS..` in `cwd`.
+fn run_in(cwd: &std::path::Path, model: &str, runtime: &str, extra: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opdump"));
+    cmd.current_dir(cwd)
+        .arg("run")
+        .arg(fixtures().join(model))
+        .args(["--runtime", runtime])
+        .args(extra);
+    for v in ["MINDSPORE_DUMP_CONFIG", "MS_DIAGNOSTIC_DATA_PATH"] {
+        cmd.env_remove(v);
+    }
+    cmd.output().expect("run opdump")
+}
+
+/// mlp_ext.onnx keeps w and b in mlp_ext.onnx.data and scale/shape in float_data/int64_data:
+/// from a folder that is not the model's, under a dotted, spaced --out, the output equals the
+/// reference evaluator's and every weight is dumped as a constant.
+fn external_data_from_another_folder(runtime: &str) {
+    let tmp = Tmp::new(&format!("ext-{runtime}"));
+    let cwd = tmp.0.join("first.last dir");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let x = format!(
+        "x={}",
+        fixtures().join("exported/mlp_ext/input_x.npy").display()
+    );
+    let o = run_in(
+        &cwd,
+        "exported/mlp_ext.onnx",
+        runtime,
+        &["--input", &x, "--out", "x y/.."],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let net = cwd.join("rank_0/mlp_ext/0");
+    let files = npy_in(&net.join("0"));
+    let y = files
+        .iter()
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("Reshape.") && n.contains(".output.0.")
+        })
+        .unwrap();
+    let want = fixtures().join("exported/mlp_ext/expected_y.npy");
+    support::assert_close(runtime, y, &want, 1e-6);
+    let consts: Vec<String> = npy_in(&net.join("constants"))
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for w in [
+        "Parameter.w.",
+        "Parameter.b.",
+        "Parameter.scale.",
+        "Parameter.shape.",
+    ] {
+        assert!(consts.iter().any(|c| c.starts_with(w)), "{w}: {consts:?}");
+    }
+}
+
+#[cfg(feature = "candle")]
+#[test]
+fn candle_reads_external_data_and_typed_fields_from_any_folder() {
+    external_data_from_another_folder("candle");
+}
+
+#[cfg(feature = "ort")]
+#[test]
+fn ort_resolves_external_data_beside_the_model_from_any_folder() {
+    if !support::onnx_runtime_available() {
+        return;
+    }
+    external_data_from_another_folder("ort");
+}
+
+#[cfg(feature = "candle")]
+#[test]
+fn a_candle_panic_is_a_clean_error_naming_the_node_and_op() {
+    let tmp = Tmp::new("panic");
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    let o = run_in(
+        &tmp.0,
+        "exported/gemm_nobias.onnx",
+        "candle",
+        &["--out", "d"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: candle-onnx panicked (caught) at node \"head/Gemm\" (Gemm, #1): "),
+        "{err}"
+    );
+    // No default panic report, no library advice, no "nothing was dumped" after the error.
+    for bad in [
+        "thread '",
+        "RUST_BACKTRACE",
+        "begin_step",
+        "nothing was dumped",
+    ] {
+        assert!(!err.contains(bad), "{bad}: {err}");
+    }
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// `model` with every external-data `location` replaced by `to` (a protobuf rewrite with
+/// dump-onnx's wire helpers: ModelProto.graph -> initializer -> external_data entries).
+#[cfg(feature = "ort")]
+fn relocate(model: &[u8], to: &str) -> Vec<u8> {
+    use dump_onnx::wire::{Fields, Value, put_bytes};
+    fn rewrite(msg: &[u8], path: &[u32], to: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut f = Fields::new(msg, "message");
+        let mut is_location = false;
+        while let Some((n, v, raw)) = f.next_field().unwrap() {
+            match (path, v) {
+                ([first, rest @ ..], Value::Bytes(b)) if *first == n => {
+                    put_bytes(&mut out, n, &rewrite(b, rest, to))
+                }
+                ([], Value::Bytes(b)) if n == 1 => {
+                    is_location = b == b"location";
+                    out.extend_from_slice(raw);
+                }
+                ([], Value::Bytes(_)) if n == 2 && is_location => {
+                    put_bytes(&mut out, 2, to.as_bytes())
+                }
+                _ => out.extend_from_slice(raw),
+            }
+        }
+        out
+    }
+    rewrite(model, &[7, 5, 13], to)
+}
+
+#[cfg(feature = "ort")]
+#[test]
+fn ort_and_candle_run_a_model_whose_external_data_location_is_absolute() {
+    let tmp = Tmp::new("absext");
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    let dir = fixtures().join("exported");
+    let data = std::fs::canonicalize(dir.join("mlp_ext.onnx.data")).unwrap();
+    let model = relocate(
+        &std::fs::read(dir.join("mlp_ext.onnx")).unwrap(),
+        data.to_str().unwrap(),
+    );
+    let m = tmp.0.join("abs.onnx");
+    std::fs::write(&m, model).unwrap();
+    let x = format!("x={}", dir.join("mlp_ext/input_x.npy").display());
+    let mut runtimes = vec!["candle"];
+    if support::onnx_runtime_available() {
+        runtimes.push("ort");
+    }
+    for rt in runtimes {
+        let out = tmp.0.join(rt);
+        let o = Command::new(env!("CARGO_BIN_EXE_opdump"))
+            .arg("run")
+            .arg(&m)
+            .args(["--runtime", rt, "--input", &x, "--out"])
+            .arg(&out)
+            .env_remove("MINDSPORE_DUMP_CONFIG")
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{rt}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let y = npy_in(&out.join("rank_0/abs/0/0"))
+            .into_iter()
+            .find(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                n.starts_with("Reshape.") && n.contains(".output.0.")
+            })
+            .unwrap();
+        support::assert_close(rt, &y, &dir.join("mlp_ext/expected_y.npy"), 1e-6);
+    }
+}

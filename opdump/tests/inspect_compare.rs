@@ -727,3 +727,168 @@ fn statistic_only_dumps_are_inspected_and_compared_from_their_rows() {
     );
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+#[test]
+fn inspect_finds_a_nan_that_only_an_input_row_holds() {
+    // ONNX Runtime's LSTM kept its output finite while its input held a NaN: a statistic-only
+    // dump whose one NaN is in an input row.
+    let tmp = tmpdir("nan-input");
+    let header = "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,Min Value,NaN Count\n";
+    let csv = format!(
+        "{header}Relu,Default_Relu-op0,0,0,5,input,0,12,float32,\"(3)\",3,1,0\n\
+         Relu,Default_Relu-op0,0,0,6,output,0,12,float32,\"(3)\",3,1,0\n\
+         LSTM,Default_LSTM-op1,0,0,10,input,0,12,float32,\"(3)\",3,1,0\n\
+         LSTM,Default_LSTM-op1,0,0,11,input,1,12,float32,\"(3)\",nan,nan,1\n\
+         LSTM,Default_LSTM-op1,0,0,12,output,0,12,float32,\"(3)\",0.5,-0.5,0\n\
+         Add,Default_Add-op2,0,0,20,input,0,12,float32,\"(3)\",0.5,-0.5,0\n\
+         Add,Default_Add-op2,0,0,21,output,0,12,float32,\"(3)\",1,0,0\n"
+    );
+    let d = tree(&tmp.join("d"), &[("statistic.csv", csv.into_bytes())]);
+    let o = opdump(&["inspect", d.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json_of(&o);
+    assert!(
+        v["first_nonfinite"].is_null(),
+        "no output is non-finite: {v}"
+    );
+    let t = &v["first_nonfinite_tensor"];
+    assert_eq!(t["op_name"], "Default_LSTM-op1", "{t}");
+    assert_eq!(
+        (t["io"].as_str(), t["slot"].as_u64()),
+        (Some("input"), Some(1)),
+        "{t}"
+    );
+    assert_eq!(t["origin"], "kernel_input", "{t}");
+
+    let o = opdump(&["inspect", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("every tensor is finite"), "{text}");
+    assert!(
+        text.contains("none (every kernel output is finite, but not every tensor)")
+            && text.contains("first non-finite tensor in run order: ")
+            && text.contains("Default_LSTM-op1 input.1")
+            && text.contains("a graph input, a weight, a constant"),
+        "{text}"
+    );
+    assert!(
+        stderr(&o).contains("first non-finite tensor: "),
+        "{}",
+        stderr(&o)
+    );
+
+    // The same dump with the NaN removed: exit 0 and "every tensor is finite".
+    let csv = std::fs::read_to_string(d.join("rank_0/Net/0/0/statistic.csv"))
+        .unwrap()
+        .replace("nan,nan,1", "3,1,0");
+    std::fs::write(d.join("rank_0/Net/0/0/statistic.csv"), csv).unwrap();
+    let o = opdump(&["inspect", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("none (every tensor is finite)"));
+}
+
+fn npy_f32_shaped(shape: &[usize], v: &[f32]) -> Vec<u8> {
+    let mut b = vec![0u8; 128];
+    let n = dump_npy::encode_header("<f4", shape, &mut b).unwrap();
+    b.truncate(n);
+    b.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+    b
+}
+
+/// A one-kernel dump whose output is `v` in `shape`, with its statistic.csv row (max, min).
+fn one_tensor_dump(root: &Path, shape: &[usize], v: &[f32]) -> PathBuf {
+    let max = v.iter().copied().fold(f32::MIN, f32::max);
+    let min = v.iter().copied().fold(f32::MAX, f32::min);
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let csv = format!(
+        "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,Min Value\n\
+         Add,Default_Add-op0,0,0,10,output,0,{},float32,\"({})\",{max:e},{min:e}\n",
+        v.len() * 4,
+        dims.join(",")
+    );
+    tree(
+        root,
+        &[
+            (
+                "Add.Default_Add-op0.0.0.10.output.0.DefaultFormat.float32.npy",
+                npy_f32_shaped(shape, v),
+            ),
+            ("statistic.csv", csv.into_bytes()),
+        ],
+    )
+}
+
+#[test]
+fn compare_pairs_squeezed_shapes_by_value_and_scales_atol_with_the_tensor() {
+    let tmp = tmpdir("truthful");
+    let cmp = |a: &[usize], va: &[f32], b: &[usize], vb: &[f32], tag: &str| {
+        let da = one_tensor_dump(&tmp.join(format!("{tag}-a")), a, va);
+        let db = one_tensor_dump(&tmp.join(format!("{tag}-b")), b, vb);
+        let o = opdump(&[
+            "compare",
+            da.to_str().unwrap(),
+            db.to_str().unwrap(),
+            "--json",
+        ]);
+        (o.status.code(), json_of(&o))
+    };
+    let v = [1.0f32, -2.0, 3.0, 0.5];
+    // [1, 1, 4] against [4]: the same elements, compared by value, with a note.
+    let (code, j) = cmp(&[1, 1, 4], &v, &[4], &v, "squeeze");
+    assert_eq!(code, Some(0), "{j}");
+    let p = &j["pairs"][0];
+    assert_eq!(p["outcome"]["kind"], "elements", "{p}");
+    assert!(
+        p["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("[1, 1, 4] and [4] differ only in dimensions of size 1"),
+        "{p}"
+    );
+    // A real difference across the squeeze is still found...
+    let w = [1.0f32, -2.0, 3.5, 0.5];
+    let (code, _) = cmp(&[1, 1, 4], &w, &[4], &v, "squeeze-diff");
+    assert_eq!(code, Some(1));
+    // ...and shapes that are not a squeeze of each other still diverge.
+    let (code, j) = cmp(&[2, 2], &v, &[4], &v, "reshape");
+    assert_eq!(code, Some(1), "{j}");
+
+    // Rounding next to zero in a tensor of magnitude 50: |a-b| = 3e-6 > the old fixed 1e-6,
+    // but within rtol/10 * 50 = 5e-4.
+    let big = [50.0f32, -20.0, 1e-7, 3.0];
+    let big_a = [50.0f32, -20.0, 3.1e-6, 3.0];
+    let (code, j) = cmp(&[4], &big_a, &[4], &big, "magnitude");
+    assert_eq!(code, Some(0), "{j}");
+    assert!((j["pairs"][0]["tolerance"]["atol"].as_f64().unwrap() - 5e-4).abs() < 1e-9);
+    // A 1% change of activations around 1e-7: inside the old fixed atol 1e-6, now found.
+    let tiny = [1e-7f32, -2e-7, 3e-8, 5e-8];
+    let tiny_a: Vec<f32> = tiny.iter().map(|x| x * 1.01).collect();
+    let (code, j) = cmp(&[4], &tiny_a, &[4], &tiny, "tiny");
+    assert_eq!(code, Some(1), "{j}");
+    // Without B's statistic row the fixed default atol (1e-6) applies.
+    let da = one_tensor_dump(&tmp.join("norow-a"), &[4], &tiny_a);
+    let db = one_tensor_dump(&tmp.join("norow-b"), &[4], &tiny);
+    std::fs::remove_file(db.join("rank_0/Net/0/0/statistic.csv")).unwrap();
+    let o = opdump(&[
+        "compare",
+        da.to_str().unwrap(),
+        db.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        json_of(&o)["pairs"][0]["tolerance"]["atol"].as_f64(),
+        Some(1e-6)
+    );
+    // A fixed --atol restores the fixed rule.
+    let da = one_tensor_dump(&tmp.join("fixed-a"), &[4], &tiny_a);
+    let db = one_tensor_dump(&tmp.join("fixed-b"), &[4], &tiny);
+    let o = opdump(&[
+        "compare",
+        da.to_str().unwrap(),
+        db.to_str().unwrap(),
+        "--atol",
+        "1e-6",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

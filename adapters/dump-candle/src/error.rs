@@ -20,6 +20,49 @@ pub enum Error {
     /// The model cannot be dumped as given (the ONNX evaluator: no graph, a node without
     /// outputs, a missing input).
     Model(String),
+    /// candle-onnx could not evaluate the model: it returned an error or panicked (the panic
+    /// is caught), at the node named when it could be found.
+    Eval {
+        /// The first node whose evaluation fails, when found.
+        node: Option<Box<NodeAt>>,
+        /// What candle-onnx said.
+        cause: Box<EvalCause>,
+    },
+}
+
+/// A node of an ONNX graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeAt {
+    /// Index in the graph's node list.
+    pub index: usize,
+    /// The node's name (may be empty in the model).
+    pub name: String,
+    /// The node's op type (`Gemm`).
+    pub op_type: String,
+}
+
+/// Why candle-onnx's evaluation stopped.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum EvalCause {
+    /// candle returned an error.
+    Candle(candle_core::Error),
+    /// candle-onnx panicked (the panic's message).
+    Panic(String),
+}
+
+impl fmt::Display for NodeAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.name.is_empty() {
+            write!(f, "node #{} ({}, unnamed)", self.index, self.op_type)
+        } else {
+            write!(
+                f,
+                "node {:?} ({}, #{})",
+                self.name, self.op_type, self.index
+            )
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -29,6 +72,20 @@ impl fmt::Display for Error {
             Error::Candle(e) => write!(f, "candle: {e}"),
             Error::Unsupported { kernel, message } => write!(f, "{kernel}: {message}"),
             Error::Model(m) => write!(f, "model: {m}"),
+            Error::Eval { node, cause } => {
+                let verb = match **cause {
+                    EvalCause::Candle(_) => "failed",
+                    EvalCause::Panic(_) => "panicked (caught)",
+                };
+                match node {
+                    Some(n) => write!(f, "candle-onnx {verb} at {n}: ")?,
+                    None => write!(f, "candle-onnx {verb}: ")?,
+                }
+                match &**cause {
+                    EvalCause::Candle(e) => write!(f, "{e}"),
+                    EvalCause::Panic(m) => f.write_str(m),
+                }
+            }
         }
     }
 }
@@ -38,6 +95,10 @@ impl core::error::Error for Error {
         match self {
             Error::Dump(e) => Some(e),
             Error::Candle(e) => Some(e),
+            Error::Eval { cause, .. } => match &**cause {
+                EvalCause::Candle(e) => Some(e),
+                EvalCause::Panic(_) => None,
+            },
             _ => None,
         }
     }

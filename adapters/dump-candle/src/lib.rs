@@ -54,6 +54,8 @@ mod cuda;
 mod dtype;
 mod dumped;
 mod error;
+#[cfg(feature = "onnx")]
+mod eval;
 mod graph;
 #[cfg(feature = "onnx")]
 pub mod onnx;
@@ -65,5 +67,5 @@ pub use candle_core;
 #[cfg(feature = "onnx")]
 pub use candle_onnx;
 pub use dumped::{Dumped, DumpedT, op_type_of};
-pub use error::Error;
+pub use error::{Error, EvalCause, NodeAt};
 pub use trace::{Tracer, tap};

@@ -10,7 +10,10 @@
 //! dump-tract give the same model, and the graph description carries the ONNX value names,
 //! so dumps of one model by different runtimes line up.
 
-use std::collections::{BTreeSet, HashMap};
+use std::{
+    collections::{BTreeSet, HashMap},
+    path::Path,
+};
 
 use candle_core::Tensor;
 use dump_host::{Dumper, TensorRef};
@@ -27,9 +30,32 @@ pub struct OnnxRunner {
 }
 
 impl OnnxRunner {
-    /// Prepares `bytes` (an `.onnx` file) for graph `graph_id`.
+    /// Prepares `bytes` (an `.onnx` file) for graph `graph_id`; external data is looked up
+    /// relative to the current folder ([`from_file`](OnnxRunner::from_file) looks beside the
+    /// model).
     pub fn new(bytes: Vec<u8>, graph_id: u32) -> Result<Self, Error> {
-        let model = Model::parse(bytes).map_err(|e| Error::Model(e.to_string()))?;
+        Self::build(bytes, Path::new("."), graph_id)
+    }
+
+    /// Prepares the model at `path` for graph `graph_id`. Every initializer is handed to
+    /// candle-onnx in `raw_data`, the only field it reads ([`dump_onnx::inline_data`]:
+    /// `float_data`, `int64_data` and the other typed fields, and external data beside the
+    /// model such as torch's `M.onnx.data`, up to 2 GiB in all).
+    pub fn from_file(path: &Path, graph_id: u32) -> Result<Self, Error> {
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::Model(format!("{}: {e}", path.display())))?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        Self::build(bytes, dir, graph_id)
+    }
+
+    fn build(bytes: Vec<u8>, dir: &Path, graph_id: u32) -> Result<Self, Error> {
+        let inlined = dump_onnx::inline_data(&bytes, dir, dump_onnx::MAX_INLINE_MODEL)
+            .map_err(|e| Error::Model(e.to_string()))?;
+        drop(bytes);
+        let model = Model::parse(inlined).map_err(|e| Error::Model(e.to_string()))?;
         let declared: BTreeSet<&str> = model
             .graph
             .outputs
@@ -61,6 +87,10 @@ impl OnnxRunner {
 
     /// Runs one step: evaluates the model on `inputs` (by graph input name), dumps every node
     /// in graph order as the Dumper's next step, and returns the model's declared outputs.
+    ///
+    /// A panic inside candle-onnx is caught and returned as [`Error::Eval`], which names the
+    /// first node that fails (found by evaluating prefixes of the graph); nothing is dumped
+    /// for that step.
     pub fn run(
         &mut self,
         dumper: &mut Dumper,
@@ -69,7 +99,7 @@ impl OnnxRunner {
         if let Some(m) = self.dump.missing_inputs(|n| inputs.contains_key(n)) {
             return Err(Error::Model(m));
         }
-        let mut values = candle_onnx::simple_eval(&self.exposed, inputs.clone())?;
+        let mut values = crate::eval::evaluate(&self.exposed, &inputs)?;
         values.extend(inputs);
         self.dump.dump_step(dumper, &CandleValues(&values))?;
         let mut out = HashMap::new();

@@ -3,7 +3,8 @@
 //! value names), its declared inputs and outputs, and its initializers as bytes
 //! ([`Model`]); and a rewrite that exposes chosen values as graph outputs
 //! ([`with_outputs`]), for runtimes (ONNX Runtime, candle-onnx) that only return graph
-//! outputs; the graph description for the Dumper ([`describe`]) and the driver that dumps
+//! outputs; a rewrite that moves every initializer's data (typed fields, external files)
+//! into `raw_data` ([`inline_data`]), for runtimes (candle-onnx) that read nothing else; the graph description for the Dumper ([`describe`]) and the driver that dumps
 //! one evaluation's values in graph order ([`OnnxDump`]).
 //!
 //! Only the main graph is read: nodes inside `If`/`Loop`/`Scan` subgraphs are not listed.
@@ -28,6 +29,7 @@
 mod describe;
 mod error;
 mod expose;
+mod inline;
 mod model;
 mod step;
 pub mod wire;
@@ -35,5 +37,6 @@ pub mod wire;
 pub use describe::{describe, full_name};
 pub use error::Error;
 pub use expose::with_outputs;
+pub use inline::{MAX_INLINE_MODEL, inline_data};
 pub use model::{Dim, Graph, Initializer, Model, Node, ValueInfo, dtype, onnx_code};
 pub use step::{Lookup, OnnxDump, Values};

@@ -261,7 +261,7 @@ fn parse_shape(b: &[u8]) -> Result<Vec<Dim>, Error> {
 }
 
 /// `TensorProto` → initializer (data from `raw_data` or the typed repeated fields).
-fn parse_tensor(b: &[u8]) -> Result<Initializer, Error> {
+pub(crate) fn parse_tensor(b: &[u8]) -> Result<Initializer, Error> {
     let mut name = String::new();
     let mut data_type = 0i32;
     let mut dims = Vec::new();

@@ -15,7 +15,8 @@ use dump_npy::{CHUNK, NpyReader};
 
 use crate::{Dump, Error, Stats, TensorRecord};
 
-/// Element-wise metrics of two `.npy` files of the same stored dtype and shape, read in
+/// Element-wise metrics of two `.npy` files of the same stored dtype and shape (up to
+/// dimensions of size 1: `[1, 1, 384]` pairs with `[384]` element by element), read in
 /// lockstep chunks of [`CHUNK`] bytes (two buffers: memory is bounded whatever the size). With
 /// `with_stats`, each side's statistics come from the same pass.
 pub fn compare_files(
@@ -38,7 +39,7 @@ pub fn compare_files(
             "memory orders differ (one file is Fortran-ordered): elements cannot be paired".into(),
         ));
     }
-    if fa.shape != fb.shape {
+    if !super::same_but_unit_dims(&fa.shape, &fb.shape) {
         return Err(mismatch(
             a,
             format!("shapes differ: {:?} vs {:?}", fa.shape, fb.shape),
@@ -112,7 +113,18 @@ pub(super) fn measure(
     tols: &Tolerances,
 ) -> PairResult {
     let (ta, tb) = (&a.tensors[ia], &b.tensors[ib]);
-    let tolerance = tols.get(dtype_of(tb));
+    let dtype = dtype_of(tb);
+    // The reference's magnitude, for a tolerance that scales with it: from B's statistic row
+    // (max and min). Without a row the dtype's fixed atol applies: a second pass over B's
+    // file only to learn its magnitude would cost as much as the comparison.
+    let magnitude = if tols.scales(dtype) && dtype.is_float() {
+        tb.row_stats
+            .as_ref()
+            .and_then(|s| Some(s.max?.abs().max(s.min?.abs())))
+    } else {
+        None
+    };
+    let tolerance = tols.for_tensor(dtype, magnitude);
     let mut r = PairResult {
         a: ia,
         b: ib,
@@ -122,6 +134,7 @@ pub(super) fn measure(
         stats_a: ta.row_stats.clone().unwrap_or_default(),
         stats_b: tb.row_stats.clone().unwrap_or_default(),
         reasons: Vec::new(),
+        notes: Vec::new(),
     };
     if ta.dtype != tb.dtype {
         let m = Divergence::DTypes {
@@ -132,7 +145,12 @@ pub(super) fn measure(
         r.outcome = PairOutcome::Mismatch(m);
         return r;
     }
-    if ta.shape != tb.shape && !(ta.file.is_none() && tb.file.is_none()) {
+    if ta.shape != tb.shape && super::same_but_unit_dims(&ta.shape, &tb.shape) {
+        r.notes.push(super::Note::Reshaped {
+            a: ta.shape.clone(),
+            b: tb.shape.clone(),
+        });
+    } else if ta.shape != tb.shape && !(ta.file.is_none() && tb.file.is_none()) {
         let m = Divergence::Shapes {
             a: ta.shape.clone(),
             b: tb.shape.clone(),

@@ -5,7 +5,10 @@
 //! A pair **diverges** when an element is outside its dtype's tolerance (numpy's `allclose`
 //! rule `|a - b| <= atol + rtol * |b|`, defaults in
 //! [`Tolerance::default_for`](dump_core::compare::Tolerance::default_for), overridable per
-//! dtype), when NaN/Inf positions differ, or when shapes or dtypes differ. Cosine similarity is
+//! dtype; by default atol scales with the reference tensor's magnitude, see
+//! [`Tolerances::for_tensor`]), when NaN/Inf positions differ, or when shapes (other than by
+//! dimensions of size 1, which are compared by value with a [`Note`]) or dtypes differ. Cosine
+//! similarity is
 //! reported but never decides alone (a scaled tensor keeps cosine 1). Statistic-only dumps are
 //! compared by the relative differences of max/min/avg/l2norm (the same tolerance rule on each
 //! statistic); md5-only rows by equality.
@@ -44,6 +47,28 @@ impl Tolerances {
     pub fn set_all(&mut self, rtol: Option<f64>, atol: Option<f64>) {
         self.rtol = rtol;
         self.atol = atol;
+    }
+
+    /// The tolerance for a tensor of `dtype` whose reference (B) has largest magnitude
+    /// `magnitude` (`max(|max|, |min|)` of its statistic row): the dtype's defaults, except that when neither a
+    /// `--tol` for the dtype nor a global atol is set, atol scales with the tensor,
+    /// `atol = rtol / 10 * magnitude` (so rounding in a tensor of magnitude 50 is not flagged
+    /// by a fixed 1e-6, and a 1% change of a tensor whose values are all near 1e-7 is still
+    /// caught). Without a finite magnitude the dtype's default atol is used.
+    pub fn for_tensor(&self, dtype: DType, magnitude: Option<f64>) -> Tolerance {
+        let t = self.get(dtype);
+        match magnitude {
+            Some(m) if self.scales(dtype) && m.is_finite() && t.atol > 0.0 => Tolerance {
+                rtol: t.rtol,
+                atol: t.rtol / 10.0 * m,
+            },
+            _ => t,
+        }
+    }
+
+    /// Whether atol scales with the tensor for `dtype` (no override of it).
+    pub fn scales(&self, dtype: DType) -> bool {
+        !self.overrides.contains_key(&dtype) && self.atol.is_none()
     }
 
     /// The tolerance used for `dtype`.
@@ -155,6 +180,29 @@ pub struct PairResult {
     pub stats_b: Stats,
     /// Whether the pair diverges, and why (empty when within tolerance).
     pub reasons: Vec<Divergence>,
+    /// What the reader should know about how the pair was compared.
+    pub notes: Vec<Note>,
+}
+
+/// A remark on how a pair was compared (not a divergence).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Note {
+    /// The shapes differ only in dimensions of size 1 (`[1, 1, 384]` and `[384]`): the same
+    /// elements in the same order, compared by value.
+    Reshaped {
+        /// A's shape.
+        a: Vec<usize>,
+        /// B's shape.
+        b: Vec<usize>,
+    },
+}
+
+/// Whether shapes `a` and `b` hold the same elements in the same C order: equal once their
+/// dimensions of size 1 are removed.
+pub fn same_but_unit_dims(a: &[usize], b: &[usize]) -> bool {
+    a.iter()
+        .filter(|&&d| d != 1)
+        .eq(b.iter().filter(|&&d| d != 1))
 }
 
 impl PairResult {

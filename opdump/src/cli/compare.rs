@@ -11,8 +11,13 @@
 //! differ, or when shapes or dtypes differ. The headline is the first divergent operator in
 //! A's run order.
 //!
-//! Default tolerances (rtol, atol): float64 1e-7, 1e-10; float32 1e-4, 1e-6; float16 1e-3,
-//! 1e-5; bfloat16 8e-3, 1e-5; integers and bool exact.
+//! Default tolerances: rtol float64 1e-7, float32 1e-4, float16 1e-3, bfloat16 8e-3; atol
+//! scales with the reference tensor, `atol = rtol / 10 * max(|max B|, |min B|)` (so rounding
+//! in a large tensor is not a divergence and a 1% change of a tiny one is), unless `--atol` or
+//! a `--tol` for the dtype fixes it; where the reference has no statistic.csv row the fixed atol is
+//! float64 1e-10, float32 1e-6, float16 and bfloat16 1e-5; integers and bool exact. Tensors whose
+//! shapes differ only in dimensions of size 1 (`[1,1,384]` and `[384]`) are compared by value,
+//! with a note.
 //!
 //! `--csv` columns (one row per pair): `rank,iteration,graph,op_type,op_name,io,slot,b_op_name,
 //! rule,dtype,shape,kind,diverged,cosine,max_abs_error,max_rel_error,ratio_over_0.001,
@@ -67,7 +72,8 @@ pub struct Args {
     /// per dtype unless given too).
     #[arg(long, value_name = "R")]
     pub rtol: Option<f64>,
-    /// Absolute tolerance for every dtype without a --tol (default: per dtype).
+    /// Absolute tolerance for every dtype without a --tol (default: scales with each tensor,
+    /// rtol/10 times the reference's largest |value| from its statistic.csv row).
     #[arg(long, value_name = "T")]
     pub atol: Option<f64>,
     /// Tolerance of one dtype, repeatable: `float16=1e-2,1e-4` (rtol,atol).
@@ -294,6 +300,31 @@ fn table(a: &Dump, b: &Dump, cmp: &Comparison, all: bool) -> String {
     }
     if hidden > 0 {
         s += &format!("  ... {hidden} more pairs within tolerance (--all lists them)\n");
+    }
+    let noted: Vec<(usize, &PairResult)> = cmp
+        .pairs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.notes.is_empty())
+        .collect();
+    if !noted.is_empty() {
+        s += &format!(
+            "
+notes ({} pairs):\n",
+            noted.len()
+        );
+        for (n, p) in noted.iter().take(10) {
+            for note in &p.notes {
+                s += &format!(
+                    "  #{n} {}: {}\n",
+                    a.tensors[p.a].id.op_name,
+                    super::report::note(note)
+                );
+            }
+        }
+        if noted.len() > 10 {
+            s += &format!("  ... {} more (--json lists them)\n", noted.len() - 10);
+        }
     }
     for (side, d, list) in [("A", a, &cmp.only_in_a), ("B", b, &cmp.only_in_b)] {
         if !list.is_empty() {

@@ -9,7 +9,7 @@ use std::{
 };
 
 use dump_host::{
-    DumpOptions, Dumper, Step, TensorRef,
+    DumpOptions, Step, TensorRef,
     config::{Env, SavedData},
     writer::WriterConfig,
 };
@@ -211,16 +211,13 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         let _ = writeln!(err, "error: --batch and --steps must be at least 1");
         return EXIT_INVALID;
     }
-    // The config: embedded (path = --out) or the user's file (path replaced by --out if given).
+    // The config: embedded (root = --out) or the user's file (root replaced by --out if given).
     let text = match &args.config {
-        None => {
-            let root = absolute(args.out.as_deref().unwrap_or(Path::new("opdump-demo")));
-            default_config(
-                &root.to_string_lossy(),
-                args.saved_data.unwrap_or(SavedData::Full),
-                &categories_json(&args.categories),
-            )
-        }
+        None => default_config(
+            super::open_dump::STAND_IN,
+            args.saved_data.unwrap_or(SavedData::Full),
+            &categories_json(&args.categories),
+        ),
         // Read as the Dumper and `opdump check` read configs (regular file, bounded size).
         Some(p) => match dump_host::config::read_config_file(p).and_then(|b| {
             String::from_utf8(b).map_err(|e| dump_host::Error::Path {
@@ -231,21 +228,17 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
                 ),
             })
         }) {
-            Ok(t) => match &args.out {
-                None => t,
-                Some(o) => match with_path(&t, &absolute(o)) {
-                    Ok(t) => t,
-                    Err(m) => {
-                        let _ = writeln!(err, "error: {}: {m}", p.display());
-                        return EXIT_INVALID;
-                    }
-                },
-            },
+            Ok(t) => t,
             Err(e) => {
                 let _ = writeln!(err, "error: {e}");
                 return EXIT_INVALID;
             }
         },
+    };
+    let root = match (&args.config, &args.out) {
+        (_, Some(o)) => Some(o.as_path()),
+        (None, None) => Some(Path::new("opdump-demo")),
+        (Some(_), None) => None,
     };
     let mut opts = match DumpOptions::from_env(env) {
         Ok(o) => o,
@@ -274,16 +267,21 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         }
     }
 
-    let opened = Dumper::builder()
-        .env(env)
-        .options(opts)
-        .events(events.sink())
-        .open_json(text);
+    let target = super::open_dump::Target {
+        text: &text,
+        root,
+        embedded: args.config.is_none(),
+    };
+    let opened = super::open_dump::open(&target, env, &opts, events.sink());
     events.print_to(err);
     let mut dumper = match opened {
         Ok(d) => d,
         Err(e) => {
-            let _ = writeln!(err, "error: {e}");
+            match &args.config {
+                Some(p) => writeln!(err, "error: {}: {e}", p.display()),
+                None => writeln!(err, "error: {e}"),
+            }
+            .ok();
             return EXIT_INVALID;
         }
     };

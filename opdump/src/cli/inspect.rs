@@ -7,16 +7,19 @@
 //! not dumped, e.g. `input_output: 2`), the first kernel with a non-finite output, and the
 //! report says so. Then the kernels that grow max|x| or the l2 norm most from inputs to outputs,
 //! and outputs that are all zeros or constant. Statistics come from `statistic.csv` rows and
-//! are computed by streaming the `.npy` files where the rows lack them.
+//! are computed by streaming the `.npy` files where the rows lack them. The **first
+//! non-finite tensor** in run order (kernel inputs before outputs, Parameters too) is reported
+//! with where it comes from when it is not that operator's output: a NaN that enters through a
+//! graph input or a weight is found even when every kernel output stays finite.
 //!
-//! Exit code: 0 when every tensor is finite, 1 when a non-finite operator was found, 2 when
-//! the dump cannot be read.
+//! Exit code: 0 when every tensor is finite, 1 when any tensor holds a NaN or Inf, 2 when the
+//! dump cannot be read.
 
 use std::{io::Write, path::PathBuf};
 
 use dump_read::{
     Dump,
-    inspect::{Inspection, inspect},
+    inspect::{Inspection, Origin, inspect},
 };
 use serde_json::{Map, Value, json};
 
@@ -37,7 +40,7 @@ pub const EXIT_FOUND: i32 = 1;
 /// Arguments of `opdump inspect`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The dump directory (the config's `path`, or one `rank_{n}` directory).
+    /// The dump directory (the config's `path`, or one rank_N directory such as rank_0).
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
     /// Print one JSON object instead of the report (key `first_nonfinite`).
@@ -75,7 +78,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let bar = Progress::new("inspect", dump.tensors.len(), !args.json);
     let ins = inspect(&dump, threads(args.threads), &|d, _| bar.set(d));
     bar.finish();
-    let code = if ins.first_nonfinite.is_some() {
+    let code = if ins.first_nonfinite.is_some() || ins.first_nonfinite_tensor.is_some() {
         EXIT_FOUND
     } else {
         EXIT_OK
@@ -103,12 +106,52 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         dump.tensors.len(),
         ins.kernels.len(),
         args.dir.display(),
-        match &ins.first_nonfinite {
-            Some(f) => format!("first non-finite: {}", who(&dump, f.tensor)),
-            None => "all finite".into(),
+        match (&ins.first_nonfinite, &ins.first_nonfinite_tensor) {
+            (Some(f), _) => format!("first non-finite: {}", who(&dump, f.tensor)),
+            (None, Some(t)) => format!("first non-finite tensor: {}", who(&dump, t.tensor)),
+            (None, None) => "all finite".into(),
         }
     );
     code
+}
+
+/// Where the first non-finite tensor comes from, in words.
+fn origin_words(o: &Origin) -> String {
+    match o {
+        Origin::KernelOutput => "an output of this kernel".into(),
+        Origin::Parameter => "a graph input or weight (Parameter)".into(),
+        Origin::KernelInput { producer: Some(p) } => format!(
+            "an input of this kernel, produced by {p} (graphs/*.ir), whose outputs were not \
+             dumped or are finite"
+        ),
+        Origin::KernelInput { producer: None } => "an input of this kernel that no dumped \
+             tensor before it explains: a graph input, a weight, a constant, or the output of \
+             a kernel that was not dumped"
+            .into(),
+    }
+}
+
+/// The first non-finite tensor's line(s), when it is not the operator's output already shown.
+fn tensor_text(dump: &Dump, ins: &Inspection) -> String {
+    let Some(t) = &ins.first_nonfinite_tensor else {
+        return String::new();
+    };
+    if ins
+        .first_nonfinite
+        .as_ref()
+        .is_some_and(|f| f.tensor == t.tensor)
+    {
+        return String::new();
+    }
+    let st = ins.stats[t.tensor].clone().unwrap_or_default();
+    format!(
+        "first non-finite tensor in run order: {}\n  nan {} +inf {} -inf {}\n  {}\n",
+        who(dump, t.tensor),
+        st.nan.map_or("-".into(), |v| v.to_string()),
+        st.pos_inf.map_or("-".into(), |v| v.to_string()),
+        st.neg_inf.map_or("-".into(), |v| v.to_string()),
+        origin_words(&t.origin)
+    )
 }
 
 fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
@@ -136,6 +179,9 @@ fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
     }
     s += "\nfirst non-finite operator: ";
     match &ins.first_nonfinite {
+        None if ins.first_nonfinite_tensor.is_some() => {
+            s += "none (every kernel output is finite, but not every tensor)\n"
+        }
         None => s += "none (every tensor is finite)\n",
         Some(f) => {
             let st = ins.stats[f.tensor].clone().unwrap_or_default();
@@ -160,6 +206,7 @@ fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
             );
         }
     }
+    s += &tensor_text(dump, ins);
     if !ins.growth.is_empty() {
         s += &format!(
             "\ntop {} kernels by growth (output / input):\n",
@@ -227,6 +274,19 @@ fn to_json(dump: &Dump, ins: &Inspection, top: usize) -> Value {
             "rank": i.rank, "iteration": i.iteration, "kernels": i.kernels,
             "tensors": i.tensors, "bytes": i.bytes})).collect::<Vec<_>>(),
         "first_nonfinite": first,
+        "first_nonfinite_tensor": ins.first_nonfinite_tensor.as_ref().map_or(Value::Null, |t| {
+            let mut m = Map::new();
+            j::tensor_id_into(&mut m, dump, t.tensor);
+            m.insert("origin".into(), json!(t.origin.as_str()));
+            if let Origin::KernelInput { producer: Some(p) } = &t.origin {
+                m.insert("producer".into(), json!(p));
+            }
+            m.insert(
+                "stats".into(),
+                j::stats(&ins.stats[t.tensor].clone().unwrap_or_default()),
+            );
+            Value::Object(m)
+        }),
         "growth": ins.growth.iter().take(top).map(|gr| {
             let k = &ins.kernels[gr.kernel];
             json!({"rank": k.rank, "iteration": k.iteration, "graph": k.graph,
@@ -341,7 +401,14 @@ fn page(dump: &Dump, ins: &Inspection) -> String {
             "<b>First non-finite operator:</b> {}",
             html::esc(&who(dump, f.tensor))
         ),
-        None => "Every tensor is finite.".into(),
+        None => match &ins.first_nonfinite_tensor {
+            Some(t) => format!(
+                "<b>First non-finite tensor:</b> {} ({}); every kernel output is finite.",
+                html::esc(&who(dump, t.tensor)),
+                html::esc(&origin_words(&t.origin))
+            ),
+            None => "Every tensor is finite.".into(),
+        },
     };
     html::page(
         &format!("opdump inspect {}", dump.root.display()),

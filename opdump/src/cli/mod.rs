@@ -3,13 +3,15 @@
 //! the given writers so tests can run commands in-process, and nothing here panics.
 //!
 //! Exit codes: 0 success, 1 a finding (`inspect`: a non-finite operator; `compare`: a
-//! divergence), 2 invalid input (bad config, unreadable file, bad arguments).
+//! divergence) or a model that failed to load or evaluate (`run`), 2 invalid input (bad
+//! config, unreadable file, bad arguments).
 
 pub mod check;
 pub mod compare;
 pub mod demo;
 pub mod events;
 pub mod inspect;
+mod open_dump;
 pub mod report;
 pub mod run;
 pub mod stats;
@@ -59,11 +61,25 @@ pub enum Command {
     Stats(stats::Args),
     /// Run an ONNX model with every operator dumped (tract by default), and print what was
     /// dumped.
+    ///
+    /// The model may keep its weights in external data files beside it (torch's exporter
+    /// writes M.onnx + M.onnx.data): every runtime finds them from any current folder.
+    /// --out and the other path flags take any path the OS accepts; MindSpore's path rules
+    /// apply only to the `path` key of a --config file.
+    ///
+    /// Exit code 0 when the model ran and was dumped; 1 when the runtime could not load or
+    /// evaluate the model (an unsupported operator, a runtime panic, which is caught and
+    /// reported with the node and op where they are known) or the dump failed; 2 on bad
+    /// input (an unreadable or non-ONNX model file, a bad --input, config or argument).
     Run(run::Args),
     /// Summarise a dump: per rank and iteration counts, the first operator that produced a
     /// NaN or Inf, the kernels that grow their values most, odd outputs.
     ///
-    /// Exit code 0 when every tensor is finite, 1 when a non-finite operator was found, 2 when
+    /// The first non-finite tensor in run order is named too, with where it comes from (a
+    /// kernel output, a kernel input such as a NaN weight, a Parameter), even when every
+    /// kernel output is finite.
+    ///
+    /// Exit code 0 when every tensor is finite, 1 when any tensor holds a NaN or Inf, 2 when
     /// the dump cannot be read.
     Inspect(inspect::Args),
     /// Compare two dumps tensor by tensor and name the first divergent operator.

@@ -13,9 +13,12 @@ mod ort;
 #[cfg(feature = "tract")]
 mod tract;
 
+mod contain;
+
 use std::{
     io::Write,
     path::{Path, PathBuf},
+    sync::{Arc, Mutex, PoisonError},
     time::Instant,
 };
 
@@ -23,11 +26,13 @@ use dump_core::DType;
 use dump_host::{
     DumpOptions, Dumper,
     config::{Env, SavedData},
+    diag::{Event, EventSink},
 };
 
 use super::{
     EXIT_INVALID, EXIT_OK,
-    demo::{EXIT_DUMP_FAILED, absolute, categories_json, default_config, with_path},
+    demo::{EXIT_DUMP_FAILED, categories_json, default_config},
+    open_dump::{self, STAND_IN, Target},
 };
 
 /// The runtimes `--runtime` names.
@@ -97,12 +102,13 @@ pub(crate) struct Feed {
     pub(crate) data: Vec<u8>,
 }
 
-/// Why a run stopped: bad input (exit 2) or a failure while running or dumping (exit 1).
+/// Why a run stopped: bad input (exit 2) or the runtime or the dump failing (exit 1).
 #[derive(Debug)]
 pub(crate) enum RunError {
-    /// The model file, an input or an argument is unusable.
+    /// The model file (unreadable, not ONNX), an input, the config or an argument is unusable.
     Invalid(String),
-    /// The runtime or the dump failed.
+    /// The runtime could not load or evaluate the model (an unsupported op, a caught panic),
+    /// or the dump failed.
     Failed(String),
 }
 
@@ -295,11 +301,11 @@ fn random_feeds(declared: &[Declared], seed: u64) -> Result<Vec<Feed>, RunError>
         .collect()
 }
 
-/// The config text: the user's (path replaced by `--out`) or the embedded one.
-fn config_text(args: &Args) -> Result<String, String> {
+/// The config text (the user's, or the embedded one with the model's name as `net_name`) and
+/// the dump root replacing its `path` (`--out`; `./opdump-run` with the embedded config).
+fn config_text(args: &Args) -> Result<(String, Option<&Path>), String> {
     match &args.config {
         None => {
-            let root = absolute(args.out.as_deref().unwrap_or(Path::new("opdump-run")));
             let net: String = args
                 .model
                 .file_stem()
@@ -314,33 +320,35 @@ fn config_text(args: &Args) -> Result<String, String> {
                     }
                 })
                 .collect();
-            let text = default_config(
-                &root.to_string_lossy(),
-                SavedData::Full,
-                &categories_json("all"),
-            );
+            let text = default_config(STAND_IN, SavedData::Full, &categories_json("all"));
             let net = if net.is_empty() {
                 "Net".to_owned()
             } else {
                 net
             };
-            Ok(text.replace(
+            let text = text.replace(
                 "\"net_name\": \"LeNet5\"",
                 &format!("\"net_name\": \"{net}\""),
+            );
+            Ok((
+                text,
+                Some(args.out.as_deref().unwrap_or(Path::new("opdump-run"))),
             ))
         }
         Some(p) => {
-            let t = std::fs::read_to_string(p)
-                .map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-            match &args.out {
-                None => Ok(t),
-                Some(o) => with_path(&t, &absolute(o)).map_err(|m| format!("{}: {m}", p.display())),
-            }
+            let t = dump_host::config::read_config_file(p)
+                .map_err(|e| e.to_string())
+                .and_then(|b| {
+                    String::from_utf8(b)
+                        .map_err(|_| format!("{}: the dump config is not UTF-8 text", p.display()))
+                })?;
+            Ok((t, args.out.as_deref()))
         }
     }
 }
 
-/// Runs `run`; returns the exit code.
+/// Runs `run`; returns the exit code (0 ok, 1 the model failed to load or evaluate or the dump
+/// failed, 2 bad input).
 pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     match run_inner(args, env, out, err) {
         Ok(()) => EXIT_OK,
@@ -355,6 +363,20 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     }
 }
 
+/// A runtime call with its panic contained: a panic becomes [`RunError::Failed`] naming the
+/// runtime and what it was doing.
+fn guarded<T>(
+    runtime: &str,
+    doing: &str,
+    f: impl FnOnce() -> Result<T, RunError>,
+) -> Result<T, RunError> {
+    contain::contained(f).unwrap_or_else(|m| {
+        Err(RunError::Failed(format!(
+            "{runtime} panicked while {doing} (the panic was caught): {m}"
+        )))
+    })
+}
+
 fn run_inner(
     args: &Args,
     env: &dyn Env,
@@ -364,8 +386,13 @@ fn run_inner(
     if args.steps == 0 {
         return Err(RunError::Invalid("--steps must be at least 1".into()));
     }
-    let text = config_text(args).map_err(RunError::Invalid)?;
-    let mut runner = load(args.runtime, &args.model)?;
+    let (text, root) = config_text(args).map_err(RunError::Invalid)?;
+    std::fs::File::open(&args.model)
+        .map_err(|e| RunError::Invalid(format!("{}: {e}", args.model.display())))?;
+    let runtime = format!("{:?}", args.runtime).to_lowercase();
+    let mut runner = guarded(&runtime, "loading the model", || {
+        load(args.runtime, &args.model)
+    })?;
     let declared = runner.declared();
     let feeds = if args.inputs.is_empty() {
         random_feeds(&declared, args.seed)?
@@ -381,13 +408,22 @@ fn run_inner(
         .iter()
         .map(|f| format!("{} {} {:?}", f.name, f.dtype, f.shape))
         .collect();
-    runner.prepare(feeds)?;
+    guarded(runner.name(), "preparing the model", || {
+        runner.prepare(feeds)
+    })?;
     let opts = DumpOptions::from_env(env).map_err(|e| RunError::Invalid(e.to_string()))?;
-    let mut dumper = Dumper::builder()
-        .env(env)
-        .options(opts.clone())
-        .open_json(text.into_bytes())
-        .map_err(|e| RunError::Invalid(e.to_string()))?;
+    let events = Events::default();
+    let target = Target {
+        text: &text,
+        root,
+        embedded: args.config.is_none(),
+    };
+    let opened = open_dump::open(&target, env, &opts, events.sink());
+    events.print_to(err, false);
+    let mut dumper = opened.map_err(|e| match &args.config {
+        Some(p) => RunError::Invalid(format!("{}: {e}", p.display())),
+        None => RunError::Invalid(e),
+    })?;
     let root = dumper
         .plan()
         .map(|p| p.root.display().to_string())
@@ -405,7 +441,10 @@ fn run_inner(
     for _ in 0..args.steps {
         let n = dumper.next_step();
         let t = Instant::now();
-        match runner.step(&mut dumper) {
+        let name = runner.name();
+        match guarded(name, &format!("running step {n}"), || {
+            runner.step(&mut dumper)
+        }) {
             Ok(kernels) => {
                 let ms = t.elapsed().as_secs_f64() * 1e3;
                 let p = dumper.progress();
@@ -420,6 +459,7 @@ fn run_inner(
                 break;
             }
         }
+        events.print_to(err, false);
     }
     if let (_, Some(w)) = dumper.useless_outputs() {
         let _ = writeln!(err, "warning: {w}");
@@ -428,6 +468,8 @@ fn run_inner(
         let _ = writeln!(err, "warning: {d}");
     }
     let report = dumper.close();
+    // After a failed step "nothing was dumped" says nothing the error does not.
+    events.print_to(err, failed.is_some());
     if let Some(e) = failed {
         return Err(e);
     }
@@ -445,4 +487,32 @@ fn run_inner(
         let _ = writeln!(err, "warning: kernels entry never matched: {k}");
     }
     Ok(())
+}
+
+/// The Dumper's events, queued and printed by the command between library calls.
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<Vec<(bool, String)>>>);
+
+impl Events {
+    /// A sink that queues each event's text, marking "nothing was dumped".
+    fn sink(&self) -> EventSink {
+        let q = Arc::clone(&self.0);
+        EventSink::new(move |e| {
+            let nothing = matches!(e, Event::NothingDumped(_));
+            q.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((nothing, e.to_string()));
+        })
+    }
+
+    /// Prints the queued lines (without "nothing was dumped" when `failed`) and empties the
+    /// queue.
+    fn print_to(&self, err: &mut dyn Write, failed: bool) {
+        let lines = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
+        for (nothing, l) in lines {
+            if !(failed && nothing) {
+                let _ = writeln!(err, "{l}");
+            }
+        }
+    }
 }

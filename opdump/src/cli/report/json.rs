@@ -86,7 +86,7 @@ pub fn metrics(m: &PairMetrics) -> Value {
     })
 }
 
-/// One pair: `a`, `b` (tensor objects), `rule`, `diverged`, `reasons`, `tolerance`, the
+/// One pair: `a`, `b` (tensor objects), `rule`, `diverged`, `reasons`, `notes`, `tolerance`, the
 /// outcome's metrics, and both sides' statistics.
 pub fn pair(a: &Dump, b: &Dump, p: &PairResult) -> Value {
     let outcome = match &p.outcome {
@@ -102,6 +102,7 @@ pub fn pair(a: &Dump, b: &Dump, p: &PairResult) -> Value {
         "rule": p.rule.as_str(),
         "diverged": p.diverged(),
         "reasons": p.reasons.iter().map(super::reason).collect::<Vec<_>>(),
+        "notes": p.notes.iter().map(super::note).collect::<Vec<_>>(),
         "tolerance": {"rtol": num(p.tolerance.rtol), "atol": num(p.tolerance.atol)},
         "outcome": outcome,
         "stats_a": stats(&p.stats_a),

@@ -74,6 +74,15 @@ pub fn reason(d: &dump_read::compare::Divergence) -> String {
     }
 }
 
+/// A note on how a pair was compared, worded.
+pub fn note(n: &dump_read::compare::Note) -> String {
+    match n {
+        dump_read::compare::Note::Reshaped { a, b } => {
+            format!("shapes {a:?} and {b:?} differ only in dimensions of size 1: compared by value")
+        }
+    }
+}
+
 /// Every reason of `p`, worded, `; `-separated.
 pub fn reasons(p: &dump_read::compare::PairResult) -> String {
     p.reasons.iter().map(reason).collect::<Vec<_>>().join("; ")

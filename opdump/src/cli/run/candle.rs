@@ -15,12 +15,13 @@ pub(crate) struct CandleRunner {
 }
 
 impl CandleRunner {
-    /// Loads `path` (an error names the file and what is wrong with it).
+    /// Loads `path`, its external data from beside it (an error names the file and what is
+    /// wrong with it).
     pub(crate) fn load(path: &Path) -> Result<Self, RunError> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| RunError::Invalid(format!("{}: {e}", path.display())))?;
-        let runner = OnnxRunner::new(bytes, 0)
-            .map_err(|e| RunError::Invalid(format!("{}: {e}", path.display())))?;
+        let runner = OnnxRunner::from_file(path, 0).map_err(|e| match e {
+            dump_candle::Error::Model(_) => RunError::Invalid(format!("{}: {e}", path.display())),
+            e => RunError::Failed(format!("{}: {e}", path.display())),
+        })?;
         Ok(CandleRunner {
             runner,
             inputs: HashMap::new(),

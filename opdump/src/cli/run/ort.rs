@@ -15,13 +15,18 @@ pub(crate) struct OrtModel {
 }
 
 impl OrtModel {
-    /// Loads `path` into a session (errors name the file, or say how to get the library).
+    /// Loads `path` into a session (errors name the file, or say how to get the library);
+    /// external data is found beside the model.
     pub(crate) fn load(path: &Path) -> Result<Self, RunError> {
         let env = dump_ort::environment().map_err(|e| RunError::Invalid(e.to_string()))?;
-        let bytes = std::fs::read(path)
-            .map_err(|e| RunError::Invalid(format!("{}: {e}", path.display())))?;
-        let runner = OrtRunner::new(&env, bytes, 0)
-            .map_err(|e| RunError::Invalid(format!("{}: {e}", path.display())))?;
+        // ONNX Runtime resolves external data beside the model, whatever the current folder.
+        let runner = OrtRunner::from_file(&env, path, 0).map_err(|e| match e {
+            dump_ort::Error::Ort(_) => RunError::Failed(format!(
+                "{}: ONNX Runtime cannot load this model: {e}",
+                path.display()
+            )),
+            e => RunError::Invalid(format!("{}: {e}", path.display())),
+        })?;
         Ok(OrtModel {
             runner,
             inputs: Vec::new(),

@@ -26,14 +26,25 @@ pub(crate) struct TractRunner {
 }
 
 impl TractRunner {
-    /// Loads `path` (an error names the file and what tract said).
+    /// Loads `path` (an error names the file and what tract said; the caller checked that
+    /// the file opens).
     pub(crate) fn load(path: &Path) -> Result<Self, RunError> {
-        let model = tract_onnx::onnx().model_for_path(path).map_err(|e| {
-            RunError::Invalid(format!(
-                "{}: not an ONNX model tract can load: {e:#}",
-                path.display()
-            ))
-        })?;
+        let model = tract_onnx::onnx()
+            .model_for_path(path)
+            .or_else(|e| inlined(path).ok_or(e))
+            .map_err(|e| {
+                // Not ONNX at all is bad input (exit 2); ONNX that tract cannot load is exit 1.
+                let parsed = std::fs::read(path)
+                    .map_err(|r| r.to_string())
+                    .and_then(|b| dump_onnx::Model::parse(b).map_err(|p| p.to_string()));
+                match parsed {
+                    Err(m) => RunError::Invalid(format!("{}: {m}", path.display())),
+                    Ok(_) => RunError::Failed(format!(
+                        "{}: tract cannot load this model: {e:#}",
+                        path.display()
+                    )),
+                }
+            })?;
         Ok(TractRunner {
             path: path.to_owned(),
             model: Some(model),
@@ -43,11 +54,26 @@ impl TractRunner {
     }
 
     fn cannot(&self, e: impl std::fmt::Display) -> RunError {
-        RunError::Invalid(format!(
+        RunError::Failed(format!(
             "{}: tract cannot run this model: {e:#}",
             self.path.display()
         ))
     }
+}
+
+/// `path` with its external data inlined (up to 2 GiB) and loaded from memory, for what
+/// tract refuses to read from the file (an absolute external-data location); `None` when
+/// the model cannot be inlined or still does not load.
+fn inlined(path: &Path) -> Option<InferenceModel> {
+    let bytes = std::fs::read(path).ok()?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let inlined = dump_onnx::inline_data(&bytes, dir, dump_onnx::MAX_INLINE_MODEL).ok()?;
+    tract_onnx::onnx()
+        .model_for_read(&mut inlined.as_slice())
+        .ok()
 }
 
 impl Runner for TractRunner {

@@ -1,0 +1,79 @@
+//! The fuzzed entry point of dump-onnx's initializer rewrite (`dump_onnx::inline_data`) and
+//! its invariants, shared by the cargo-fuzz target `fuzz_targets/onnx_inline.rs` and the replay
+//! test `adapters/dump-onnx/tests/fuzz_corpus_onnx.rs`, which runs every file of
+//! `fuzz/corpus/onnx_inline/` and `fuzz/seeds/onnx_inline/` through it in a normal `cargo test`.
+//! (Kept apart from `checks.rs` so that the replay builds with `-p dump-onnx` alone.)
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use dump_onnx::{Model, dtype, inline_data};
+
+/// One fuzzed entry point: takes arbitrary bytes, panics when an invariant breaks.
+pub type Check = fn(&[u8]);
+
+/// Every target of this file by name, for the replay test.
+pub const TARGETS: [(&str, Check); 1] = [("onnx_inline", onnx_inline)];
+
+/// The folder external data is looked up in: the exported-model fixtures (so the seed
+/// `mlp_ext.onnx` finds `mlp_ext.onnx.data`).
+fn base() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for up in ["..", "../.."] {
+        let d = here.join(up).join("tests/fixtures/onnx/exported");
+        if d.is_dir() {
+            return d;
+        }
+    }
+    here
+}
+
+/// A model's bytes: the rewrite never panics; under a small budget it never returns more; an
+/// accepted model parses, every initializer of a type with element bytes now holds its data,
+/// the values of initializers that held data before are unchanged, and the rewrite is a fixed
+/// point (rewriting its output gives the same bytes).
+pub fn onnx_inline(data: &[u8]) {
+    let base = base();
+    if let Ok(small) = inline_data(data, &base, 4096) {
+        assert!(
+            small.len() <= 4096,
+            "over the budget: {} bytes",
+            small.len()
+        );
+    }
+    let Ok(out) = inline_data(data, &base, 1 << 26) else {
+        return;
+    };
+    let after = Model::parse(out.clone()).expect("an inlined model parses");
+    for i in &after.graph.initializers {
+        if dtype(i.data_type).is_some() {
+            assert!(
+                i.data.is_some(),
+                "initializer {:?} still has no data",
+                i.name
+            );
+        }
+    }
+    if let Ok(before) = Model::parse(data.to_vec()) {
+        assert_eq!(
+            before.graph.initializers.len(),
+            after.graph.initializers.len()
+        );
+        for (b, a) in before
+            .graph
+            .initializers
+            .iter()
+            .zip(&after.graph.initializers)
+        {
+            assert_eq!(
+                (&b.name, b.data_type, &b.dims),
+                (&a.name, a.data_type, &a.dims)
+            );
+            if b.data.is_some() {
+                assert_eq!(b.data, a.data, "initializer {:?} changed", b.name);
+            }
+        }
+    }
+    let again = inline_data(&out, &base, 1 << 26).expect("the rewrite accepts its output");
+    assert_eq!(again, out, "not a fixed point");
+}
