@@ -55,7 +55,9 @@ mod error;
 mod graph;
 pub mod inspect;
 mod par;
+mod pt;
 mod stats;
+mod tensor_file;
 
 pub use csv::{CsvRow, read_statistic_csv};
 pub use dump::{Dump, KernelRef, Problem, TensorRecord};
@@ -63,3 +65,4 @@ pub use error::Error;
 pub use graph::{GraphNode, parse_ir};
 pub use par::par_map;
 pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};
+pub use tensor_file::TensorFile;

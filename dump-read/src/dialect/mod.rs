@@ -33,10 +33,12 @@
 //! claim the same directory: put the more specific one first.
 
 mod mindspore;
+mod msprobe;
 
 use std::path::{Path, PathBuf};
 
 pub use mindspore::MindSpore;
+pub use msprobe::{ModuleEdge, Msprobe, op_type_of};
 
 use crate::{Dump, Error};
 
@@ -54,7 +56,7 @@ pub trait Dialect: Sync {
 }
 
 /// Every dialect [`Dump::open`] tries, in order.
-pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore];
+pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore, &Msprobe];
 
 /// The first dialect that recognises `root`.
 pub fn detect(root: &Path) -> Option<&'static dyn Dialect> {
