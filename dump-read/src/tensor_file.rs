@@ -35,14 +35,18 @@ enum Inner {
     Raw(std::io::Take<File>),
 }
 
-/// The `.npz` archive and member of a path `archive.npz/NAME.npy` when `path` itself is no
-/// file and its parent is an `.npz` file.
-pub(crate) fn npz_member(path: &Path) -> Option<(&Path, &str)> {
-    let parent = path.parent()?;
-    let member = path.file_name()?.to_str()?;
-    (parent.extension().is_some_and(|e| e == "npz")
-        && std::fs::symlink_metadata(parent).is_ok_and(|m| m.is_file()))
-    .then_some((parent, member))
+/// The `.npz` archive and member of a path `archive.npz/NAME.npy` (the member may hold `/`,
+/// as ONNX value names do) when `path` itself is no file and an ancestor is an `.npz` file.
+pub(crate) fn npz_member(path: &Path) -> Option<(&Path, String)> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return None;
+    }
+    let archive = path.ancestors().skip(1).find(|a| {
+        a.extension().is_some_and(|e| e == "npz")
+            && std::fs::symlink_metadata(a).is_ok_and(|m| m.is_file())
+    })?;
+    let member = path.strip_prefix(archive).ok()?.to_str()?.to_owned();
+    Some((archive, member))
 }
 
 impl TensorFile {
@@ -55,7 +59,7 @@ impl TensorFile {
             return Self::raw(path, t.dtype, false, t.shape, t.data_start, t.data_len);
         }
         if let Some((archive, member)) = npz_member(path) {
-            return Self::open_npz_member(path, archive, member);
+            return Self::open_npz_member(path, archive, &member);
         }
         let npy = NpyReader::open(path)?;
         Ok(TensorFile {
@@ -99,8 +103,15 @@ impl TensorFile {
         let file_len = std::fs::symlink_metadata(archive)
             .map_err(|e| Error::io(archive, e))?
             .len();
-        let i = zip
-            .index_for_name(member)
+        // A leading `/` (ONNX value names) is lost when the path is split into components:
+        // names are compared without it.
+        let want = member.trim_start_matches('/');
+        let i = (0..zip.len())
+            .find(|&i| {
+                zip.name_for_index(i)
+                    .and_then(|n| n.ok())
+                    .is_some_and(|n| n.trim_start_matches('/') == want)
+            })
             .ok_or_else(|| Error::format(archive, format!("has no member {member:?}")))?;
         let (start, size) = pt::stored_member(&mut zip, i, archive, file_len)?;
         let prefix = pt::read_at(archive, start, size.min(12))?;

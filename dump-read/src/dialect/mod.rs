@@ -34,11 +34,13 @@
 
 mod mindspore;
 mod msprobe;
+mod reference;
 
 use std::path::{Path, PathBuf};
 
 pub use mindspore::MindSpore;
 pub use msprobe::{ModuleEdge, Msprobe, op_type_of};
+pub use reference::{NpyDir, Npz};
 
 use crate::{Dump, Error};
 
@@ -56,7 +58,7 @@ pub trait Dialect: Sync {
 }
 
 /// Every dialect [`Dump::open`] tries, in order.
-pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore, &Msprobe];
+pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore, &Msprobe, &Npz, &NpyDir];
 
 /// The first dialect that recognises `root`.
 pub fn detect(root: &Path) -> Option<&'static dyn Dialect> {
@@ -68,14 +70,14 @@ pub fn detect(root: &Path) -> Option<&'static dyn Dialect> {
 /// dump (a user who gave its parent).
 pub(crate) fn open(root: &Path) -> Result<Dump, Error> {
     let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
+    if let Some(d) = detect(root) {
+        return d.read(root);
+    }
     if !meta.is_dir() {
         return Err(Error::format(
             root,
-            "not a directory (give the dump directory)",
+            "not a directory (give the dump directory) nor a reference file (.npz)",
         ));
-    }
-    if let Some(d) = detect(root) {
-        return d.read(root);
     }
     let looked_for: Vec<&str> = DIALECTS.iter().map(|d| d.describe()).collect();
     let mut message = format!("no dump found: expected {}", looked_for.join(", or "));
