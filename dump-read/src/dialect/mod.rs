@@ -4,7 +4,8 @@
 //!
 //! # Adding a dialect
 //!
-//! Say msprobe's `dump.json` tree. Write `dialect/msprobe.rs` with a unit struct and:
+//! msprobe's `dump.json` tree ([`Msprobe`], `dialect/msprobe.rs`) is the worked example;
+//! a new one is a module with a unit struct and:
 //!
 //! - [`Dialect::detect`]: a cheap look at the directory (a few `stat`s or one small read:
 //!   `step{N}/rank{R}/dump.json` exists). It runs for every dialect on every directory a user
