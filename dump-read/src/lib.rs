@@ -3,7 +3,7 @@
 //!
 //! - [`Dump::open`] detects the dialect under a directory ([`dialect`]: MindSpore's layout,
 //!   which opdump writes too, msprobe's `dump.json` tree, and reference arrays in an `.npz`
-//!   or a directory of `NAME.npy`; each dialect is one module implementing
+//!   or a directory of `NAME.npy` or Polygraphy's saved outputs; each dialect is one module implementing
 //!   [`dialect::Dialect`]) and yields one [`TensorRecord`] per dumped tensor, whose data
 //!   [`TensorFile`] streams from an `.npy`, a PyTorch `.pt` or an `.npz` member. Files are never
 //!   read whole: headers are parsed on their own and data is streamed in

@@ -1,6 +1,8 @@
 //! [`TensorFile`]: one tensor's data, streamed in bounded chunks whatever holds it: an `.npy`
 //! file, a PyTorch `.pt` file (torch.save's zip, msprobe's tensor task), or one `NAME.npy`
-//! member of an `.npz` archive, named by the path `archive.npz/NAME.npy`.
+//! member of an `.npz` archive, named by the path `archive.npz/NAME.npy`, or output `K` of
+//! iteration `I` of runner `R` in Polygraphy's saved outputs, named `results.json/R/I/K`
+//! (decoded into memory: Polygraphy keeps arrays inline as base64).
 
 use std::{
     fs::File,
@@ -33,6 +35,27 @@ enum Inner {
     Npy(NpyReader),
     /// A file positioned at the data, with the bytes left.
     Raw(std::io::Take<File>),
+    /// An array decoded into memory (Polygraphy's JSON holds arrays inline).
+    Mem(std::io::Cursor<Vec<u8>>),
+}
+
+/// The JSON file and `(runner, iteration, output)` of a path `results.json/R/I/K`.
+fn polygraphy_member(path: &Path) -> Option<(&Path, [usize; 3])> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return None;
+    }
+    let json = path.ancestors().nth(3)?;
+    if json.extension().is_none_or(|e| e != "json")
+        || !std::fs::symlink_metadata(json).is_ok_and(|m| m.is_file())
+    {
+        return None;
+    }
+    let rest = path.strip_prefix(json).ok()?;
+    let ids: Vec<usize> = rest
+        .components()
+        .map(|c| c.as_os_str().to_str()?.parse().ok())
+        .collect::<Option<_>>()?;
+    Some((json, ids.try_into().ok()?))
 }
 
 /// The `.npz` archive and member of a path `archive.npz/NAME.npy` (the member may hold `/`,
@@ -57,6 +80,9 @@ impl TensorFile {
         if path.extension().is_some_and(|e| e == "pt" || e == "pth") {
             let t = pt::open_pt(path)?;
             return Self::raw(path, t.dtype, false, t.shape, t.data_start, t.data_len);
+        }
+        if let Some((json, [r, i, k])) = polygraphy_member(path) {
+            return Self::open_polygraphy(path, json, r, i, k);
         }
         if let Some((archive, member)) = npz_member(path) {
             return Self::open_npz_member(path, archive, &member);
@@ -155,6 +181,43 @@ impl TensorFile {
         })
     }
 
+    fn open_polygraphy(
+        path: &Path,
+        json: &Path,
+        r: usize,
+        i: usize,
+        k: usize,
+    ) -> Result<TensorFile, Error> {
+        let doc = crate::dialect::polygraphy::load(json)?;
+        let bytes = crate::dialect::polygraphy::npy_bytes(&doc, r, i, k)
+            .map_err(|m| Error::format(path, m))?;
+        drop(doc);
+        let bad = |e: dump_npy::Error| Error::format(path, format!("not a valid .npy array: {e}"));
+        let hlen = dump_npy::header_len_from_prefix(&bytes).map_err(bad)?;
+        let h = dump_npy::parse_header(bytes.get(..hlen).unwrap_or(&bytes)).map_err(bad)?;
+        let data_len = h.data_len() as u64;
+        if bytes.len() as u64 != hlen as u64 + data_len {
+            return Err(Error::format(
+                path,
+                format!(
+                    "the header announces {data_len} data bytes, the array holds {}",
+                    bytes.len().saturating_sub(hlen)
+                ),
+            ));
+        }
+        let (dtype, fortran_order, shape) = (h.dtype(), h.fortran_order(), h.dims().collect());
+        let mut cur = std::io::Cursor::new(bytes);
+        cur.set_position(hlen as u64);
+        Ok(TensorFile {
+            path: path.to_path_buf(),
+            inner: Inner::Mem(cur),
+            dtype,
+            fortran_order,
+            shape,
+            data_len,
+        })
+    }
+
     /// The path it was opened by.
     pub fn path(&self) -> &Path {
         &self.path
@@ -189,6 +252,9 @@ impl TensorFile {
             Inner::Raw(f) => f.read_exact(buf).map_err(|e| {
                 Error::format(&self.path, format!("reading data: {e} (the file shrank?)"))
             }),
+            Inner::Mem(c) => c
+                .read_exact(buf)
+                .map_err(|e| Error::format(&self.path, format!("reading data: {e}"))),
         }
     }
 }

@@ -129,7 +129,7 @@ fn a_perturbed_copy_diverges_first_at_the_perturbed_api() {
         .windows(4)
         .position(|w| {
             let v = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-            v == -0.14405977725982666_f32
+            f64::from(v) == -0.14405977725982666
         })
         .expect("the min of the output lies in the storage");
     let v = f32::from_le_bytes(bytes[data..data + 4].try_into().unwrap()) * 1.01;

@@ -77,7 +77,8 @@ fn a_rust_run_pairs_with_an_npz_and_an_npy_directory_by_value_name() {
     let good = rust_run(&tmp.join("good"), &[3.0, 1.0]);
     let npz = fixtures().join("ref.npz");
     let dir = fixtures().join("ref_npy");
-    for reference in [&npz, &dir] {
+    let poly = fixtures().join("polygraphy.json");
+    for reference in [&npz, &dir, &poly] {
         let o = opdump(&[
             "compare",
             good.to_str().unwrap(),

@@ -35,12 +35,14 @@
 
 mod mindspore;
 mod msprobe;
+pub(crate) mod polygraphy;
 mod reference;
 
 use std::path::{Path, PathBuf};
 
 pub use mindspore::MindSpore;
 pub use msprobe::{ModuleEdge, Msprobe, op_type_of};
+pub use polygraphy::Polygraphy;
 pub use reference::{NpyDir, Npz};
 
 use crate::{Dump, Error};
@@ -59,7 +61,7 @@ pub trait Dialect: Sync {
 }
 
 /// Every dialect [`Dump::open`] tries, in order.
-pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore, &Msprobe, &Npz, &NpyDir];
+pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore, &Msprobe, &Npz, &NpyDir, &Polygraphy];
 
 /// The first dialect that recognises `root`.
 pub fn detect(root: &Path) -> Option<&'static dyn Dialect> {
@@ -77,7 +79,7 @@ pub(crate) fn open(root: &Path) -> Result<Dump, Error> {
     if !meta.is_dir() {
         return Err(Error::format(
             root,
-            "not a directory (give the dump directory) nor a reference file (.npz)",
+            "not a directory (give the dump directory) nor a reference file (.npz, Polygraphy JSON)",
         ));
     }
     let looked_for: Vec<&str> = DIALECTS.iter().map(|d| d.describe()).collect();

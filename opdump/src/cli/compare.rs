@@ -13,7 +13,8 @@
 //!
 //! Either side may be MindSpore's or opdump's layout, an msprobe dump (`dump.json` with
 //! `.pt`/`.npy` tensors, or statistics only; its `md5`, a CRC-32, compared as a digest), an
-//! `.npz` of reference arrays or a directory of `NAME.npy` (each array named by the ONNX value
+//! `.npz` of reference arrays, a directory of `NAME.npy` or Polygraphy's `--save-outputs`
+//! JSON (each array named by the ONNX value
 //! it holds, paired by the `value` rule).
 //!
 //! Default tolerances (rtol, atol): float64 1e-7, 1e-10; float32 1e-4, 1e-6; float16 1e-3,
@@ -54,12 +55,12 @@ pub const EXIT_DIVERGED: i32 = 1;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The first dump (the run under test): MindSpore's or opdump's layout, an msprobe dump
-    /// (step{N}/rank{R}|proc{pid}/dump.json, .pt or .npy tensors), an .npz of reference arrays
-    /// or a directory of NAME.npy.
+    /// (step{N}/rank{R}|proc{pid}/dump.json, .pt or .npy tensors), an .npz of reference
+    /// arrays, a directory of NAME.npy or Polygraphy's --save-outputs JSON.
     #[arg(value_name = "A")]
     pub a: PathBuf,
     /// The second dump (the reference: relative errors divide by its values), any layout A
-    /// takes. Reference arrays (.npz, NAME.npy) pair with A's kernels by the ONNX value name
+    /// takes. Reference arrays (.npz, NAME.npy, Polygraphy JSON) pair with A's kernels by the ONNX value name
     /// A's graphs/*.ir gives them (rule `value`).
     #[arg(value_name = "B")]
     pub b: PathBuf,
