@@ -37,6 +37,9 @@ pub struct Stats {
     /// CRC-32 of the raw bytes (8 lowercase hex digits): what msprobe's `summary_mode: md5`
     /// writes under its `md5` key.
     pub crc32: Option<String>,
+    /// msprobe's `summary_mode: xor` checksum (`0x` and 16 lowercase hex digits: the XOR of
+    /// the raw bytes' little-endian 64-bit words), written under its `md5` key.
+    pub xor64: Option<String>,
 }
 
 impl Stats {
@@ -68,6 +71,7 @@ impl Stats {
             md5: None,
             sha1: None,
             crc32: None,
+            xor64: None,
         }
     }
 
@@ -114,7 +118,7 @@ impl Stats {
             ($($f:ident),*) => {$( if self.$f.is_none() { self.$f = other.$f; } )*};
         }
         fill!(
-            count, max, min, avg, l2norm, nan, neg_inf, pos_inf, zero, md5, sha1, crc32
+            count, max, min, avg, l2norm, nan, neg_inf, pos_inf, zero, md5, sha1, crc32, xor64
         );
     }
 }

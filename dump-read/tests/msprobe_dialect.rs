@@ -334,6 +334,46 @@ fn a_changed_crc32_diverges_as_a_digest() {
     );
 }
 
+/// xor mode: `0x%016x` checksums compared as digests; a 0-d tensor's value is its statistics.
+#[test]
+fn xor_checksums_and_0d_values_are_read() {
+    let write = |root: &Path, xor: &str| {
+        write_tree(
+            root,
+            &format!(
+                r#"{{"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": null, "data": {{
+  "Tensor.__mul__.0.forward": {{"input_args": [{T}, "requires_grad": false, "md5": "{xor}"}},
+     {{"type": "torch.Tensor", "dtype": "torch.float32", "shape": [], "md5": 1.5}}], "input_kwargs": {{}}, "output": []}}}}}}"#
+            ),
+            "{}",
+        );
+    };
+    let (a, b) = (tmp("xor-a"), tmp("xor-b"));
+    write(&a, "0x00000000DEADBEEF");
+    write(&b, "0x00000000deadbeef");
+    let (da, db) = (Dump::open(&a).unwrap(), Dump::open(&b).unwrap());
+    assert!(da.problems.is_empty(), "{:?}", da.problems);
+    let s = da.tensors[0].row_stats.as_ref().unwrap();
+    assert_eq!(
+        (s.xor64.as_deref(), s.crc32.as_deref()),
+        (Some("0x00000000deadbeef"), None)
+    );
+    let z = da.tensors[1].row_stats.as_ref().unwrap();
+    assert_eq!((z.max, z.min, z.avg), (Some(1.5), Some(1.5), Some(1.5)));
+    let c = compare(&da, &db, &Tolerances::default(), 1, &|_, _| {});
+    assert_eq!(c.first_divergent, None);
+    write(&b, "0x00000000deadbeee");
+    let db = Dump::open(&b).unwrap();
+    let c = compare(&da, &db, &Tolerances::default(), 1, &|_, _| {});
+    let first = &c.pairs[c.first_divergent.unwrap()];
+    assert_eq!(da.tensors[first.a].io_slot(), "input.0");
+    assert!(
+        matches!(first.reasons[0], Divergence::Digests { .. }),
+        "{:?}",
+        first.reasons
+    );
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {

@@ -206,11 +206,13 @@ pub(super) fn measure(
             }
         }
     }
-    // Digests of the same kind on both sides: MD5, then SHA-1, then CRC-32 (msprobe's md5).
+    // Digests of the same kind on both sides: MD5, then SHA-1, then CRC-32 (msprobe's md5),
+    // then msprobe's xor checksum.
     let digest = [
         (sa.md5.clone(), sb.md5.clone()),
         (sa.sha1.clone(), sb.sha1.clone()),
         (sa.crc32.clone(), sb.crc32.clone()),
+        (sa.xor64.clone(), sb.xor64.clone()),
     ]
     .into_iter()
     .find_map(|p| match p {

@@ -10,7 +10,8 @@
 //! likewise), slots numbered depth-first over every leaf of the list (a nested list's tensors
 //! get consecutive slots; `None` and scalars take a slot too, so `conv2d`'s weight is input
 //! 1). The timestamp is a counter in `dump.json` order. `Max`/`Min`/`Mean`/`Norm` are the
-//! row's statistics, `md5` (CRC-32 in dynamic mode) its digest. A listed `data_name` whose
+//! row's statistics, `md5` (CRC-32 in dynamic mode; `0x` + 16 hex digits in `xor` mode, or
+//! the value itself for a 0-d tensor) its digest. A listed `data_name` whose
 //! file is missing is a [`Problem`]; its statistics still compare.
 //!
 //! Python's `json.dump` writes NaN and infinities as bare `NaN`/`Infinity`/`-Infinity`
@@ -410,11 +411,25 @@ impl Walk<'_> {
             l2norm: stat(m.get("Norm")),
             ..Stats::default()
         };
-        if let Some(d) = m.get("md5").and_then(Value::as_str)
-            && d.len() == 8
-            && d.bytes().all(|b| b.is_ascii_hexdigit())
-        {
-            stats.crc32 = Some(d.to_ascii_lowercase());
+        match m.get("md5") {
+            Some(Value::String(d)) if d.len() == 8 && d.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                stats.crc32 = Some(d.to_ascii_lowercase());
+            }
+            Some(Value::String(d))
+                if d.len() == 18
+                    && d.starts_with("0x")
+                    && d[2..].bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                stats.xor64 = Some(d.to_ascii_lowercase());
+            }
+            // xor mode on a 0-d tensor: the value itself.
+            Some(Value::Number(n)) if shape.is_empty() => {
+                let v = n.as_f64();
+                stats.max = stats.max.or(v);
+                stats.min = stats.min.or(v);
+                stats.avg = stats.avg.or(v);
+            }
+            _ => {}
         }
         let (mut file, mut stored) = (None, None);
         if let Some(name) = m.get("data_name").and_then(Value::as_str) {

@@ -69,6 +69,7 @@ pub fn stats(s: &Stats) -> Value {
         "zero_count": s.zero,
         "md5": s.md5,
         "crc32": s.crc32,
+        "xor64": s.xor64,
     })
 }
 
