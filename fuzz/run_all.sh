@@ -10,7 +10,7 @@
 cd "$(dirname "$0")" || exit 1
 RUNS=${1:-10000000}
 MAX_TIME=${2:-1200}
-for t in ${TARGETS:-config_json npy file_name csv_row wire cann_dump onnx_inline}; do
+for t in ${TARGETS:-config_json npy file_name csv_row wire cann_dump onnx_inline pt}; do
     mkdir -p "work/$t" logs
     case "$t" in
         config_json) san="none" dir="target-nosan" ;;

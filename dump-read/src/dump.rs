@@ -124,6 +124,12 @@ pub struct Dump {
     pub graphs: Vec<((u32, u32), Vec<GraphNode>)>,
     /// Files and rows that could not be used, and why.
     pub problems: Vec<Problem>,
+    /// The module hierarchy (msprobe's `construct.json`): each call and the module call it ran
+    /// in; empty for dialects without one.
+    pub modules: Vec<crate::dialect::ModuleEdge>,
+    /// Call stacks (msprobe's `stack.json`): `(rank, step, call name)` → frames, outermost
+    /// last as msprobe writes them.
+    pub stacks: Vec<((u32, u64, String), Vec<String>)>,
 }
 
 impl Dump {

@@ -16,6 +16,15 @@ pub enum Error {
     },
     /// An `.npy` file could not be opened or read.
     Npy(dump_npy::FileError),
+    /// A zip archive (`.pt`, `.npz`) could not be read (the zip reader's error is kept).
+    Zip {
+        /// The archive.
+        path: PathBuf,
+        /// What was being read, and what it should be.
+        what: String,
+        /// What the zip reader said.
+        source: zip::result::ZipError,
+    },
     /// A file, row or directory is not what its dialect allows.
     Format {
         /// The file or directory.
@@ -53,6 +62,7 @@ impl Error {
                     .map(str::to_owned)
                     .unwrap_or(full)
             }
+            Error::Zip { what, source, .. } => format!("{what}: {source}"),
             Error::Format { message, .. } => message.clone(),
         }
     }
@@ -69,6 +79,9 @@ impl fmt::Display for Error {
         match self {
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
             Error::Npy(e) => write!(f, "{e}"),
+            Error::Zip { path, what, source } => {
+                write!(f, "{}: {what}: {source}", path.display())
+            }
             Error::Format { path, message } => write!(f, "{}: {message}", path.display()),
         }
     }
@@ -79,6 +92,7 @@ impl std::error::Error for Error {
         match self {
             Error::Io { source, .. } => Some(source),
             Error::Npy(e) => Some(e),
+            Error::Zip { source, .. } => Some(source),
             Error::Format { .. } => None,
         }
     }

@@ -2,8 +2,10 @@
 //! users ask of them.
 //!
 //! - [`Dump::open`] detects the dialect under a directory ([`dialect`]: MindSpore's layout,
-//!   which opdump writes too, is the first; each dialect is one module implementing
-//!   [`dialect::Dialect`]) and yields one [`TensorRecord`] per dumped tensor. Files are never
+//!   which opdump writes too, msprobe's `dump.json` tree, and reference arrays in an `.npz`
+//!   or a directory of `NAME.npy` or Polygraphy's saved outputs; each dialect is one module implementing
+//!   [`dialect::Dialect`]) and yields one [`TensorRecord`] per dumped tensor, whose data
+//!   [`TensorFile`] streams from an `.npy`, a PyTorch `.pt` or an `.npz` member. Files are never
 //!   read whole: headers are parsed on their own and data is streamed in
 //!   [`dump_npy::CHUNK`]-byte chunks, so memory stays bounded whatever the dump's size.
 //!   Problems with single files (a truncated `.npy`, a row without a file, a name not in the
@@ -61,7 +63,9 @@ mod graph;
 pub mod inspect;
 mod many;
 mod par;
+mod pt;
 mod stats;
+mod tensor_file;
 
 pub use csv::{CsvRow, read_statistic_csv};
 pub use dump::{Dump, KernelRef, Problem, TensorRecord};
@@ -70,3 +74,4 @@ pub use graph::{GraphNode, parse_ir};
 pub use many::{LANE_CHUNK, summarize_npy_many};
 pub use par::par_map;
 pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};
+pub use tensor_file::TensorFile;

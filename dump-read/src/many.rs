@@ -26,11 +26,11 @@ use dump_core::{
     hash::{MD5_MAX_LANES, Md5Multi},
     stats::FUSE_CHUNK,
 };
-use dump_npy::NpyReader;
+
 use dump_stats::{Hashes, StreamStats};
 
 use crate::{
-    Error, FileSummary, par_map,
+    Error, FileSummary, TensorFile, par_map,
     stats::{Plan, done, narrow_bf16, summarize_npy},
 };
 
@@ -128,7 +128,7 @@ enum Outcome {
 /// A file in a lane.
 struct Open {
     index: usize,
-    npy: NpyReader,
+    npy: TensorFile,
     plan: Plan,
     acc: StreamStats,
     /// Data bytes not read yet.
@@ -219,7 +219,7 @@ impl<'f> Lanes<'f> {
         loop {
             let index = next.fetch_add(1, Ordering::Relaxed);
             let (path, named) = self.files.get(index)?;
-            let opened = NpyReader::open(path).map_err(Error::from).and_then(|npy| {
+            let opened = TensorFile::open(path).and_then(|npy| {
                 let plan = Plan::of(&npy, *named);
                 let inline = Hashes {
                     md5: false,

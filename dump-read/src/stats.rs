@@ -6,9 +6,7 @@ use std::path::Path;
 use dump_core::{DType, Summary};
 use dump_stats::{Hashes, StreamStats, TensorStats};
 
-use dump_npy::NpyReader;
-
-use crate::{Error, digests::DigestThreads};
+use crate::{Error, TensorFile, digests::DigestThreads};
 
 /// The statistics of one tensor as far as they are known: a `statistic.csv` row may hold only
 /// some columns; computed statistics hold all but the digests not asked for.
@@ -36,6 +34,12 @@ pub struct Stats {
     pub md5: Option<String>,
     /// MindSpore's SHA-1 (lowercase hex).
     pub sha1: Option<String>,
+    /// CRC-32 of the raw bytes (8 lowercase hex digits): what msprobe's `summary_mode: md5`
+    /// writes under its `md5` key.
+    pub crc32: Option<String>,
+    /// msprobe's `summary_mode: xor` checksum (`0x` and 16 lowercase hex digits: the XOR of
+    /// the raw bytes' little-endian 64-bit words), written under its `md5` key.
+    pub xor64: Option<String>,
 }
 
 impl Stats {
@@ -66,6 +70,8 @@ impl Stats {
             zero: Some(s.zero),
             md5: None,
             sha1: None,
+            crc32: None,
+            xor64: None,
         }
     }
 
@@ -112,7 +118,7 @@ impl Stats {
             ($($f:ident),*) => {$( if self.$f.is_none() { self.$f = other.$f; } )*};
         }
         fill!(
-            count, max, min, avg, l2norm, nan, neg_inf, pos_inf, zero, md5, sha1
+            count, max, min, avg, l2norm, nan, neg_inf, pos_inf, zero, md5, sha1, crc32, xor64
         );
     }
 }
@@ -120,7 +126,7 @@ impl Stats {
 /// Data bytes from which a file's digests are computed on threads of their own.
 const THREADED_DIGESTS_MIN: u64 = 8 << 20;
 
-/// A `.npy` file summarised by streaming.
+/// A tensor file (`.npy`, `.pt`, `.npz` member) summarised by streaming.
 #[derive(Clone, Debug)]
 pub struct FileSummary {
     /// The dtype the statistics describe and a row reports (the name's dtype when the file
@@ -128,8 +134,6 @@ pub struct FileSummary {
     pub dtype: DType,
     /// The dtype stored in the file.
     pub stored: DType,
-    /// The descr as written.
-    pub descr: String,
     /// Dimensions.
     pub shape: Vec<usize>,
     /// Statistics and requested digests.
@@ -162,13 +166,13 @@ pub fn summarize_npy(
     named: Option<DType>,
     hashes: Hashes,
 ) -> Result<FileSummary, Error> {
-    let mut npy = NpyReader::open(path)?;
+    let mut npy = TensorFile::open(path)?;
     let plan = Plan::of(&npy, named);
     if plan.narrow {
         if let Some(stats) = stream(&mut npy, DType::BFloat16, hashes, true)? {
             return Ok(done(npy, DType::BFloat16, stats, None));
         }
-        let mut again = NpyReader::open(path)?;
+        let mut again = TensorFile::open(path)?;
         let stored = again.dtype;
         let stats = stream(&mut again, stored, hashes, false)?.unwrap_or_default();
         let w = format!(
@@ -195,7 +199,7 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    pub(crate) fn of(npy: &NpyReader, named: Option<DType>) -> Plan {
+    pub(crate) fn of(npy: &TensorFile, named: Option<DType>) -> Plan {
         let stored = npy.dtype;
         if named == Some(DType::BFloat16) && stored == DType::Float32 {
             return Plan {
@@ -210,9 +214,8 @@ impl Plan {
             Some(n) => (
                 stored,
                 Some(format!(
-                    "{}: the name says {n} but the file holds {stored} (descr {:?}); reporting {stored}",
+                    "{}: the name says {n} but the file holds {stored}; reporting {stored}",
                     npy.path().display(),
-                    npy.descr
                 )),
             ),
             None => (stored, None),
@@ -239,7 +242,7 @@ pub(crate) fn narrow_bf16(chunk: &[u8], out: &mut Vec<u8>) -> bool {
 }
 
 pub(crate) fn done(
-    npy: NpyReader,
+    npy: TensorFile,
     dtype: DType,
     stats: TensorStats,
     warning: Option<String>,
@@ -247,7 +250,6 @@ pub(crate) fn done(
     FileSummary {
         dtype,
         stored: npy.dtype,
-        descr: npy.descr,
         shape: npy.shape,
         stats,
         warning,
@@ -258,7 +260,7 @@ pub(crate) fn done(
 /// and digests over chunks, bit-identical to the Dumper's rows). `narrow`: the file holds f32
 /// that are narrowed to bf16 per chunk; `Ok(None)` when a value is not an exact bf16.
 fn stream(
-    npy: &mut NpyReader,
+    npy: &mut TensorFile,
     dtype: DType,
     hashes: Hashes,
     narrow: bool,

@@ -11,12 +11,13 @@ use dump_core::{
 };
 
 use super::{Divergence, PairOutcome, PairResult, PairRule, Tolerances};
-use dump_npy::{CHUNK, NpyReader};
+use dump_npy::CHUNK;
 
-use crate::{Dump, Error, Stats, TensorRecord};
+use crate::{Dump, Error, Stats, TensorFile, TensorRecord};
 
-/// Element-wise metrics of two `.npy` files of the same stored dtype and shape (up to
-/// dimensions of size 1: `[1, 1, 384]` pairs with `[384]` element by element), read in
+/// Element-wise metrics of two tensor files (`.npy`, `.pt`, `.npz` members) of the same stored
+/// dtype and shape (up to dimensions of size 1: `[1, 1, 384]` pairs with `[384]` element by
+/// element), read in
 /// lockstep chunks of [`CHUNK`] bytes (two buffers: memory is bounded whatever the size). With
 /// `with_stats`, each side's statistics come from the same pass.
 pub fn compare_files(
@@ -25,8 +26,8 @@ pub fn compare_files(
     tol: Tolerance,
     with_stats: bool,
 ) -> Result<(PairMetrics, Option<Summary>, Option<Summary>), Error> {
-    let mut fa = NpyReader::open(a)?;
-    let mut fb = NpyReader::open(b)?;
+    let mut fa = TensorFile::open(a)?;
+    let mut fb = TensorFile::open(b)?;
     if fa.dtype != fb.dtype {
         return Err(mismatch(
             a,
@@ -224,20 +225,39 @@ pub(super) fn measure(
             }
         }
     }
+    // Digests of the same kind on both sides: MD5, then SHA-1, then CRC-32 (msprobe's md5),
+    // then msprobe's xor checksum.
+    let digest = [
+        (sa.md5.clone(), sb.md5.clone()),
+        (sa.sha1.clone(), sb.sha1.clone()),
+        (sa.crc32.clone(), sb.crc32.clone()),
+        (sa.xor64.clone(), sb.xor64.clone()),
+    ]
+    .into_iter()
+    .find_map(|p| match p {
+        (Some(x), Some(y)) => Some((x, y)),
+        _ => None,
+    });
     if any {
+        // Statistics decide; a digest that differs too is a divergence (a change the
+        // statistics did not show).
+        if let Some((x, y)) = digest
+            && x != y
+        {
+            r.reasons.push(Divergence::Digests { a: x, b: y });
+        }
         r.outcome = PairOutcome::Statistics { rel: rels };
         return r;
     }
-    let digest = |s: &Stats| s.md5.clone().or_else(|| s.sha1.clone());
-    match (digest(sa), digest(sb)) {
-        (Some(x), Some(y)) => {
+    match digest {
+        Some((x, y)) => {
             let equal = x == y;
             if !equal {
                 r.reasons.push(Divergence::Digests { a: x, b: y });
             }
             r.outcome = PairOutcome::Digest { equal };
         }
-        _ => {
+        None => {
             let m = Divergence::NothingToCompare;
             r.reasons.push(m.clone());
             r.outcome = PairOutcome::Mismatch(m);

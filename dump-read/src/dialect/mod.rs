@@ -4,7 +4,8 @@
 //!
 //! # Adding a dialect
 //!
-//! Say msprobe's `dump.json` tree. Write `dialect/msprobe.rs` with a unit struct and:
+//! msprobe's `dump.json` tree ([`Msprobe`], `dialect/msprobe.rs`) is the worked example;
+//! a new one is a module with a unit struct and:
 //!
 //! - [`Dialect::detect`]: a cheap look at the directory (a few `stat`s or one small read:
 //!   `step{N}/rank{R}/dump.json` exists). It runs for every dialect on every directory a user
@@ -33,10 +34,16 @@
 //! claim the same directory: put the more specific one first.
 
 mod mindspore;
+mod msprobe;
+pub(crate) mod polygraphy;
+mod reference;
 
 use std::path::{Path, PathBuf};
 
 pub use mindspore::MindSpore;
+pub use msprobe::{ModuleEdge, Msprobe, op_type_of};
+pub use polygraphy::Polygraphy;
+pub use reference::{NpyDir, Npz};
 
 use crate::{Dump, Error};
 
@@ -54,7 +61,7 @@ pub trait Dialect: Sync {
 }
 
 /// Every dialect [`Dump::open`] tries, in order.
-pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore];
+pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore, &Msprobe, &Npz, &NpyDir, &Polygraphy];
 
 /// The first dialect that recognises `root`.
 pub fn detect(root: &Path) -> Option<&'static dyn Dialect> {
@@ -66,14 +73,14 @@ pub fn detect(root: &Path) -> Option<&'static dyn Dialect> {
 /// dump (a user who gave its parent).
 pub(crate) fn open(root: &Path) -> Result<Dump, Error> {
     let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
+    if let Some(d) = detect(root) {
+        return d.read(root);
+    }
     if !meta.is_dir() {
         return Err(Error::format(
             root,
-            "not a directory (give the dump directory)",
+            "not a directory (give the dump directory) nor a reference file (.npz, Polygraphy JSON)",
         ));
-    }
-    if let Some(d) = detect(root) {
-        return d.read(root);
     }
     let looked_for: Vec<&str> = DIALECTS.iter().map(|d| d.describe()).collect();
     let mut message = format!("no dump found: expected {}", looked_for.join(", or "));

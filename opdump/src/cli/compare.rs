@@ -11,6 +11,12 @@
 //! differ, or when shapes or dtypes differ. The headline is the first divergent operator in
 //! A's run order.
 //!
+//! Either side may be MindSpore's or opdump's layout, an msprobe dump (`dump.json` with
+//! `.pt`/`.npy` tensors, or statistics only; its `md5`, a CRC-32, compared as a digest), an
+//! `.npz` of reference arrays, a directory of `NAME.npy` or Polygraphy's `--save-outputs`
+//! JSON (each array named by the ONNX value
+//! it holds, paired by the `value` rule).
+//!
 //! Default tolerances: rtol float64 1e-7, float32 1e-4, float16 1e-3, bfloat16 8e-3; atol
 //! scales with the reference tensor, `atol = rtol / 10 * max(|max B|, |min B|)` (so rounding
 //! in a large tensor is not a divergence and a 1% change of a tiny one is), unless `--atol` or
@@ -53,10 +59,14 @@ pub const EXIT_DIVERGED: i32 = 1;
 /// Arguments of `opdump compare`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The first dump (the run under test).
+    /// The first dump (the run under test): MindSpore's or opdump's layout, an msprobe dump
+    /// (step{N}/rank{R}|proc{pid}/dump.json, .pt or .npy tensors), an .npz of reference
+    /// arrays, a directory of NAME.npy or Polygraphy's --save-outputs JSON.
     #[arg(value_name = "A")]
     pub a: PathBuf,
-    /// The second dump (the reference: relative errors divide by its values).
+    /// The second dump (the reference: relative errors divide by its values), any layout A
+    /// takes. Reference arrays (.npz, NAME.npy, Polygraphy JSON) pair with A's kernels by the ONNX value name
+    /// A's graphs/*.ir gives them (rule `value`).
     #[arg(value_name = "B")]
     pub b: PathBuf,
     /// Print one JSON object (keys pairs, matched, only_in_a, only_in_b, first_divergent).

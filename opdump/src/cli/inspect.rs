@@ -40,7 +40,9 @@ pub const EXIT_FOUND: i32 = 1;
 /// Arguments of `opdump inspect`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The dump directory (the config's `path`, or one rank_N directory such as rank_0).
+    /// The dump directory (the config's `path`, or one rank_N directory such as rank_0), an
+    /// msprobe dump path (step{N}/rank{R}|proc{pid}/dump.json below it), an .npz of reference
+    /// arrays, a directory of NAME.npy or Polygraphy's --save-outputs JSON.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
     /// Print one JSON object instead of the report (key `first_nonfinite`).

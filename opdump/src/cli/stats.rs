@@ -1,6 +1,7 @@
 //! `opdump stats FILE.npy... [--category NAME]... | [--all] [--no-header]`: `statistic.csv` rows for
 //! `.npy` files that already exist, e.g. a tensor dump MindSpore made on CPU, where it refuses
-//! to compute statistics.
+//! to compute statistics. PyTorch `.pt` files (torch.save's zip, msprobe's tensor task) and
+//! `.npz` members (`ARCHIVE.npz/NAME.npy`) are read the same way, streamed in place.
 //!
 //! For each file: the npy is read with `dump-npy`'s hardened reader, the statistics come from
 //! `dump-stats`' engine and the row from its csv writer, so the output is byte-for-byte what the
@@ -59,7 +60,8 @@ file name's dtype (bf16 widened to <f4 is reported and hashed as bfloat16), else
 descr's. Files that cannot be read are reported on stderr and skipped (exit code 2)."
 )]
 pub struct Args {
-    /// The .npy files.
+    /// The .npy files (also PyTorch .pt files as torch.save and msprobe write them, and
+    /// .npz members named ARCHIVE.npz/NAME.npy).
     #[arg(required = true, value_name = "FILE.npy")]
     pub files: Vec<PathBuf>,
     /// A statistic column, repeatable, in output order (default: the 11 value columns, every

@@ -68,6 +68,8 @@ pub fn stats(s: &Stats) -> Value {
         "neg_inf_count": s.neg_inf,
         "zero_count": s.zero,
         "md5": s.md5,
+        "crc32": s.crc32,
+        "xor64": s.xor64,
     })
 }
 

@@ -1,0 +1,160 @@
+//! `opdump compare` of a Rust run's dump against plain reference arrays (an `.npz`, a
+//! directory of `NAME.npy`), run as a subprocess: tensors pair by the ONNX value name the run's
+//! `graphs/*.ir` gives (the `value` rule). Fixtures: tests/fixtures/reference_arrays (made by
+//! its make.py with numpy).
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/reference_arrays")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("opdump-refcli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn opdump(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .args(args)
+        .output()
+        .expect("run opdump")
+}
+
+fn npy_f32(v: &[f32]) -> Vec<u8> {
+    let mut b = vec![0u8; 128];
+    let n = dump_npy::encode_header("<f4", &[v.len()], &mut b).unwrap();
+    b.truncate(n);
+    b.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+    b
+}
+
+/// A Rust run's dump in MindSpore's layout: a Relu defining value `r` and an Add defining `s`
+/// (the adapters' graphs/*.ir), with the Add's output `add_out`.
+fn rust_run(root: &Path, add_out: &[f32]) -> PathBuf {
+    let g = root.join("rank_0/graphs");
+    std::fs::create_dir_all(&g).unwrap();
+    std::fs::write(
+        g.join("ms_output_trace_code_graph_0.ir"),
+        "  %0(r) = Relu(%para1_x)\n      # Fullname with scope: (Default/relu-Relu-op0)\n  %1(s) = Add(%0, %para2_w)\n      # Fullname with scope: (Default/add-Add-op1)\n",
+    )
+    .unwrap();
+    let it = root.join("rank_0/Net/0/0");
+    std::fs::create_dir_all(&it).unwrap();
+    for (name, v) in [
+        (
+            "Relu.Default_relu-Relu-op0.0.0.10.output.0.DefaultFormat.float32.npy",
+            &[1.0f32, 2.0][..],
+        ),
+        (
+            "Add.Default_add-Add-op1.0.0.20.output.0.DefaultFormat.float32.npy",
+            add_out,
+        ),
+    ] {
+        std::fs::write(it.join(name), npy_f32(v)).unwrap();
+    }
+    root.to_path_buf()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+#[test]
+fn a_rust_run_pairs_with_an_npz_and_an_npy_directory_by_value_name() {
+    let tmp = tmpdir("pairs");
+    let good = rust_run(&tmp.join("good"), &[3.0, 1.0]);
+    let npz = fixtures().join("ref.npz");
+    let dir = fixtures().join("ref_npy");
+    let poly = fixtures().join("polygraphy.json");
+    for reference in [&npz, &dir, &poly] {
+        let o = opdump(&[
+            "compare",
+            good.to_str().unwrap(),
+            reference.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let j = json(&o);
+        let pairs = j["pairs"].as_array().unwrap();
+        let rules: Vec<&str> = pairs.iter().map(|p| p["rule"].as_str().unwrap()).collect();
+        assert_eq!(rules, ["value", "value"], "{reference:?}");
+        let only_b = j["only_in_b"].as_array().map_or(0, Vec::len);
+        assert_eq!(
+            only_b,
+            usize::from(reference == &npz),
+            "the npz's third array has no node"
+        );
+    }
+    // The Add's output off by 1%: exit 1, the Add named first, its reference named beside it.
+    let bad = rust_run(&tmp.join("bad"), &[3.03, 1.0]);
+    let o = opdump(&[
+        "compare",
+        bad.to_str().unwrap(),
+        npz.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j = json(&o);
+    assert_eq!(j["first_divergent"]["op_name"], "Default_add-Add-op1");
+    assert_eq!(j["first_divergent"]["b_op_name"], "s");
+    assert_eq!(j["first_divergent"]["rule"], "value");
+}
+
+#[test]
+fn inspect_reads_reference_arrays_including_slashed_onnx_names() {
+    let npz = fixtures().join("ref.npz");
+    let o = opdump(&["inspect", npz.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("(npz layout): 3 tensors, 3 kernels"), "{out}");
+    let o = opdump(&["inspect", fixtures().join("ref_npy").to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("(npy-dir layout): 2 tensors, 2 kernels"),
+        "{out}"
+    );
+    // A compressed archive: each member a warning saying what to do instead.
+    let c = fixtures().join("compressed.npz");
+    let o = opdump(&["inspect", c.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("zip entry \"r.npy\" is compressed")
+            && err.contains("numpy.savez_compressed does not"),
+        "{err}"
+    );
+    // Not a zip at all: an error naming the file.
+    let tmp = tmpdir("bad");
+    let not_npz = tmp.join("x.npz");
+    std::fs::write(&not_npz, b"not a zip").unwrap();
+    let o = opdump(&["inspect", not_npz.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(err.contains("not a .npz file (a zip archive)"), "{err}");
+}
