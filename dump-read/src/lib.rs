@@ -55,6 +55,7 @@ mod error;
 mod graph;
 pub mod inspect;
 mod par;
+pub mod source;
 mod stats;
 
 pub use csv::{CsvRow, read_statistic_csv};
@@ -62,4 +63,5 @@ pub use dump::{Dump, KernelRef, Problem, TensorRecord};
 pub use error::Error;
 pub use graph::{GraphNode, parse_ir};
 pub use par::par_map;
+pub use source::{CannTensor, TensorSource};
 pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};

@@ -11,9 +11,9 @@ use dump_core::{
 };
 
 use super::{Divergence, PairOutcome, PairResult, PairRule, Tolerances};
-use dump_npy::{CHUNK, NpyReader};
+use dump_npy::CHUNK;
 
-use crate::{Dump, Error, Stats, TensorRecord};
+use crate::{Dump, Error, Stats, TensorRecord, TensorSource, source::Opened};
 
 /// Element-wise metrics of two `.npy` files of the same stored dtype and shape, read in
 /// lockstep chunks of [`CHUNK`] bytes (two buffers: memory is bounded whatever the size). With
@@ -24,28 +24,45 @@ pub fn compare_files(
     tol: Tolerance,
     with_stats: bool,
 ) -> Result<(PairMetrics, Option<Summary>, Option<Summary>), Error> {
-    let mut fa = NpyReader::open(a)?;
-    let mut fb = NpyReader::open(b)?;
-    if fa.dtype != fb.dtype {
+    compare_sources(
+        &TensorSource::Npy(a.to_path_buf()),
+        &TensorSource::Npy(b.to_path_buf()),
+        tol,
+        with_stats,
+    )
+}
+
+/// [`compare_files`] for any two [`TensorSource`]s: `.npy` files, CANN payloads (streamed in
+/// the host layout, device formats converted block by block), or one of each.
+pub fn compare_sources(
+    sa: &TensorSource,
+    sb: &TensorSource,
+    tol: Tolerance,
+    with_stats: bool,
+) -> Result<(PairMetrics, Option<Summary>, Option<Summary>), Error> {
+    let (a, b) = (sa.path(), sb.path());
+    let mut fa = Opened::open(sa)?;
+    let mut fb = Opened::open(sb)?;
+    if fa.dtype() != fb.dtype() {
         return Err(mismatch(
             a,
-            format!("stored dtypes differ: {} vs {}", fa.dtype, fb.dtype),
+            format!("stored dtypes differ: {} vs {}", fa.dtype(), fb.dtype()),
         ));
     }
-    if fa.fortran_order != fb.fortran_order {
+    if fa.fortran_order() != fb.fortran_order() {
         return Err(mismatch(
             a,
             "memory orders differ (one file is Fortran-ordered): elements cannot be paired".into(),
         ));
     }
-    if fa.shape != fb.shape {
+    if fa.shape() != fb.shape() {
         return Err(mismatch(
             a,
-            format!("shapes differ: {:?} vs {:?}", fa.shape, fb.shape),
+            format!("shapes differ: {:?} vs {:?}", fa.shape(), fb.shape()),
         ));
     }
-    let dtype = fa.dtype;
-    let elems = fa.elems();
+    let dtype = fa.dtype();
+    let elems = fa.shape().iter().product();
     let core = |p: &Path, e: dump_core::Error| {
         Error::format(p, format!("cannot compare {dtype} data: {e}"))
     };
@@ -58,7 +75,7 @@ pub fn compare_files(
         .then(|| Accumulator::new(dtype, elems))
         .transpose()
         .map_err(|e| core(b, e))?;
-    let len = fa.data_len;
+    let len = fa.data_len();
     let cap = (CHUNK as u64).min(len) as usize;
     let (mut ba, mut bb) = (vec![0u8; cap], vec![0u8; cap]);
     let mut left = len;
@@ -132,7 +149,7 @@ pub(super) fn measure(
         r.outcome = PairOutcome::Mismatch(m);
         return r;
     }
-    if ta.shape != tb.shape && !(ta.file.is_none() && tb.file.is_none()) {
+    if ta.shape != tb.shape && !(ta.source.is_none() && tb.source.is_none()) {
         let m = Divergence::Shapes {
             a: ta.shape.clone(),
             b: tb.shape.clone(),
@@ -141,9 +158,9 @@ pub(super) fn measure(
         r.outcome = PairOutcome::Mismatch(m);
         return r;
     }
-    if let (Some(fa), Some(fb)) = (&ta.file, &tb.file) {
+    if let (Some(fa), Some(fb)) = (&ta.source, &tb.source) {
         let with_stats = !(r.stats_a.is_complete() && r.stats_b.is_complete());
-        match compare_files(fa, fb, tolerance, with_stats) {
+        match compare_sources(fa, fb, tolerance, with_stats) {
             Ok((m, sa, sb)) => {
                 if let Some(s) = sa {
                     r.stats_a.fill_from(Stats::from_summary(&s));
@@ -177,7 +194,7 @@ pub(super) fn measure(
     // Statistics (or digests) only: a side that has its file but no complete row gets its
     // statistics from the file.
     for (t, s) in [(ta, &mut r.stats_a), (tb, &mut r.stats_b)] {
-        if t.file.is_some()
+        if t.source.is_some()
             && !s.is_complete()
             && let Ok(full) = t.stats(dump_stats::Hashes::NONE)
         {

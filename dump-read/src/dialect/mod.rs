@@ -17,8 +17,9 @@
 //!   - `id`: the [`TensorId`](dump_stats::TensorId) (op type, op name as the dialect spells
 //!     it, task/stream ids or 0, a timestamp that orders tensors in the order kernels ran —
 //!     a counter is fine where the dialect has no clock — input or output, and the slot);
-//!   - `dtype` and `shape`, `file` (an `.npy` file the generic code can stream; other tensor
-//!     containers need a reader of their own first) and `row_stats` (statistics the dialect
+//!   - `dtype` and `shape`, `source` (a [`TensorSource`](crate::TensorSource): an `.npy`
+//!     file, or a payload inside a CANN dump file; another container adds a variant there and
+//!     an arm in `source::Opened`) and `row_stats` (statistics the dialect
 //!     recorded, any subset: missing columns are computed from `file` when asked).
 //!
 //!   Execution order and graph edges go into `execution_orders` and `graphs` when the
@@ -32,10 +33,12 @@
 //! Then add one line to [`DIALECTS`]. Detection order matters only when two dialects could
 //! claim the same directory: put the more specific one first.
 
+mod cann;
 mod mindspore;
 
 use std::path::{Path, PathBuf};
 
+pub use cann::{Cann, CannName};
 pub use mindspore::MindSpore;
 
 use crate::{Dump, Error};
@@ -54,7 +57,7 @@ pub trait Dialect: Sync {
 }
 
 /// Every dialect [`Dump::open`] tries, in order.
-pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore];
+pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore, &Cann];
 
 /// The first dialect that recognises `root`.
 pub fn detect(root: &Path) -> Option<&'static dyn Dialect> {
