@@ -63,5 +63,5 @@ pub use dump::{Dump, KernelRef, Problem, TensorRecord};
 pub use error::Error;
 pub use graph::{GraphNode, parse_ir};
 pub use par::par_map;
-pub use source::{CannTensor, TensorSource};
+pub use source::{CannTensor, TensorSource, TensorStream};
 pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};

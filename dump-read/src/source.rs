@@ -68,59 +68,78 @@ impl CannTensor {
     }
 }
 
-/// A tensor opened for streaming, in the host layout.
-pub(crate) enum Opened {
+/// A tensor opened for streaming: an `.npy` file's data, or a CANN payload in the layout its
+/// [`CannTensor::to_host`] gives (device formats converted block by block). Read it with
+/// [`read_chunk`](TensorStream::read_chunk) in pieces of any size summing to
+/// [`data_len`](TensorStream::data_len); memory stays one device block plus a read buffer.
+pub enum TensorStream {
+    /// An `.npy` file.
     Npy(NpyReader),
+    /// A CANN payload.
     Cann(Box<CannStream>),
 }
 
-impl Opened {
-    pub(crate) fn open(src: &TensorSource) -> Result<Opened, Error> {
+
+impl TensorStream {
+    /// Opens `src` (an `.npy` header is parsed; a CANN payload's range is checked against the
+    /// file's length, naming the byte offset when it does not fit).
+    pub fn open(src: &TensorSource) -> Result<TensorStream, Error> {
+        TensorStream::open_inner(src)
+    }
+}
+
+
+impl TensorStream {
+    fn open_inner(src: &TensorSource) -> Result<TensorStream, Error> {
         Ok(match src {
-            TensorSource::Npy(p) => Opened::Npy(NpyReader::open(p)?),
-            TensorSource::Cann(c) => Opened::Cann(Box::new(CannStream::open(c)?)),
+            TensorSource::Npy(p) => TensorStream::Npy(NpyReader::open(p)?),
+            TensorSource::Cann(c) => TensorStream::Cann(Box::new(CannStream::open(c)?)),
         })
     }
 
-    pub(crate) fn dtype(&self) -> DType {
+    /// The element type of the data.
+    pub fn dtype(&self) -> DType {
         match self {
-            Opened::Npy(n) => n.dtype,
-            Opened::Cann(c) => c.dtype,
+            TensorStream::Npy(n) => n.dtype,
+            TensorStream::Cann(c) => c.dtype,
         }
     }
 
-    pub(crate) fn shape(&self) -> &[usize] {
+    /// Dimensions of the data read (row-major).
+    pub fn shape(&self) -> &[usize] {
         match self {
-            Opened::Npy(n) => &n.shape,
-            Opened::Cann(c) => &c.shape,
+            TensorStream::Npy(n) => &n.shape,
+            TensorStream::Cann(c) => &c.shape,
         }
     }
 
-    pub(crate) fn fortran_order(&self) -> bool {
+    /// Whether the data is in Fortran order (an `.npy` that says so; never for CANN).
+    pub fn fortran_order(&self) -> bool {
         match self {
-            Opened::Npy(n) => n.fortran_order,
-            Opened::Cann(_) => false,
+            TensorStream::Npy(n) => n.fortran_order,
+            TensorStream::Cann(_) => false,
         }
     }
 
-    pub(crate) fn data_len(&self) -> u64 {
+    /// Data bytes (the storage of `shape` in `dtype`).
+    pub fn data_len(&self) -> u64 {
         match self {
-            Opened::Npy(n) => n.data_len,
-            Opened::Cann(c) => c.data_len,
+            TensorStream::Npy(n) => n.data_len,
+            TensorStream::Cann(c) => c.data_len,
         }
     }
 
     /// Fills `buf` with the next data bytes.
-    pub(crate) fn read_chunk(&mut self, buf: &mut [u8]) -> Result<(), Error> {
+    pub fn read_chunk(&mut self, buf: &mut [u8]) -> Result<(), Error> {
         match self {
-            Opened::Npy(n) => Ok(n.read_chunk(buf)?),
-            Opened::Cann(c) => c.read_chunk(buf),
+            TensorStream::Npy(n) => Ok(n.read_chunk(buf)?),
+            TensorStream::Cann(c) => c.read_chunk(buf),
         }
     }
 }
 
 /// A CANN payload streamed in the host layout: one device block read, converted, handed out.
-pub(crate) struct CannStream {
+pub struct CannStream {
     path: PathBuf,
     file: BufReader<File>,
     dtype: DType,

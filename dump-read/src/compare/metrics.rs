@@ -13,7 +13,7 @@ use dump_core::{
 use super::{Divergence, PairOutcome, PairResult, PairRule, Tolerances};
 use dump_npy::CHUNK;
 
-use crate::{Dump, Error, Stats, TensorRecord, TensorSource, source::Opened};
+use crate::{Dump, Error, Stats, TensorRecord, TensorSource, source::TensorStream};
 
 /// Element-wise metrics of two `.npy` files of the same stored dtype and shape, read in
 /// lockstep chunks of [`CHUNK`] bytes (two buffers: memory is bounded whatever the size). With
@@ -41,8 +41,8 @@ pub fn compare_sources(
     with_stats: bool,
 ) -> Result<(PairMetrics, Option<Summary>, Option<Summary>), Error> {
     let (a, b) = (sa.path(), sb.path());
-    let mut fa = Opened::open(sa)?;
-    let mut fb = Opened::open(sb)?;
+    let mut fa = TensorStream::open(sa)?;
+    let mut fb = TensorStream::open(sb)?;
     if fa.dtype() != fb.dtype() {
         return Err(mismatch(
             a,

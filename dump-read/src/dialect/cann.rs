@@ -240,50 +240,19 @@ fn read_file(dump: &mut Dump, path: &Path, n: &CannName, at: &(u32, String, u32,
             _ => continue,
         };
         let which = format!("{}.{}", io.as_str(), t.index);
-        let dtype = match t.dtype() {
-            Ok(d) => d,
-            Err(e) => {
-                problem(dump, format!("{which}: {e}; not read"));
-                continue;
+        let c = match CannTensor::from_meta(path, t, true) {
+            Ok((c, warning)) => {
+                if let Some(w) = warning {
+                    problem(dump, format!("{which}: {w}"));
+                }
+                c
             }
-        };
-        let Some(device_shape) = dims(&t.shape) else {
-            problem(dump, format!("{which}: shape {:?} overflows", t.shape));
-            continue;
-        };
-        match t.shape_bytes() {
-            Some(b) if b <= t.size => {}
-            b => {
-                problem(
-                    dump,
-                    format!(
-                        "{which}: shape {:?} of {} needs {} bytes but the payload at byte {} has {}",
-                        t.shape,
-                        t.data_type,
-                        b.map_or("too many".into(), |b| b.to_string()),
-                        t.offset,
-                        t.size
-                    ),
-                );
-                continue;
-            }
-        }
-        let to_host = match host_plan(t, dtype, &device_shape) {
-            Ok(p) => p,
             Err(m) => {
                 problem(dump, format!("{which}: {m}"));
-                None
+                continue;
             }
         };
-        let c = CannTensor {
-            path: path.to_path_buf(),
-            offset: t.offset,
-            size: t.size,
-            dtype,
-            format: t.format,
-            device_shape,
-            to_host,
-        };
+        let dtype = c.dtype;
         dump.tensors.push(TensorRecord {
             rank: at.0,
             net: at.1.clone(),
@@ -304,6 +273,55 @@ fn read_file(dump: &mut Dump, path: &Path, n: &CannName, at: &(u32, String, u32,
             stored: Some(dtype),
             row_stats: None,
         });
+    }
+}
+
+impl CannTensor {
+    /// The tensor `t` of the CANN file `path`: its dtype must have a host equivalent and its
+    /// payload must hold its shape (`Err` says why not). With `to_host`, a device format with
+    /// a converter and an `original_shape` that fits is read in the host layout; otherwise it
+    /// is read as stored, and the `Some` warning says why.
+    pub fn from_meta(
+        path: &Path,
+        t: &TensorMeta,
+        to_host: bool,
+    ) -> Result<(CannTensor, Option<String>), String> {
+        let dtype = t.dtype().map_err(|e| format!("{e}; not read"))?;
+        let device_shape =
+            dims(&t.shape).ok_or_else(|| format!("shape {:?} overflows", t.shape))?;
+        match t.shape_bytes() {
+            Some(b) if b <= t.size => {}
+            b => {
+                return Err(format!(
+                    "shape {:?} of {} needs {} bytes but the payload at byte {} has {}",
+                    t.shape,
+                    t.data_type,
+                    b.map_or("too many".into(), |b| b.to_string()),
+                    t.offset,
+                    t.size
+                ));
+            }
+        }
+        let (plan, warning) = if to_host {
+            match host_plan(t, dtype, &device_shape) {
+                Ok(p) => (p, None),
+                Err(m) => (None, Some(m)),
+            }
+        } else {
+            (None, None)
+        };
+        Ok((
+            CannTensor {
+                path: path.to_path_buf(),
+                offset: t.offset,
+                size: t.size,
+                dtype,
+                format: t.format,
+                device_shape,
+                to_host: plan,
+            },
+            warning,
+        ))
     }
 }
 

@@ -19,7 +19,7 @@
 //!     a counter is fine where the dialect has no clock — input or output, and the slot);
 //!   - `dtype` and `shape`, `source` (a [`TensorSource`](crate::TensorSource): an `.npy`
 //!     file, or a payload inside a CANN dump file; another container adds a variant there and
-//!     an arm in `source::Opened`) and `row_stats` (statistics the dialect
+//!     an arm in [`TensorStream`](crate::TensorStream)) and `row_stats` (statistics the dialect
 //!     recorded, any subset: missing columns are computed from `file` when asked).
 //!
 //!   Execution order and graph edges go into `execution_orders` and `graphs` when the
