@@ -79,7 +79,6 @@ pub enum TensorStream {
     Cann(Box<CannStream>),
 }
 
-
 impl TensorStream {
     /// Opens `src` (an `.npy` header is parsed; a CANN payload's range is checked against the
     /// file's length, naming the byte offset when it does not fit).
@@ -87,7 +86,6 @@ impl TensorStream {
         TensorStream::open_inner(src)
     }
 }
-
 
 impl TensorStream {
     fn open_inner(src: &TensorSource) -> Result<TensorStream, Error> {
@@ -133,7 +131,33 @@ impl TensorStream {
     pub fn read_chunk(&mut self, buf: &mut [u8]) -> Result<(), Error> {
         match self {
             TensorStream::Npy(n) => Ok(n.read_chunk(buf)?),
+            TensorStream::Cann(c) if c.widen => {
+                // bf16 read, f32 handed out: each element's two bytes become the high half.
+                let mut half = std::mem::take(&mut c.narrow);
+                half.resize(buf.len() / 2, 0);
+                let r = c.read_chunk(&mut half);
+                for (o, h) in buf.chunks_exact_mut(4).zip(half.chunks_exact(2)) {
+                    o.copy_from_slice(&[0, 0, h[0], h[1]]);
+                }
+                c.narrow = half;
+                r
+            }
             TensorStream::Cann(c) => c.read_chunk(buf),
+        }
+    }
+
+    /// Hands a bf16 CANN payload out as float32 (exact), the way opdump and MindSpore store
+    /// bf16 in `.npy` files, so the two pair element by element; `false` (nothing changed)
+    /// for anything else.
+    pub fn widen_bf16(&mut self) -> bool {
+        match self {
+            TensorStream::Cann(c) if c.dtype == DType::BFloat16 && !c.widen => {
+                c.widen = true;
+                c.dtype = DType::Float32;
+                c.data_len *= 2;
+                true
+            }
+            _ => false,
         }
     }
 }
@@ -151,6 +175,9 @@ pub struct CannStream {
     out: Vec<u8>,
     at: usize,
     filled: usize,
+    /// bf16 handed out as f32 ([`TensorStream::widen_bf16`]); `narrow` holds the bf16 bytes.
+    widen: bool,
+    narrow: Vec<u8>,
 }
 
 impl CannStream {
@@ -191,6 +218,8 @@ impl CannStream {
             out: vec![0u8; plan.max_dst_bytes()],
             at: 0,
             filled: 0,
+            widen: false,
+            narrow: Vec::new(),
         })
     }
 

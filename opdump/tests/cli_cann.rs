@@ -108,7 +108,7 @@ fn compare_pairs_cann_with_mindspore_in_the_host_layout() {
     let it = ms.join("rank_0/Net/0/0");
     std::fs::create_dir_all(&it).unwrap();
     let write = |name: String, dtype: DType, shape: &[usize], data: &[u8]| {
-        dump_npy::write_file(&it.join(name), dtype, shape, data, Default::default()).unwrap();
+        dump_npy::write_file(it.join(name), dtype, shape, data, Default::default()).unwrap();
     };
     let (rshape, relu) = npy(&fixtures().join(format!("npy/{RELU_FILE}.output.0.npy")));
     write(

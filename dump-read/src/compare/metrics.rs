@@ -43,6 +43,16 @@ pub fn compare_sources(
     let (a, b) = (sa.path(), sb.path());
     let mut fa = TensorStream::open(sa)?;
     let mut fb = TensorStream::open(sb)?;
+    // A CANN bf16 payload against an .npy that holds bf16 widened to f32.
+    match (fa.dtype(), fb.dtype()) {
+        (DType::BFloat16, DType::Float32) => {
+            fa.widen_bf16();
+        }
+        (DType::Float32, DType::BFloat16) => {
+            fb.widen_bf16();
+        }
+        _ => {}
+    }
     if fa.dtype() != fb.dtype() {
         return Err(mismatch(
             a,

@@ -91,8 +91,10 @@ impl CannName {
     }
 }
 
-/// Where a file sits in GE's layout: (device id, model name, model id, data index).
-fn ge_position(dir: &Path) -> (u32, String, u32, u64) {
+/// Where a directory sits in GE's layout: (device id, model name, model id, data index), from
+/// its last path components (`{14-digit time}/{device}/{model}/{model_id}/{index}`, or
+/// `{time}/{device}` for single-op dumps); zeros and `""` otherwise.
+pub fn ge_position(dir: &Path) -> (u32, String, u32, u64) {
     let comps: Vec<&str> = dir
         .components()
         .filter_map(|c| c.as_os_str().to_str())

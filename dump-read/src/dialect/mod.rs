@@ -38,7 +38,7 @@ mod mindspore;
 
 use std::path::{Path, PathBuf};
 
-pub use cann::{Cann, CannName};
+pub use cann::{Cann, CannName, ge_position};
 pub use mindspore::MindSpore;
 
 use crate::{Dump, Error};
