@@ -2,8 +2,11 @@
 //! users ask of them.
 //!
 //! - [`Dump::open`] detects the dialect under a directory ([`dialect`]: MindSpore's layout,
-//!   which opdump writes too, is the first; each dialect is one module implementing
-//!   [`dialect::Dialect`]) and yields one [`TensorRecord`] per dumped tensor. Files are never
+//!   which opdump writes too, and Ascend's CANN dump files; each dialect is one module
+//!   implementing [`dialect::Dialect`]) and yields one [`TensorRecord`] per dumped tensor,
+//!   whose [`TensorSource`] says where its data is: an `.npy` file, or a payload inside a CANN
+//!   dump file, read through [`TensorStream`] in the host layout (device formats converted
+//!   block by block through `dump-device-ascend`). Files are never
 //!   read whole: headers are parsed on their own and data is streamed in
 //!   [`dump_npy::CHUNK`]-byte chunks, so memory stays bounded whatever the dump's size.
 //!   Problems with single files (a truncated `.npy`, a row without a file, a name not in the
