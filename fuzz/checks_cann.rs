@@ -5,8 +5,13 @@
 //! (Kept apart from `checks.rs` so that the replay builds with `-p dump-device-ascend` alone.)
 #![allow(dead_code)]
 
-use dump_device_ascend::dumpfile::{
-    Container, DumpHeader, DumpReader, Limits, OverflowReport, decode, decode_with, encode,
+use dump_device_ascend::{
+    DeviceTensor,
+    blocked::HostBlocks,
+    dumpfile::{
+        Container, DumpHeader, DumpReader, Limits, OverflowReport, decode, decode_with, encode,
+    },
+    to_host,
 };
 
 /// One fuzzed entry point: takes arbitrary bytes, panics when an invariant breaks.
@@ -22,7 +27,9 @@ pub const TARGETS: [(&str, Check); 1] = [("cann_dump", cann_dump)];
 /// chunk size taken from the input gives each tensor's bytes, and so does seeking in reverse
 /// order; a v2 header re-encodes to a file that decodes to the same header (a fixed point
 /// after one round, byte for byte); tight limits never panic; every payload decoded as an
-/// overflow block never panics and an accepted one writes JSON.
+/// overflow block never panics and an accepted one writes JSON; a device-format payload that
+/// `blocked::HostBlocks` accepts (against its `original_shape`) converts block by block to
+/// exactly what the whole-tensor `to_host` gives.
 pub fn cann_dump(data: &[u8]) {
     one_file(data);
     let mut framed = (data.len() as u64).to_le_bytes().to_vec();
@@ -84,6 +91,7 @@ fn one_file(file: &[u8]) {
         ),
     };
     assert!(h.payload_end <= h.file_len && h.file_len == len);
+    blocks_agree(&h, file);
     if let Container::Binary { message_len } = h.container {
         let mut at = 8 + message_len;
         for t in &h.tensors {
@@ -152,4 +160,53 @@ fn cleared(h: &DumpHeader) -> DumpHeader {
         t.offset = 0;
     }
     h
+}
+
+/// Block-by-block conversion (what `opdump convert` and dump-read stream) equals `to_host`.
+fn blocks_agree(h: &DumpHeader, file: &[u8]) {
+    for t in &h.tensors {
+        let (Some(format), Ok(dtype), Some(orig)) =
+            (t.format.format(), t.dtype(), t.original_shape.as_ref())
+        else {
+            continue;
+        };
+        let dims = |s: &[u64]| -> Option<Vec<usize>> {
+            s.iter().map(|&d| usize::try_from(d).ok()).collect()
+        };
+        let (Some(dev), Some(host)) = (dims(&t.shape), dims(orig)) else {
+            continue;
+        };
+        let Ok(plan) = HostBlocks::new(format, dtype, &dev, &host, 1 << 16) else {
+            continue;
+        };
+        let Some(payload) = t.bytes_in(file) else {
+            continue;
+        };
+        let need: usize = (0..plan.count()).map(|i| plan.src_bytes(i)).sum();
+        if payload.len() < need {
+            continue;
+        }
+        let data = &payload[..need];
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; plan.max_dst_bytes()];
+        let mut at = 0;
+        for i in 0..plan.count() {
+            let n = plan.src_bytes(i);
+            let k = plan
+                .convert(i, &data[at..at + n], &mut buf)
+                .expect("a planned block converts");
+            got.extend_from_slice(&buf[..k]);
+            at += n;
+        }
+        let whole = DeviceTensor {
+            format,
+            dtype,
+            device_shape: &dev,
+            host_shape: &host,
+            data,
+        };
+        let mut out = vec![0u8; whole.host_bytes().expect("planned")];
+        let want = to_host(&whole, &mut out).expect("what HostBlocks accepts, to_host converts");
+        assert_eq!(got, want.data, "{format}: blocks differ from to_host");
+    }
 }

@@ -67,6 +67,16 @@ pub enum Error {
     UnsupportedFormat(Format),
     /// The statistics layer (`dump-stats`) rejected the tensor.
     Stats(dump_stats::Error),
+    /// A conversion that needs the whole tensor in memory at once (FRACTAL_Z) was asked for a
+    /// tensor larger than the caller's block limit ([`crate::blocked::HostBlocks::new`]).
+    BlockTooLarge {
+        /// The device format.
+        format: Format,
+        /// Bytes the one block needs.
+        bytes: usize,
+        /// The caller's limit.
+        limit: usize,
+    },
     /// A CANN library could not be loaded from any candidate path.
     #[cfg(feature = "acl")]
     LibraryNotFound {
@@ -158,6 +168,15 @@ impl core::fmt::Display for Error {
                  NC1HWC0, FRACTAL_Z, NHWC, FRACTAL_NZ, and the host formats)"
             ),
             Error::Stats(e) => write!(f, "statistics: {e}"),
+            Error::BlockTooLarge {
+                format,
+                bytes,
+                limit,
+            } => write!(
+                f,
+                "{format}: converting this tensor needs all of its {bytes} bytes in memory at \
+                 once, over the limit of {limit} bytes"
+            ),
             #[cfg(feature = "acl")]
             Error::LibraryNotFound { library, tried } => write!(
                 f,

@@ -39,6 +39,7 @@
 
 #[cfg(feature = "acl")]
 pub mod acl;
+pub mod blocked;
 pub mod blocks;
 pub mod convert;
 pub mod device_stats;

@@ -178,7 +178,7 @@ pub fn to_host<'a>(t: &DeviceTensor<'a>, dst: &'a mut [u8]) -> Result<DumpView<'
 }
 
 /// The last `K` axes of a device shape that must have rank `rank`.
-fn last_dims<const K: usize>(
+pub(crate) fn last_dims<const K: usize>(
     format: Format,
     dev: &[usize],
     rank: usize,
@@ -191,7 +191,12 @@ fn last_dims<const K: usize>(
     Ok(out)
 }
 
-fn rank_err(format: Format, shape: &'static str, expected: usize, actual: usize) -> Error {
+pub(crate) fn rank_err(
+    format: Format,
+    shape: &'static str,
+    expected: usize,
+    actual: usize,
+) -> Error {
     Error::Rank {
         format,
         shape,
@@ -201,12 +206,12 @@ fn rank_err(format: Format, shape: &'static str, expected: usize, actual: usize)
     }
 }
 
-fn exact4(format: Format, host: &[usize]) -> Result<[usize; 4], Error> {
+pub(crate) fn exact4(format: Format, host: &[usize]) -> Result<[usize; 4], Error> {
     host.try_into()
         .map_err(|_| rank_err(format, "host", 4, host.len()))
 }
 
-fn pad4(format: Format, host: &[usize]) -> Result<[usize; 4], Error> {
+pub(crate) fn pad4(format: Format, host: &[usize]) -> Result<[usize; 4], Error> {
     Ok(match *host {
         [] => [1, 1, 1, 1],
         [c] => [1, c, 1, 1],
@@ -217,7 +222,7 @@ fn pad4(format: Format, host: &[usize]) -> Result<[usize; 4], Error> {
     })
 }
 
-fn expect_dims(format: Format, expected: &[usize], dev: &[usize]) -> Result<(), Error> {
+pub(crate) fn expect_dims(format: Format, expected: &[usize], dev: &[usize]) -> Result<(), Error> {
     if expected.len() != dev.len() {
         return Err(rank_err(format, "device", expected.len(), dev.len()));
     }

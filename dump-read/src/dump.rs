@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use dump_core::DType;
 use dump_stats::{Io, TensorId};
 
-use crate::{Error, GraphNode, Stats, summarize_npy};
+use crate::{Error, GraphNode, Stats, TensorSource, source::summarize_cann, summarize_npy};
 
 /// One dumped tensor, from whichever sources the layout has: its `.npy` file, its
 /// `statistic.csv` row, or both.
@@ -28,8 +28,9 @@ pub struct TensorRecord {
     pub dtype: DType,
     /// Dimensions (from the `.npy` header, else the row).
     pub shape: Vec<usize>,
-    /// The `.npy` file, when there is one that could be opened.
-    pub file: Option<PathBuf>,
+    /// Where the data is (an `.npy` file, or a payload inside a CANN dump file), when there
+    /// is data that could be opened.
+    pub source: Option<TensorSource>,
     /// The dtype stored in the file (differs from `dtype` for widened bf16/int4/uint1).
     pub stored: Option<DType>,
     /// Statistics from the `statistic.csv` row (empty when there is no row).
@@ -40,6 +41,11 @@ impl TensorRecord {
     /// `input.0`, `output.1`.
     pub fn io_slot(&self) -> String {
         self.id.io_slot().to_string()
+    }
+
+    /// The file holding the data (an `.npy` file or a CANN dump file), when there is one.
+    pub fn file(&self) -> Option<&Path> {
+        self.source.as_ref().map(TensorSource::path)
     }
 
     /// Elements.
@@ -55,17 +61,21 @@ impl TensorRecord {
         if s.is_complete() && !need_hash {
             return Ok(s);
         }
-        match &self.file {
-            Some(f) => {
+        match &self.source {
+            Some(TensorSource::File(f)) => {
                 let sum = summarize_npy(f, Some(self.dtype), hashes)?;
                 s.fill_from(Stats::from_tensor_stats(&sum.stats));
+                Ok(s)
+            }
+            Some(TensorSource::Cann(c)) => {
+                s.fill_from(Stats::from_tensor_stats(&summarize_cann(c, hashes)?));
                 Ok(s)
             }
             None if self.row_stats.is_some() => Ok(s),
             None => Err(Error::format(
                 &PathBuf::from(format!("{}.{}", self.id.op_type, self.id.op_name)),
                 format!(
-                    "{}: its .npy file could not be read (see the dump's problems) and it has no statistic.csv row",
+                    "{}: its data file could not be read (see the dump's problems) and it has no statistic.csv row",
                     self.io_slot()
                 ),
             )),

@@ -2,10 +2,13 @@
 //! users ask of them.
 //!
 //! - [`Dump::open`] detects the dialect under a directory ([`dialect`]: MindSpore's layout,
-//!   which opdump writes too, msprobe's `dump.json` tree, and reference arrays in an `.npz`
-//!   or a directory of `NAME.npy` or Polygraphy's saved outputs; each dialect is one module implementing
-//!   [`dialect::Dialect`]) and yields one [`TensorRecord`] per dumped tensor, whose data
-//!   [`TensorFile`] streams from an `.npy`, a PyTorch `.pt` or an `.npz` member. Files are never
+//!   which opdump writes too, msprobe's `dump.json` tree, Ascend's CANN dump files, and
+//!   reference arrays in an `.npz`, a directory of `NAME.npy` or Polygraphy's saved outputs;
+//!   each dialect is one module implementing [`dialect::Dialect`]) and yields one
+//!   [`TensorRecord`] per dumped tensor, whose [`TensorSource`] says where its data is: a
+//!   tensor file ([`TensorFile`]: an `.npy`, a PyTorch `.pt`, an `.npz` member), or a payload
+//!   inside a CANN dump file; [`TensorStream`] reads either in the host layout (device formats
+//!   converted block by block through `dump-device-ascend`). Files are never
 //!   read whole: headers are parsed on their own and data is streamed in
 //!   [`dump_npy::CHUNK`]-byte chunks, so memory stays bounded whatever the dump's size.
 //!   Problems with single files (a truncated `.npy`, a row without a file, a name not in the
@@ -64,6 +67,7 @@ pub mod inspect;
 mod many;
 mod par;
 mod pt;
+pub mod source;
 mod stats;
 mod tensor_file;
 
@@ -73,5 +77,6 @@ pub use error::Error;
 pub use graph::{GraphNode, parse_ir};
 pub use many::{LANE_CHUNK, summarize_npy_many};
 pub use par::par_map;
+pub use source::{CannTensor, TensorSource, TensorStream};
 pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};
 pub use tensor_file::TensorFile;

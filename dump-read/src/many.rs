@@ -258,7 +258,7 @@ impl<'f> Lanes<'f> {
         let buf = &mut self.bufs[lane];
         buf.resize(n, 0);
         if let Err(e) = o.npy.read_chunk(buf) {
-            o.end = Some(Outcome::Failed(e.into()));
+            o.end = Some(Outcome::Failed(e));
             return None;
         }
         o.left -= n as u64;

@@ -79,8 +79,7 @@ fn calls_become_kernels_with_msprobes_names_slots_and_run_order() {
     );
     assert_eq!(w.row_stats.as_ref().unwrap().max, Some(0.31100738048553467));
     assert!(
-        w.file
-            .as_ref()
+        w.file()
             .unwrap()
             .ends_with("Functional.conv2d.0.forward.input.1.pt")
     );
@@ -293,7 +292,7 @@ fn a_missing_pt_is_a_problem_and_its_statistics_still_compare() {
     let relu = c
         .pairs
         .iter()
-        .find(|p| d.tensors[p.a].file.is_none())
+        .find(|p| d.tensors[p.a].file().is_none())
         .unwrap();
     assert!(matches!(
         relu.outcome,

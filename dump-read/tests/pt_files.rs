@@ -42,7 +42,7 @@ fn msprobes_pt_files_give_the_statistics_dump_json_lists() {
     let d = Dump::open(&fixtures().join("torch_tensor")).unwrap();
     assert_eq!(d.dialect, "msprobe");
     assert!(d.problems.is_empty(), "{:?}", d.problems);
-    let with_files: Vec<_> = d.tensors.iter().filter(|t| t.file.is_some()).collect();
+    let with_files: Vec<_> = d.tensors.iter().filter(|t| t.file().is_some()).collect();
     assert_eq!(
         with_files.len(),
         59,
@@ -52,8 +52,7 @@ fn msprobes_pt_files_give_the_statistics_dump_json_lists() {
     for t in with_files {
         let row = t.row_stats.clone().unwrap();
         let sum =
-            dump_read::summarize_npy(t.file.as_ref().unwrap(), Some(t.dtype), Default::default())
-                .unwrap();
+            dump_read::summarize_npy(t.file().unwrap(), Some(t.dtype), Default::default()).unwrap();
         assert_eq!(sum.shape, t.shape, "{}", t.id.op_name);
         assert_eq!(sum.stored, t.dtype, "{} {}", t.id.op_name, t.io_slot());
         dtypes.insert(format!("{}", t.dtype));

@@ -85,9 +85,12 @@ fn weights_n<const N: usize>(
 ) {
     let (s, _) = src.as_chunks::<N>();
     let (d, _) = dst.as_chunks_mut::<N>();
-    for cb in 0..c.div_ceil(c0) {
-        let valid = c0.min(c - cb * c0);
-        for ni in 0..n {
+    // Output channel outer: the host side is then written front to back (one contiguous
+    // `C·H·W` run per `ni`), and the device rows it reads (`C1·HW` rows, 1 to 2 cache lines
+    // each) stay in cache for the next `ni`, which reads the next lanes of the same lines.
+    for ni in 0..n {
+        for cb in 0..c.div_ceil(c0) {
+            let valid = c0.min(c - cb * c0);
             let dev = Mat {
                 off: (cb * hw * n1n0 + ni) * c0,
                 stride: n1n0 * c0,

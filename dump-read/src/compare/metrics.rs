@@ -13,7 +13,7 @@ use dump_core::{
 use super::{Divergence, PairOutcome, PairResult, PairRule, Tolerances};
 use dump_npy::CHUNK;
 
-use crate::{Dump, Error, Stats, TensorFile, TensorRecord};
+use crate::{Dump, Error, Stats, TensorRecord, TensorSource, source::TensorStream};
 
 /// Element-wise metrics of two tensor files (`.npy`, `.pt`, `.npz` members) of the same stored
 /// dtype and shape (up to dimensions of size 1: `[1, 1, 384]` pairs with `[384]` element by
@@ -26,28 +26,55 @@ pub fn compare_files(
     tol: Tolerance,
     with_stats: bool,
 ) -> Result<(PairMetrics, Option<Summary>, Option<Summary>), Error> {
-    let mut fa = TensorFile::open(a)?;
-    let mut fb = TensorFile::open(b)?;
-    if fa.dtype != fb.dtype {
+    compare_sources(
+        &TensorSource::File(a.to_path_buf()),
+        &TensorSource::File(b.to_path_buf()),
+        tol,
+        with_stats,
+    )
+}
+
+/// [`compare_files`] for any two [`TensorSource`]s: `.npy` files, CANN payloads (streamed in
+/// the host layout, device formats converted block by block), or one of each.
+pub fn compare_sources(
+    sa: &TensorSource,
+    sb: &TensorSource,
+    tol: Tolerance,
+    with_stats: bool,
+) -> Result<(PairMetrics, Option<Summary>, Option<Summary>), Error> {
+    let (a, b) = (sa.path(), sb.path());
+    let mut fa = TensorStream::open(sa)?;
+    let mut fb = TensorStream::open(sb)?;
+    // A CANN bf16 payload against an .npy that holds bf16 widened to f32.
+    match (fa.dtype(), fb.dtype()) {
+        (DType::BFloat16, DType::Float32) => {
+            fa.widen_bf16();
+        }
+        (DType::Float32, DType::BFloat16) => {
+            fb.widen_bf16();
+        }
+        _ => {}
+    }
+    if fa.dtype() != fb.dtype() {
         return Err(mismatch(
             a,
-            format!("stored dtypes differ: {} vs {}", fa.dtype, fb.dtype),
+            format!("stored dtypes differ: {} vs {}", fa.dtype(), fb.dtype()),
         ));
     }
-    if fa.fortran_order != fb.fortran_order {
+    if fa.fortran_order() != fb.fortran_order() {
         return Err(mismatch(
             a,
             "memory orders differ (one file is Fortran-ordered): elements cannot be paired".into(),
         ));
     }
-    if !super::same_but_unit_dims(&fa.shape, &fb.shape) {
+    if !super::same_but_unit_dims(fa.shape(), fb.shape()) {
         return Err(mismatch(
             a,
-            format!("shapes differ: {:?} vs {:?}", fa.shape, fb.shape),
+            format!("shapes differ: {:?} vs {:?}", fa.shape(), fb.shape()),
         ));
     }
-    let dtype = fa.dtype;
-    let elems = fa.elems();
+    let dtype = fa.dtype();
+    let elems = fa.shape().iter().product();
     let core = |p: &Path, e: dump_core::Error| {
         Error::format(p, format!("cannot compare {dtype} data: {e}"))
     };
@@ -60,7 +87,7 @@ pub fn compare_files(
         .then(|| Accumulator::new(dtype, elems))
         .transpose()
         .map_err(|e| core(b, e))?;
-    let len = fa.data_len;
+    let len = fa.data_len();
     let cap = (CHUNK as u64).min(len) as usize;
     let (mut ba, mut bb) = (vec![0u8; cap], vec![0u8; cap]);
     let mut left = len;
@@ -151,7 +178,7 @@ pub(super) fn measure(
             a: ta.shape.clone(),
             b: tb.shape.clone(),
         });
-    } else if ta.shape != tb.shape && !(ta.file.is_none() && tb.file.is_none()) {
+    } else if ta.shape != tb.shape && !(ta.source.is_none() && tb.source.is_none()) {
         let m = Divergence::Shapes {
             a: ta.shape.clone(),
             b: tb.shape.clone(),
@@ -160,9 +187,9 @@ pub(super) fn measure(
         r.outcome = PairOutcome::Mismatch(m);
         return r;
     }
-    if let (Some(fa), Some(fb)) = (&ta.file, &tb.file) {
+    if let (Some(fa), Some(fb)) = (&ta.source, &tb.source) {
         let with_stats = !(r.stats_a.is_complete() && r.stats_b.is_complete());
-        match compare_files(fa, fb, tolerance, with_stats) {
+        match compare_sources(fa, fb, tolerance, with_stats) {
             Ok((m, sa, sb)) => {
                 if let Some(s) = sa {
                     r.stats_a.fill_from(Stats::from_summary(&s));
@@ -196,7 +223,7 @@ pub(super) fn measure(
     // Statistics (or digests) only: a side that has its file but no complete row gets its
     // statistics from the file.
     for (t, s) in [(ta, &mut r.stats_a), (tb, &mut r.stats_b)] {
-        if t.file.is_some()
+        if t.source.is_some()
             && !s.is_complete()
             && let Ok(full) = t.stats(dump_stats::Hashes::NONE)
         {

@@ -23,7 +23,7 @@ use dump_core::{
     compare::{PairMetrics, Tolerance},
 };
 
-pub use metrics::compare_files;
+pub use metrics::{compare_files, compare_sources};
 pub use pair::{PairRule, Pairing, pair_tensors};
 
 use crate::{Dump, Stats};

@@ -227,7 +227,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
             id,
             dtype: n.dtype,
             shape,
-            file,
+            source: file.map(crate::TensorSource::File),
             stored,
             row_stats: None,
         });
@@ -257,7 +257,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
         match by_key.get(&r.id) {
             Some(&i) => {
                 let t = &mut dump.tensors[i];
-                if t.file.is_none() {
+                if t.source.is_none() {
                     t.shape = r.shape.clone();
                 }
                 t.row_stats = Some(r.stats);
@@ -280,7 +280,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
                     id: r.id,
                     dtype: r.dtype.unwrap_or(dump_core::DType::Float32),
                     shape: r.shape,
-                    file: None,
+                    source: None,
                     stored: None,
                     row_stats: Some(r.stats),
                 });

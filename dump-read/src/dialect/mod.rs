@@ -18,8 +18,9 @@
 //!   - `id`: the [`TensorId`](dump_stats::TensorId) (op type, op name as the dialect spells
 //!     it, task/stream ids or 0, a timestamp that orders tensors in the order kernels ran —
 //!     a counter is fine where the dialect has no clock — input or output, and the slot);
-//!   - `dtype` and `shape`, `file` (an `.npy` file the generic code can stream; other tensor
-//!     containers need a reader of their own first) and `row_stats` (statistics the dialect
+//!   - `dtype` and `shape`, `source` (a [`TensorSource`](crate::TensorSource): an `.npy`
+//!     file, or a payload inside a CANN dump file; another container adds a variant there and
+//!     an arm in [`TensorStream`](crate::TensorStream)) and `row_stats` (statistics the dialect
 //!     recorded, any subset: missing columns are computed from `file` when asked).
 //!
 //!   Execution order and graph edges go into `execution_orders` and `graphs` when the
@@ -33,6 +34,7 @@
 //! Then add one line to [`DIALECTS`]. Detection order matters only when two dialects could
 //! claim the same directory: put the more specific one first.
 
+mod cann;
 mod mindspore;
 mod msprobe;
 pub(crate) mod polygraphy;
@@ -40,6 +42,7 @@ mod reference;
 
 use std::path::{Path, PathBuf};
 
+pub use cann::{Cann, CannName, ge_position};
 pub use mindspore::MindSpore;
 pub use msprobe::{ModuleEdge, Msprobe, op_type_of};
 pub use polygraphy::Polygraphy;
@@ -61,7 +64,7 @@ pub trait Dialect: Sync {
 }
 
 /// Every dialect [`Dump::open`] tries, in order.
-pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore, &Msprobe, &Npz, &NpyDir, &Polygraphy];
+pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore, &Msprobe, &Cann, &Npz, &NpyDir, &Polygraphy];
 
 /// The first dialect that recognises `root`.
 pub fn detect(root: &Path) -> Option<&'static dyn Dialect> {

@@ -24,7 +24,7 @@ use dump_stats::{Io, TensorId};
 use serde_json::{Map, Value};
 
 use super::Dialect;
-use crate::{Dump, Error, Problem, Stats, TensorFile, TensorRecord};
+use crate::{Dump, Error, Problem, Stats, TensorFile, TensorRecord, TensorSource};
 
 /// Reads msprobe's `dump.json` trees.
 #[derive(Clone, Copy, Debug, Default)]
@@ -485,7 +485,7 @@ impl Walk<'_> {
             },
             dtype,
             shape,
-            file,
+            source: file.map(TensorSource::File),
             stored,
             row_stats: Some(stats),
         });

@@ -15,7 +15,7 @@ use dump_stats::{Io, TensorId};
 use serde_json::Value;
 
 use super::Dialect;
-use crate::{Dump, Error, GraphNode, Problem, TensorRecord};
+use crate::{Dump, Error, GraphNode, Problem, TensorRecord, TensorSource};
 
 /// Largest Polygraphy JSON read.
 pub(crate) const MAX_POLYGRAPHY_JSON: u64 = 1 << 30;
@@ -203,7 +203,7 @@ impl Dialect for Polygraphy {
                         },
                         dtype,
                         shape,
-                        file: Some(file),
+                        source: Some(TensorSource::File(file)),
                         stored: Some(dtype),
                         row_stats: None,
                     });

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use dump_stats::{Io, TensorId, names::TensorFileName};
 
 use super::Dialect;
-use crate::{Dump, Error, GraphNode, Problem, TensorFile, TensorRecord, pt};
+use crate::{Dump, Error, GraphNode, Problem, TensorFile, TensorRecord, TensorSource, pt};
 
 /// An `.npz` archive of reference arrays.
 #[derive(Clone, Copy, Debug, Default)]
@@ -65,7 +65,7 @@ fn push(dump: &mut Dump, name: &str, path: PathBuf) {
                 },
                 dtype: f.dtype,
                 shape: f.shape.clone(),
-                file: Some(path),
+                source: Some(TensorSource::File(path)),
                 stored: Some(f.dtype),
                 row_stats: None,
             });

@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod compare;
+pub mod convert;
 pub mod demo;
 pub mod events;
 pub mod inspect;
@@ -87,6 +88,14 @@ pub enum Command {
     /// Exit code 0 when every pair is within tolerance, 1 when a divergence was found, 2 on an
     /// error.
     Compare(compare::Args),
+    /// Convert Ascend CANN dump files ({op_type}.{op_name}.{task}.{stream}.{timestamp}) to
+    /// .npy, streamed and in parallel: msaccucmp's `convert` without the CANN toolkit.
+    ///
+    /// Directories are walked; device formats (NC1HWC0, FRACTAL_Z, FRACTAL_NZ) are converted
+    /// with --format; --layout mindspore writes MindSpore's tree and statistic.csv so that
+    /// inspect and compare read the result. Exit code 2 if any file failed (each error names
+    /// the file and the byte offset), 0 otherwise.
+    Convert(convert::Args),
 }
 
 /// Runs the command line `args` (program name first) with `env` as the environment, writing
@@ -121,5 +130,6 @@ where
         Command::Run(a) => run::run(&a, env, out, err),
         Command::Inspect(a) => inspect::run(&a, out, err),
         Command::Compare(a) => compare::run(&a, out, err),
+        Command::Convert(a) => convert::run(&a, out, err),
     }
 }

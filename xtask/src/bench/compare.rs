@@ -115,7 +115,7 @@ fn f32_npy(path: &Path, values: impl Iterator<Item = f32>, elems: usize) -> Resu
 }
 
 /// (median seconds, peak RSS KiB) of `cmd` run `runs` times.
-fn timed(runs: usize, cmd: &[&str]) -> Option<(f64, u64)> {
+pub(super) fn timed(runs: usize, cmd: &[&str]) -> Option<(f64, u64)> {
     let o = Command::new("python3")
         .args(["-c", PY_TIMED, &runs.to_string()])
         .args(cmd)
@@ -126,7 +126,7 @@ fn timed(runs: usize, cmd: &[&str]) -> Option<(f64, u64)> {
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
-fn python(script: &str, args: &[&str]) -> Option<f64> {
+pub(super) fn python(script: &str, args: &[&str]) -> Option<f64> {
     let o = Command::new("python3")
         .args(["-c", script])
         .args(args)

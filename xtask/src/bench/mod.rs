@@ -10,6 +10,7 @@
 #[cfg(feature = "adapters")]
 mod adapters;
 mod compare;
+mod convert;
 mod cuda;
 mod dump;
 mod engine;
@@ -28,7 +29,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `compare`, `cuda`).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `compare`, `convert`, `cuda`).
     pub only: Option<Vec<String>>,
 }
 
@@ -119,13 +120,13 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--only" => {
                 let v = it.next().ok_or(
-                    "--only needs a list: stats,engine,md5,npy,dump,compare,adapters,cuda",
+                    "--only needs a list: stats,engine,md5,npy,dump,compare,convert,adapters,cuda",
                 )?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,compare,adapters,cuda]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,compare,convert,adapters,cuda]"
                         .into(),
                 );
             }
@@ -160,6 +161,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if opts.wants("compare") {
         compare::run(&opts, &mut rows)?;
+    }
+    if opts.wants("convert") {
+        convert::run(&opts, &mut rows)?;
     }
     if opts.wants("adapters") {
         #[cfg(feature = "adapters")]

@@ -47,8 +47,7 @@ pub fn tensor(dump: &Dump, i: usize) -> Value {
     m.insert("shape".into(), json!(t.shape));
     m.insert(
         "file".into(),
-        t.file
-            .as_ref()
+        t.file()
             .map(|p| json!(p.display().to_string()))
             .unwrap_or(Value::Null),
     );

@@ -1,0 +1,348 @@
+//! Device-format tensors converted to the host layout **block by block**, for readers that
+//! stream a tensor from a file (CANN dump files, `opdump convert`) and must not hold it whole.
+//!
+//! [`HostBlocks::new`] checks the device shape against the host shape (as [`to_host`] does)
+//! and cuts the device bytes into consecutive blocks whose conversions, written one after the
+//! other, are the host tensor in row-major order:
+//!
+//! | device format | one block | converted block |
+//! |---|---|---|
+//! | host layouts (`ND`, `NCHW`, `DefaultFormat`) | up to [`COPY_BLOCK`] bytes | the same bytes |
+//! | `NHWC` | one image `(H, W, C)` | `(C, H, W)` |
+//! | `NC1HWC0` | one `(n, c1)`: `(H, W, C0)` | the `min(C0, C − c1·C0)` channel planes |
+//! | `FRACTAL_NZ` | one matrix of the batch: `(N1, M1, M0, N0)` | `(M, N)` |
+//! | `FRACTAL_Z` | the whole tensor (each output channel draws on every block row) | NCHW |
+//!
+//! A block larger than the caller's limit is [`Error::BlockTooLarge`] (only `FRACTAL_Z`, or an
+//! absurd image / matrix, gets there).
+//!
+//! ```
+//! use dump_core::DType;
+//! use dump_device_ascend::{Format, blocked::HostBlocks, convert::nc1hwc0};
+//!
+//! // f16 NCHW (2, 3, 2, 2) held as NC1HWC0 (2, 1, 2, 2, 16).
+//! let host: Vec<u8> = (0..24u16).flat_map(|v| v.to_le_bytes()).collect();
+//! let mut dev = vec![0u8; 2 * 2 * 2 * 16 * 2];
+//! nc1hwc0::nchw_to_nc1hwc0(&host, 2, [2, 3, 2, 2], 16, &mut dev)?;
+//! let plan = HostBlocks::new(Format::Nc1hwc0, DType::Float16, &[2, 1, 2, 2, 16], &[2, 3, 2, 2], 1 << 20)?;
+//! assert_eq!((plan.count(), plan.host_shape()), (2, &[2, 3, 2, 2][..]));
+//! let (mut out, mut at, mut buf) = (Vec::new(), 0, vec![0u8; plan.max_dst_bytes()]);
+//! for i in 0..plan.count() {
+//!     let len = plan.src_bytes(i);
+//!     let n = plan.convert(i, &dev[at..at + len], &mut buf)?;
+//!     out.extend_from_slice(&buf[..n]);
+//!     at += len;
+//! }
+//! assert_eq!(out, host);
+//! # Ok::<(), dump_device_ascend::Error>(())
+//! ```
+//!
+//! [`to_host`]: crate::to_host()
+
+use dump_core::DType;
+
+use crate::convert::{
+    Shape, bytes_of, fractal_nz, fractal_nz::fractal_nz_shape, fractal_z,
+    fractal_z::fractal_z_shape, nc1hwc0, nc1hwc0::nc1hwc0_shape, nhwc,
+};
+use crate::to_host::{expect_dims, last_dims, pad4, rank_err};
+use crate::{Blocks, Error, Format};
+
+/// Block size for host layouts (plain copies): 1 MiB.
+pub const COPY_BLOCK: usize = 1 << 20;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Copy {
+        total: usize,
+    },
+    Nhwc {
+        h: usize,
+        w: usize,
+        c: usize,
+    },
+    Nc1hwc0 {
+        c: usize,
+        c1: usize,
+        hw: [usize; 2],
+        c0: usize,
+    },
+    FractalNz {
+        b: Blocks,
+    },
+    FractalZ {
+        host: [usize; 4],
+        b: Blocks,
+    },
+}
+
+/// A device tensor's conversion to its host layout, cut into blocks (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostBlocks {
+    format: Format,
+    elem: usize,
+    kind: Kind,
+    host: Shape,
+    count: usize,
+    src: usize,
+    dst_max: usize,
+}
+
+impl HostBlocks {
+    /// Plans the conversion of a `format` tensor of `dtype` with `device_shape` to
+    /// `host_shape` (for `NHWC`, the NCHW shape it becomes; for `NC1HWC0` and `FRACTAL_Z` a
+    /// host shape of rank below 4 is padded to NCHW as [`to_host`](crate::to_host()) does).
+    /// `max_block` bounds the bytes of one block (source or converted).
+    pub fn new(
+        format: Format,
+        dtype: DType,
+        device_shape: &[usize],
+        host_shape: &[usize],
+        max_block: usize,
+    ) -> Result<HostBlocks, Error> {
+        let dev = device_shape;
+        let plan = |kind: Kind,
+                    host: &[usize],
+                    count: usize,
+                    src: usize,
+                    dst_max: usize|
+         -> Result<HostBlocks, Error> {
+            if src > max_block || dst_max > max_block {
+                return Err(Error::BlockTooLarge {
+                    format,
+                    bytes: src.max(dst_max),
+                    limit: max_block,
+                });
+            }
+            Ok(HostBlocks {
+                format,
+                elem: dtype.size().unwrap_or(1),
+                kind,
+                host: Shape::new(host)?,
+                count,
+                src,
+                dst_max,
+            })
+        };
+        if format.is_host_layout() {
+            let count = bytes_of(host_shape, 1)?;
+            let total = dtype.storage_bytes(count).ok_or(Error::Overflow)?;
+            let block = total.min(COPY_BLOCK.min(max_block).max(1));
+            let blocks = if total == 0 { 0 } else { total.div_ceil(block) };
+            return plan(Kind::Copy { total }, host_shape, blocks, block, block);
+        }
+        let elem = dtype.size().ok_or(Error::PackedDType(dtype))?;
+        match format {
+            Format::Nhwc => {
+                let host: [usize; 4] = host_shape
+                    .try_into()
+                    .map_err(|_| rank_err(format, "host", 4, host_shape.len()))?;
+                let [n, c, h, w] = host;
+                expect_dims(format, &[n, h, w, c], dev)?;
+                let img = bytes_of(&[h, w, c], elem)?;
+                plan(Kind::Nhwc { h, w, c }, &host, n, img, img)
+            }
+            Format::Nc1hwc0 => {
+                let host = pad4(format, host_shape)?;
+                let c0 = last_dims::<1>(format, dev, 5)?[0];
+                let want = nc1hwc0_shape(host, c0)?;
+                expect_dims(format, &want, dev)?;
+                let [n, c, h, w] = host;
+                let c1 = want[1];
+                let src = bytes_of(&[h, w, c0], elem)?;
+                let count = n.checked_mul(c1).ok_or(Error::Overflow)?;
+                let kind = Kind::Nc1hwc0 {
+                    c,
+                    c1,
+                    hw: [h, w],
+                    c0,
+                };
+                plan(kind, &host, count, src, src)
+            }
+            Format::FractalNz => {
+                let rank = host_shape.len();
+                let batch = rank.saturating_sub(2);
+                let [m0, c0] = last_dims::<2>(format, dev, batch + 4)?;
+                let b = Blocks { c0, cube: m0 };
+                let want = fractal_nz_shape(host_shape, b)?;
+                expect_dims(format, &want, dev)?;
+                let count = bytes_of(&host_shape[..batch], 1)?;
+                let src = bytes_of(&dev[batch..], elem)?;
+                let dst = bytes_of(&host_shape[batch..], elem)?;
+                plan(Kind::FractalNz { b }, host_shape, count, src, dst)
+            }
+            Format::FractalZ => {
+                let host = pad4(format, host_shape)?;
+                let [n0, c0] = last_dims::<2>(format, dev, 4)?;
+                let b = Blocks { c0, cube: n0 };
+                expect_dims(format, &fractal_z_shape(host, b)?, dev)?;
+                let src = bytes_of(dev, elem)?;
+                let dst = bytes_of(&host, elem)?;
+                plan(Kind::FractalZ { host, b }, &host, 1, src, dst)
+            }
+            other => Err(Error::UnsupportedFormat(other)),
+        }
+    }
+
+    /// The device format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The shape of the converted tensor.
+    pub fn host_shape(&self) -> &[usize] {
+        self.host.as_slice()
+    }
+
+    /// Number of blocks.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Device bytes of block `i` (they follow block `i − 1`'s in the device tensor).
+    pub fn src_bytes(&self, i: usize) -> usize {
+        match self.kind {
+            Kind::Copy { total } => (total - i * self.src).min(self.src),
+            _ => self.src,
+        }
+    }
+
+    /// The largest converted block: the size of the buffer [`convert`](Self::convert) needs.
+    pub fn max_dst_bytes(&self) -> usize {
+        self.dst_max
+    }
+
+    /// Converts block `i` (`src`: exactly [`src_bytes`](Self::src_bytes)`(i)` device bytes)
+    /// into `dst`; returns the bytes written.
+    pub fn convert(&self, i: usize, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+        let elem = self.elem;
+        match self.kind {
+            Kind::Copy { .. } => {
+                let n = src.len();
+                if n != self.src_bytes(i) {
+                    return Err(Error::LengthMismatch {
+                        expected: self.src_bytes(i),
+                        actual: n,
+                    });
+                }
+                let available = dst.len();
+                let out = dst.get_mut(..n).ok_or(Error::BufferTooSmall {
+                    needed: n,
+                    available,
+                })?;
+                out.copy_from_slice(src);
+                Ok(n)
+            }
+            Kind::Nhwc { h, w, c } => nhwc::nhwc_to_nchw(src, elem, [1, c, h, w], dst),
+            Kind::Nc1hwc0 { c, c1, hw, c0 } => {
+                let k = i % c1.max(1);
+                let valid = (c - k * c0).min(c0);
+                nc1hwc0::nc1hwc0_to_nchw(src, elem, [1, valid, hw[0], hw[1]], c0, dst)
+            }
+            Kind::FractalNz { b } => {
+                let host = self.host.as_slice();
+                let mn = &host[host.len().saturating_sub(2)..];
+                fractal_nz::fractal_nz_to_nd(src, elem, mn, b, dst)
+            }
+            Kind::FractalZ { host, b } => fractal_z::fractal_z_to_nchw(src, elem, host, b, dst),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::fractal_nz::nd_to_fractal_nz;
+    use crate::convert::fractal_z::nchw_to_fractal_z;
+    use crate::convert::nc1hwc0::nchw_to_nc1hwc0;
+    use crate::convert::nhwc::nchw_to_nhwc;
+    use crate::convert::testutil::elems;
+    use crate::{DeviceTensor, to_host};
+
+    /// Block by block gives the bytes `to_host` gives in one go, for every format, odd channel
+    /// counts (a partial last C0 block) and a batched FRACTAL_NZ.
+    #[test]
+    fn blocks_concatenate_to_what_to_host_gives() {
+        let b = Blocks::default_for(DType::Float16).unwrap();
+        let cases: [(Format, &[usize]); 5] = [
+            (Format::Nhwc, &[2, 5, 3, 2]),
+            (Format::Nc1hwc0, &[2, 35, 3, 2]),
+            (Format::FractalZ, &[17, 5, 3, 2]),
+            (Format::FractalNz, &[3, 2, 19, 33]),
+            (Format::Nd, &[3, 7]),
+        ];
+        for (format, host) in cases {
+            let count: usize = host.iter().product();
+            let src = elems(count, 2);
+            let mut dev = vec![0u8; 1 << 16];
+            let h4 = |s: &[usize]| -> [usize; 4] { s.try_into().unwrap() };
+            let (n, dshape): (usize, Shape) = match format {
+                Format::Nhwc => (
+                    nchw_to_nhwc(&src, 2, h4(host), &mut dev).unwrap(),
+                    Shape::new(&[host[0], host[2], host[3], host[1]]).unwrap(),
+                ),
+                Format::Nc1hwc0 => (
+                    nchw_to_nc1hwc0(&src, 2, h4(host), 16, &mut dev).unwrap(),
+                    Shape::new(&nc1hwc0_shape(h4(host), 16).unwrap()).unwrap(),
+                ),
+                Format::FractalZ => (
+                    nchw_to_fractal_z(&src, 2, h4(host), b, &mut dev).unwrap(),
+                    Shape::new(&fractal_z_shape(h4(host), b).unwrap()).unwrap(),
+                ),
+                Format::FractalNz => (
+                    nd_to_fractal_nz(&src, 2, host, b, &mut dev).unwrap(),
+                    fractal_nz_shape(host, b).unwrap(),
+                ),
+                _ => {
+                    dev[..src.len()].copy_from_slice(&src);
+                    (src.len(), Shape::new(host).unwrap())
+                }
+            };
+            let t = DeviceTensor {
+                format,
+                dtype: DType::Float16,
+                device_shape: &dshape,
+                host_shape: host,
+                data: &dev[..n],
+            };
+            let mut whole = vec![0u8; t.host_bytes().unwrap()];
+            let want = to_host(&t, &mut whole).unwrap().data.to_vec();
+            assert_eq!(want, src, "{format}");
+            let p = HostBlocks::new(format, DType::Float16, &dshape, host, 1 << 20).unwrap();
+            let (mut got, mut at) = (Vec::new(), 0);
+            let mut buf = vec![0u8; p.max_dst_bytes()];
+            for i in 0..p.count() {
+                let len = p.src_bytes(i);
+                let k = p.convert(i, &dev[at..at + len], &mut buf).unwrap();
+                got.extend_from_slice(&buf[..k]);
+                at += len;
+            }
+            assert_eq!(at, n, "{format}: blocks cover the device bytes");
+            assert_eq!(got, want, "{format}");
+        }
+    }
+
+    #[test]
+    fn a_whole_tensor_block_over_the_limit_and_wrong_shapes_are_refused() {
+        let e = HostBlocks::new(
+            Format::FractalZ,
+            DType::Float16,
+            &[4, 1, 16, 16],
+            &[16, 16, 2, 2],
+            1000,
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::BlockTooLarge { limit: 1000, .. }), "{e}");
+        let e = HostBlocks::new(
+            Format::Nc1hwc0,
+            DType::Float16,
+            &[1, 2, 2, 2, 16],
+            &[1, 3, 2, 2],
+            1 << 20,
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::Dim { axis: 1, .. }), "{e}");
+        let e = HostBlocks::new(Format::Nc1hwc0, DType::Int4, &[1], &[1], 1 << 20).unwrap_err();
+        assert_eq!(e, Error::PackedDType(DType::Int4));
+    }
+}

@@ -1,0 +1,344 @@
+//! `opdump convert` as a subprocess on the generated CANN fixtures
+//! (`dump-device-ascend/tests/gen_cann.py`): every array against numpy's reading of the same
+//! bytes, device formats against dump-device-ascend's whole-tensor conversion, msaccucmp's
+//! names (long ones included), overflow JSON, hostile files failing alone, and the mindspore
+//! layout read back by `opdump inspect` and `opdump compare`.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use dump_core::DType;
+use dump_device_ascend::{DeviceTensor, Format, to_host};
+use dump_npy::NpyReader;
+use serde_json::Value;
+
+const CONV: &str = "Conv2D.Default_network_conv1-Conv2d_Conv2D-op12.12.3.1700000000000044";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../dump-device-ascend/tests/fixtures/cann")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("opdump-convert-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn opdump(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .args(args)
+        .output()
+        .expect("run opdump")
+}
+
+fn npy(p: &Path) -> (String, Vec<usize>, Vec<u8>) {
+    let mut r = NpyReader::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut b = vec![0u8; r.data_len as usize];
+    r.read_chunk(&mut b).unwrap();
+    (r.descr.clone(), r.shape.clone(), b)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn parse_mode_writes_what_numpy_reads_for_every_tensor_and_overflow_json() {
+    let out = tmpdir("parse");
+    let o = opdump(&[
+        "convert",
+        fixtures().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("FLOAT8_E4M3FN"),
+        "unsupported types are named: {err}"
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(fixtures().join("manifest.json")).unwrap()).unwrap();
+    let mut checked = 0;
+    for f in manifest["files"].as_array().unwrap() {
+        let file = f["file"].as_str().unwrap();
+        for t in f["tensors"].as_array().unwrap() {
+            let e = &t["expect"];
+            match e["check"].as_str().unwrap() {
+                "raw" | "bf16" | "int4" | "uint1" => {
+                    let name = e["npy"].as_str().unwrap();
+                    let (wd, ws, wb) = npy(&fixtures().join("npy").join(name));
+                    let (gd, gs, gb) = npy(&out.join(name));
+                    assert_eq!((gd, gs), (wd, ws), "{name}");
+                    assert!(gb == wb, "{name}: data differs");
+                    checked += 1;
+                }
+                "bytes" => {
+                    let word = if t["kind"] == "buffer" {
+                        "l1buffer"
+                    } else {
+                        "space"
+                    };
+                    let p = out.join(format!("{file}.{word}.{}.bin", t["index"]));
+                    let got = std::fs::read(&p).unwrap();
+                    let hex: String = got.iter().map(|b| format!("{b:02x}")).collect();
+                    assert_eq!(hex, e["hex"].as_str().unwrap(), "{}", p.display());
+                }
+                "opdebug" => {
+                    let want: Value = serde_json::from_slice(
+                        &std::fs::read(fixtures().join(e["json"].as_str().unwrap())).unwrap(),
+                    )
+                    .unwrap();
+                    let p = out.join(format!("{file}.output.0.json"));
+                    let text = std::fs::read_to_string(&p).unwrap();
+                    assert!(text.starts_with("{\n    \""), "4-space indent: {text}");
+                    let got: Value = serde_json::from_str(&text).unwrap();
+                    assert_eq!(got, want, "{}", p.display());
+                    checked += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(checked >= 59, "{checked}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Conv2D's NC1HWC0 input.0 and FRACTAL_Z input.1 in NCHW, as dump-device-ascend's one-shot
+/// `to_host` converts them.
+fn conv_host(slot: &str, format: Format, host: &[usize]) -> Vec<u8> {
+    let (_, dev, raw) = npy(&fixtures().join(format!("npy/{CONV}.{slot}.npy")));
+    let t = DeviceTensor {
+        format,
+        dtype: DType::Float16,
+        device_shape: &dev,
+        host_shape: host,
+        data: &raw,
+    };
+    let mut o = vec![0u8; t.host_bytes().unwrap()];
+    to_host(&t, &mut o).unwrap().data.to_vec()
+}
+
+#[test]
+fn formats_are_converted_to_nchw_and_nhwc_with_msaccucmp_names() {
+    let out = tmpdir("formats");
+    let conv = fixtures().join(CONV);
+    let o = opdump(&[
+        "convert",
+        conv.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--format",
+        "NCHW",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let x = conv_host("input.0", Format::Nc1hwc0, &[1, 3, 2, 2]);
+    let (_, s, b) = npy(&out.join(format!("{CONV}.input.0.1x3x2x2.npy")));
+    assert_eq!((s, b), (vec![1, 3, 2, 2], x.clone()));
+    let w = conv_host("input.1", Format::FractalZ, &[8, 3, 2, 2]);
+    let (_, s, b) = npy(&out.join(format!("{CONV}.input.1.8x3x2x2.npy")));
+    assert_eq!((s, b), (vec![8, 3, 2, 2], w));
+    // Formats without a converter: written as stored, and said so.
+    assert!(
+        out.join(format!("{CONV}.output.6.1x1x1x1x16x16.npy"))
+            .exists()
+    );
+    assert!(
+        stderr(&o).contains("output.6: format C1HWNCoC0 has no converter"),
+        "{}",
+        stderr(&o)
+    );
+
+    let nhwc = tmpdir("nhwc");
+    let o = opdump(&[
+        "convert",
+        conv.to_str().unwrap(),
+        "--out",
+        nhwc.to_str().unwrap(),
+        "--format",
+        "NHWC",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (_, s, b) = npy(&nhwc.join(format!("{CONV}.input.0.1x2x2x3.npy")));
+    assert_eq!(s, [1, 2, 2, 3]);
+    // NHWC element (h, w, c) is NCHW element (c, h, w).
+    for h in 0..2 {
+        for w in 0..2 {
+            for c in 0..3 {
+                let (i, j) = ((h * 2 + w) * 3 + c, (c * 2 + h) * 2 + w);
+                assert_eq!(b[2 * i..2 * i + 2], x[2 * j..2 * j + 2], "h{h} w{w} c{c}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&nhwc);
+}
+
+#[test]
+fn long_names_become_uuid3_with_mapping_csv() {
+    let src = tmpdir("long-src");
+    let out = tmpdir("long-out");
+    let long = format!("Relu.{}.9.0.1700000000000048", "R".repeat(225));
+    std::fs::copy(
+        fixtures().join("Relu.Relu-op9.9.0.1700000000000048"),
+        src.join(&long),
+    )
+    .unwrap();
+    let o = opdump(&[
+        "convert",
+        src.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let full = format!("{long}.output.0.npy");
+    // python3 -c "import uuid; print(uuid.uuid3(uuid.NAMESPACE_DNS, NAME).hex)"
+    let short = format!("{}.npy", opdump_uuid3(&full));
+    assert!(out.join(&short).exists());
+    let mapping = std::fs::read_to_string(out.join("mapping.csv")).unwrap();
+    assert_eq!(mapping, format!("{short},{full}\n"));
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+fn opdump_uuid3(name: &str) -> String {
+    opdump::cli::convert::uuid3_hex(name)
+}
+
+#[test]
+fn a_hostile_file_fails_alone_naming_the_byte_offset() {
+    let src = tmpdir("hostile-src");
+    let out = tmpdir("hostile-out");
+    std::fs::copy(
+        fixtures().join("Relu.Relu-op9.9.0.1700000000000048"),
+        src.join("Relu.Relu-op9.9.0.1700000000000048"),
+    )
+    .unwrap();
+    let names = [
+        "truncated_data",
+        "huge_length",
+        "huge_count",
+        "varint_overflow",
+        "nano",
+        "too_short",
+        "opdebug_short_block",
+    ];
+    for (i, h) in names.iter().enumerate() {
+        let op = if h.starts_with("opdebug") {
+            "Opdebug.Node_OpDebug"
+        } else {
+            "Add.bad"
+        };
+        std::fs::copy(
+            fixtures().join("hostile").join(h),
+            src.join(format!("{op}.{i}.0.17000000000000{i:02}")),
+        )
+        .unwrap();
+    }
+    let o = opdump(&[
+        "convert",
+        src.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--format",
+        "ND",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.matches("error: ").count(), names.len(), "{err}");
+    assert!(err.contains("Add.bad.0.0.1700000000000000: tensor 1 (output 1) declares 8 bytes from byte 47 but the file ends at byte 52"), "{err}");
+    assert!(err.contains("must be exactly 2048 bytes"), "{err}");
+    assert!(
+        out.join("Relu.Relu-op9.9.0.1700000000000048.output.0.2x3.npy")
+            .exists()
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("{} failed", names.len())));
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn mindspore_layout_is_read_by_inspect_and_compare_and_stats_writes_rows_only() {
+    let top = tmpdir("ms");
+    let cann = top.join("cann/20260101120000/0/Net/0/0");
+    std::fs::create_dir_all(&cann).unwrap();
+    for f in [
+        CONV,
+        "Relu.Relu-op9.9.0.1700000000000048",
+        "MatMul.Default_MatMul-op7.7.1.1700000000000046",
+    ] {
+        std::fs::copy(fixtures().join(f), cann.join(f)).unwrap();
+    }
+    let ms = top.join("ms");
+    let o = opdump(&[
+        "convert",
+        top.join("cann").to_str().unwrap(),
+        "--out",
+        ms.to_str().unwrap(),
+        "--format",
+        "NCHW",
+        "--layout",
+        "mindspore",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let it = ms.join("rank_0/Net/0/0");
+    assert!(
+        it.join(format!("{CONV}.input.0.DefaultFormat.Float16.npy"))
+            .exists()
+    );
+    assert!(
+        it.join(format!("{CONV}.output.6.C1HWNCoC0.Float32.npy"))
+            .exists()
+    );
+    let csv = std::fs::read_to_string(it.join("statistic.csv")).unwrap();
+    assert!(
+        csv.starts_with(
+            "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,"
+        ),
+        "{csv}"
+    );
+    assert!(csv.contains("Conv2D,Default_network_conv1-Conv2d_Conv2D-op12,12,3,1700000000000044,input,0,24,float16,\"(1,3,2,2)\""), "{csv}");
+    let o = opdump(&["inspect", ms.to_str().unwrap(), "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["layout"], "mindspore");
+    assert_eq!(
+        v["first_nonfinite"]["op_name"], "Default_network_conv1-Conv2d_Conv2D-op12",
+        "{v:#}"
+    );
+    assert_eq!(v["problems"].as_array().unwrap().len(), 0, "{v:#}");
+    // The CANN tree itself against its conversion: every pair equal.
+    let o = opdump(&[
+        "compare",
+        top.join("cann").to_str().unwrap(),
+        ms.to_str().unwrap(),
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["matched"].as_u64().unwrap() >= 10, "{v:#}");
+    assert_eq!(v["diverged"], 0, "{v:#}");
+    assert_eq!(o.status.code(), Some(0));
+
+    let rows = top.join("rows");
+    let o = opdump(&[
+        "convert",
+        top.join("cann").to_str().unwrap(),
+        "--out",
+        rows.to_str().unwrap(),
+        "--stats",
+        "--format",
+        "NCHW",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let files: Vec<_> = std::fs::read_dir(&rows)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(files, ["statistic.csv"]);
+    let only = std::fs::read_to_string(rows.join("statistic.csv")).unwrap();
+    assert_eq!(only, csv, "the same rows as the mindspore layout's");
+    let _ = std::fs::remove_dir_all(&top);
+}

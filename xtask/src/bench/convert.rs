@@ -1,0 +1,234 @@
+//! The `convert` group: `opdump convert --format NCHW` on a generated set of CANN dump files
+//! (FLOAT16 NC1HWC0 activations and FRACTAL_Z weights, v2 containers), as a user runs it (the
+//! release binary as a subprocess, files in the page cache), against
+//! `cann_convert_numpy.py` (msaccucmp's approach in one process: whole files in memory, numpy
+//! reshape/transpose/slice, `np.save`) and against reading the bytes (`cat` to `/dev/null`).
+//! GB/s counts the input bytes. Peak RSS of the opdump run is printed.
+//!
+//! Sizes: 8 NC1HWC0 files of 64 MiB and 8 FRACTAL_Z files of 36 MiB (800 MiB in all; the
+//! issue's 4 GiB is scaled down for the shared 2-core machine), 4 small files with `--quick`.
+
+use std::{io::Write, path::Path};
+
+use std::process::Command;
+
+use super::{
+    Opts, Row,
+    compare::{python, timed},
+    target_dir,
+};
+
+/// The release `opdump` without runtimes (convert needs none; tract and CUDA stay out of the
+/// build).
+fn opdump_release_lean() -> Result<std::path::PathBuf, String> {
+    let st = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "-q",
+            "-p",
+            "opdump",
+            "--bin",
+            "opdump",
+            "--no-default-features",
+        ])
+        .status()
+        .map_err(|e| format!("cargo build: {e}"))?;
+    if !st.success() {
+        return Err("cargo build --release -p opdump --no-default-features failed".into());
+    }
+    Ok(target_dir().join("release/opdump"))
+}
+
+const PY_CONVERT: &str = include_str!("cann_convert_numpy.py");
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn ld(out: &mut Vec<u8>, field: u32, body: &[u8]) {
+    varint(out, u64::from(field << 3 | 2));
+    varint(out, body.len() as u64);
+    out.extend_from_slice(body);
+}
+
+fn shape(dims: &[u64]) -> Vec<u8> {
+    let mut packed = Vec::new();
+    for &d in dims {
+        varint(&mut packed, d);
+    }
+    let mut s = Vec::new();
+    ld(&mut s, 1, &packed);
+    s
+}
+
+/// One v2 CANN file with a single FLOAT16 output of `format` (3 NC1HWC0, 4 FRACTAL_Z).
+fn cann_file(path: &Path, format: u64, dev: &[u64], orig: &[u64]) -> Result<u64, String> {
+    let size = dev.iter().product::<u64>() * 2;
+    let mut t = vec![0x08, 2, 0x10];
+    varint(&mut t, format);
+    ld(&mut t, 3, &shape(dev));
+    t.push(0x30);
+    varint(&mut t, size);
+    ld(&mut t, 7, &shape(orig));
+    let mut msg = Vec::new();
+    ld(&mut msg, 1, b"2.0");
+    ld(&mut msg, 3, &t);
+    ld(&mut msg, 6, b"Default/network/op");
+    let f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    w.write_all(&(msg.len() as u64).to_le_bytes()).map_err(io)?;
+    w.write_all(&msg).map_err(io)?;
+    // Finite f16 values 1.0 .. 2.0 (0x3C00 + k), a different phase per file.
+    let phase = format as u16 * 7 + dev[0] as u16;
+    let block: Vec<u8> = (0..(1u32 << 19))
+        .flat_map(|i| {
+            (0x3C00u16 + ((i as u16).wrapping_mul(31).wrapping_add(phase) & 0x3FF)).to_le_bytes()
+        })
+        .collect();
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(block.len() as u64) as usize;
+        w.write_all(&block[..n]).map_err(io)?;
+        left -= n as u64;
+    }
+    w.flush().map_err(io)?;
+    Ok(8 + msg.len() as u64 + size)
+}
+
+/// Runs the group.
+pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
+    let bin = opdump_release_lean()?;
+    let bin = bin.to_str().ok_or("non-UTF-8 target dir")?;
+    let dir = target_dir().join("bench-convert");
+    let _ = std::fs::remove_dir_all(&dir);
+    let src = dir.join("20260101120000/0/Net/0/0");
+    std::fs::create_dir_all(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+    let (pairs, n5hd, nfz) = if opts.quick {
+        (2, 8, 256)
+    } else {
+        (8, 128, 4096)
+    };
+    let mut total = 0u64;
+    let mut files = Vec::new();
+    for k in 0..pairs {
+        // NC1HWC0 (N, 4, 64, 64, 16) of NCHW (N, 60, 64, 64): 4 padding channels per block set.
+        let a = src.join(format!("Conv2D.conv{k}.{k}.0.17000000000{k:05}"));
+        total += cann_file(&a, 3, &[n5hd, 4, 64, 64, 16], &[n5hd, 60, 64, 64])?;
+        // FRACTAL_Z (32·3·3, N/16, 16, 16) of weights (N, 500, 3, 3).
+        let w = src.join(format!("Conv2D.weight{k}.{k}.1.17000000001{k:05}"));
+        total += cann_file(&w, 4, &[32 * 9, nfz / 16, 16, 16], &[nfz, 500, 3, 3])?;
+        files.push(a.display().to_string());
+        files.push(w.display().to_string());
+    }
+    let total = total as usize;
+    let out_rs = dir.join("out-opdump");
+    let out_py = dir.join("out-numpy");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut cat: Vec<&str> = vec!["cat"];
+    cat.extend(files.iter().map(String::as_str));
+    let srcs = dir.join("20260101120000").display().to_string();
+    let outs = out_rs.display().to_string();
+    let conv = [bin, "convert", &srcs, "--out", &outs, "--format", "NCHW"];
+    let runs = opts.runs.min(5);
+    // Warm the page cache; then interleave the three, one run each per round, medians.
+    let _ = timed(1, &cat);
+    let (mut t_cat, mut t_rs, mut t_py, mut rss) = (Vec::new(), Vec::new(), Vec::new(), 0u64);
+    let mut py_args = vec![out_py.display().to_string()];
+    py_args.extend(files.iter().cloned());
+    let py_ref: Vec<&str> = py_args.iter().map(String::as_str).collect();
+    for _ in 0..runs {
+        if let Some((s, _)) = timed(1, &cat) {
+            t_cat.push(s);
+        }
+        if let Some((s, r)) = timed(1, &conv) {
+            t_rs.push(s);
+            rss = rss.max(r);
+        }
+        if let Some(s) = python(PY_CONVERT, &py_ref) {
+            t_py.push(s);
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| total as f64 / v[v.len() / 2] / 1e9)
+    };
+    let (read, ours, np) = (median(t_cat), median(t_rs), median(t_py));
+    // Same arrays from both converters (one file of each format).
+    for f in files.iter().take(2) {
+        let name = Path::new(f)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        let hit = |d: &Path| {
+            std::fs::read_dir(d)
+                .ok()
+                .into_iter()
+                .flatten()
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().starts_with(name))
+                .map(|e| e.path())
+        };
+        if let (Some(a), Some(b)) = (hit(&out_rs), hit(&out_py)) {
+            // The data after each header (opdump writes MindSpore's header spacing, numpy its
+            // own; both v1.0: 10 bytes + the u16 header length).
+            let data = |p: &Path| {
+                std::fs::read(p).ok().map(|b| {
+                    let h = 10 + usize::from(u16::from_le_bytes([b[8], b[9]]));
+                    b[h.min(b.len())..].to_vec()
+                })
+            };
+            let same = data(&a) == data(&b);
+            println!("convert: {} same data as numpy's: {same}", a.display());
+            if !same {
+                return Err(format!("{} differs from {}", a.display(), b.display()));
+            }
+        }
+    }
+    println!(
+        "opdump convert: {} files, {} MiB, peak RSS {} MiB",
+        files.len(),
+        total >> 20,
+        rss / 1024
+    );
+    if let Some(g) = read {
+        rows.push(Row {
+            kernel: "convert:cat".into(),
+            dtype: "bytes".into(),
+            bytes: total,
+            threads: 1,
+            gbps: g,
+            vs_read: None,
+            vs_numpy: None,
+        });
+    }
+    if let Some(g) = np {
+        rows.push(Row {
+            kernel: "convert:numpy".into(),
+            dtype: "float16".into(),
+            bytes: total,
+            threads: 1,
+            gbps: g,
+            vs_read: read.map(|r| g / r),
+            vs_numpy: None,
+        });
+    }
+    if let Some(g) = ours {
+        rows.push(Row {
+            kernel: "convert".into(),
+            dtype: "float16".into(),
+            bytes: total,
+            threads,
+            gbps: g,
+            vs_read: read.map(|r| g / r),
+            vs_numpy: np.map(|n| g / n),
+        });
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
