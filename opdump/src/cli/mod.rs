@@ -9,6 +9,7 @@ pub mod check;
 pub mod compare;
 pub mod demo;
 pub mod events;
+pub mod ingest;
 pub mod inspect;
 pub mod report;
 pub mod run;
@@ -71,6 +72,16 @@ pub enum Command {
     /// Exit code 0 when every pair is within tolerance, 1 when a divergence was found, 2 on an
     /// error.
     Compare(compare::Args),
+    /// Turn a device agent's frame stream (docs/wire.md) into the standard dump layout:
+    /// statistic.csv per iteration, execution order, .dump_metadata (no .npy).
+    ///
+    /// SOURCE is a saved stream or a serial device (read as a file), `-` for stdin, or
+    /// tcp://HOST:PORT (listen, accept one sender). Bad frames (torn, corrupt, duplicated,
+    /// reordered, over-long) are reported on stderr with their byte offsets and skipped; a
+    /// dropped connection keeps every row received before it. Exit code 0 when the stream was
+    /// clean, 1 when problems were seen (what arrived intact is still written), 2 on invalid
+    /// input (bad config, unreadable source).
+    Ingest(ingest::Args),
 }
 
 /// Runs the command line `args` (program name first) with `env` as the environment, writing
@@ -105,5 +116,6 @@ where
         Command::Run(a) => run::run(&a, env, out, err),
         Command::Inspect(a) => inspect::run(&a, out, err),
         Command::Compare(a) => compare::run(&a, out, err),
+        Command::Ingest(a) => ingest::run(&a, env, out, err),
     }
 }
