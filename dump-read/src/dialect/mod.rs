@@ -33,10 +33,12 @@
 //! claim the same directory: put the more specific one first.
 
 mod mindspore;
+mod stream;
 
 use std::path::{Path, PathBuf};
 
 pub use mindspore::MindSpore;
+pub use stream::Stream;
 
 use crate::{Dump, Error};
 
@@ -54,7 +56,7 @@ pub trait Dialect: Sync {
 }
 
 /// Every dialect [`Dump::open`] tries, in order.
-pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore];
+pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore, &Stream];
 
 /// The first dialect that recognises `root`.
 pub fn detect(root: &Path) -> Option<&'static dyn Dialect> {
@@ -66,10 +68,14 @@ pub fn detect(root: &Path) -> Option<&'static dyn Dialect> {
 /// dump (a user who gave its parent).
 pub(crate) fn open(root: &Path) -> Result<Dump, Error> {
     let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
+    // A device agent's saved stream is a file; every other dialect is a directory.
+    if meta.is_file() && Stream.detect(root) {
+        return Stream.read(root);
+    }
     if !meta.is_dir() {
         return Err(Error::format(
             root,
-            "not a directory (give the dump directory)",
+            "not a directory (give the dump directory) nor a device agent's frame stream",
         ));
     }
     if let Some(d) = detect(root) {
