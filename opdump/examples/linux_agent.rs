@@ -89,7 +89,9 @@ fn run(addr: &str) -> Result<(), String> {
         }
     }
     let mut sink = agent.into_sink();
-    sink.0.flush().map_err(|e| format!("sending to {addr}: {e}"))?;
+    sink.0
+        .flush()
+        .map_err(|e| format!("sending to {addr}: {e}"))?;
     eprintln!("linux_agent: {records} stat records sent to {addr}, {dropped} dropped");
     Ok(())
 }

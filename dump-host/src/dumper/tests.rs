@@ -469,7 +469,8 @@ fn summary_rows_refuse_what_a_summary_cannot_give() {
     let s = dump_core::stats::summarize(DType::Float32, &f32_bytes(&[1.0, 2.0]), 2)
         .unwrap()
         .unwrap();
-    let cases: [(&str, &str, Option<[u8; 16]>, &[usize], &str); 4] = [
+    type Case<'a> = (&'a str, &'a str, Option<[u8; 16]>, &'a [usize], &'a str);
+    let cases: [Case<'_>; 4] = [
         ("tensor", r#"["max"]"#, None, &[2], "saved_data \"tensor\""),
         (
             "statistic",
