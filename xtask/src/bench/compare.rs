@@ -122,7 +122,7 @@ fn python(script: &str, args: &[&str]) -> Option<f64> {
     String::from_utf8_lossy(&o.stdout).trim().parse().ok()
 }
 
-fn opdump_release() -> Result<PathBuf, String> {
+pub(super) fn opdump_release() -> Result<PathBuf, String> {
     let st = Command::new(env!("CARGO"))
         .args([
             "build",
