@@ -340,7 +340,10 @@ fn damaged_frames_are_reported_with_offsets_and_skipped() {
     let r1 = rows(&dir.join("out"), 1).unwrap();
     assert_eq!(r1.lines().count(), 1 + 7, "{r1}");
     // The torn frame was step 1's end-step: the step is still kept, and said to be unfinished.
-    assert!(err.contains("iteration 1 has no end-step (its rows are kept)"), "{err}");
+    assert!(
+        err.contains("iteration 1 has no end-step (its rows are kept)"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

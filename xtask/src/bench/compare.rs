@@ -122,7 +122,13 @@ fn python(script: &str, args: &[&str]) -> Option<f64> {
     String::from_utf8_lossy(&o.stdout).trim().parse().ok()
 }
 
-pub(super) fn opdump_release() -> Result<PathBuf, String> {
+fn opdump_release() -> Result<PathBuf, String> {
+    opdump_release_with(&[])
+}
+
+/// `cargo build --release -p opdump --bin opdump` with `extra` arguments (the ingest group
+/// passes `--no-default-features`: it needs no runtime, and tract in release is long to build).
+pub(super) fn opdump_release_with(extra: &[&str]) -> Result<PathBuf, String> {
     let st = Command::new(env!("CARGO"))
         .args([
             "build",
@@ -133,6 +139,7 @@ pub(super) fn opdump_release() -> Result<PathBuf, String> {
             "--bin",
             "opdump",
         ])
+        .args(extra)
         .status()
         .map_err(|e| format!("cargo build: {e}"))?;
     if !st.success() {

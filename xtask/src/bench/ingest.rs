@@ -1,4 +1,5 @@
-//! The `ingest` group: `opdump ingest` as a user runs it (the release binary as a subprocess,
+//! The `ingest` group: `opdump ingest` as a user runs it (the release binary, built without the
+//! runtimes it does not use, as a subprocess,
 //! the stream file in the page cache) on a generated agent stream of 10^6 stat records (10^5
 //! with `--quick`), against `cat` of the same file to `/dev/null` (the baseline: reading the
 //! bytes), in interleaved rounds (cat, ingest, cat, ingest, ...), medians reported.
@@ -136,10 +137,14 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Runs the group.
 pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
-    let bin = super::compare::opdump_release()?;
+    let bin = super::compare::opdump_release_with(&["--no-default-features"])?;
     let dir = target_dir().join("bench-ingest");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // A config's path may not hold "..": the canonical directory.
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
     let records = if opts.quick { 100_000 } else { 1_000_000 };
     let stream = dir.join("bench.opstream");
     let (records, bytes, tensor_bytes) = generate(&stream, records)?;
