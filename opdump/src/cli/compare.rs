@@ -48,7 +48,7 @@ pub const EXIT_DIVERGED: i32 = 1;
 /// Arguments of `opdump compare`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The first dump (the run under test).
+    /// The first dump (the run under test): a dump directory or a device agent's saved stream.
     #[arg(value_name = "A")]
     pub a: PathBuf,
     /// The second dump (the reference: relative errors divide by its values).

@@ -37,7 +37,8 @@ pub const EXIT_FOUND: i32 = 1;
 /// Arguments of `opdump inspect`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The dump directory (the config's `path`, or one `rank_{n}` directory).
+    /// The dump directory (the config's `path`, or one `rank_{n}` directory), or a device
+    /// agent's saved frame stream (a file, or a directory of *.opstream files).
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
     /// Print one JSON object instead of the report (key `first_nonfinite`).
