@@ -20,12 +20,13 @@ use dump_stats::{Category, CategorySet, TensorStats};
 pub type Check = fn(&[u8]);
 
 /// Every target by name, for the replay test.
-pub const TARGETS: [(&str, Check); 5] = [
+pub const TARGETS: [(&str, Check); 6] = [
     ("config_json", config_json),
     ("npy", npy),
     ("file_name", file_name),
     ("csv_row", csv_row),
     ("wire", wire),
+    ("stream_dialect", stream_dialect),
 ];
 
 /// `data_dump.json`: for each device, the config reader and the plan (the path `opdump check`
@@ -386,4 +387,33 @@ pub fn wire_stream(data: &[u8]) {
         format!("{events:?}")
     };
     assert_eq!(run(data.len()), run(1));
+}
+
+/// A device agent's saved stream read by dump-read's `stream` dialect (what `opdump inspect` and
+/// `opdump compare` do with a stream file): never a panic; an opened stream is the `stream`
+/// dialect, every problem names the file, every record has its row statistics and at most
+/// `MAX_RANK` dimensions; a refused file is an error naming it.
+pub fn stream_dialect(data: &[u8]) {
+    let path = std::env::temp_dir().join(format!(
+        "opdump-fuzz-stream-{}.opstream",
+        std::process::id()
+    ));
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    match dump_read::Dump::open(&path) {
+        Ok(d) => {
+            assert_eq!(d.dialect, "stream");
+            assert!(d.problems.iter().all(|p| p.path == path));
+            for t in &d.tensors {
+                assert!(t.shape.len() <= dump_core::wire::MAX_RANK);
+                assert!(t.row_stats.is_some());
+            }
+        }
+        Err(e) => {
+            let m = e.to_string();
+            assert!(m.contains(&path.display().to_string()), "{m}");
+        }
+    }
+    let _ = std::fs::remove_file(&path);
 }

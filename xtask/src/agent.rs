@@ -7,7 +7,9 @@
 //!    same network on the host (`firmware/src/net.rs` is compiled in here) and checks every stat
 //!    record: names, io, slot, shape, dtype, counts and extrema exactly, sums to 1e-12, MD5 and
 //!    sample bit for bit (so the device computed the very same tensors);
-//! 4. prints the footprint (ELF sections: flash = allocated non-NOBITS, RAM = writable
+//! 4. compares it byte for byte with the committed capture `tests/fixtures/agent/agent-stream.opstream`
+//!    (which `opdump`'s `cli_ingest_agent` test ingests; `OPDUMP_UPDATE_FIXTURES=1` rewrites it);
+//! 5. prints the footprint (ELF sections: flash = allocated non-NOBITS, RAM = writable
 //!    allocated, plus the stack the firmware measured) and instructions per element / per call
 //!    from the firmware's SysTick-under-icount measurements, and a preview of `statistic.csv`
 //!    rows made from the decoded records.
@@ -79,6 +81,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let stream = std::fs::read(&stream_path)
         .map_err(|e| format!("cannot read {}: {e}", stream_path.display()))?;
     let records = check_stream(&stream)?;
+    check_fixture(&root, &stream)?;
     let (flash, ram) = footprint(&elf)?;
     let m = Measures::parse(&out)?;
 
@@ -130,6 +133,36 @@ pub fn run(args: &[String]) -> Result<(), String> {
     for r in records.iter().take(3) {
         println!("  {}", csv_row(r, &cats)?.trim_end());
     }
+    Ok(())
+}
+
+/// The committed capture of the stream (`opdump`'s `cli_ingest_agent` test ingests it): it
+/// must still be what the firmware sends. `OPDUMP_UPDATE_FIXTURES=1` rewrites it.
+const FIXTURE: &str = "tests/fixtures/agent/agent-stream.opstream";
+
+/// Compares the fresh stream with [`FIXTURE`] byte for byte (or rewrites it on request).
+fn check_fixture(root: &Path, stream: &[u8]) -> Result<(), String> {
+    let path = root.join(FIXTURE);
+    if std::env::var_os("OPDUMP_UPDATE_FIXTURES").is_some_and(|v| v == "1") {
+        std::fs::write(&path, stream).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("agent-qemu: rewrote {FIXTURE} ({} bytes)", stream.len());
+        return Ok(());
+    }
+    let committed = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if committed != stream {
+        let at = committed
+            .iter()
+            .zip(stream)
+            .position(|(a, b)| a != b)
+            .unwrap_or(committed.len().min(stream.len()));
+        return Err(format!(
+            "the firmware's stream ({} bytes) differs from {FIXTURE} ({} bytes) from byte {at}; \
+             if the firmware changed on purpose, rerun with OPDUMP_UPDATE_FIXTURES=1 and commit",
+            stream.len(),
+            committed.len()
+        ));
+    }
+    println!("agent-qemu: stream equal, byte for byte, to the committed {FIXTURE}");
     Ok(())
 }
 

@@ -10,6 +10,7 @@
 
 mod files;
 mod npy_out;
+mod precomputed;
 mod rows;
 mod stream;
 #[cfg(test)]
@@ -24,7 +25,7 @@ use dump_stats::{
 };
 
 pub(crate) use files::FILE_MODE;
-use rows::RowTensor;
+use rows::{RowStats, RowTensor};
 
 use super::{Shared, TensorRef, tensor::Source};
 use crate::{Error, layout::Io};
@@ -53,7 +54,7 @@ impl<'a> Owner<'a> {
     }
 
     /// The tensor error for this kernel input/output.
-    fn error(&self, message: String) -> Error {
+    pub(crate) fn error(&self, message: String) -> Error {
         Error::Tensor {
             kernel: self.full_name.to_owned(),
             io: self.io.as_str(),

@@ -224,6 +224,13 @@ impl Dumper {
         Ok(())
     }
 
+    /// Switches to graph `graph_id` without writing anything (its execution order was written
+    /// by an earlier [`begin_graph`](Dumper::begin_graph), or is unknown: a device agent's
+    /// stream that lost its begin-graph frame).
+    pub fn switch_graph(&mut self, graph_id: u32) {
+        self.graph = graph_id;
+    }
+
     /// Starts (or switches to) graph `graph_id` described by `graph`: writes its execution
     /// order (the node names), `graphs/ms_output_trace_code_graph_{id}.ir` and `.pb`, and keeps
     /// the graph for [`graph`](Dumper::graph) (edges for inspect and compare, useless outputs).

@@ -9,7 +9,7 @@ use std::{
     sync::{Arc, Mutex, atomic::Ordering},
 };
 
-use dump_core::{DType, stats::summarize};
+use dump_core::{DType, Summary, stats::summarize};
 
 use super::{Shared, TensorRef, emit::Owner};
 use crate::{
@@ -221,6 +221,93 @@ impl Kernel<'_> {
             return Ok(());
         }
         self.tensor(Io::Output, slot, &t)
+    }
+
+    /// Writes the `statistic.csv` row of input `slot` from statistics computed elsewhere (a
+    /// device agent's [`Summary`], and the MD5 of the tensor's bytes when it sent one): the
+    /// same row, through the same code, as [`input`](Kernel::input) writes for the tensor's
+    /// bytes. No `.npy` file (there are no bytes). Errors name what the plan asks that a
+    /// summary cannot give: `saved_data` "tensor", Ascend device semantics, SHA-1, an MD5
+    /// column without an MD5, overflow mode (which needs the tensors), or a summary whose
+    /// count is not the shape's element count.
+    ///
+    /// ```
+    /// # use dump_host::Dumper;
+    /// # use dump_core::{DType, Summary};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("opdump-doc-summary-{}", std::process::id()));
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # let config = format!(r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}",
+    /// #   "net_name": "Net", "iteration": "all", "saved_data": "statistic", "input_output": 0,
+    /// #   "kernels": [], "support_device": [0]}}}}"#, dir.display());
+    /// let mut dumper = Dumper::builder().open_json(config.into_bytes())?;
+    /// let step = dumper.begin_step();
+    /// let mut s = Summary::EMPTY;
+    /// for v in [1.0, -2.0, 3.0, 4.0] {
+    ///     s.push(v);
+    /// }
+    /// if let Some(k) = step.kernel("Add", "Default/Add-op0") {
+    ///     k.output_summary(0, DType::Float32, &[2, 2], s, None)?;
+    /// }
+    /// step.finish()?;
+    /// assert_eq!(dumper.close()?.rows, 1);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn input_summary(
+        &self,
+        slot: u32,
+        dtype: DType,
+        shape: &[usize],
+        summary: Summary,
+        md5: Option<[u8; 16]>,
+    ) -> Result<(), Error> {
+        if !self.shared.plan.input_output.inputs() {
+            return Ok(());
+        }
+        self.summary(Io::Input, slot, (dtype, shape), summary, md5)
+    }
+
+    /// Writes the `statistic.csv` row of output `slot` from statistics computed elsewhere; see
+    /// [`input_summary`](Kernel::input_summary).
+    pub fn output_summary(
+        &self,
+        slot: u32,
+        dtype: DType,
+        shape: &[usize],
+        summary: Summary,
+        md5: Option<[u8; 16]>,
+    ) -> Result<(), Error> {
+        if !self.shared.plan.input_output.outputs() {
+            return Ok(());
+        }
+        self.summary(Io::Output, slot, (dtype, shape), summary, md5)
+    }
+
+    fn summary(
+        &self,
+        io: Io,
+        slot: u32,
+        t: (DType, &[usize]),
+        summary: Summary,
+        md5: Option<[u8; 16]>,
+    ) -> Result<(), Error> {
+        let who = Owner {
+            op_type: self.op_type,
+            full_name: self.full_name,
+            io,
+            slot,
+        };
+        if self.pending.is_some() {
+            return Err(who.error(
+                "op_debug_mode 3 (overflow) keeps the tensors of kernels whose outputs \
+                 overflowed; precomputed statistics carry no tensor (use op_debug_mode 0)"
+                    .to_owned(),
+            ));
+        }
+        self.shared
+            .emit_summary(&self.step.dir, who, t, summary, md5)
     }
 
     /// Records the kernel's arguments (`save_kernel_args`): written as `{type}.{scope}.json` in

@@ -375,3 +375,138 @@ fn a_dump_that_wrote_nothing_says_why() {
     assert_eq!(run(&mut d, 1, true), None, "a row was written");
     let _ = std::fs::remove_dir_all(&r);
 }
+
+/// A Dumper with `statistic_category` `cats` (JSON list) and `saved_data` `saved`.
+fn dumper_cats(root: &Path, saved: &str, cats: &str, extra_common: &str) -> Dumper {
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+        "iteration": "all", "saved_data": "{saved}", "input_output": 0, "kernels": [],
+        "support_device": [0], "statistic_category": {cats}{extra_common}}},
+        "e2e_dump_settings": {{"enable": true}}}}"#,
+        root.display()
+    );
+    let env: HashMap<String, String> = HashMap::new();
+    Dumper::builder()
+        .env(&env)
+        .options(DumpOptions::default())
+        .open_json(text.into_bytes())
+        .unwrap()
+}
+
+/// `statistic.csv` of step 0 with the Timestamp column (the 5th) blanked.
+fn rows_without_timestamp(root: &Path) -> String {
+    let csv = std::fs::read_to_string(root.join("rank_0/Net/0/0/statistic.csv")).unwrap();
+    csv.lines()
+        .map(|l| {
+            let mut f: Vec<&str> = l.split(',').collect();
+            if f.len() > 4 {
+                f[4] = "T";
+            }
+            f.join(",") + "\n"
+        })
+        .collect()
+}
+
+#[test]
+fn summary_rows_equal_byte_rows() {
+    let tensors: [(&str, &str, Vec<f32>, [usize; 2]); 3] = [
+        (
+            "Add",
+            "Default/Add-op0",
+            vec![1.5, -2.0, 0.0, 3.25, 7.0, -0.5],
+            [2, 3],
+        ),
+        (
+            "Relu",
+            "Default/Relu-op1",
+            vec![f32::NAN, 2.0, f32::INFINITY, 0.0],
+            [2, 2],
+        ),
+        (
+            "MatMul",
+            "Default/MatMul-op2",
+            vec![1e-7, 3e9, -4.5, 2.0],
+            [4, 1],
+        ),
+    ];
+    let cats = r#"["max", "min", "avg", "l2norm", "count", "negative zero count",
+        "positive zero count", "nan count", "negative inf count", "positive inf count",
+        "zero count", "md5"]"#;
+    let (a, b) = (root("bytes-rows"), root("summary-rows"));
+    let mut host = dumper_cats(&a, "statistic", cats, "");
+    let mut agent = dumper_cats(&b, "statistic", cats, "");
+    let (hs, ags) = (host.begin_step(), agent.begin_step());
+    for (t, n, v, shape) in &tensors {
+        let bytes = f32_bytes(v);
+        let k = hs.kernel(t, n).unwrap();
+        k.input(0, TensorRef::host(DType::Float32, shape, &bytes))
+            .unwrap();
+        k.output(0, TensorRef::host(DType::Float32, shape, &bytes))
+            .unwrap();
+        let s = dump_core::stats::summarize(DType::Float32, &bytes, v.len())
+            .unwrap()
+            .unwrap();
+        let md5 = Some(dump_core::hash::md5(&bytes));
+        let k = ags.kernel(t, n).unwrap();
+        k.input_summary(0, DType::Float32, shape, s, md5).unwrap();
+        k.output_summary(0, DType::Float32, shape, s, md5).unwrap();
+    }
+    hs.finish().unwrap();
+    ags.finish().unwrap();
+    assert_eq!(host.close().unwrap().rows, 6);
+    assert_eq!(agent.close().unwrap().rows, 6);
+    let (x, y) = (rows_without_timestamp(&a), rows_without_timestamp(&b));
+    assert_eq!(x.lines().count(), 7, "{x}");
+    assert_eq!(x, y);
+    // No .npy for a summary.
+    assert!(npy_files(&b.join("rank_0/Net/0/0")).is_empty());
+    let _ = std::fs::remove_dir_all(&a);
+    let _ = std::fs::remove_dir_all(&b);
+}
+
+#[test]
+fn summary_rows_refuse_what_a_summary_cannot_give() {
+    let s = dump_core::stats::summarize(DType::Float32, &f32_bytes(&[1.0, 2.0]), 2)
+        .unwrap()
+        .unwrap();
+    type Case<'a> = (&'a str, &'a str, Option<[u8; 16]>, &'a [usize], &'a str);
+    let cases: [Case<'_>; 4] = [
+        ("tensor", r#"["max"]"#, None, &[2], "saved_data \"tensor\""),
+        (
+            "statistic",
+            r#"["max", "md5"]"#,
+            None,
+            &[2],
+            "without an MD5",
+        ),
+        (
+            "statistic",
+            r#"["hash:sha1"]"#,
+            Some([0; 16]),
+            &[2],
+            "\"sha1\"",
+        ),
+        (
+            "statistic",
+            r#"["max"]"#,
+            None,
+            &[3],
+            "counts 2 elements but shape [3] holds 3",
+        ),
+    ];
+    for (i, (saved, cats, md5, shape, want)) in cases.into_iter().enumerate() {
+        let r = root(&format!("summary-refused-{i}"));
+        let mut d = dumper_cats(&r, saved, cats, "");
+        let step = d.begin_step();
+        let k = step.kernel("Add", "Default/Add-op0").unwrap();
+        let e = k
+            .output_summary(0, DType::Float32, shape, s, md5)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want) && e.contains("Default/Add-op0"), "{e}");
+        drop(k);
+        step.finish().unwrap();
+        assert_eq!(d.close().unwrap().rows, 0);
+        let _ = std::fs::remove_dir_all(&r);
+    }
+}

@@ -39,6 +39,7 @@ mod mindspore;
 mod msprobe;
 pub(crate) mod polygraphy;
 mod reference;
+mod stream;
 
 use std::path::{Path, PathBuf};
 
@@ -47,6 +48,7 @@ pub use mindspore::MindSpore;
 pub use msprobe::{ModuleEdge, Msprobe, op_type_of};
 pub use polygraphy::Polygraphy;
 pub use reference::{NpyDir, Npz};
+pub use stream::Stream;
 
 use crate::{Dump, Error};
 
@@ -64,7 +66,15 @@ pub trait Dialect: Sync {
 }
 
 /// Every dialect [`Dump::open`] tries, in order.
-pub const DIALECTS: &[&dyn Dialect] = &[&MindSpore, &Msprobe, &Cann, &Npz, &NpyDir, &Polygraphy];
+pub const DIALECTS: &[&dyn Dialect] = &[
+    &MindSpore,
+    &Msprobe,
+    &Cann,
+    &Npz,
+    &NpyDir,
+    &Polygraphy,
+    &Stream,
+];
 
 /// The first dialect that recognises `root`.
 pub fn detect(root: &Path) -> Option<&'static dyn Dialect> {
@@ -82,7 +92,8 @@ pub(crate) fn open(root: &Path) -> Result<Dump, Error> {
     if !meta.is_dir() {
         return Err(Error::format(
             root,
-            "not a directory (give the dump directory) nor a reference file (.npz, Polygraphy JSON)",
+            "not a directory (give the dump directory), a reference file (.npz, Polygraphy JSON) \
+             nor a device agent's frame stream",
         ));
     }
     let looked_for: Vec<&str> = DIALECTS.iter().map(|d| d.describe()).collect();

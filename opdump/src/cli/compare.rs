@@ -60,8 +60,9 @@ pub const EXIT_DIVERGED: i32 = 1;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The first dump (the run under test): MindSpore's or opdump's layout, an msprobe dump
-    /// (step{N}/rank{R}|proc{pid}/dump.json, .pt or .npy tensors), an .npz of reference
-    /// arrays, a directory of NAME.npy or Polygraphy's --save-outputs JSON.
+    /// (step{N}/rank{R}|proc{pid}/dump.json, .pt or .npy tensors), CANN dump files, an .npz of
+    /// reference arrays, a directory of NAME.npy, Polygraphy's --save-outputs JSON, or a device
+    /// agent's saved frame stream.
     #[arg(value_name = "A")]
     pub a: PathBuf,
     /// The second dump (the reference: relative errors divide by its values), any layout A

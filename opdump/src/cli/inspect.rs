@@ -41,8 +41,9 @@ pub const EXIT_FOUND: i32 = 1;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The dump directory (the config's `path`, or one rank_N directory such as rank_0), an
-    /// msprobe dump path (step{N}/rank{R}|proc{pid}/dump.json below it), an .npz of reference
-    /// arrays, a directory of NAME.npy or Polygraphy's --save-outputs JSON.
+    /// msprobe dump path (step{N}/rank{R}|proc{pid}/dump.json below it), CANN dump files, an
+    /// .npz of reference arrays, a directory of NAME.npy, Polygraphy's --save-outputs JSON, or a
+    /// device agent's saved frame stream (a file, or a directory of *.opstream files).
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
     /// Print one JSON object instead of the report (key `first_nonfinite`).

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod convert;
 pub mod demo;
 pub mod events;
+pub mod ingest;
 pub mod inspect;
 mod open_dump;
 pub mod report;
@@ -96,6 +97,16 @@ pub enum Command {
     /// inspect and compare read the result. Exit code 2 if any file failed (each error names
     /// the file and the byte offset), 0 otherwise.
     Convert(convert::Args),
+    /// Turn a device agent's frame stream (docs/wire.md) into the standard dump layout:
+    /// statistic.csv per iteration, execution order, .dump_metadata (no .npy).
+    ///
+    /// SOURCE is a saved stream or a serial device (read as a file), `-` for stdin, or
+    /// tcp://HOST:PORT (listen, accept one sender). Bad frames (torn, corrupt, duplicated,
+    /// reordered, over-long) are reported on stderr with their byte offsets and skipped; a
+    /// dropped connection keeps every row received before it. Exit code 0 when the stream was
+    /// clean, 1 when problems were seen (what arrived intact is still written), 2 on invalid
+    /// input (bad config, unreadable source).
+    Ingest(ingest::Args),
 }
 
 /// Runs the command line `args` (program name first) with `env` as the environment, writing
@@ -131,5 +142,6 @@ where
         Command::Inspect(a) => inspect::run(&a, out, err),
         Command::Compare(a) => compare::run(&a, out, err),
         Command::Convert(a) => convert::run(&a, out, err),
+        Command::Ingest(a) => ingest::run(&a, env, out, err),
     }
 }

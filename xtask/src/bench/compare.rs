@@ -146,6 +146,12 @@ pub(super) fn python(script: &str, args: &[&str]) -> Option<f64> {
 }
 
 fn opdump_release() -> Result<PathBuf, String> {
+    opdump_release_with(&[])
+}
+
+/// `cargo build --release -p opdump --bin opdump` with `extra` arguments (the ingest group
+/// passes `--no-default-features`: it needs no runtime, and tract in release is long to build).
+pub(super) fn opdump_release_with(extra: &[&str]) -> Result<PathBuf, String> {
     let st = Command::new(env!("CARGO"))
         .args([
             "build",
@@ -156,6 +162,7 @@ fn opdump_release() -> Result<PathBuf, String> {
             "--bin",
             "opdump",
         ])
+        .args(extra)
         .status()
         .map_err(|e| format!("cargo build: {e}"))?;
     if !st.success() {
