@@ -71,7 +71,7 @@ pub fn dumper(root: &Path, common: &str) -> Dumper {
     let env = HashMap::<String, String>::new();
     Dumper::builder()
         .env(&env)
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(text.into_bytes())
         .unwrap()
 }

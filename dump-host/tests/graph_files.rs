@@ -17,7 +17,7 @@ fn dumper(root: &Path) -> Dumper {
     );
     Dumper::builder()
         .env(&HashMap::<String, String>::new())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(text.into_bytes())
         .unwrap()
 }

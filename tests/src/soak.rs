@@ -152,7 +152,7 @@ pub fn run(root: &Path, steps: u64, period: u64, width: u64) -> Result<Soak, Err
     );
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)?;
     let order: Vec<&str> = ks.iter().map(|k| k.1).collect();
     d.begin_graph(0, &order)?;

@@ -76,7 +76,7 @@ fn run_overflow(tmp: &Path, overflow_number: u32) -> (Vec<String>, BTreeSet<Stri
     );
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .unwrap();
     d.begin_graph(0, &[]).unwrap();
@@ -155,7 +155,7 @@ fn exception_mode_dumps_only_the_failed_kernels_inputs() {
     );
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .unwrap();
     d.begin_graph(0, &["Default/Add-op0", "Default/Div-op0"])

@@ -94,7 +94,7 @@ fn numpy_loads_every_demo_file_with_the_values_given_and_csv_pairs_with_files() 
     );
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .unwrap();
     let mut net = LeNet::new(2);
@@ -226,7 +226,7 @@ fn mindspore_add_example_rows() {
     let cfg = config(tmp.path(), json!({"saved_data": "full"}), json!({}));
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .unwrap();
     d.begin_graph(0, &["Default/Add-op0"]).unwrap();

@@ -156,7 +156,7 @@ fn no_budget_means_no_limit() {
     let cfg = config(tmp.path(), json!({"saved_data": "tensor"}), json!({}));
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .unwrap();
     d.begin_graph(0, &[]).unwrap();

@@ -291,7 +291,7 @@ fn rejected_configs_are_rejected_with_mindspores_reason() {
             let env: BTreeMap<String, String> = case.env(tmp.path()).into_iter().collect();
             let e = Dumper::builder()
                 .env(&env)
-                .options(DumpOptions::default().clone())
+                .options(DumpOptions::default())
                 .open_json(case.config_for(tmp.path()))
                 .expect_err(name);
             assert!(matches!(e, Error::Config(_)), "{name}: {e}");
@@ -314,7 +314,7 @@ fn d1_statistic_on_cpu_is_accepted_and_computed_on_the_host() {
         let tmp = TempDir::new("d1");
         let mut d = Dumper::builder()
             .env(&BTreeMap::<String, String>::new())
-            .options(DumpOptions::default().clone())
+            .options(DumpOptions::default())
             .open_json(case.config_for(tmp.path()))
             .expect("opdump accepts saved_data statistic on CPU");
         d.begin_graph(0, &tinynet::execution_order()).unwrap();

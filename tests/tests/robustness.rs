@@ -25,7 +25,7 @@ fn eight_threads_on_one_step_lose_no_row_and_interleave_none() {
     );
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .unwrap();
     d.begin_graph(0, &[]).unwrap();
@@ -98,7 +98,7 @@ fn hostile_kernel_names_stay_inside_the_dump_dir() {
     let cfg = config(&root, json!({"saved_data": "full"}), json!({}));
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .unwrap();
     d.begin_graph(0, &[]).unwrap();
@@ -248,7 +248,7 @@ fn write_error_when_a_file_blocks_a_directory_is_reported_not_raised() {
     let cfg = config(tmp.path(), json!({"saved_data": "full"}), json!({}));
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .unwrap();
     d.begin_graph(0, &["Default/Add-op0"]).unwrap();
@@ -295,7 +295,7 @@ fn write_error_on_a_full_file_system_is_returned_by_close() {
     let root = mnt.path().join("dump");
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(config(&root, json!({"saved_data": "full"}), json!({})))
         .unwrap();
     d.begin_graph(0, &[]).unwrap();

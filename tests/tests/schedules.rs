@@ -97,7 +97,7 @@ fn the_same_seed_gives_the_same_interleaving_and_another_seed_another() {
     let cfg = config(tmp.path(), json!({"saved_data": "statistic"}), json!({}));
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .unwrap();
     d.begin_graph(0, &[]).unwrap();

@@ -35,7 +35,7 @@ fn stats_reproduces_the_dumpers_statistic_csv_byte_for_byte() {
     );
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .unwrap();
     d.begin_graph(0, &tinynet::execution_order()).unwrap();
@@ -200,7 +200,7 @@ fn stats_matches_the_dumper_for_every_widened_or_plain_dtype() {
     );
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .unwrap();
     d.begin_graph(0, &[]).unwrap();

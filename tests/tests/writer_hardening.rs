@@ -348,7 +348,7 @@ fn a_dump_root_that_is_not_our_directory_is_refused() {
     fs::write(&file, "x").unwrap();
     let e = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(config(&file, json!({}), json!({})))
         .unwrap_err()
         .to_string();
@@ -364,7 +364,7 @@ fn a_dump_root_that_is_not_our_directory_is_refused() {
     }
     let e = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(config(&theirs, json!({}), json!({})))
         .unwrap_err()
         .to_string();

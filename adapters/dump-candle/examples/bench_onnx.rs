@@ -54,7 +54,7 @@ fn dumper(root: &std::path::Path, saved: &str, dump_mode: u32, kernels: &str) ->
     let env: HashMap<String, String> = HashMap::new();
     Dumper::builder()
         .env(&env)
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(text.into_bytes())
         .map_err(|e| e.to_string())
 }

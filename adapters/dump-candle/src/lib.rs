@@ -31,7 +31,7 @@
 //!     dir.display()
 //! );
 //! let env = std::collections::HashMap::<String, String>::new();
-//! let mut dumper = Dumper::builder().env(&env).options(DumpOptions::default().clone()).open_json(config.into_bytes())?;
+//! let mut dumper = Dumper::builder().env(&env).options(DumpOptions::default()).open_json(config.into_bytes())?;
 //!
 //! // Any Module works; a closure is one.
 //! let relu = Dumped::new(|x: &Tensor| x.relu(), "block.act");

@@ -280,7 +280,7 @@ fn a_dump_that_wrote_nothing_says_why() {
         let env: HashMap<String, String> = HashMap::new();
         let d = Dumper::builder()
             .env(&env)
-            .options(DumpOptions::default().clone())
+            .options(DumpOptions::default())
             .open_json(text.into_bytes())
             .unwrap();
         (r, d)

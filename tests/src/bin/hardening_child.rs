@@ -35,7 +35,7 @@ fn fds(root: &str, steps: u64) -> Result<(), String> {
     let cfg = config(root.as_ref(), json!({"saved_data": "full"}), json!({}));
     let mut d = Dumper::builder()
         .env(&no_env())
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(cfg)
         .map_err(|e| e.to_string())?;
     let long = format!("Default/{}/Add-op1", "x".repeat(300));

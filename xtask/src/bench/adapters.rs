@@ -38,7 +38,7 @@ fn dumper(
     let env: HashMap<String, String> = HashMap::new();
     Dumper::builder()
         .env(&env)
-        .options(DumpOptions::default().clone())
+        .options(DumpOptions::default())
         .open_json(text.into_bytes())
         .map_err(|e| e.to_string())
 }

@@ -28,7 +28,7 @@ pub fn install_interrupt_handler() {
 
 /// Writes `bytes` to `path` through a temp file and a rename. The error names the path and
 /// the OS error.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     install_interrupt_handler();
     let name = path
         .file_name()
