@@ -16,6 +16,7 @@ use dump_stats::{
 };
 
 use super::Dialect;
+use super::walk::{files, subdirs};
 use crate::{Dump, Error, Problem, TensorRecord, csv::read_statistic_csv, graph::parse_ir};
 
 /// Reads MindSpore 2.10's dump layout (and opdump's, which is the same).
@@ -25,19 +26,6 @@ pub struct MindSpore;
 /// `rank_{n}` → `n`.
 fn rank_of(name: &str) -> Option<u32> {
     name.strip_prefix("rank_")?.parse().ok()
-}
-
-/// Sub-directories of `dir` (no symlinks), sorted by name.
-fn subdirs(dir: &Path) -> Vec<(String, PathBuf)> {
-    let mut out: Vec<(String, PathBuf)> = fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
-        .collect();
-    out.sort();
-    out
 }
 
 impl Dialect for MindSpore {
@@ -138,19 +126,6 @@ fn read_rank(rank: u32, dir: &Path, dump: &mut Dump) {
             }
         }
     }
-}
-
-/// Regular files of `dir` (no symlinks), sorted by name.
-fn files(dir: &Path) -> Vec<(String, PathBuf)> {
-    let mut out: Vec<(String, PathBuf)> = fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
-        .collect();
-    out.sort();
-    out
 }
 
 /// A small text file, refused above `max` bytes.

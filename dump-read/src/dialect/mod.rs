@@ -40,6 +40,7 @@ mod msprobe;
 pub(crate) mod polygraphy;
 mod reference;
 mod stream;
+mod walk;
 
 use std::path::{Path, PathBuf};
 

@@ -24,6 +24,7 @@ use dump_stats::{Io, TensorId};
 use serde_json::{Map, Value};
 
 use super::Dialect;
+use super::walk::subdirs;
 use crate::{Dump, Error, Problem, Stats, TensorFile, TensorRecord, TensorSource};
 
 /// Reads msprobe's `dump.json` trees.
@@ -60,18 +61,6 @@ fn number(s: &str, prefix: &str) -> Option<u64> {
 /// Whether `name` names a rank directory of msprobe's (`rank3`, `rank`, `proc8383`).
 fn is_rank_dir(name: &str) -> bool {
     name == "rank" || number(name, "rank").is_some() || number(name, "proc").is_some()
-}
-
-fn subdirs(dir: &Path) -> Vec<(String, PathBuf)> {
-    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
-        .collect();
-    out.sort();
-    out
 }
 
 fn has_dump_json(dir: &Path) -> bool {

@@ -32,15 +32,8 @@ fn is_file(p: &Path) -> bool {
 
 /// The `.npy` files directly in `dir` (no symlinks), sorted by name.
 fn npy_files(dir: &Path) -> Vec<(String, PathBuf)> {
-    let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
-        .filter(|(n, _)| n.ends_with(".npy"))
-        .collect();
-    v.sort();
+    let mut v = super::walk::files(dir);
+    v.retain(|(n, _)| n.ends_with(".npy"));
     v
 }
 
