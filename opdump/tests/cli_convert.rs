@@ -248,7 +248,15 @@ fn a_hostile_file_fails_alone_naming_the_byte_offset() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert_eq!(err.matches("error: ").count(), names.len(), "{err}");
+    // One error per bad file, then the summary that picks the exit code.
+    assert_eq!(err.matches("error: ").count(), names.len() + 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "error: {} inputs could not be converted",
+            names.len()
+        )),
+        "{err}"
+    );
     assert!(err.contains("Add.bad.0.0.1700000000000000: tensor 1 (output 1) declares 8 bytes from byte 47 but the file ends at byte 52"), "{err}");
     assert!(err.contains("must be exactly 2048 bytes"), "{err}");
     assert!(

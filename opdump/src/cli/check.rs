@@ -7,7 +7,7 @@ use dump_host::config::env::{DUMP_CONFIG_VAR, check_json_suffix, dump_config_pat
 use dump_host::config::{Device, Env};
 use dump_host::{DumpOptions, DumpPlan, Error};
 
-use super::{EXIT_INVALID, EXIT_OK};
+use super::outcome::{Failure, Outcome, Verdict};
 
 /// Arguments of `opdump check`.
 #[derive(Debug, clap::Args)]
@@ -27,16 +27,15 @@ fn parse_device(s: &str) -> Result<Device, dump_host::config::UnknownDevice> {
     s.parse()
 }
 
-/// Runs `check`; returns the exit code.
+/// Runs `check`: the effective config on `out`, warnings and errors on `err`.
 ///
 /// The config goes through [`DumpPlan::load`], the path a Dumper opens it with (with the
 /// options a Dumper would take from the environment), so `check` accepts exactly what runs.
-pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     let mut opts = match DumpOptions::from_env(env) {
         Ok(o) => o,
         Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return EXIT_INVALID;
+            return Err(Failure::Invalid(e.to_string()));
         }
     };
     if let Some(d) = args.device {
@@ -57,15 +56,12 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         None => match dump_config_path(env) {
             Ok(Some(p)) => p,
             Ok(None) => {
-                let _ = writeln!(
-                    err,
-                    "error: no config file given and {DUMP_CONFIG_VAR} is not set (usage: opdump check CONFIG.json)"
-                );
-                return EXIT_INVALID;
+                return Err(Failure::Invalid(format!(
+                    "no config file given and {DUMP_CONFIG_VAR} is not set (usage: opdump check CONFIG.json)"
+                )));
             }
             Err(e) => {
-                let _ = writeln!(err, "error: {e}");
-                return EXIT_INVALID;
+                return Err(Failure::Invalid(e.to_string()));
             }
         },
     };
@@ -85,25 +81,20 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
                 device,
                 if n == 1 { "" } else { "s" }
             );
-            EXIT_OK
+            Ok(Verdict::Clean)
         }
         Err(Error::Config(d)) => {
             for item in d.all() {
                 let _ = writeln!(err, "{item}");
             }
             let n = d.errors().count();
-            let _ = writeln!(
-                err,
-                "invalid: {} has {n} error{} (for {})",
+            Err(Failure::Invalid(format!(
+                "{} has {n} error{} (for {}): not a valid dump config",
                 path.display(),
                 if n == 1 { "" } else { "s" },
                 device
-            );
-            EXIT_INVALID
+            )))
         }
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            EXIT_INVALID
-        }
+        Err(e) => Err(Failure::Invalid(e.to_string())),
     }
 }

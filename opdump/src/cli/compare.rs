@@ -43,7 +43,7 @@ use dump_read::{
 use serde_json::{Map, Value, json};
 
 use super::{
-    EXIT_INVALID, EXIT_OK,
+    outcome::{Failure, Outcome, Verdict},
     report::{
         self, g,
         html::{self, Plot, Series},
@@ -52,9 +52,6 @@ use super::{
         who,
     },
 };
-
-/// Exit code when a divergence was found.
-pub const EXIT_DIVERGED: i32 = 1;
 
 /// Arguments of `opdump compare`.
 #[derive(Debug, clap::Args)]
@@ -138,27 +135,18 @@ fn tolerances(args: &Args) -> Result<Tolerances, String> {
     Ok(t)
 }
 
-/// Runs `compare`; returns the exit code.
-pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+/// Runs `compare`: the report on `out` (or `--csv`/`--html` files), the summary on `err`;
+/// [`Verdict::Found`] when a pair diverges.
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     if args.csv.is_some() || args.html.is_some() {
         report::output::install_interrupt_handler();
     }
-    let tol = match tolerances(args) {
-        Ok(t) => t,
-        Err(m) => {
-            let _ = writeln!(err, "error: {m}");
-            return EXIT_INVALID;
-        }
-    };
-    let open = |p: &PathBuf, err: &mut dyn Write| match Dump::open(p) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            None
-        }
-    };
-    let (Some(a), Some(b)) = (open(&args.a, err), open(&args.b, err)) else {
-        return EXIT_INVALID;
+    let tol = tolerances(args).map_err(Failure::Invalid)?;
+    // Both sides are opened before either error is returned, so a user sees both at once.
+    let (a, b) = match (Dump::open(&args.a), Dump::open(&args.b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), Ok(_)) | (Ok(_), Err(e)) => return Err(Failure::Invalid(e.to_string())),
+        (Err(ea), Err(eb)) => return Err(Failure::Invalid(format!("{ea}\n{eb}"))),
     };
     for (side, d) in [("A", &a), ("B", &b)] {
         for p in &d.problems {
@@ -187,14 +175,12 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     if let Some(path) = &args.csv
         && let Err(e) = report::output::write_atomic(path, csv(&a, &b, &cmp).as_bytes())
     {
-        let _ = writeln!(err, "error: cannot write the csv file: {e}");
-        return EXIT_INVALID;
+        return Err(Failure::Invalid(format!("cannot write the csv file: {e}")));
     }
     if let Some(path) = &args.html
         && let Err(e) = report::output::write_atomic(path, page(&a, &b, &cmp).as_bytes())
     {
-        let _ = writeln!(err, "error: cannot write the HTML page: {e}");
-        return EXIT_INVALID;
+        return Err(Failure::Invalid(format!("cannot write the HTML page: {e}")));
     }
     let diverged = cmp.pairs.iter().filter(|p| p.diverged()).count();
     let _ = writeln!(
@@ -212,9 +198,9 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         }
     );
     if cmp.first_divergent.is_some() {
-        EXIT_DIVERGED
+        Ok(Verdict::Found)
     } else {
-        EXIT_OK
+        Ok(Verdict::Clean)
     }
 }
 

@@ -59,7 +59,11 @@ use dump_stats::{
     names::{DTypeSpelling, TensorFileName, short_name},
 };
 
-use super::{EXIT_INVALID, EXIT_OK, report::progress::Progress, stats::default_categories};
+use super::{
+    outcome::{Failure, Outcome, Verdict},
+    report::progress::Progress,
+    stats::default_categories,
+};
 
 /// Arguments of `opdump convert`.
 #[derive(Debug, clap::Args)]
@@ -135,15 +139,14 @@ struct Done {
     rows: Vec<(PathBuf, String)>,
 }
 
-/// Runs `convert`; returns the exit code.
-pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+/// Runs `convert`: each file's error on `err` as it is found, the summary on `out`; a
+/// [`Failure::Invalid`] counting the files that failed, if any did.
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     if let Err(e) = fs::create_dir_all(&args.out) {
-        let _ = writeln!(
-            err,
-            "error: {}: cannot create the output directory: {e}",
+        return Err(Failure::Invalid(format!(
+            "{}: cannot create the output directory: {e}",
             args.out.display()
-        );
-        return EXIT_INVALID;
+        )));
     }
     let mut files = Vec::new();
     let mut failed = 0usize;
@@ -217,7 +220,14 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
             String::new()
         }
     );
-    if failed > 0 { EXIT_INVALID } else { EXIT_OK }
+    if failed > 0 {
+        Err(Failure::Invalid(format!(
+            "{failed} input{} could not be converted (each is named above)",
+            if failed == 1 { "" } else { "s" }
+        )))
+    } else {
+        Ok(Verdict::Clean)
+    }
 }
 
 /// Regular files under `dir` named like CANN dump files (no symlinks followed), sorted.

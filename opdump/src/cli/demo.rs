@@ -16,10 +16,10 @@ use dump_host::{
 
 use crate::demo::{LeNet, NoTrace, Tracer, View};
 
-use super::{EXIT_INVALID, EXIT_OK, events::EventQueue};
-
-/// Exit code when the dump itself failed (write errors).
-pub const EXIT_DUMP_FAILED: i32 = 1;
+use super::{
+    events::EventQueue,
+    outcome::{Failure, Outcome, Verdict},
+};
 
 /// Arguments of `opdump demo`.
 #[derive(Debug, clap::Args)]
@@ -205,11 +205,12 @@ fn median(v: &mut [f64]) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// Runs `demo`; returns the exit code.
-pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+/// Runs `demo`: progress and the summary on `out`, the library's warnings on `err`.
+pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     if args.batch == 0 || args.steps == 0 {
-        let _ = writeln!(err, "error: --batch and --steps must be at least 1");
-        return EXIT_INVALID;
+        return Err(Failure::Invalid(
+            "--batch and --steps must be at least 1".into(),
+        ));
     }
     // The config: embedded (root = --out) or the user's file (root replaced by --out if given).
     let text = match &args.config {
@@ -230,8 +231,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         }) {
             Ok(t) => t,
             Err(e) => {
-                let _ = writeln!(err, "error: {e}");
-                return EXIT_INVALID;
+                return Err(Failure::Invalid(e.to_string()));
             }
         },
     };
@@ -243,8 +243,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     let mut opts = match DumpOptions::from_env(env) {
         Ok(o) => o,
         Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return EXIT_INVALID;
+            return Err(Failure::Invalid(e.to_string()));
         }
     };
     if args.sync {
@@ -277,12 +276,10 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     let mut dumper = match opened {
         Ok(d) => d,
         Err(e) => {
-            match &args.config {
-                Some(p) => writeln!(err, "error: {}: {e}", p.display()),
-                None => writeln!(err, "error: {e}"),
-            }
-            .ok();
-            return EXIT_INVALID;
+            return Err(Failure::Invalid(match &args.config {
+                Some(p) => format!("{}: {e}", p.display()),
+                None => e.to_string(),
+            }));
         }
     };
     let root = dumper
@@ -300,8 +297,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     let wall = Instant::now();
     if let Err(e) = dumper.begin_graph(0, &order) {
         events.print_to(err);
-        let _ = writeln!(err, "error: {e}");
-        return EXIT_DUMP_FAILED;
+        return Err(Failure::Failed(e.to_string()));
     }
     let mut dump_ms = Vec::new();
     let mut failed = None;
@@ -341,8 +337,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     let report = match (report, failed) {
         (Ok(r), None) => r,
         (Err(e), _) | (Ok(_), Some(e)) => {
-            let _ = writeln!(err, "error: {e}");
-            return EXIT_DUMP_FAILED;
+            return Err(Failure::Failed(e.to_string()));
         }
     };
     let mb = report.bytes as f64 / 1e6;
@@ -369,7 +364,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             d / b.max(1e-9)
         );
     }
-    EXIT_OK
+    Ok(Verdict::Clean)
 }
 
 /// `text` with `common_dump_settings.path` set to `root`.

@@ -19,13 +19,10 @@ use dump_core::wire::{Decoder, Event, Frame, Io, ProblemKind, StatRecord};
 use dump_host::{Dumper, Step, config::Env};
 
 use super::{
-    EXIT_INVALID, EXIT_OK,
     demo::{absolute, with_path},
     events::EventQueue,
+    outcome::{Failure, Outcome, Verdict},
 };
-
-/// Exit code when problems were seen (bad frames, lost records, rows that could not be made).
-pub const EXIT_PROBLEMS: i32 = 1;
 
 /// Arguments of `opdump ingest`.
 #[derive(Debug, clap::Args)]
@@ -286,14 +283,15 @@ fn open_source(source: &str, err: &mut dyn Write) -> Result<Box<dyn Read>, Strin
         .map_err(|e| format!("cannot open {source}: {e}"))
 }
 
-/// Runs `ingest`; returns the exit code.
-pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+/// Runs `ingest`: the summary on `out`, each stream problem on `err` with its byte offset;
+/// [`Verdict::Found`] when problems were seen (bad frames, lost records, rows that could not be
+/// made), though everything that arrived intact is written.
+pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     let config = args.config.display().to_string();
     let text = match std::fs::read_to_string(&args.config) {
         Ok(t) => t,
         Err(e) => {
-            let _ = writeln!(err, "error: cannot read {config}: {e}");
-            return EXIT_INVALID;
+            return Err(Failure::Invalid(format!("cannot read {config}: {e}")));
         }
     };
     let text = match &args.out {
@@ -301,8 +299,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         Some(o) => match with_path(&text, &absolute(o)) {
             Ok(t) => t,
             Err(m) => {
-                let _ = writeln!(err, "error: {config}: {m}");
-                return EXIT_INVALID;
+                return Err(Failure::Invalid(format!("{config}: {m}")));
             }
         },
     };
@@ -310,8 +307,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     let opts = match dump_host::DumpOptions::from_env(env) {
         Ok(o) => o,
         Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return EXIT_INVALID;
+            return Err(Failure::Invalid(e.to_string()));
         }
     };
     let dumper = Dumper::builder()
@@ -322,22 +318,20 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     let dumper = match dumper {
         Ok(d) if d.is_enabled() => d,
         Ok(_) => {
-            let _ = writeln!(err, "error: {config}: dumping is disabled by this config");
-            return EXIT_INVALID;
+            return Err(Failure::Invalid(format!(
+                "{config}: dumping is disabled by this config"
+            )));
         }
         Err(e) => {
             events.print_to(err);
-            let _ = writeln!(err, "error: {config}: {e}");
-            return EXIT_INVALID;
+            return Err(Failure::Invalid(format!("{config}: {e}")));
         }
     };
     if dumper.plan().is_some_and(|p| !p.saved_data.statistics()) {
-        let _ = writeln!(
-            err,
-            "error: {config}: saved_data \"tensor\" asks for .npy files, which a device \
+        return Err(Failure::Invalid(format!(
+            "{config}: saved_data \"tensor\" asks for .npy files, which a device \
              agent's statistics cannot make; allowed: \"statistic\" or \"full\" (rows only)"
-        );
-        return EXIT_INVALID;
+        )));
     }
     let root = dumper
         .plan()
@@ -346,8 +340,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     let mut reader = match open_source(&args.source, err) {
         Ok(r) => r,
         Err(m) => {
-            let _ = writeln!(err, "error: {m}");
-            return EXIT_INVALID;
+            return Err(Failure::Invalid(m.to_string()));
         }
     };
     let mut s = Session {
@@ -391,10 +384,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     events.print_to(err);
     let rows = match closed {
         Ok(r) => r.rows,
-        Err(e) => {
-            let _ = writeln!(err, "error: writing the dump: {e}");
-            return EXIT_PROBLEMS;
-        }
+        Err(e) => return Err(Failure::Failed(format!("writing the dump: {e}"))),
     };
     let _ = writeln!(
         out,
@@ -408,8 +398,8 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             "opdump ingest: {} problem(s) in {} (see above); everything else was kept",
             tally.problems, args.source
         );
-        EXIT_PROBLEMS
+        Ok(Verdict::Found)
     } else {
-        EXIT_OK
+        Ok(Verdict::Clean)
     }
 }

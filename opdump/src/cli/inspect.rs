@@ -24,7 +24,7 @@ use dump_read::{
 use serde_json::{Map, Value, json};
 
 use super::{
-    EXIT_INVALID, EXIT_OK,
+    outcome::{Failure, Outcome, Verdict},
     report::{
         self, g,
         html::{self, Plot, Series},
@@ -33,9 +33,6 @@ use super::{
         who,
     },
 };
-
-/// Exit code when a non-finite operator was found.
-pub const EXIT_FOUND: i32 = 1;
 
 /// Arguments of `opdump inspect`.
 #[derive(Debug, clap::Args)]
@@ -66,25 +63,25 @@ pub fn threads(n: Option<usize>) -> usize {
         .max(1)
 }
 
-/// Runs `inspect`; returns the exit code.
-pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+/// Runs `inspect`: the report on `out` (or `--html`), warnings and the summary on `err`;
+/// [`Verdict::Found`] when any tensor holds a NaN or Inf.
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     if args.html.is_some() {
         report::output::install_interrupt_handler();
     }
     let dump = match Dump::open(&args.dir) {
         Ok(d) => d,
         Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return EXIT_INVALID;
+            return Err(Failure::Invalid(e.to_string()));
         }
     };
     let bar = Progress::new("inspect", dump.tensors.len(), !args.json);
     let ins = inspect(&dump, threads(args.threads), &|d, _| bar.set(d));
     bar.finish();
-    let code = if ins.first_nonfinite.is_some() || ins.first_nonfinite_tensor.is_some() {
-        EXIT_FOUND
+    let verdict = if ins.first_nonfinite.is_some() || ins.first_nonfinite_tensor.is_some() {
+        Verdict::Found
     } else {
-        EXIT_OK
+        Verdict::Clean
     };
     for p in &dump.problems {
         let _ = writeln!(err, "warning: {}: {}", p.path.display(), p.message);
@@ -100,8 +97,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     if let Some(path) = &args.html
         && let Err(e) = report::output::write_atomic(path, page(&dump, &ins).as_bytes())
     {
-        let _ = writeln!(err, "error: cannot write the HTML page: {e}");
-        return EXIT_INVALID;
+        return Err(Failure::Invalid(format!("cannot write the HTML page: {e}")));
     }
     let _ = writeln!(
         err,
@@ -115,7 +111,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
             (None, None) => "all finite".into(),
         }
     );
-    code
+    Ok(verdict)
 }
 
 /// Where the first non-finite tensor comes from, in words.

@@ -1,6 +1,7 @@
 //! The `opdump` command line: argument parsing (clap derive) and dispatch. Every subcommand is
-//! a module with an `Args` struct and a `run` function returning the exit code; output goes to
-//! the given writers so tests can run commands in-process, and nothing here panics.
+//! a module with an `Args` struct and a `run` function that writes its report to the given
+//! writer and returns an [`outcome::Outcome`]; [`outcome::finish`] is the one place that prints
+//! a failure and picks the exit code. Tests run commands in-process, and nothing here panics.
 //!
 //! Exit codes: 0 success, 1 a finding (`inspect`: a non-finite operator; `compare`: a
 //! divergence) or a model that failed to load or evaluate (`run`), 2 invalid input (bad
@@ -14,6 +15,7 @@ pub mod events;
 pub mod ingest;
 pub mod inspect;
 mod open_dump;
+pub mod outcome;
 pub mod report;
 pub mod run;
 pub mod stats;
@@ -25,10 +27,7 @@ use clap::{Parser, Subcommand};
 
 use dump_host::config::Env;
 
-/// Exit code for success.
-pub const EXIT_OK: i32 = 0;
-/// Exit code for invalid input: a rejected config, an unreadable file, bad arguments.
-pub const EXIT_INVALID: i32 = 2;
+pub use outcome::{EXIT_FOUND, EXIT_INVALID, EXIT_OK};
 
 /// opdump: MindSpore-compatible operator dump for Rust ML runtimes.
 #[derive(Debug, Parser)]
@@ -134,7 +133,7 @@ where
             return code;
         }
     };
-    match cli.command {
+    let outcome = match cli.command {
         Command::Check(a) => check::run(&a, env, out, err),
         Command::Demo(a) => demo::run(&a, env, out, err),
         Command::Stats(a) => stats::run(&a, out, err),
@@ -143,5 +142,6 @@ where
         Command::Compare(a) => compare::run(&a, out, err),
         Command::Convert(a) => convert::run(&a, out, err),
         Command::Ingest(a) => ingest::run(&a, env, out, err),
-    }
+    };
+    outcome::finish(outcome, err)
 }

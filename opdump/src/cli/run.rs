@@ -30,9 +30,9 @@ use dump_host::{
 };
 
 use super::{
-    EXIT_INVALID, EXIT_OK,
-    demo::{EXIT_DUMP_FAILED, categories_json, default_config},
+    demo::{categories_json, default_config},
     open_dump::{self, STAND_IN, Target},
+    outcome::{Failure, Outcome, Verdict},
 };
 
 /// The runtimes `--runtime` names.
@@ -102,16 +102,6 @@ pub(crate) struct Feed {
     pub(crate) data: Vec<u8>,
 }
 
-/// Why a run stopped: bad input (exit 2) or the runtime or the dump failing (exit 1).
-#[derive(Debug)]
-pub(crate) enum RunError {
-    /// The model file (unreadable, not ONNX), an input, the config or an argument is unusable.
-    Invalid(String),
-    /// The runtime could not load or evaluate the model (an unsupported op, a caught panic),
-    /// or the dump failed.
-    Failed(String),
-}
-
 /// A model loaded by one runtime.
 pub(crate) trait Runner {
     /// The runtime's name (`tract`).
@@ -119,9 +109,9 @@ pub(crate) trait Runner {
     /// The model's inputs in order.
     fn declared(&self) -> Vec<Declared>;
     /// Fixes the inputs (one feed per declared input, in order) and prepares the plan.
-    fn prepare(&mut self, feeds: Vec<Feed>) -> Result<(), RunError>;
+    fn prepare(&mut self, feeds: Vec<Feed>) -> Result<(), Failure>;
     /// Runs one step with every kernel dumped; returns the kernels run.
-    fn step(&mut self, dumper: &mut Dumper) -> Result<usize, RunError>;
+    fn step(&mut self, dumper: &mut Dumper) -> Result<usize, Failure>;
     /// Tensors the runtime could not dump (unsupported types), one line each.
     fn diagnostics(&self) -> Vec<String>;
 }
@@ -131,24 +121,24 @@ pub(crate) trait Runner {
     not(any(feature = "tract", feature = "candle", feature = "ort")),
     allow(unused_variables)
 )]
-fn load(runtime: Runtime, model: &Path) -> Result<Box<dyn Runner>, RunError> {
+fn load(runtime: Runtime, model: &Path) -> Result<Box<dyn Runner>, Failure> {
     match runtime {
         #[cfg(feature = "tract")]
         Runtime::Tract => Ok(Box::new(tract::TractRunner::load(model)?)),
         #[cfg(not(feature = "tract"))]
-        Runtime::Tract => Err(RunError::Invalid(
+        Runtime::Tract => Err(Failure::Invalid(
             "this opdump was built without the tract runtime (cargo feature `tract`)".into(),
         )),
         #[cfg(feature = "candle")]
         Runtime::Candle => Ok(Box::new(candle::CandleRunner::load(model)?)),
         #[cfg(not(feature = "candle"))]
-        Runtime::Candle => Err(RunError::Invalid(
+        Runtime::Candle => Err(Failure::Invalid(
             "this opdump was built without the candle runtime (cargo feature `candle`)".into(),
         )),
         #[cfg(feature = "ort")]
         Runtime::Ort => Ok(Box::new(ort::OrtModel::load(model)?)),
         #[cfg(not(feature = "ort"))]
-        Runtime::Ort => Err(RunError::Invalid(
+        Runtime::Ort => Err(Failure::Invalid(
             "this opdump was built without the ONNX Runtime runner (cargo feature `ort`)".into(),
         )),
     }
@@ -177,38 +167,38 @@ fn describe(dtype: Option<DType>, shape: Option<&[usize]>) -> String {
 }
 
 /// Reads `--input NAME=FILE.npy` values and checks them against the declared inputs.
-fn read_feeds(specs: &[String], declared: &[Declared]) -> Result<Vec<Feed>, RunError> {
+fn read_feeds(specs: &[String], declared: &[Declared]) -> Result<Vec<Feed>, Failure> {
     let names: Vec<&str> = declared.iter().map(|d| d.name.as_str()).collect();
     let mut feeds: Vec<Option<Feed>> = vec![None; declared.len()];
     for spec in specs {
         let Some((name, file)) = spec.split_once('=') else {
-            return Err(RunError::Invalid(format!(
+            return Err(Failure::Invalid(format!(
                 "--input {spec:?}: expected NAME=FILE.npy (model inputs: {names:?})"
             )));
         };
         let Some(i) = names.iter().position(|n| *n == name) else {
-            return Err(RunError::Invalid(format!(
+            return Err(Failure::Invalid(format!(
                 "--input {name}: the model has no input {name:?} (its inputs: {names:?})"
             )));
         };
         let npy = dump_npy::read_file(file)
-            .map_err(|e| RunError::Invalid(format!("--input {name}: {file}: {e}")))?;
+            .map_err(|e| Failure::Invalid(format!("--input {name}: {file}: {e}")))?;
         if npy.fortran_order {
-            return Err(RunError::Invalid(format!(
+            return Err(Failure::Invalid(format!(
                 "--input {name}: {file}: Fortran-order arrays are not supported (save it with \
                  numpy.ascontiguousarray)"
             )));
         }
         let d = &declared[i];
         if d.dtype.is_some_and(|t| t != npy.dtype) {
-            return Err(RunError::Invalid(format!(
+            return Err(Failure::Invalid(format!(
                 "--input {name}: {file} holds {} but the model declares {}",
                 npy.dtype,
                 describe(d.dtype, d.shape.as_deref())
             )));
         }
         if d.shape.as_ref().is_some_and(|s| *s != npy.shape) {
-            return Err(RunError::Invalid(format!(
+            return Err(Failure::Invalid(format!(
                 "--input {name}: {file} has shape {:?} but the model declares {}",
                 npy.shape,
                 describe(d.dtype, d.shape.as_deref())
@@ -226,7 +216,7 @@ fn read_feeds(specs: &[String], declared: &[Declared]) -> Result<Vec<Feed>, RunE
         .zip(declared)
         .map(|(f, d)| {
             f.ok_or_else(|| {
-                RunError::Invalid(format!(
+                Failure::Invalid(format!(
                     "missing input {:?} ({}): pass --input {}=FILE.npy",
                     d.name,
                     describe(d.dtype, d.shape.as_deref()),
@@ -256,13 +246,13 @@ impl SplitMix {
 }
 
 /// Random values for every declared input: floats in [-1, 1), integers in 0..10, booleans.
-fn random_feeds(declared: &[Declared], seed: u64) -> Result<Vec<Feed>, RunError> {
+fn random_feeds(declared: &[Declared], seed: u64) -> Result<Vec<Feed>, Failure> {
     let mut rng = SplitMix(seed);
     declared
         .iter()
         .map(|d| {
             let (Some(dtype), Some(shape)) = (d.dtype, d.shape.clone()) else {
-                return Err(RunError::Invalid(format!(
+                return Err(Failure::Invalid(format!(
                     "input {:?} has no fixed type and shape ({}): pass --input {}=FILE.npy",
                     d.name,
                     describe(d.dtype, d.shape.as_deref()),
@@ -284,7 +274,7 @@ fn random_feeds(declared: &[Declared], seed: u64) -> Result<Vec<Feed>, RunError>
                     DType::Int32 | DType::UInt32 => data.extend((int as u32).to_le_bytes()),
                     DType::Int64 | DType::UInt64 => data.extend(int.to_le_bytes()),
                     other => {
-                        return Err(RunError::Invalid(format!(
+                        return Err(Failure::Invalid(format!(
                             "input {:?}: no random {other} values; pass --input {}=FILE.npy",
                             d.name, d.name
                         )));
@@ -347,31 +337,22 @@ fn config_text(args: &Args) -> Result<(String, Option<&Path>), String> {
     }
 }
 
-/// Runs `run`; returns the exit code (0 ok, 1 the model failed to load or evaluate or the dump
-/// failed, 2 bad input).
-pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    match run_inner(args, env, out, err) {
-        Ok(()) => EXIT_OK,
-        Err(RunError::Invalid(m)) => {
-            let _ = writeln!(err, "error: {m}");
-            EXIT_INVALID
-        }
-        Err(RunError::Failed(m)) => {
-            let _ = writeln!(err, "error: {m}");
-            EXIT_DUMP_FAILED
-        }
-    }
+/// Runs `run`: what was dumped on `out`; a [`Failure::Invalid`] for bad input (the model
+/// file, an input, the config, an argument), a [`Failure::Failed`] when the runtime could not
+/// load or evaluate the model (an unsupported op, a caught panic) or the dump failed.
+pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
+    run_inner(args, env, out, err).map(|()| Verdict::Clean)
 }
 
-/// A runtime call with its panic contained: a panic becomes [`RunError::Failed`] naming the
+/// A runtime call with its panic contained: a panic becomes [`Failure::Failed`] naming the
 /// runtime and what it was doing.
 fn guarded<T>(
     runtime: &str,
     doing: &str,
-    f: impl FnOnce() -> Result<T, RunError>,
-) -> Result<T, RunError> {
+    f: impl FnOnce() -> Result<T, Failure>,
+) -> Result<T, Failure> {
     contain::contained(f).unwrap_or_else(|m| {
-        Err(RunError::Failed(format!(
+        Err(Failure::Failed(format!(
             "{runtime} panicked while {doing} (the panic was caught): {m}"
         )))
     })
@@ -382,13 +363,13 @@ fn run_inner(
     env: &dyn Env,
     out: &mut dyn Write,
     err: &mut dyn Write,
-) -> Result<(), RunError> {
+) -> Result<(), Failure> {
     if args.steps == 0 {
-        return Err(RunError::Invalid("--steps must be at least 1".into()));
+        return Err(Failure::Invalid("--steps must be at least 1".into()));
     }
-    let (text, root) = config_text(args).map_err(RunError::Invalid)?;
+    let (text, root) = config_text(args).map_err(Failure::Invalid)?;
     std::fs::File::open(&args.model)
-        .map_err(|e| RunError::Invalid(format!("{}: {e}", args.model.display())))?;
+        .map_err(|e| Failure::Invalid(format!("{}: {e}", args.model.display())))?;
     let runtime = format!("{:?}", args.runtime).to_lowercase();
     let mut runner = guarded(&runtime, "loading the model", || {
         load(args.runtime, &args.model)
@@ -411,7 +392,7 @@ fn run_inner(
     guarded(runner.name(), "preparing the model", || {
         runner.prepare(feeds)
     })?;
-    let opts = DumpOptions::from_env(env).map_err(|e| RunError::Invalid(e.to_string()))?;
+    let opts = DumpOptions::from_env(env).map_err(|e| Failure::Invalid(e.to_string()))?;
     let events = Events::default();
     let target = Target {
         text: &text,
@@ -421,8 +402,8 @@ fn run_inner(
     let opened = open_dump::open(&target, env, &opts, events.sink());
     events.print_to(err, false);
     let mut dumper = opened.map_err(|e| match &args.config {
-        Some(p) => RunError::Invalid(format!("{}: {e}", p.display())),
-        None => RunError::Invalid(e),
+        Some(p) => Failure::Invalid(format!("{}: {e}", p.display())),
+        None => Failure::Invalid(e),
     })?;
     let root = dumper
         .plan()
@@ -473,7 +454,7 @@ fn run_inner(
     if let Some(e) = failed {
         return Err(e);
     }
-    let report = report.map_err(|e| RunError::Failed(e.to_string()))?;
+    let report = report.map_err(|e| Failure::Failed(e.to_string()))?;
     let secs = wall.elapsed().as_secs_f64();
     let _ = writeln!(
         out,

@@ -47,7 +47,7 @@ use dump_stats::{
     csv::{Io, RowMeta, data_size, header_string, row_string},
 };
 
-use super::{EXIT_INVALID, EXIT_OK};
+use super::outcome::{Failure, Outcome, Verdict};
 use dump_stats::names::{TensorFileName, sanitize};
 
 /// Arguments of `opdump stats`.
@@ -214,8 +214,9 @@ fn summarise_all(files: &[PathBuf], cats: &CategorySet) -> Vec<FileResult> {
         .collect()
 }
 
-/// Runs `stats`; returns the exit code.
-pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+/// Runs `stats`: the rows on `out`, each file's error on `err` as it is found; a
+/// [`Failure::Invalid`] counting the files that could not be summarised, if any.
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     let cats = if args.all {
         all_categories()
     } else if args.categories.is_empty() {
@@ -224,8 +225,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         match CategorySet::parse(args.categories.iter().map(String::as_str)) {
             Ok(c) => c,
             Err(e) => {
-                let _ = writeln!(err, "error: --category: {e}");
-                return EXIT_INVALID;
+                return Err(Failure::Invalid(format!("--category: {e}")));
             }
         }
     };
@@ -256,14 +256,12 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         }
     }
     if failed > 0 {
-        let _ = writeln!(
-            err,
+        Err(Failure::Invalid(format!(
             "{failed} of {} file(s) could not be summarised",
             args.files.len()
-        );
-        EXIT_INVALID
+        )))
     } else {
-        EXIT_OK
+        Ok(Verdict::Clean)
     }
 }
 

@@ -6,7 +6,7 @@ use std::{collections::HashMap, path::Path};
 use dump_candle::{candle_core::Tensor, convert::host_tensor, onnx::OnnxRunner};
 use dump_host::Dumper;
 
-use super::{Declared, Feed, RunError, Runner};
+use super::{Declared, Failure, Feed, Runner};
 
 /// An ONNX model prepared for candle-onnx, and its inputs once fixed.
 pub(crate) struct CandleRunner {
@@ -17,10 +17,10 @@ pub(crate) struct CandleRunner {
 impl CandleRunner {
     /// Loads `path`, its external data from beside it (an error names the file and what is
     /// wrong with it).
-    pub(crate) fn load(path: &Path) -> Result<Self, RunError> {
+    pub(crate) fn load(path: &Path) -> Result<Self, Failure> {
         let runner = OnnxRunner::from_file(path, 0).map_err(|e| match e {
-            dump_candle::Error::Model(_) => RunError::Invalid(format!("{}: {e}", path.display())),
-            e => RunError::Failed(format!("{}: {e}", path.display())),
+            dump_candle::Error::Model(_) => Failure::Invalid(format!("{}: {e}", path.display())),
+            e => Failure::Failed(format!("{}: {e}", path.display())),
         })?;
         Ok(CandleRunner {
             runner,
@@ -38,19 +38,19 @@ impl Runner for CandleRunner {
         super::onnx_declared(self.runner.dump().model())
     }
 
-    fn prepare(&mut self, feeds: Vec<Feed>) -> Result<(), RunError> {
+    fn prepare(&mut self, feeds: Vec<Feed>) -> Result<(), Failure> {
         for f in feeds {
             let t = host_tensor(f.dtype, &f.shape, &f.data)
-                .map_err(|e| RunError::Invalid(format!("input {:?}: {e}", f.name)))?;
+                .map_err(|e| Failure::Invalid(format!("input {:?}: {e}", f.name)))?;
             self.inputs.insert(f.name, t);
         }
         Ok(())
     }
 
-    fn step(&mut self, dumper: &mut Dumper) -> Result<usize, RunError> {
+    fn step(&mut self, dumper: &mut Dumper) -> Result<usize, Failure> {
         self.runner
             .run(dumper, self.inputs.clone())
-            .map_err(|e| RunError::Failed(e.to_string()))?;
+            .map_err(|e| Failure::Failed(e.to_string()))?;
         Ok(self.runner.dump().graph().nodes.len())
     }
 

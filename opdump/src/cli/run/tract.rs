@@ -15,7 +15,7 @@ use dump_tract::{
     },
 };
 
-use super::{Declared, Feed, RunError, Runner};
+use super::{Declared, Failure, Feed, Runner};
 
 /// An ONNX model loaded by tract; after [`Runner::prepare`], its plan and dump state.
 pub(crate) struct TractRunner {
@@ -28,7 +28,7 @@ pub(crate) struct TractRunner {
 impl TractRunner {
     /// Loads `path` (an error names the file and what tract said; the caller checked that
     /// the file opens).
-    pub(crate) fn load(path: &Path) -> Result<Self, RunError> {
+    pub(crate) fn load(path: &Path) -> Result<Self, Failure> {
         let model = tract_onnx::onnx()
             .model_for_path(path)
             .or_else(|e| inlined(path).ok_or(e))
@@ -38,8 +38,8 @@ impl TractRunner {
                     .map_err(|r| r.to_string())
                     .and_then(|b| dump_onnx::Model::parse(b).map_err(|p| p.to_string()));
                 match parsed {
-                    Err(m) => RunError::Invalid(format!("{}: {m}", path.display())),
-                    Ok(_) => RunError::Failed(format!(
+                    Err(m) => Failure::Invalid(format!("{}: {m}", path.display())),
+                    Ok(_) => Failure::Failed(format!(
                         "{}: tract cannot load this model: {e:#}",
                         path.display()
                     )),
@@ -53,8 +53,8 @@ impl TractRunner {
         })
     }
 
-    fn cannot(&self, e: impl std::fmt::Display) -> RunError {
-        RunError::Failed(format!(
+    fn cannot(&self, e: impl std::fmt::Display) -> Failure {
+        Failure::Failed(format!(
             "{}: tract cannot run this model: {e:#}",
             self.path.display()
         ))
@@ -104,13 +104,13 @@ impl Runner for TractRunner {
             .collect()
     }
 
-    fn prepare(&mut self, feeds: Vec<Feed>) -> Result<(), RunError> {
+    fn prepare(&mut self, feeds: Vec<Feed>) -> Result<(), Failure> {
         let Some(mut model) = self.model.take() else {
-            return Err(RunError::Failed("the model was already prepared".into()));
+            return Err(Failure::Failed("the model was already prepared".into()));
         };
         for (i, f) in feeds.iter().enumerate() {
             let t = host_tensor(f.dtype, &f.shape, &f.data)
-                .map_err(|e| RunError::Invalid(format!("input {:?}: {e}", f.name)))?;
+                .map_err(|e| Failure::Invalid(format!("input {:?}: {e}", f.name)))?;
             model
                 .set_input_fact(i, InferenceFact::dt_shape_from_tensor(&t))
                 .map_err(|e| self.cannot(e))?;
@@ -126,12 +126,12 @@ impl Runner for TractRunner {
         Ok(())
     }
 
-    fn step(&mut self, dumper: &mut Dumper) -> Result<usize, RunError> {
+    fn step(&mut self, dumper: &mut Dumper) -> Result<usize, Failure> {
         let Some((state, dump)) = self.running.as_mut() else {
-            return Err(RunError::Failed("the model was not prepared".into()));
+            return Err(Failure::Failed("the model was not prepared".into()));
         };
         dump.run(dumper, state, self.inputs.clone())
-            .map_err(|e| RunError::Failed(e.to_string()))?;
+            .map_err(|e| Failure::Failed(e.to_string()))?;
         Ok(dump.graph().nodes.len())
     }
 
