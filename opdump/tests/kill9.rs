@@ -72,14 +72,19 @@ fn sigkill_mid_dump_leaves_only_whole_files_and_rows() {
         .spawn()
         .expect("start opdump demo");
     let mut child = KillOnDrop(child);
-    // Wait until the dump is well under way (files in more than one state), then SIGKILL.
+    // Wait until the dump is well under way (files in more than one state, and a step's rows
+    // out: rows are written once per step), then SIGKILL.
     let start = Instant::now();
     loop {
-        let n = files(&out)
+        let all = files(&out);
+        let n = all
             .iter()
             .filter(|p| p.extension().is_some_and(|e| e == "npy"))
             .count();
-        if n >= 60 {
+        let rows = all
+            .iter()
+            .any(|p| p.file_name().is_some_and(|f| f == "statistic.csv"));
+        if n >= 60 && rows {
             break;
         }
         if let Ok(Some(status)) = child.0.try_wait() {

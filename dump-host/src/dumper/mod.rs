@@ -37,7 +37,7 @@ mod tensor;
 mod tests;
 
 use std::{
-    collections::HashSet,
+    collections::{HashMap, HashSet},
     path::PathBuf,
     sync::{
         Arc, Mutex,
@@ -61,7 +61,7 @@ use crate::{
     Error,
     diag::{EmptyReason, Event, EventSink},
     layout::{DumpTree, OutputLayout, open_layout},
-    writer::{BufferPool, CsvAppender, Writer},
+    writer::{BufferPool, CsvAppender, RowBatch, Writer},
 };
 
 pub(crate) struct Shared {
@@ -71,9 +71,14 @@ pub(crate) struct Shared {
     pub(crate) writer: Writer,
     pub(crate) pool: Arc<BufferPool>,
     pub(crate) csv: CsvAppender,
+    /// Statistic rows waiting for the end of their step (one append per file per step).
+    pub(crate) row_batch: RowBatch,
     pub(crate) csv_header: String,
     pub(crate) engine: Engine,
-    pub(crate) dirs: Mutex<HashSet<PathBuf>>,
+    /// Directories made, with the row-flush epoch in which each was last checked to exist.
+    pub(crate) dirs: Mutex<HashMap<PathBuf, u64>>,
+    /// Counts row flushes: a directory is checked once per epoch (once per step).
+    pub(crate) dir_epoch: AtomicU64,
     pub(crate) constants: Mutex<HashSet<(u32, String)>>,
     pub(crate) last_ts: AtomicU64,
     pub(crate) overflowed: AtomicU64,
@@ -180,9 +185,11 @@ impl Dumper {
             writer,
             pool,
             csv: CsvAppender::new(),
+            row_batch: RowBatch::default(),
             csv_header,
             engine: Engine::with_available_parallelism(),
-            dirs: Mutex::new(HashSet::new()),
+            dirs: Mutex::new(HashMap::new()),
+            dir_epoch: AtomicU64::new(0),
             constants: Mutex::new(HashSet::new()),
             last_ts: AtomicU64::new(0),
             overflowed: AtomicU64::new(0),
@@ -388,7 +395,10 @@ impl Dumper {
     pub fn flush(&self) -> Result<(), Error> {
         match &self.shared {
             None => Ok(()),
-            Some(s) => s.writer.flush().map_err(Error::Write),
+            Some(s) => {
+                s.flush_rows();
+                s.writer.flush().map_err(Error::Write)
+            }
         }
     }
 
@@ -403,6 +413,9 @@ impl Dumper {
             return Ok(DumpReport::default());
         };
         s.closed.store(true, Ordering::Release);
+        // Rows are pushed by the calling threads only (never by writer jobs), so the batch is
+        // complete here; its failures are taken with the writer's below.
+        s.flush_rows();
         let flushed = s.writer.flush();
         s.csv.close_all();
         s.pool.clear();

@@ -191,17 +191,27 @@ impl Step {
         Ok(())
     }
 
-    /// Ends the step: records it in `ms_global_execution_order_graph_{g}.csv` when anything
-    /// was dumped, and returns the write failures seen so far (without waiting for queued
+    /// Ends the step: writes its statistic rows (one append per `statistic.csv`), records it
+    /// in `ms_global_execution_order_graph_{g}.csv` when anything was dumped, and returns the write failures seen so far (without waiting for queued
     /// writes; [`crate::Dumper::close`] waits).
     pub fn finish(self) -> Result<(), Error> {
         let Some(s) = self.live() else { return Ok(()) };
+        s.flush_rows();
         if self.used.load(Ordering::Relaxed) && s.plan.op_debug_mode != OpDebugMode::Exception {
             s.append_global_order(self.graph, self.iteration);
         }
         match s.writer.errors().take() {
             (0, _) => Ok(()),
             (count, failures) => Err(Error::Write(crate::writer::WriteErrors { count, failures })),
+        }
+    }
+}
+
+impl Drop for Step {
+    /// A step dropped without [`Step::finish`] still writes its pending statistic rows.
+    fn drop(&mut self) {
+        if let Some(s) = self.live() {
+            s.flush_rows();
         }
     }
 }

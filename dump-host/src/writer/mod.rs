@@ -12,6 +12,7 @@ mod engine;
 mod errors;
 pub mod faults;
 mod pool;
+mod row_batch;
 mod tally;
 
 pub use atomic_file::TMP_PREFIX;
@@ -24,4 +25,5 @@ pub use engine::{DEFAULT_DIRECT_WRITE_BYTES, WriteErrors, WriterConfig};
 pub(crate) use errors::ErrorLog;
 pub use errors::WriteFailure;
 pub(crate) use pool::BufferPool;
+pub(crate) use row_batch::RowBatch;
 pub(crate) use tally::Tally;

@@ -36,17 +36,27 @@ impl Shared {
     }
 
     /// Creates `dir` (0700, with its parents below the dump root, never through a symlink)
-    /// the first time; later calls check that it still exists (one `lstat`) and recreate it if
-    /// it was deleted mid-run, reporting the loss. Failures are recorded and returned.
+    /// the first time; later it checks that it still exists (one `lstat`, once per step: the
+    /// check's epoch moves with every row flush) and recreates it if it was deleted mid-run,
+    /// reporting the loss. Failures are recorded and returned.
     pub(crate) fn ensure_dir(&self, dir: &Path) -> Result<(), ()> {
-        let made = self
+        let epoch = self.dir_epoch.load(Ordering::Relaxed);
+        let checked = self
             .dirs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .contains(dir);
-        if made {
-            match std::fs::symlink_metadata(dir) {
-                Ok(m) if m.is_dir() => return Ok(()),
+            .get(dir)
+            .copied();
+        match checked {
+            Some(e) if e == epoch => return Ok(()),
+            Some(_) => match std::fs::symlink_metadata(dir) {
+                Ok(m) if m.is_dir() => {
+                    self.dirs
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(dir.to_owned(), epoch);
+                    return Ok(());
+                }
                 _ => {
                     self.dirs
                         .lock()
@@ -61,14 +71,15 @@ impl Shared {
                         ),
                     );
                 }
-            }
+            },
+            None => {}
         }
         match crate::layout::create_dir_nofollow(self.layout.root(), dir) {
             Ok(()) => {
                 self.dirs
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .insert(dir.to_owned());
+                    .insert(dir.to_owned(), epoch);
                 Ok(())
             }
             Err(e) => {

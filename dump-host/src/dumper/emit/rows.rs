@@ -82,7 +82,8 @@ impl Shared {
         }
     }
 
-    /// Formats the row and appends it to the directory's `statistic.csv` (one write).
+    /// Formats the row and queues it for the directory's `statistic.csv` (written at the end
+    /// of the step, see [`crate::writer::RowBatch`]).
     pub(super) fn append_row(
         &self,
         dir: &Path,
@@ -107,13 +108,29 @@ impl Shared {
             return Ok(());
         };
         let path = self.layout.statistic_csv(dir);
-        match self.csv.append(&path, &self.csv_header, &row, FILE_MODE) {
-            // Counted once it is in the file, never before.
-            Ok(()) => {
-                self.rows.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => self.writer.errors().record(path, e),
+        // Batched: the step's rows for this file go out together at the end of the step.
+        if self.row_batch.push(&path, &row) {
+            self.flush_rows();
         }
         Ok(())
+    }
+
+    /// Appends every pending statistic row to its file (one write per file) and starts a new
+    /// directory-check epoch. Rows are counted once they are in the file, never before;
+    /// failures go to the writer's error list with the number of rows lost.
+    pub(crate) fn flush_rows(&self) {
+        let done = self.row_batch.flush(&self.csv, &self.csv_header, FILE_MODE);
+        self.rows.fetch_add(done.rows, Ordering::Relaxed);
+        for (path, e, lost) in done.failed {
+            let e = std::io::Error::new(
+                e.kind(),
+                format!(
+                    "{e} ({lost} statistic row{} lost)",
+                    if lost == 1 { "" } else { "s" }
+                ),
+            );
+            self.writer.errors().record(path, e);
+        }
+        self.dir_epoch.fetch_add(1, Ordering::Relaxed);
     }
 }
