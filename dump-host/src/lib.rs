@@ -90,8 +90,9 @@ pub use dumper::{
 };
 pub use error::Error;
 
-/// Ascend tensors and device formats (feature `ascend`): `ascend::DeviceTensor` is a
-/// [`DeviceTensor`]; [`TensorRef::device_format`] wraps host bytes in a device format.
+/// Ascend tensors and device formats (feature `ascend`): `ascend::DeviceTensor` (device-format
+/// bytes with both shapes) is a [`DeviceTensor`]; dump it with
+/// `TensorRef::device(&t).with_format("NC1HWC0")`.
 #[cfg(feature = "ascend")]
 pub use dump_device_ascend as ascend;
 /// NVIDIA GPU tensors (feature `cuda`): `cuda::CudaTensor` is a [`DeviceTensor`].

@@ -184,23 +184,6 @@ impl Shared {
                 who,
                 &DeviceView::new(d, t.format, self.plan.trans_flag),
             ),
-            #[cfg(feature = "ascend")]
-            Source::DeviceFormat { host_shape, bytes } => {
-                let format = dump_device_ascend::Format::parse(t.format)
-                    .map_err(|e| who.error(e.to_string()))?;
-                let d = dump_device_ascend::DeviceTensor {
-                    format,
-                    dtype: t.dtype,
-                    device_shape: t.shape,
-                    host_shape,
-                    data: bytes,
-                };
-                self.emit_device(
-                    dir,
-                    who,
-                    &DeviceView::new(&d, t.format, self.plan.trans_flag),
-                )
-            }
             _ => self.emit_host(dir, who, t),
         }
     }

@@ -16,13 +16,6 @@ pub(crate) enum Source<'a> {
         offset: usize,
     },
     Device(&'a dyn DeviceTensor),
-    /// Host bytes in an Ascend device format (feature `ascend`): the Dumper wraps them in
-    /// `dump_device_ascend::DeviceTensor` and dumps them as a device tensor.
-    #[cfg(feature = "ascend")]
-    DeviceFormat {
-        host_shape: &'a [usize],
-        bytes: &'a [u8],
-    },
 }
 
 /// A tensor handed to the Dumper: dtype, shape, where the bytes are, and its format name.
@@ -40,8 +33,6 @@ impl std::fmt::Debug for TensorRef<'_> {
             Source::Host(_) => "host",
             Source::Strided { .. } => "strided",
             Source::Device(_) => "device",
-            #[cfg(feature = "ascend")]
-            Source::DeviceFormat { .. } => "device format",
         };
         f.debug_struct("TensorRef")
             .field("dtype", &self.dtype)
@@ -60,28 +51,6 @@ impl<'a> TensorRef<'a> {
             shape,
             source: Source::Host(bytes),
             format: "DefaultFormat",
-        }
-    }
-
-    /// Host bytes of a tensor stored in an Ascend device format (`NC1HWC0`, `FRACTAL_Z`,
-    /// `NHWC`, `FRACTAL_NZ`, ...) with `device_shape`, whose logical shape is `host_shape`
-    /// (feature `ascend`). With `trans_flag` true (the default) the Dumper converts it to
-    /// `host_shape` in C order and names it `DefaultFormat`; with `trans_flag` false it is
-    /// written as is, the format name in the file name. An unknown format name is the tensor's
-    /// error when it is dumped.
-    #[cfg(feature = "ascend")]
-    pub fn device_format(
-        dtype: DType,
-        format: &'a str,
-        device_shape: &'a [usize],
-        host_shape: &'a [usize],
-        bytes: &'a [u8],
-    ) -> Self {
-        TensorRef {
-            dtype,
-            shape: device_shape,
-            source: Source::DeviceFormat { host_shape, bytes },
-            format,
         }
     }
 
@@ -133,8 +102,8 @@ impl<'a> TensorRef<'a> {
         self.shape
     }
 
-    /// The bytes of a host tensor handed over contiguously ([`host`](TensorRef::host),
-    /// [`device_format`](TensorRef::device_format)); `None` for strided and device tensors.
+    /// The bytes of a host tensor handed over contiguously ([`host`](TensorRef::host));
+    /// `None` for strided and device tensors.
     /// Adapters use it to check that a runtime's buffer is borrowed, not copied.
     pub fn host_bytes(&self) -> Option<&'a [u8]> {
         match self.source {
@@ -174,10 +143,6 @@ impl<'a> TensorRef<'a> {
             // Device tensors are copied (or streamed) through their view in `emit`.
             Source::Device(_) => {
                 Err("a device tensor is copied through its device view".to_owned())
-            }
-            #[cfg(feature = "ascend")]
-            Source::DeviceFormat { .. } => {
-                Err("a device-format tensor is dumped through its device view".to_owned())
             }
         }
     }

@@ -68,11 +68,17 @@ fn nhwc_tensor_is_converted_only_with_trans_flag() {
         let mut d = dumper(&r, "tensor", &format!(r#", "trans_flag": {trans}"#));
         let step = d.begin_step();
         let k = step.kernel("Conv2D", "Default/Conv2D-op0").unwrap();
-        k.output(
-            0,
-            TensorRef::device_format(DType::Float32, "NHWC", &[1, 2, 2, 3], &[1, 3, 2, 2], &bytes),
-        )
-        .unwrap();
+        // Device-format bytes are a device tensor like any other: dump-device-ascend's
+        // `DeviceTensor` implements the contract, and the Dumper has no Ascend branch.
+        let t = dump_device_ascend::DeviceTensor {
+            format: dump_device_ascend::Format::parse("NHWC").unwrap(),
+            dtype: DType::Float32,
+            device_shape: &[1, 2, 2, 3],
+            host_shape: &[1, 3, 2, 2],
+            data: &bytes,
+        };
+        k.output(0, TensorRef::device(&t).with_format("NHWC"))
+            .unwrap();
         drop(k);
         step.finish().unwrap();
         d.close().unwrap();
