@@ -50,7 +50,9 @@ fn main() {
     }
 }
 
-fn run(addr: &str) -> Result<(), String> {
+/// Connects to `addr` and streams the network's 8 steps (the plan dumps 6 of them); also run by
+/// `opdump/tests/linux_agent.rs` against `opdump ingest`.
+pub(crate) fn run(addr: &str) -> Result<(), String> {
     let sock = TcpStream::connect(addr).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     let plan = Plan::new(ITERATIONS, &[])
         .map_err(|e| format!("plan: {e}"))?
