@@ -138,6 +138,17 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     let runs = opts.runs.min(5);
     // Warm the page cache; then interleave the three, one run each per round, medians.
     let _ = timed(1, &cat);
+    // A second floor: the same bytes read and written to files beside the outputs (`cat` into
+    // a file per input), so the write into the page cache, which every converter pays and
+    // `cat` to /dev/null does not, is measured too.
+    let out_cp = dir.join("out-copy");
+    let copy_script = format!(
+        "rm -rf '{0}' && mkdir -p '{0}' && for f in \"$@\"; do cat \"$f\" > '{0}'/\"${{f##*/}}\"; done",
+        out_cp.display()
+    );
+    let mut copy: Vec<&str> = vec!["bash", "-c", &copy_script, "bash"];
+    copy.extend(files.iter().map(String::as_str));
+    let mut t_cp = Vec::new();
     let (mut t_cat, mut t_rs, mut t_py, mut rss) = (Vec::new(), Vec::new(), Vec::new(), 0u64);
     let mut py_args = vec![out_py.display().to_string()];
     py_args.extend(files.iter().cloned());
@@ -145,6 +156,9 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     for _ in 0..runs {
         if let Some((s, _)) = timed(1, &cat) {
             t_cat.push(s);
+        }
+        if let Some((s, _)) = timed(1, &copy) {
+            t_cp.push(s);
         }
         if let Some((s, r)) = timed(1, &conv) {
             t_rs.push(s);
@@ -158,7 +172,7 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         v.sort_by(f64::total_cmp);
         (!v.is_empty()).then(|| total as f64 / v[v.len() / 2] / 1e9)
     };
-    let (read, ours, np) = (median(t_cat), median(t_rs), median(t_py));
+    let (read, ours, np, cp) = (median(t_cat), median(t_rs), median(t_py), median(t_cp));
     // Same arrays from both converters (one file of each format).
     for f in files.iter().take(2) {
         let name = Path::new(f)
@@ -207,6 +221,20 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
             vs_numpy: None,
         });
     }
+    if let Some(g) = cp {
+        rows.push(Row {
+            kernel: "convert:copy".into(),
+            dtype: "bytes".into(),
+            bytes: total,
+            threads: 1,
+            gbps: g,
+            vs_read: read.map(|r| g / r),
+            vs_numpy: None,
+        });
+        if let Some(o) = ours {
+            println!("opdump convert: {:.2}x the copy (cat into files)", o / g);
+        }
+    }
     if let Some(g) = np {
         rows.push(Row {
             kernel: "convert:numpy".into(),
@@ -229,6 +257,9 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
             vs_numpy: np.map(|n| g / n),
         });
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    // OPDUMP_BENCH_KEEP=1 keeps the generated files (to profile `opdump convert` on them).
+    if std::env::var_os("OPDUMP_BENCH_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     Ok(())
 }
