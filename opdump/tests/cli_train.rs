@@ -10,7 +10,9 @@ use std::{
 };
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/train").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/train")
+        .join(name)
 }
 
 fn opdump(args: &[&std::ffi::OsStr]) -> Output {
@@ -65,7 +67,10 @@ fn a_diverging_run_names_the_first_bad_gradient() {
     );
     let params = v["parameters"].as_array().unwrap();
     assert_eq!(params.len(), 6);
-    let head = params.iter().find(|p| p["parameter"] == "head_weight").unwrap();
+    let head = params
+        .iter()
+        .find(|p| p["parameter"] == "head_weight")
+        .unwrap();
     assert_eq!(head["steps"].as_array().unwrap().len(), 10);
     assert_eq!(head["first_nonfinite_step"], 8);
     assert_eq!(head["verdict"], "exploding");
@@ -87,7 +92,10 @@ fn a_diverging_run_names_the_first_bad_gradient() {
     assert_eq!(o.status.code(), Some(1));
     let page = std::fs::read_to_string(&tmp).unwrap();
     let _ = std::fs::remove_file(&tmp);
-    assert!(page.contains("a gradient (of parameter head_weight)"), "summary");
+    assert!(
+        page.contains("a gradient (of parameter head_weight)"),
+        "summary"
+    );
     assert!(page.contains("<h2>Parameters over the dumped steps</h2>"));
     assert!(page.contains("gradient l2norm per step"));
     assert_eq!(page.matches("<td>exploding</td>").count(), 6);

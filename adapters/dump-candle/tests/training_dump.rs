@@ -339,3 +339,61 @@ fn an_optimizers_state_is_dumped_and_unselected_steps_dump_nothing() {
         "a momentum after two steps is not zero"
     );
 }
+
+/// Whether any element of `t` is NaN or infinite.
+fn nonfinite(t: &Tensor) -> bool {
+    let v: Vec<f32> = t.flatten_all().unwrap().to_vec1().unwrap();
+    v.iter().any(|x| !x.is_finite())
+}
+
+#[test]
+fn a_diverging_run_is_traced_to_its_first_non_finite_tensor() {
+    let tmp = Tmp::new("train-nan");
+    let varmap = VarMap::new();
+    let model = Cnn::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu)).unwrap();
+    // Far too large a step for a regression on 5 outputs: the weights blow up in a few steps.
+    let mut opt = DumpedOptimizer::new(SGD::new(varmap.all_vars(), 50.0).unwrap(), &varmap);
+    let vars: HashMap<String, Var> = varmap.data().lock().unwrap().clone();
+    let (x, _) = batch();
+    let target = Tensor::ones((8, 5), DType::F32, &Device::Cpu).unwrap();
+    let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
+    let mut tracer = Tracer::new(0);
+    // Ground truth from candle's own tensors: the first step with a non-finite activation or
+    // gradient, and which came first.
+    let mut first: Option<(usize, &str)> = None;
+    for step in 0..30 {
+        let (fwd_bad, grad_bad) = tracer
+            .step(&mut d, || -> Result<(bool, bool)> {
+                let out = model.forward(&x)?;
+                let l = (&out - &target)?.sqr()?.mean_all()?;
+                let grads = l.backward()?;
+                let grad_bad = PARAMS
+                    .iter()
+                    .any(|p| grads.get(vars[*p].as_tensor()).is_some_and(nonfinite));
+                opt.step(&grads)?;
+                Ok((nonfinite(&out), grad_bad))
+            })
+            .unwrap()
+            .unwrap();
+        if first.is_none() && (fwd_bad || grad_bad) {
+            first = Some((step, if fwd_bad { "activation" } else { "gradient" }));
+        }
+    }
+    d.close().unwrap();
+    let (step, role) = first.expect("lr 50 diverges within 30 steps");
+    let dump = dump_read::Dump::open(&tmp.0).unwrap();
+    let ins = dump_read::inspect::inspect(&dump, 1, &|_, _| {});
+    let f = ins.first_nonfinite.expect("a non-finite tensor");
+    let k = &ins.kernels[f.kernel];
+    assert_eq!(k.iteration, step as u64, "{k:?}");
+    assert_eq!(dump_read::train::Role::of_kernel(k).as_str(), role, "{k:?}");
+    // Every parameter's trend says it exploded.
+    assert_eq!(ins.parameters.len(), 4);
+    for p in &ins.parameters {
+        assert_eq!(p.verdict, dump_read::train::Verdict::Exploding, "{p:?}");
+        assert!(
+            p.first_nonfinite_step.is_some_and(|s| s >= step as u64),
+            "{p:?}"
+        );
+    }
+}
