@@ -344,4 +344,46 @@ mod tests {
         assert_eq!(judge(&s, &g, &[Some(1e-3); 4]).1, Verdict::Ok);
         assert!(judge(&[0], &[Some(1.0)], &[Some(1e-3)]).0.is_nan());
     }
+
+    /// A statistic.csv as the training dump writes it, with hostile rows mixed in: an Update
+    /// without its ratio, a Gradient row without l2norm, names not in the form, a Parameter
+    /// with no gradient (a frozen input): no panic, and only well-formed kernels count.
+    #[test]
+    fn odd_training_rows_are_skipped_not_trusted() {
+        let root = std::env::temp_dir().join(format!("dump-read-train-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let head = "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,\
+                    Shape,Max Value,Min Value,L2Norm Value\n";
+        for (step, g) in [(0, "2"), (1, "nan"), (2, "")] {
+            let dir = root.join(format!("rank_0/Net/0/{step}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let rows = format!(
+                "{head}\
+                 Gradient,Gradients_Default_fc_w_Gradient-op1,0,0,1,output,0,8,float32,\"(2)\",1,1,{g},\n\
+                 Gradient,Gradients_Default__Gradient-op2,0,0,2,output,0,8,float32,\"(2)\",1,1,3,\n\
+                 Gradient,bogus,0,0,3,output,0,8,float32,\"(2)\",1,1,3,\n\
+                 Parameter,fc_w,0,0,4,output,0,8,float32,\"(2)\",1,1,5,\n\
+                 Parameter,x,0,0,5,output,0,8,float32,\"(2)\",1,1,5,\n\
+                 Update,Optimizer_Default_fc_w_Update-op3,0,0,6,output,0,8,float32,\"(2)\",1,1,1,\n"
+            );
+            std::fs::write(dir.join("statistic.csv"), rows).unwrap();
+        }
+        let dump = Dump::open(&root).unwrap();
+        let ins = crate::inspect::inspect(&dump, 1, &|_, _| {});
+        let _ = std::fs::remove_dir_all(&root);
+        assert_eq!(ins.parameters.len(), 1, "{:?}", ins.parameters);
+        let p = &ins.parameters[0];
+        assert_eq!(
+            (p.name.as_str(), p.steps.as_slice()),
+            ("fc_w", &[0, 1, 2][..])
+        );
+        assert_eq!(p.grad_norm[0], Some(2.0));
+        assert!(p.grad_norm[1].is_some_and(f64::is_nan));
+        assert_eq!(p.update_ratio, [None, None, None], "no output 1: no ratio");
+        assert_eq!(p.weight_norm[2], Some(5.0));
+        assert_eq!(
+            (p.first_nonfinite_step, p.verdict),
+            (Some(1), Verdict::Exploding)
+        );
+    }
 }

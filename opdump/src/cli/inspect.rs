@@ -12,6 +12,12 @@
 //! with where it comes from when it is not that operator's output: a NaN that enters through a
 //! graph input or a weight is found even when every kernel output stays finite.
 //!
+//! On a training dump both name the kernel's role (`dump_read::train::Role`: a gradient and
+//! its parameter, a parameter, an activation, the optimizer's update or state), and a table
+//! gives per parameter its gradient norm and update ratio over the steps with a verdict
+//! (exploding, frozen, vanishing, ok; thresholds in `dump_read::train`), in `--json`
+//! (`parameters`, `parameter_thresholds`) and on the `--html` page (two log plots and a table).
+//!
 //! Exit code: 0 when every tensor is finite, 1 when any tensor holds a NaN or Inf, 2 when the
 //! dump cannot be read.
 

@@ -18,7 +18,7 @@ mod ingest;
 mod md5;
 mod npy;
 mod stats;
-#[cfg(feature = "adapters")]
+#[cfg(feature = "train")]
 mod train;
 
 use std::{fmt::Write as _, path::PathBuf, time::Instant};
@@ -185,12 +185,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     }
     if opts.wants("train") {
-        #[cfg(feature = "adapters")]
+        #[cfg(feature = "train")]
         train::run(&opts, &mut rows)?;
-        #[cfg(not(feature = "adapters"))]
+        #[cfg(not(feature = "train"))]
         {
             const HOW: &str =
-                "cargo run --release -p xtask --features adapters -- bench-stats --only train";
+                "cargo run --release -p xtask --features train -- bench-stats --only train";
             if opts.only.is_some() {
                 return Err(format!("the train group needs candle: run `{HOW}`"));
             }
