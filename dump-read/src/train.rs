@@ -145,6 +145,10 @@ pub struct ParameterTrend {
     pub weight_norm: Vec<Option<f64>>,
     /// The first step whose gradient norm or update ratio is NaN or infinite.
     pub first_nonfinite_step: Option<u64>,
+    /// The first step at which the exploding rule holds (a non-finite value, the norm at
+    /// [`EXPLODING_GROWTH`] × its first, or a ratio of [`EXPLODING_UPDATE`]): usually well
+    /// before the first NaN.
+    pub exploding_from: Option<u64>,
     /// Gradient norm growth per step: (last / first)^(1 / (steps − 1)) over the finite,
     /// positive norms; NaN with fewer than two.
     pub growth_per_step: f64,
@@ -193,7 +197,8 @@ pub fn parameter_trends(
             let steps: Vec<u64> = a.steps.keys().copied().collect();
             let col = |c: usize| a.steps.values().map(|r| r[c]).collect::<Vec<_>>();
             let (grad_norm, update_ratio, weight_norm) = (col(0), col(1), col(2));
-            let (growth_per_step, verdict) = judge(&steps, &grad_norm, &update_ratio);
+            let (growth_per_step, verdict, exploding_from) =
+                judge(&steps, &grad_norm, &update_ratio);
             let first_nonfinite_step = steps
                 .iter()
                 .zip(grad_norm.iter().zip(&update_ratio))
@@ -207,6 +212,7 @@ pub fn parameter_trends(
                 update_ratio,
                 weight_norm,
                 first_nonfinite_step,
+                exploding_from,
                 growth_per_step,
                 verdict,
             }
@@ -215,7 +221,12 @@ pub fn parameter_trends(
 }
 
 /// The growth per step and the verdict of one parameter's series (`None` = not dumped).
-fn judge(steps: &[u64], grad: &[Option<f64>], update: &[Option<f64>]) -> (f64, Verdict) {
+/// Also the first step the exploding rule holds at.
+fn judge(
+    steps: &[u64],
+    grad: &[Option<f64>],
+    update: &[Option<f64>],
+) -> (f64, Verdict, Option<u64>) {
     let known = |v: &[Option<f64>]| -> Vec<(u64, f64)> {
         steps
             .iter()
@@ -234,12 +245,19 @@ fn judge(steps: &[u64], grad: &[Option<f64>], update: &[Option<f64>]) -> (f64, V
         (Some(&(s0, a)), Some(&(s1, b))) if s1 > s0 => (b / a).powf(1.0 / (s1 - s0) as f64),
         _ => f64::NAN,
     };
-    let exploding = g.iter().chain(&u).any(|&(_, x)| !x.is_finite())
-        || g.first().is_some_and(|&(_, first)| {
-            first > 0.0 && g.iter().any(|&(_, x)| x >= EXPLODING_GROWTH * first)
-        })
-        || u.iter().any(|&(_, x)| x >= EXPLODING_UPDATE);
-    let verdict = if exploding {
+    let first = g.first().map(|&(_, x)| x).filter(|&x| x > 0.0);
+    let bad_g = g
+        .iter()
+        .filter(|&&(_, x)| !x.is_finite() || first.is_some_and(|f| x >= EXPLODING_GROWTH * f))
+        .map(|&(s, _)| s)
+        .min();
+    let bad_u = u
+        .iter()
+        .filter(|&&(_, x)| !x.is_finite() || x >= EXPLODING_UPDATE)
+        .map(|&(s, _)| s)
+        .min();
+    let exploding_from = bad_g.into_iter().chain(bad_u).min();
+    let verdict = if exploding_from.is_some() {
         Verdict::Exploding
     } else if (!g.is_empty() && g.iter().all(|&(_, x)| x == 0.0))
         || (!u.is_empty() && u.iter().all(|&(_, x)| x <= FROZEN_UPDATE))
@@ -255,7 +273,7 @@ fn judge(steps: &[u64], grad: &[Option<f64>], update: &[Option<f64>]) -> (f64, V
     } else {
         Verdict::Ok
     };
-    (growth, verdict)
+    (growth, verdict, exploding_from)
 }
 
 #[cfg(test)]
@@ -323,14 +341,15 @@ mod tests {
         let ok = [1.0, 0.9, 0.8, 0.7];
         let upd = [1e-3; 4];
         assert_eq!(j(&ok, &upd).1, Verdict::Ok);
-        let (growth, v) = j(&[1.0, 10.0, 100.0, 1000.0], &upd);
-        assert_eq!(v, Verdict::Exploding);
+        let (growth, v, from) = j(&[1.0, 10.0, 100.0, 1000.0], &upd);
+        assert_eq!((v, from), (Verdict::Exploding, Some(2)));
         assert!((growth - 10.0).abs() < 1e-9, "{growth}");
         assert_eq!(
             j(&[1.0, 2.0, f64::INFINITY, 1.0], &upd).1,
             Verdict::Exploding
         );
-        assert_eq!(j(&ok, &[1e-3, 1e-3, 1.5, 1e-3]).1, Verdict::Exploding);
+        assert_eq!(j(&ok, &[1e-3, 1e-3, 1.5, 1e-3]).2, Some(2));
+        assert_eq!(j(&ok, &upd).2, None);
         assert_eq!(j(&[0.0; 4], &[0.0; 4]).1, Verdict::Frozen);
         assert_eq!(j(&ok, &[1e-12; 4]).1, Verdict::Frozen);
         assert_eq!(j(&[1.0, 1e-2, 1e-3, 1e-4], &upd).1, Verdict::Vanishing);

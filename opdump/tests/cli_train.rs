@@ -73,6 +73,9 @@ fn a_diverging_run_names_the_first_bad_gradient() {
         .unwrap();
     assert_eq!(head["steps"].as_array().unwrap().len(), 10);
     assert_eq!(head["first_nonfinite_step"], 8);
+    // Flagged long before the overflow: the first step's update already moves the weight by
+    // more than its norm.
+    assert_eq!(head["exploding_from"], 0);
     assert_eq!(head["verdict"], "exploding");
     // The gradient norm grows step after step before it overflows.
     let g: Vec<f64> = head["grad_norm"].as_array().unwrap()[..8]

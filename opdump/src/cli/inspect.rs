@@ -488,7 +488,8 @@ fn first_last(v: &[Option<f64>]) -> (Option<f64>, Option<f64>) {
 }
 
 /// One table row per parameter: name, steps, gradient norm first/last/largest finite, growth
-/// per step, update ratio last/largest finite, the first step with a non-finite one, verdict.
+/// per step, update ratio last/largest finite, the first step the exploding rule holds, the
+/// first step with a non-finite one, verdict.
 fn trend_cells(p: &ParameterTrend) -> Vec<String> {
     let (g0, g1) = first_last(&p.grad_norm);
     let (_, u1) = first_last(&p.update_ratio);
@@ -507,12 +508,13 @@ fn trend_cells(p: &ParameterTrend) -> Vec<String> {
         } else {
             "-".into()
         },
+        p.exploding_from.map_or("-".into(), |s| s.to_string()),
         p.first_nonfinite_step.map_or("-".into(), |s| s.to_string()),
         p.verdict.as_str().to_owned(),
     ]
 }
 
-const TREND_HEAD: [&str; 11] = [
+const TREND_HEAD: [&str; 12] = [
     "rank",
     "parameter",
     "steps",
@@ -522,6 +524,7 @@ const TREND_HEAD: [&str; 11] = [
     "growth/step",
     "ratio last",
     "ratio max",
+    "exploding from",
     "non-finite at",
     "verdict",
 ];
@@ -589,6 +592,7 @@ fn trend_json(p: &ParameterTrend) -> Value {
         "weight_norm": series(&p.weight_norm),
         "growth_per_step": j::num(p.growth_per_step),
         "first_nonfinite_step": p.first_nonfinite_step,
+        "exploding_from": p.exploding_from,
         "verdict": p.verdict.as_str(),
     })
 }

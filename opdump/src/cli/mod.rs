@@ -84,7 +84,8 @@ pub enum Command {
     ///
     /// Training dumps (dump-candle's DumpedOptimizer: Gradient, Parameter and Update kernels)
     /// also get one row per parameter: its gradient l2 norm first, last and largest, growth
-    /// per step, update ratio |dw|/|w|, the first step either is NaN/Inf, and a verdict:
+    /// per step, update ratio |dw|/|w|, the first step the exploding rule holds, the first
+    /// step either is NaN/Inf, and a verdict:
     /// exploding (a non-finite norm or ratio, the norm grown to 100x its first value, or a
     /// ratio >= 1), frozen (every ratio <= 1e-10, or every norm 0), vanishing (the last norm
     /// <= 1e-7 or <= 1e-3 x the largest before it), else ok.
