@@ -198,10 +198,20 @@ fn l2(t: &Tensor) -> Result<f64> {
     }
 }
 
-/// A candle-nn optimizer whose [`step`](DumpedOptimizer::step) dumps the training step:
-/// gradients before the update, then parameters, updates and the optimizer's state (see the
-/// [module docs](self)). Swap it in for the optimizer and run the step inside
-/// [`Tracer::step`](crate::Tracer::step):
+/// A candle-nn optimizer whose [`step`](DumpedOptimizer::step) dumps the training step, on
+/// the steps the config selects:
+///
+/// 1. each parameter's gradient as `Gradients/Default/{path}/Gradient-op{n}` (op type
+///    `Gradient`), in the order candle's backward produced them, and a copy of each weight;
+/// 2. the wrapped optimizer's step;
+/// 3. each parameter as `Parameter.{path}` (after the update), its update as
+///    `Optimizer/Default/{path}/Update-op{n}` (output 0: Δw, output 1: ‖Δw‖/‖w‖ as a 0-d
+///    f32), the [`OptimizerState`] tensors as
+///    `Optimizer/Default/{path}/{state}/OptimizerState-op{n}`, and the learning rate
+///    (`Optimizer/Default/learning_rate/LearningRate-op{n}`, 0-d f64).
+///
+/// `{path}` is the VarBuilder path with `.` as `/`. Swap it in for the optimizer and run the
+/// step inside [`Tracer::step`](crate::Tracer::step):
 ///
 /// ```
 /// use candle_core::{DType, Device, Module, Tensor};
