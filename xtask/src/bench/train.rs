@@ -1,7 +1,8 @@
 //! Training-step benchmark (issue 26, candle): the step time of a small CNN trained on candle's
 //! CPU backend — forward, `loss.backward()`, SGD — without dump, with the training dump
 //! enabled but dumping disabled, with a statistic-only dump of forward activations, gradients,
-//! parameters and updates (default categories), and with a tensor dump of the same.
+//! parameters and updates (default categories), and with a tensor dump of the same. A second
+//! undumped copy of the model runs as a mode of its own: its ratio is the noise of the run.
 //!
 //! Each mode trains its own copy of the model from the same weights; the modes take turns step
 //! by step, in a fresh seeded order every round, and the files a dumping mode queued are
@@ -127,13 +128,15 @@ const LR: f64 = 0.01;
 
 /// Runs the training benchmark.
 pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> std::result::Result<(), String> {
-    let steps = if opts.quick { 5 } else { opts.runs.max(61) };
+    let steps = if opts.quick { 5 } else { opts.runs.max(151) };
     let e = |e: dump_candle::candle_core::Error| e.to_string();
     let (x, y) = batch()?;
     let (first, _) = model(None)?;
     let mut modes = Vec::new();
     for (name, saved) in [
         ("no dump (candle train step)", None),
+        // The same work as the first row on a second copy: the spread of one run.
+        ("no dump, second copy (noise floor)", None),
         ("dump disabled (Tracer + DumpedOptimizer)", Some("")),
         ("statistic dump (fwd + bwd + params)", Some("statistic")),
         ("tensor dump (fwd + bwd + params)", Some("tensor")),
