@@ -3,7 +3,9 @@
 //! backward's order; every Parameter file equals the weight after the step; Δw and
 //! ‖Δw‖/‖w‖ match the weights of consecutive steps; the forward activations equal a plain
 //! (undumped) run of the same model; an optimizer's own state is dumped through
-//! `OptimizerState`; steps the config does not select dump nothing and copy nothing.
+//! `OptimizerState`; steps the config does not select dump nothing; a
+//! diverging run (fixed weights, lr 50) is traced by dump-read's inspect to the first
+//! non-finite tensor candle computed, with its role.
 
 #[path = "../../testsupport/onnx_fixtures.rs"]
 mod support;
@@ -98,6 +100,7 @@ fn gradients_parameters_and_updates_are_candles_own_tensors() {
     let tmp = Tmp::new("train-step");
     let varmap = VarMap::new();
     let model = Cnn::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu)).unwrap();
+    init(&varmap);
     // The plain run: the same weights, trained by the bare optimizer with no Tracer.
     let (plain_map, plain) = twin(&varmap);
     let mut plain_sgd = SGD::new(plain_map.all_vars(), 0.05).unwrap();
@@ -291,6 +294,7 @@ fn an_optimizers_state_is_dumped_and_unselected_steps_dump_nothing() {
     let tmp = Tmp::new("train-state");
     let varmap = VarMap::new();
     let model = Cnn::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu)).unwrap();
+    init(&varmap);
     let mut opt = DumpedOptimizer::new(Momentum::new(varmap.all_vars(), 0.05).unwrap(), &varmap);
     let (x, y) = batch();
     // Only step 1 is dumped.
@@ -346,11 +350,39 @@ fn nonfinite(t: &Tensor) -> bool {
     v.iter().any(|x| !x.is_finite())
 }
 
+/// Sets every weight from a fixed LCG, uniform in ±1/√fan_in (candle's CPU generator cannot
+/// be seeded): a run that diverges does so the same way every time.
+fn init(varmap: &VarMap) {
+    let data = varmap.data().lock().unwrap();
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    for name in PARAMS {
+        let var = &data[name];
+        let dims = var.dims().to_vec();
+        let fan_in: usize = if dims.len() > 1 {
+            dims[1..].iter().product()
+        } else {
+            dims[0]
+        };
+        let bound = 1.0 / (fan_in as f32).sqrt();
+        let v: Vec<f32> = (0..var.elem_count())
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * bound
+            })
+            .collect();
+        var.set(&Tensor::from_vec(v, dims, &Device::Cpu).unwrap())
+            .unwrap();
+    }
+}
+
 #[test]
 fn a_diverging_run_is_traced_to_its_first_non_finite_tensor() {
     let tmp = Tmp::new("train-nan");
     let varmap = VarMap::new();
     let model = Cnn::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu)).unwrap();
+    init(&varmap);
     // Far too large a step for a regression on 5 outputs: the weights blow up in a few steps.
     let mut opt = DumpedOptimizer::new(SGD::new(varmap.all_vars(), 50.0).unwrap(), &varmap);
     let vars: HashMap<String, Var> = varmap.data().lock().unwrap().clone();
@@ -358,28 +390,35 @@ fn a_diverging_run_is_traced_to_its_first_non_finite_tensor() {
     let target = Tensor::ones((8, 5), DType::F32, &Device::Cpu).unwrap();
     let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
     let mut tracer = Tracer::new(0);
-    // Ground truth from candle's own tensors: the first step with a non-finite activation or
-    // gradient, and which came first.
+    // Ground truth from candle's own tensors: per parameter the first step its gradient
+    // held a NaN or Inf, and the first step with a non-finite activation or gradient.
+    let mut bad_grad: HashMap<&str, usize> = HashMap::new();
     let mut first: Option<(usize, &str)> = None;
     for step in 0..30 {
-        let (fwd_bad, grad_bad) = tracer
-            .step(&mut d, || -> Result<(bool, bool)> {
+        let (fwd_bad, bad) = tracer
+            .step(&mut d, || -> Result<(bool, Vec<&str>)> {
                 let out = model.forward(&x)?;
                 let l = (&out - &target)?.sqr()?.mean_all()?;
                 let grads = l.backward()?;
-                let grad_bad = PARAMS
+                let bad = PARAMS
                     .iter()
-                    .any(|p| grads.get(vars[*p].as_tensor()).is_some_and(nonfinite));
+                    .copied()
+                    .filter(|p| grads.get(vars[*p].as_tensor()).is_some_and(nonfinite))
+                    .collect();
                 opt.step(&grads)?;
-                Ok((nonfinite(&out), grad_bad))
+                Ok((nonfinite(&out), bad))
             })
             .unwrap()
             .unwrap();
-        if first.is_none() && (fwd_bad || grad_bad) {
+        for p in &bad {
+            bad_grad.entry(p).or_insert(step);
+        }
+        if first.is_none() && (fwd_bad || !bad.is_empty()) {
             first = Some((step, if fwd_bad { "activation" } else { "gradient" }));
         }
     }
     d.close().unwrap();
+    // With these weights the ReLUs die after two steps and a bias gradient overflows later.
     let (step, role) = first.expect("lr 50 diverges within 30 steps");
     let dump = dump_read::Dump::open(&tmp.0).unwrap();
     let ins = dump_read::inspect::inspect(&dump, 1, &|_, _| {});
@@ -387,13 +426,33 @@ fn a_diverging_run_is_traced_to_its_first_non_finite_tensor() {
     let k = &ins.kernels[f.kernel];
     assert_eq!(k.iteration, step as u64, "{k:?}");
     assert_eq!(dump_read::train::Role::of_kernel(k).as_str(), role, "{k:?}");
-    // Every parameter's trend says it exploded.
-    assert_eq!(ins.parameters.len(), 4);
-    for p in &ins.parameters {
-        assert_eq!(p.verdict, dump_read::train::Verdict::Exploding, "{p:?}");
+    if role == "gradient" {
+        // The named parameter's gradient was non-finite in that step.
+        let p = dump_read::train::parameter_of(&k.op_type, &k.op_name).unwrap();
         assert!(
-            p.first_nonfinite_step.is_some_and(|s| s >= step as u64),
-            "{p:?}"
+            PARAMS
+                .iter()
+                .any(|q| q.replace('.', "_") == p && bad_grad.get(q) == Some(&step)),
+            "{p}: {bad_grad:?}"
         );
+    }
+    // Each parameter's gradient-norm series turns non-finite where candle's gradient did.
+    assert_eq!(ins.parameters.len(), 4);
+    for q in PARAMS {
+        let t = ins
+            .parameters
+            .iter()
+            .find(|t| t.name == q.replace('.', "_"))
+            .unwrap();
+        let dumped = t
+            .steps
+            .iter()
+            .zip(&t.grad_norm)
+            .find(|(_, g)| g.is_some_and(|g| !g.is_finite()))
+            .map(|(&s, _)| s as usize);
+        assert_eq!(dumped, bad_grad.get(q).copied(), "{q}: {t:?}");
+        if dumped.is_some() {
+            assert_eq!(t.verdict, dump_read::train::Verdict::Exploding, "{t:?}");
+        }
     }
 }
