@@ -11,8 +11,9 @@
 //! | parameter | `Parameter` | `{param}` |
 //! | optimizer | `Update` (output 0 Δw, output 1 ‖Δw‖/‖w‖), `OptimizerState`, `LearningRate` | `Optimizer_Default_{param}_Update-op{n}` … |
 //!
-//! MindSpore's own backward kernels (`Gradients/Default/...`, sanitised `Gradients_...`) are
-//! gradients too; every other kernel is a forward activation.
+//! MindSpore's own backward kernels (`Gradients/Default/...`, sanitised `Gradients_...`) and
+//! msprobe's backward calls (`Functional.conv2d.0.backward`, `Module.fc.Linear.backward.0`,
+//! `….parameters_grad`) are gradients too; every other kernel is a forward activation.
 //!
 //! ## Verdicts ([`Verdict`]), checked in this order
 //!
@@ -63,6 +64,14 @@ impl Role {
             "Gradient" => Role::Gradient,
             "Update" | "OptimizerState" | "LearningRate" => Role::Optimizer,
             _ if op_name.starts_with("Gradients_") => Role::Gradient,
+            // msprobe: `Functional.conv2d.0.backward`, `Module.fc.Linear.backward.0`, and
+            // parameter gradients `Module.fc.Linear.parameters_grad`.
+            _ if op_name.ends_with(".backward")
+                || op_name.contains(".backward.")
+                || op_name.ends_with(".parameters_grad") =>
+            {
+                Role::Gradient
+            }
             _ if op_name.starts_with("Optimizer_Default_") => Role::Optimizer,
             _ => Role::Activation,
         }
@@ -293,6 +302,17 @@ mod tests {
                 "Gradients_Default_network_gradConv2D_Conv2DBackpropInput-op9"
             ),
             Role::Gradient
+        );
+        for msprobe in [
+            "Functional.conv2d.0.backward",
+            "Module.fc.Linear.backward.0",
+            "Module.fc.Linear.parameters_grad",
+        ] {
+            assert_eq!(Role::of("conv2d", msprobe), Role::Gradient, "{msprobe}");
+        }
+        assert_eq!(
+            Role::of("conv2d", "Functional.conv2d.0.forward"),
+            Role::Activation
         );
         assert_eq!(Role::of("Update", "x"), Role::Optimizer);
         assert_eq!(
