@@ -5,7 +5,8 @@
 //! (undumped) run of the same model; an optimizer's own state is dumped through
 //! `OptimizerState`; steps the config does not select dump nothing; a
 //! diverging run (fixed weights, lr 50) is traced by dump-read's inspect to the first
-//! non-finite tensor candle computed, with its role.
+//! non-finite tensor candle computed, with its role, and overflow mode (op_debug_mode 3)
+//! keeps only the kernels that overflowed yet finds the same first one.
 
 #[path = "../../testsupport/onnx_fixtures.rs"]
 mod support;
@@ -455,4 +456,60 @@ fn a_diverging_run_is_traced_to_its_first_non_finite_tensor() {
             assert_eq!(t.verdict, dump_read::train::Verdict::Exploding, "{t:?}");
         }
     }
+}
+
+/// Trains the fixed-weight CNN 30 steps at lr 50 with `config`'s dump (extra
+/// `common_dump_settings` entries) under `root`.
+fn diverge(root: &std::path::Path, common: &str) {
+    let varmap = VarMap::new();
+    let model = Cnn::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu)).unwrap();
+    init(&varmap);
+    let mut opt = DumpedOptimizer::new(SGD::new(varmap.all_vars(), 50.0).unwrap(), &varmap);
+    let (x, _) = batch();
+    let target = Tensor::ones((8, 5), DType::F32, &Device::Cpu).unwrap();
+    let mut d = dumper(root, common);
+    let mut tracer = Tracer::new(0);
+    for _ in 0..30 {
+        tracer
+            .step(&mut d, || -> Result<()> {
+                opt.backward_step(&(model.forward(&x)? - &target)?.sqr()?.mean_all()?)
+            })
+            .unwrap()
+            .unwrap();
+    }
+    d.close().unwrap();
+}
+
+#[test]
+fn overflow_mode_keeps_only_the_kernels_that_went_non_finite() {
+    // The same run twice: every step's statistics, and MindSpore's overflow mode
+    // (op_debug_mode 3), which writes a kernel only when an output holds a NaN or Inf.
+    let all = Tmp::new("train-all");
+    let over = Tmp::new("train-overflow");
+    diverge(&all.0, r#", "saved_data": "statistic""#);
+    diverge(&over.0, r#", "saved_data": "full", "op_debug_mode": 3"#);
+    let first = |root: &std::path::Path| {
+        let dump = dump_read::Dump::open(root).unwrap();
+        let ins = dump_read::inspect::inspect(&dump, 1, &|_, _| {});
+        let f = ins.first_nonfinite.expect("the run diverges");
+        let k = &ins.kernels[f.kernel];
+        // In overflow mode, every kernel written has a non-finite output.
+        let every_kernel_overflowed = ins.kernels.iter().all(|k| {
+            k.tensors.iter().any(|&i| {
+                dump.tensors[i].id.io == dump_host::layout::Io::Output
+                    && ins.stats[i].as_ref().and_then(|s| s.nonfinite()) == Some(true)
+            })
+        });
+        (
+            (k.iteration, k.op_type.clone(), k.op_name.clone()),
+            every_kernel_overflowed,
+            ins.kernels.len(),
+        )
+    };
+    let (want, all_overflowed, n_all) = first(&all.0);
+    let (got, only_overflowed, n_over) = first(&over.0);
+    assert_eq!(got, want, "overflow mode finds the same first kernel");
+    assert_eq!(want.1, "Gradient", "{want:?}");
+    assert!(only_overflowed && !all_overflowed);
+    assert!(n_over < n_all / 2, "{n_over} of {n_all} kernels kept");
 }
