@@ -49,7 +49,10 @@ impl NonfiniteBasis {
     }
 }
 
-/// The first operator with a non-finite output.
+/// The first operator with a non-finite output: in the earliest iteration holding one, the
+/// first kernel whose dumped inputs (or producers) are finite, else that iteration's first
+/// kernel with a non-finite output. Its role (a gradient, a parameter, an activation) is
+/// [`crate::train::Role::of_kernel`] of [`Inspection::kernels`]`[kernel]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FirstNonfinite {
     /// Position in [`Inspection::kernels`].
@@ -141,6 +144,9 @@ pub struct Inspection {
     pub growth: Vec<Growth>,
     /// Outputs that are all zeros or constant.
     pub oddities: Vec<Oddity>,
+    /// Per parameter of a training dump, its gradient norm and update ratio over the steps
+    /// ([`crate::train`]); empty when the dump holds no gradients or updates.
+    pub parameters: Vec<crate::train::ParameterTrend>,
     /// Tensors whose statistics could not be had, with why.
     pub errors: Vec<(usize, String)>,
 }
@@ -200,6 +206,14 @@ pub fn inspect(
     let mut fallback = None;
     for &k in &order {
         let kr = &kernels[k];
+        // A NaN made in one step is carried into the next by the weights (a training run) or
+        // state: a kernel of a later step with finite inputs did not make the first one.
+        if fallback
+            .as_ref()
+            .is_some_and(|f: &FirstNonfinite| kernels[f.kernel].iteration != kr.iteration)
+        {
+            break;
+        }
         let (ins, outs): (Vec<usize>, Vec<usize>) = kr
             .tensors
             .iter()
@@ -330,7 +344,9 @@ pub fn inspect(
             }
         }
     }
+    let parameters = crate::train::parameter_trends(dump, &kernels, &stats);
     Inspection {
+        parameters,
         kernels,
         stats,
         iterations: per.into_values().collect(),

@@ -17,6 +17,9 @@
 //!   non-finite, the first non-finite tensor of any role (a NaN weight or graph input is found
 //!   even when every output stays finite), the kernels that grow their values most,
 //!   suspicious outputs.
+//! - [`train`]: the role of each kernel in a training dump (activation, gradient, parameter,
+//!   optimizer) and, per parameter, the trend of its gradient norm and update ratio over the
+//!   steps (vanishing, exploding, frozen).
 //! - [`compare::compare`]: pairs the tensors of two dumps and measures each pair in one fused
 //!   pass: the first divergent operator.
 //! - [`summarize_npy`] / [`summarize_npy_many`]: `statistic.csv`-ready statistics and digests
@@ -70,6 +73,7 @@ mod pt;
 pub mod source;
 mod stats;
 mod tensor_file;
+pub mod train;
 
 pub use csv::{CsvRow, read_statistic_csv};
 pub use dump::{Dump, KernelRef, Problem, TensorRecord};

@@ -6,6 +6,11 @@
 //!   module: each forward is one kernel, its input and output dumped, named by the
 //!   VarBuilder-style prefix you give (`"features.conv1"`), its op type from the module type;
 //! * [`tap`] dumps a tensor inside a forward that no module boundary exposes;
+//! * [`DumpedOptimizer`] wraps a candle-nn optimizer: each step of training also dumps every
+//!   parameter's gradient (a `Gradient` kernel, in backward's order), the parameters
+//!   themselves (`Parameter`), the update Δw with ‖Δw‖/‖w‖, and the optimizer's state
+//!   ([`OptimizerState`]); [`Training`] is the same for loops that call the optimizer
+//!   themselves;
 //! * with feature `onnx`, `onnx::OnnxRunner` runs a candle-onnx model with every node's
 //!   inputs and outputs dumped in graph order.
 //!
@@ -60,12 +65,16 @@ mod graph;
 #[cfg(feature = "onnx")]
 pub mod onnx;
 mod trace;
+mod train;
 
 /// The candle version this adapter is built against (re-exported so users need no second pin).
 pub use candle_core;
+/// The candle-nn version the training dump wraps (VarMap, optimizers).
+pub use candle_nn;
 /// The candle-onnx version the ONNX evaluator runs (feature `onnx`).
 #[cfg(feature = "onnx")]
 pub use candle_onnx;
 pub use dumped::{Dumped, DumpedT, op_type_of};
 pub use error::{Error, EvalCause, NodeAt};
 pub use trace::{Tracer, tap};
+pub use train::{DumpedOptimizer, OptimizerState, Training};

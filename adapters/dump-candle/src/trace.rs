@@ -93,7 +93,8 @@ impl Tracer {
 
     /// Runs one step: begins a Dumper step, runs `f` (the model's forward, a training step,
     /// ...) with that step installed for this thread, finishes the step and, when the
-    /// sequence of dumped kernels changed, rewrites the graph's execution order.
+    /// sequence of dumped kernels changed on a step that dumps, rewrites the graph's execution
+    /// order.
     ///
     /// `f`'s result is returned as is. A dump failure never fails the forward: the first one
     /// is returned here after `f` has run (and its result dropped).
@@ -127,6 +128,7 @@ impl Tracer {
             error,
             ..
         } = active;
+        let active_step = step.is_active();
         let finished = step.finish();
         let mut order = order.into_inner();
         let changed = changed.get() || order.len() != seq.get();
@@ -134,7 +136,10 @@ impl Tracer {
         self.order = order;
         self.recs = recs.into_inner();
         self.recs.truncate(seq.get());
-        if changed || self.described.is_none() {
+        // A step that dumps nothing leaves the description alone: kernels reported only on
+        // dumped steps (the training dump's gradients and updates) would otherwise rewrite it
+        // back and forth. The next dumped step compares against this step's order.
+        if (changed && active_step) || self.described.is_none() {
             let graph = describe(self.graph, &self.order, &self.recs);
             dumper.begin_graph_with(self.graph, &graph)?;
             self.described = Some(graph);
@@ -163,6 +168,18 @@ impl Tracer {
     }
 }
 
+/// Whether a [`Tracer::step`] is running on this thread and its step dumps anything (its
+/// iteration is selected): what the training dump asks before it copies weights.
+pub(crate) fn dumping() -> bool {
+    with_active(|a| a.step.is_active()).unwrap_or(false)
+}
+
+/// Dumps `t` as Parameter `name` of the active step (its post-step value, at the step's end,
+/// as MindSpore does). Does nothing outside [`Tracer::step`].
+pub(crate) fn parameter(name: &str, t: &Tensor) {
+    with_active(|a| a.parameter(name, t));
+}
+
 /// Reports a kernel of the active step: `prefix` is its full name without the op number,
 /// `inputs` and `outputs` its tensors. Does nothing outside [`Tracer::step`].
 pub(crate) fn report(op_type: &str, prefix: &str, inputs: &[&Tensor], outputs: &[&Tensor]) {
@@ -187,6 +204,20 @@ impl Active<'_> {
         for (slot, (is_input, t)) in io.chain(oo) {
             if let Err(e) = convert::dump_tensor(&k, is_input, slot as u32, t, &mut diagnostics) {
                 self.error.borrow_mut().get_or_insert(Error::Dump(e));
+            }
+        }
+    }
+
+    fn parameter(&self, name: &str, t: &Tensor) {
+        match convert::with_tensor_ref(t, |r| self.step.parameter(name, r)) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                self.error.borrow_mut().get_or_insert(Error::Dump(e));
+            }
+            None => {
+                if let Some(why) = convert::unsupported_reason(t) {
+                    self.diagnostics.borrow_mut().insert(why);
+                }
             }
         }
     }

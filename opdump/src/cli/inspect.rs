@@ -12,6 +12,12 @@
 //! with where it comes from when it is not that operator's output: a NaN that enters through a
 //! graph input or a weight is found even when every kernel output stays finite.
 //!
+//! On a training dump both name the kernel's role (`dump_read::train::Role`: a gradient and
+//! its parameter, a parameter, an activation, the optimizer's update or state), and a table
+//! gives per parameter its gradient norm and update ratio over the steps with a verdict
+//! (exploding, frozen, vanishing, ok; thresholds in `dump_read::train`), in `--json`
+//! (`parameters`, `parameter_thresholds`) and on the `--html` page (two log plots and a table).
+//!
 //! Exit code: 0 when every tensor is finite, 1 when any tensor holds a NaN or Inf, 2 when the
 //! dump cannot be read.
 
@@ -20,6 +26,10 @@ use std::{io::Write, path::PathBuf};
 use dump_read::{
     Dump,
     inspect::{Inspection, Origin, inspect},
+    train::{
+        EXPLODING_GROWTH, EXPLODING_UPDATE, FROZEN_UPDATE, ParameterTrend, Role, VANISHING_DECAY,
+        VANISHING_NORM, parameter_of,
+    },
 };
 use serde_json::{Map, Value, json};
 
@@ -144,8 +154,9 @@ fn tensor_text(dump: &Dump, ins: &Inspection) -> String {
     }
     let st = ins.stats[t.tensor].clone().unwrap_or_default();
     format!(
-        "first non-finite tensor in run order: {}\n  nan {} +inf {} -inf {}\n  {}\n",
+        "first non-finite tensor in run order: {}\n  {}\n  nan {} +inf {} -inf {}\n  {}\n",
         who(dump, t.tensor),
+        role_words(&ins.kernels[t.kernel]),
         st.nan.map_or("-".into(), |v| v.to_string()),
         st.pos_inf.map_or("-".into(), |v| v.to_string()),
         st.neg_inf.map_or("-".into(), |v| v.to_string()),
@@ -185,8 +196,9 @@ fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
         Some(f) => {
             let st = ins.stats[f.tensor].clone().unwrap_or_default();
             s += &format!(
-                "{}\n  nan {} +inf {} -inf {}, max {} min {}\n  {}\n",
+                "{}\n  {}\n  nan {} +inf {} -inf {}, max {} min {}\n  {}\n",
                 who(dump, f.tensor),
+                role_words(&ins.kernels[f.kernel]),
                 st.nan.map_or("-".into(), |v| v.to_string()),
                 st.pos_inf.map_or("-".into(), |v| v.to_string()),
                 st.neg_inf.map_or("-".into(), |v| v.to_string()),
@@ -223,6 +235,7 @@ fn text(dump: &Dump, ins: &Inspection, top: usize) -> String {
             );
         }
     }
+    s += &trends_text(&ins.parameters);
     if !ins.oddities.is_empty() {
         s += &format!("\noutputs that look odd ({}):\n", ins.oddities.len());
         for o in ins.oddities.iter().take(top.max(10)) {
@@ -245,6 +258,7 @@ fn to_json(dump: &Dump, ins: &Inspection, top: usize) -> Value {
             let mut m = Map::new();
             j::tensor_id_into(&mut m, dump, f.tensor);
             m.insert("basis".into(), json!(f.basis.as_str()));
+            role_into(&mut m, &ins.kernels[f.kernel]);
             m.insert("inputs_dumped".into(), json!(f.inputs_dumped));
             m.insert(
                 "stats".into(),
@@ -277,6 +291,7 @@ fn to_json(dump: &Dump, ins: &Inspection, top: usize) -> Value {
             let mut m = Map::new();
             j::tensor_id_into(&mut m, dump, t.tensor);
             m.insert("origin".into(), json!(t.origin.as_str()));
+            role_into(&mut m, &ins.kernels[t.kernel]);
             if let Origin::KernelInput { producer: Some(p) } = &t.origin {
                 m.insert("producer".into(), json!(p));
             }
@@ -292,6 +307,11 @@ fn to_json(dump: &Dump, ins: &Inspection, top: usize) -> Value {
                 "op_type": k.op_type, "op_name": k.op_name,
                 "max_abs_ratio": j::num(gr.max_abs_ratio), "l2norm_ratio": j::num(gr.l2norm_ratio)})
         }).collect::<Vec<_>>(),
+        "parameters": ins.parameters.iter().map(trend_json).collect::<Vec<_>>(),
+        "parameter_thresholds": {
+            "exploding_growth": EXPLODING_GROWTH, "exploding_update": EXPLODING_UPDATE,
+            "frozen_update": FROZEN_UPDATE, "vanishing_norm": VANISHING_NORM,
+            "vanishing_decay": VANISHING_DECAY},
         "oddities": ins.oddities.iter().map(|o| {
             let mut m = Map::new();
             j::tensor_id_into(&mut m, dump, o.tensor);
@@ -358,6 +378,7 @@ fn page(dump: &Dump, ins: &Inspection) -> String {
         "iteration",
         "op_type",
         "op_name",
+        "role",
         "io",
         "dtype",
         "shape",
@@ -382,6 +403,7 @@ fn page(dump: &Dump, ins: &Inspection) -> String {
                 t.iteration.to_string(),
                 t.id.op_type.clone(),
                 t.id.op_name.clone(),
+                Role::of_kernel(k).as_str().to_owned(),
                 t.io_slot(),
                 t.dtype.name().to_owned(),
                 format!("{:?}", t.shape),
@@ -397,24 +419,221 @@ fn page(dump: &Dump, ins: &Inspection) -> String {
     }
     let summary = match &ins.first_nonfinite {
         Some(f) => format!(
-            "<b>First non-finite operator:</b> {}",
-            html::esc(&who(dump, f.tensor))
+            "<b>First non-finite operator:</b> {} ({})",
+            html::esc(&who(dump, f.tensor)),
+            html::esc(&role_words(&ins.kernels[f.kernel]))
         ),
         None => match &ins.first_nonfinite_tensor {
             Some(t) => format!(
-                "<b>First non-finite tensor:</b> {} ({}); every kernel output is finite.",
+                "<b>First non-finite tensor:</b> {} ({}; {}); every kernel output is finite.",
                 html::esc(&who(dump, t.tensor)),
+                html::esc(&role_words(&ins.kernels[t.kernel])),
                 html::esc(&origin_words(&t.origin))
             ),
             None => "Every tensor is finite.".into(),
         },
     };
-    html::page(
+    html::page_with(
         &format!("opdump inspect {}", dump.root.display()),
         &summary,
         &plots,
+        &trends_html(&ins.parameters),
         &head,
         &rows,
         hl,
     )
+}
+
+/// What a kernel is in a training step, in words: `a gradient (of parameter conv1_weight)`.
+fn role_words(k: &dump_read::KernelRef) -> String {
+    let role = Role::of_kernel(k);
+    let what = match role {
+        Role::Activation => "a forward activation",
+        Role::Gradient => "a gradient",
+        Role::Parameter => "a parameter (its value after the step)",
+        Role::Optimizer => "the optimizer's update or state",
+    };
+    match parameter_of(&k.op_type, &k.op_name) {
+        Some(p) if role != Role::Parameter => format!("{what} (of parameter {p})"),
+        _ => what.to_owned(),
+    }
+}
+
+/// `role`, and `parameter` when the kernel belongs to one, into a JSON object.
+fn role_into(m: &mut Map<String, Value>, k: &dump_read::KernelRef) {
+    m.insert("role".into(), json!(Role::of_kernel(k).as_str()));
+    if let Some(p) = parameter_of(&k.op_type, &k.op_name) {
+        m.insert("parameter".into(), json!(p));
+    }
+}
+
+/// The largest finite value of a series (`None` when none is).
+fn series_max(v: &[Option<f64>]) -> Option<f64> {
+    v.iter()
+        .flatten()
+        .copied()
+        .filter(|x| x.is_finite())
+        .reduce(f64::max)
+}
+
+fn first_last(v: &[Option<f64>]) -> (Option<f64>, Option<f64>) {
+    (
+        v.iter().flatten().next().copied(),
+        v.iter().flatten().last().copied(),
+    )
+}
+
+/// One table row per parameter: name, steps, gradient norm first/last/largest finite, growth
+/// per step, update ratio last/largest finite, the first step the exploding rule holds, the
+/// first step with a non-finite one, verdict.
+fn trend_cells(p: &ParameterTrend) -> Vec<String> {
+    let (g0, g1) = first_last(&p.grad_norm);
+    let (_, u1) = first_last(&p.update_ratio);
+    let has_u = p.update_ratio.iter().any(Option::is_some);
+    vec![
+        p.rank.to_string(),
+        p.name.clone(),
+        p.steps.len().to_string(),
+        opt_g(g0),
+        opt_g(g1),
+        opt_g(series_max(&p.grad_norm)),
+        g(p.growth_per_step),
+        opt_g(u1),
+        if has_u {
+            opt_g(series_max(&p.update_ratio))
+        } else {
+            "-".into()
+        },
+        p.exploding_from.map_or("-".into(), |s| s.to_string()),
+        p.first_nonfinite_step.map_or("-".into(), |s| s.to_string()),
+        p.verdict.as_str().to_owned(),
+    ]
+}
+
+const TREND_HEAD: [&str; 12] = [
+    "rank",
+    "parameter",
+    "steps",
+    "grad first",
+    "grad last",
+    "grad max",
+    "growth/step",
+    "ratio last",
+    "ratio max",
+    "exploding from",
+    "non-finite at",
+    "verdict",
+];
+
+/// The parameters' table of the terminal report (empty without a training dump).
+fn trends_text(params: &[ParameterTrend]) -> String {
+    if params.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = params.iter().map(trend_cells).collect();
+    let widths: Vec<usize> = (0..TREND_HEAD.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].len())
+                .chain([TREND_HEAD[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[&str]| -> String {
+        let mut l = String::from(" ");
+        for (c, cell) in cells.iter().enumerate() {
+            if c == 1 {
+                l += &format!(" {cell:<w$}", w = widths[c]);
+            } else {
+                l += &format!(" {cell:>w$}", w = widths[c]);
+            }
+        }
+        l.trim_end().to_owned() + "\n"
+    };
+    let flagged = params
+        .iter()
+        .filter(|p| p.verdict != dump_read::train::Verdict::Ok)
+        .count();
+    let mut s = format!(
+        "\nparameters over the dumped steps: gradient l2 norm and update ratio |dw|/|w| \
+         ({flagged} of {} flagged; exploding: a non-finite norm, growth x{} or ratio >= {}; \
+         frozen: ratio <= {} at every step; vanishing: last norm <= {} or <= {} x the largest)\n",
+        params.len(),
+        g(EXPLODING_GROWTH),
+        g(EXPLODING_UPDATE),
+        g(FROZEN_UPDATE),
+        g(VANISHING_NORM),
+        g(VANISHING_DECAY),
+    );
+    s += &line(&TREND_HEAD);
+    for r in &rows {
+        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
+        s += &line(&cells);
+    }
+    s
+}
+
+/// `--json`: one parameter's series and verdict.
+fn trend_json(p: &ParameterTrend) -> Value {
+    let series = |v: &[Option<f64>]| -> Vec<Value> {
+        v.iter().map(|x| x.map_or(Value::Null, j::num)).collect()
+    };
+    json!({
+        "rank": p.rank,
+        "parameter": p.name,
+        "steps": p.steps,
+        "grad_norm": series(&p.grad_norm),
+        "update_ratio": series(&p.update_ratio),
+        "weight_norm": series(&p.weight_norm),
+        "growth_per_step": j::num(p.growth_per_step),
+        "first_nonfinite_step": p.first_nonfinite_step,
+        "exploding_from": p.exploding_from,
+        "verdict": p.verdict.as_str(),
+    })
+}
+
+/// `--html`: the parameters' gradient norms and update ratios over the steps (log plots, one
+/// line per parameter) and their table.
+fn trends_html(params: &[ParameterTrend]) -> String {
+    if params.is_empty() {
+        return String::new();
+    }
+    const COLORS: [&str; 8] = [
+        "#1f5fbf", "#d62728", "#2a8f2a", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+    ];
+    let plot = |title: &str, f: fn(&ParameterTrend) -> &[Option<f64>]| Plot {
+        title: title.into(),
+        series: params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Series {
+                name: p.name.clone(),
+                values: f(p).iter().map(|v| v.unwrap_or(f64::NAN)).collect(),
+                color: COLORS[i % COLORS.len()],
+            })
+            .collect(),
+        mark: None,
+        log: true,
+    };
+    let mut s = String::from("<h2>Parameters over the dumped steps</h2>");
+    s += &html::svg(&plot("gradient l2norm per step (log scale)", |p| {
+        &p.grad_norm
+    }));
+    s += &html::svg(&plot("update ratio |dw|/|w| per step (log scale)", |p| {
+        &p.update_ratio
+    }));
+    let rows: Vec<Vec<String>> = params.iter().map(trend_cells).collect();
+    s += &html::table(&TREND_HEAD, &rows);
+    s += &format!(
+        "<p>exploding: a non-finite gradient norm or update ratio, growth to {}x the first \
+         norm, or a ratio of {} or more; frozen: every ratio at most {} (or every norm 0); \
+         vanishing: the last norm at most {} or at most {}x the largest before it.</p><h2>Tensors</h2>",
+        g(EXPLODING_GROWTH),
+        g(EXPLODING_UPDATE),
+        g(FROZEN_UPDATE),
+        g(VANISHING_NORM),
+        g(VANISHING_DECAY),
+    );
+    s
 }

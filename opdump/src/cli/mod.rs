@@ -78,7 +78,16 @@ pub enum Command {
     ///
     /// The first non-finite tensor in run order is named too, with where it comes from (a
     /// kernel output, a kernel input such as a NaN weight, a Parameter), even when every
-    /// kernel output is finite.
+    /// kernel output is finite. Both say what the kernel is in a training step: a forward
+    /// activation, a gradient (and of which parameter), a parameter, or the optimizer's update.
+    ///
+    /// Training dumps (dump-candle's DumpedOptimizer: Gradient, Parameter and Update kernels)
+    /// also get one row per parameter: its gradient l2 norm first, last and largest, growth
+    /// per step, update ratio |dw|/|w|, the first step the exploding rule holds, the first
+    /// step either is NaN/Inf, and a verdict:
+    /// exploding (a non-finite norm or ratio, the norm grown to 100x its first value, or a
+    /// ratio >= 1), frozen (every ratio <= 1e-10, or every norm 0), vanishing (the last norm
+    /// <= 1e-7 or <= 1e-3 x the largest before it), else ok.
     ///
     /// Exit code 0 when every tensor is finite, 1 when any tensor holds a NaN or Inf, 2 when
     /// the dump cannot be read.

@@ -18,6 +18,8 @@ mod ingest;
 mod md5;
 mod npy;
 mod stats;
+#[cfg(feature = "train")]
+mod train;
 
 use std::{fmt::Write as _, path::PathBuf, time::Instant};
 
@@ -30,7 +32,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `compare`, `convert`, `ingest`, `cuda`).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `compare`, `convert`, `ingest`, `adapters`, `train`, `cuda`).
     pub only: Option<Vec<String>>,
 }
 
@@ -121,13 +123,13 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--only" => {
                 let v = it.next().ok_or(
-                    "--only needs a list: stats,engine,md5,npy,dump,compare,convert,ingest,adapters,cuda",
+                    "--only needs a list: stats,engine,md5,npy,dump,compare,convert,ingest,adapters,train,cuda",
                 )?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,compare,convert,ingest,adapters,cuda]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,compare,convert,ingest,adapters,train,cuda]"
                         .into(),
                 );
             }
@@ -180,6 +182,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 return Err(format!("the adapters group needs tract: run `{HOW}`"));
             }
             println!("adapters group skipped (builds tract in release): run `{HOW}`");
+        }
+    }
+    if opts.wants("train") {
+        #[cfg(feature = "train")]
+        train::run(&opts, &mut rows)?;
+        #[cfg(not(feature = "train"))]
+        {
+            const HOW: &str =
+                "cargo run --release -p xtask --features train -- bench-stats --only train";
+            if opts.only.is_some() {
+                return Err(format!("the train group needs candle: run `{HOW}`"));
+            }
+            println!("train group skipped (builds candle in release): run `{HOW}`");
         }
     }
     if opts.device.as_deref() == Some("cuda") && opts.wants("cuda") {

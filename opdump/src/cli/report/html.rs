@@ -231,6 +231,38 @@ pub fn page(
     rows: &[Vec<String>],
     highlight: Option<usize>,
 ) -> String {
+    page_with(title, summary, plots, "", head, rows, highlight)
+}
+
+/// A sortable table of its own (a section of a page: [`page_with`]'s `extra`), cells escaped.
+pub fn table(head: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = String::from(r#"<table class="sortable"><thead><tr>"#);
+    for h in head {
+        let _ = write!(s, "<th>{}</th>", esc(h));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for r in rows.iter().take(MAX_ROWS) {
+        s.push_str("<tr>");
+        for c in r {
+            let _ = write!(s, "<td>{}</td>", esc(c));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table>");
+    s
+}
+
+/// [`page`] with `extra` (already HTML: headings, [`table`]s, [`svg`]s) between the plots
+/// and the tensor table.
+pub fn page_with(
+    title: &str,
+    summary: &str,
+    plots: &[Plot],
+    extra: &str,
+    head: &[&str],
+    rows: &[Vec<String>],
+    highlight: Option<usize>,
+) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -244,6 +276,7 @@ tr.hl td{{background:#fdd}} .sum{{font-size:14px;margin-bottom:12px}} svg{{displ
     for p in plots {
         s.push_str(&svg(p));
     }
+    s.push_str(extra);
     s.push_str(r#"<table class="sortable"><thead><tr>"#);
     for h in head {
         let _ = write!(s, "<th>{}</th>", esc(h));
