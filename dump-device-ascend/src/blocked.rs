@@ -43,9 +43,10 @@ use dump_core::DType;
 
 use crate::convert::{
     Shape, bytes_of, fractal_nz, fractal_nz::fractal_nz_shape, fractal_z,
-    fractal_z::fractal_z_shape, nc1hwc0, nc1hwc0::nc1hwc0_shape, nhwc,
+    fractal_z::fractal_z_shape, fractal_z_3d, nc1hwc0, nc1hwc0::nc1hwc0_shape, ndc1hwc0,
+    ndc1hwc0::ndc1hwc0_shape, nhwc,
 };
-use crate::to_host::{expect_dims, last_dims, pad4, rank_err};
+use crate::to_host::{c0_of, check_fractal_z_3d, exact5, expect_dims, last_dims, pad4, rank_err};
 use crate::{Blocks, Error, Format};
 
 /// Block size for host layouts (plain copies): 1 MiB.
@@ -72,6 +73,15 @@ enum Kind {
     },
     FractalZ {
         host: [usize; 4],
+        b: Blocks,
+    },
+    /// One block per image: its `D·C1·H·W·C0` device elements become `C·D·H·W` host ones.
+    Ndc1hwc0 {
+        cdhw: [usize; 4],
+        c0: usize,
+    },
+    FractalZ3d {
+        host: [usize; 5],
         b: Blocks,
     },
 }
@@ -142,9 +152,9 @@ impl HostBlocks {
                 let img = bytes_of(&[h, w, c], elem)?;
                 plan(Kind::Nhwc { h, w, c }, &host, n, img, img)
             }
-            Format::Nc1hwc0 => {
+            Format::Nc1hwc0 | Format::Nc1hwc0C04 => {
                 let host = pad4(format, host_shape)?;
-                let c0 = last_dims::<1>(format, dev, 5)?[0];
+                let c0 = c0_of(format, dev)?;
                 let want = nc1hwc0_shape(host, c0)?;
                 expect_dims(format, &want, dev)?;
                 let [n, c, h, w] = host;
@@ -179,6 +189,32 @@ impl HostBlocks {
                 let src = bytes_of(dev, elem)?;
                 let dst = bytes_of(&host, elem)?;
                 plan(Kind::FractalZ { host, b }, &host, 1, src, dst)
+            }
+            Format::Ndc1hwc0 => {
+                let host = exact5(format, host_shape)?;
+                let c0 = last_dims::<1>(format, dev, 6)?[0];
+                let want = ndc1hwc0_shape(host, c0)?;
+                expect_dims(format, &want, dev)?;
+                let [n, c, d, h, w] = host;
+                let src = bytes_of(&want[1..], elem)?;
+                let dst = bytes_of(&host[1..], elem)?;
+                plan(
+                    Kind::Ndc1hwc0 {
+                        cdhw: [c, d, h, w],
+                        c0,
+                    },
+                    &host,
+                    n,
+                    src,
+                    dst,
+                )
+            }
+            Format::FractalZ3d => {
+                let host = exact5(format, host_shape)?;
+                let b = check_fractal_z_3d(format, host, dev)?;
+                let src = bytes_of(dev, elem)?;
+                let dst = bytes_of(&host, elem)?;
+                plan(Kind::FractalZ3d { host, b }, &host, 1, src, dst)
             }
             other => Err(Error::UnsupportedFormat(other)),
         }
@@ -245,6 +281,13 @@ impl HostBlocks {
                 fractal_nz::fractal_nz_to_nd(src, elem, mn, b, dst)
             }
             Kind::FractalZ { host, b } => fractal_z::fractal_z_to_nchw(src, elem, host, b, dst),
+            Kind::Ndc1hwc0 {
+                cdhw: [c, d, h, w],
+                c0,
+            } => ndc1hwc0::ndc1hwc0_to_ncdhw(src, elem, [1, c, d, h, w], c0, dst),
+            Kind::FractalZ3d { host, b } => {
+                fractal_z_3d::fractal_z_3d_to_ncdhw(src, elem, host, b, dst)
+            }
         }
     }
 }
@@ -254,7 +297,9 @@ mod tests {
     use super::*;
     use crate::convert::fractal_nz::nd_to_fractal_nz;
     use crate::convert::fractal_z::nchw_to_fractal_z;
+    use crate::convert::fractal_z_3d::{fractal_z_3d_shape, ncdhw_to_fractal_z_3d};
     use crate::convert::nc1hwc0::nchw_to_nc1hwc0;
+    use crate::convert::ndc1hwc0::ncdhw_to_ndc1hwc0;
     use crate::convert::nhwc::nchw_to_nhwc;
     use crate::convert::testutil::elems;
     use crate::{DeviceTensor, to_host};
@@ -264,12 +309,15 @@ mod tests {
     #[test]
     fn blocks_concatenate_to_what_to_host_gives() {
         let b = Blocks::default_for(DType::Float16).unwrap();
-        let cases: [(Format, &[usize]); 5] = [
+        let cases: [(Format, &[usize]); 8] = [
             (Format::Nhwc, &[2, 5, 3, 2]),
             (Format::Nc1hwc0, &[2, 35, 3, 2]),
             (Format::FractalZ, &[17, 5, 3, 2]),
             (Format::FractalNz, &[3, 2, 19, 33]),
             (Format::Nd, &[3, 7]),
+            (Format::Nc1hwc0C04, &[2, 7, 3, 2]),
+            (Format::Ndc1hwc0, &[2, 19, 3, 2, 2]),
+            (Format::FractalZ3d, &[17, 5, 2, 3, 2]),
         ];
         for (format, host) in cases {
             let count: usize = host.iter().product();
@@ -292,6 +340,18 @@ mod tests {
                 Format::FractalNz => (
                     nd_to_fractal_nz(&src, 2, host, b, &mut dev).unwrap(),
                     fractal_nz_shape(host, b).unwrap(),
+                ),
+                Format::Nc1hwc0C04 => (
+                    nchw_to_nc1hwc0(&src, 2, h4(host), 4, &mut dev).unwrap(),
+                    Shape::new(&nc1hwc0_shape(h4(host), 4).unwrap()).unwrap(),
+                ),
+                Format::Ndc1hwc0 => (
+                    ncdhw_to_ndc1hwc0(&src, 2, host.try_into().unwrap(), 16, &mut dev).unwrap(),
+                    Shape::new(&ndc1hwc0_shape(host.try_into().unwrap(), 16).unwrap()).unwrap(),
+                ),
+                Format::FractalZ3d => (
+                    ncdhw_to_fractal_z_3d(&src, 2, host.try_into().unwrap(), b, &mut dev).unwrap(),
+                    Shape::new(&fractal_z_3d_shape(host.try_into().unwrap(), b).unwrap()).unwrap(),
                 ),
                 _ => {
                     dev[..src.len()].copy_from_slice(&src);

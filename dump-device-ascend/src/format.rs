@@ -27,11 +27,17 @@ pub enum Format {
     FractalZ,
     /// `FRACTAL_NZ`: matrices, `(…, N1, M1, M0, N0)` for an `(…, M, N)` host shape.
     FractalNz,
+    /// `NC1HWC0_C04`: `NC1HWC0` with C0 fixed at 4.
+    Nc1hwc0C04,
+    /// `NDC1HWC0`: `(N, D, C1, H, W, C0)` for an NCDHW host shape.
+    Ndc1hwc0,
+    /// `FRACTAL_Z_3D`: 3-D convolution weights, `(D·C1·H·W, N1, N0, C0)` for NCDHW.
+    FractalZ3d,
 }
 
 impl Format {
     /// Every format, in declaration order.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 10] = [
         Format::Default,
         Format::Nd,
         Format::Nchw,
@@ -39,6 +45,9 @@ impl Format {
         Format::Nc1hwc0,
         Format::FractalZ,
         Format::FractalNz,
+        Format::Nc1hwc0C04,
+        Format::Ndc1hwc0,
+        Format::FractalZ3d,
     ];
 
     /// The name MindSpore uses in kernel info and dump file names (`NC1HWC0`, `FRACTAL_Z`, …).
@@ -51,6 +60,9 @@ impl Format {
             Format::Nc1hwc0 => "NC1HWC0",
             Format::FractalZ => "FRACTAL_Z",
             Format::FractalNz => "FRACTAL_NZ",
+            Format::Nc1hwc0C04 => "NC1HWC0_C04",
+            Format::Ndc1hwc0 => "NDC1HWC0",
+            Format::FractalZ3d => "FRACTAL_Z_3D",
         }
     }
 
@@ -68,7 +80,8 @@ impl Format {
     }
 
     /// The `aclFormat` value (`ACL_FORMAT_NCHW = 0`, `NHWC = 1`, `ND = 2`, `NC1HWC0 = 3`,
-    /// `FRACTAL_Z = 4`, `FRACTAL_NZ = 29`); `DefaultFormat` is `ND`.
+    /// `FRACTAL_Z = 4`, `NC1HWC0_C04 = 12`, `FRACTAL_NZ = 29`, `NDC1HWC0 = 32`,
+    /// `FRACTAL_Z_3D = 33`); `DefaultFormat` is `ND`.
     pub const fn acl_format(self) -> i32 {
         match self {
             Format::Default | Format::Nd => 2,
@@ -77,6 +90,9 @@ impl Format {
             Format::Nc1hwc0 => 3,
             Format::FractalZ => 4,
             Format::FractalNz => 29,
+            Format::Nc1hwc0C04 => 12,
+            Format::Ndc1hwc0 => 32,
+            Format::FractalZ3d => 33,
         }
     }
 

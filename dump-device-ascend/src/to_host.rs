@@ -41,7 +41,8 @@
 
 use crate::convert::{
     Shape, bytes_of, fractal_nz, fractal_nz::fractal_nz_shape, fractal_z,
-    fractal_z::fractal_z_shape, nc1hwc0, nc1hwc0::nc1hwc0_shape, nhwc,
+    fractal_z::fractal_z_shape, fractal_z_3d, fractal_z_3d::fractal_z_3d_shape, nc1hwc0,
+    nc1hwc0::nc1hwc0_shape, ndc1hwc0, ndc1hwc0::ndc1hwc0_shape, nhwc,
 };
 use crate::{Blocks, Error, Format};
 use dump_core::DType;
@@ -146,11 +147,22 @@ pub fn to_host<'a>(t: &DeviceTensor<'a>, dst: &'a mut [u8]) -> Result<DumpView<'
             expect_dims(t.format, &[n, h, w, c], dev)?;
             nhwc::nhwc_to_nchw(t.data, elem, host, dst)?
         }
-        Format::Nc1hwc0 => {
+        Format::Nc1hwc0 | Format::Nc1hwc0C04 => {
             let host = pad4(t.format, t.host_shape)?;
-            let c0 = last_dims::<1>(t.format, dev, 5)?[0];
+            let c0 = c0_of(t.format, dev)?;
             expect_dims(t.format, &nc1hwc0_shape(host, c0)?, dev)?;
             nc1hwc0::nc1hwc0_to_nchw(t.data, elem, host, c0, dst)?
+        }
+        Format::Ndc1hwc0 => {
+            let host = exact5(t.format, t.host_shape)?;
+            let c0 = last_dims::<1>(t.format, dev, 6)?[0];
+            expect_dims(t.format, &ndc1hwc0_shape(host, c0)?, dev)?;
+            ndc1hwc0::ndc1hwc0_to_ncdhw(t.data, elem, host, c0, dst)?
+        }
+        Format::FractalZ3d => {
+            let host = exact5(t.format, t.host_shape)?;
+            let b = check_fractal_z_3d(t.format, host, dev)?;
+            fractal_z_3d::fractal_z_3d_to_ncdhw(t.data, elem, host, b, dst)?
         }
         Format::FractalZ => {
             let host = pad4(t.format, t.host_shape)?;
@@ -209,6 +221,47 @@ pub(crate) fn rank_err(
 pub(crate) fn exact4(format: Format, host: &[usize]) -> Result<[usize; 4], Error> {
     host.try_into()
         .map_err(|_| rank_err(format, "host", 4, host.len()))
+}
+
+pub(crate) fn exact5(format: Format, host: &[usize]) -> Result<[usize; 5], Error> {
+    host.try_into()
+        .map_err(|_| rank_err(format, "host", 5, host.len()))
+}
+
+/// C0 of an `NC1HWC0` / `NC1HWC0_C04` device shape (its last axis, of 5); `NC1HWC0_C04`
+/// requires 4.
+pub(crate) fn c0_of(format: Format, dev: &[usize]) -> Result<usize, Error> {
+    let c0 = last_dims::<1>(format, dev, 5)?[0];
+    if format == Format::Nc1hwc0C04 && c0 != 4 {
+        return Err(Error::Dim {
+            format,
+            axis: 4,
+            expected: 4,
+            actual: c0,
+        });
+    }
+    Ok(c0)
+}
+
+/// Checks a `FRACTAL_Z_3D` device shape against its NCDHW host shape and returns its blocks
+/// (N0, C0: the last two axes). The device shape is the 4-D `(D·C1·H·W, N1, N0, C0)` or the
+/// 7-D `(D, C1, H, W, N1, N0, C0)` CANN also reports (the same bytes).
+pub(crate) fn check_fractal_z_3d(
+    format: Format,
+    host: [usize; 5],
+    dev: &[usize],
+) -> Result<Blocks, Error> {
+    let rank = if dev.len() == 7 { 7 } else { 4 };
+    let [n0, c0] = last_dims::<2>(format, dev, rank)?;
+    let b = Blocks { c0, cube: n0 };
+    let [rows, n1, n0, c0] = fractal_z_3d_shape(host, b)?;
+    if rank == 7 {
+        let [_, c, d, h, w] = host;
+        expect_dims(format, &[d, c.div_ceil(c0), h, w, n1, n0, c0], dev)?;
+    } else {
+        expect_dims(format, &[rows, n1, n0, c0], dev)?;
+    }
+    Ok(b)
 }
 
 pub(crate) fn pad4(format: Format, host: &[usize]) -> Result<[usize; 4], Error> {
@@ -410,6 +463,70 @@ mod tests {
         let t = tensor(Format::Nd, DType::Int8, &[4], &[4], &dev[..3]);
         assert!(keep_device(&t).is_err());
         assert!(to_host(&t, &mut out).is_err());
+    }
+
+    /// `NC1HWC0_C04` is NC1HWC0 with C0 = 4 (another C0 is refused, naming the axis), and
+    /// `FRACTAL_Z_3D` converts from its 4-D or its 7-D device shape alike.
+    #[test]
+    fn c04_and_the_two_spellings_of_fractal_z_3d() {
+        use crate::convert::fractal_z_3d::ncdhw_to_fractal_z_3d;
+        let src = elems(2 * 5 * 3, 2);
+        let mut dev = vec![0u8; 2 * 2 * 3 * 4 * 2];
+        nchw_to_nc1hwc0(&src, 2, [2, 5, 3, 1], 4, &mut dev).unwrap();
+        let t = tensor(
+            Format::Nc1hwc0C04,
+            DType::Float16,
+            &[2, 2, 3, 1, 4],
+            &[2, 5, 3, 1],
+            &dev,
+        );
+        let mut out = vec![0u8; src.len()];
+        assert_eq!(to_host(&t, &mut out).unwrap().data, &src[..]);
+        let mut dev16 = vec![0u8; 2 * 3 * 16 * 2];
+        nchw_to_nc1hwc0(&src, 2, [2, 5, 3, 1], 16, &mut dev16).unwrap();
+        let t = tensor(
+            Format::Nc1hwc0C04,
+            DType::Float16,
+            &[2, 1, 3, 1, 16],
+            &[2, 5, 3, 1],
+            &dev16,
+        );
+        assert_eq!(
+            to_host(&t, &mut out).unwrap_err(),
+            Error::Dim {
+                format: Format::Nc1hwc0C04,
+                axis: 4,
+                expected: 4,
+                actual: 16
+            }
+        );
+
+        let b = Blocks { c0: 16, cube: 16 };
+        let host = [17usize, 5, 2, 3, 1];
+        let src = elems(host.iter().product(), 2);
+        let mut dev = vec![0u8; 2 * 3 * 2 * 16 * 16 * 2];
+        ncdhw_to_fractal_z_3d(&src, 2, host, b, &mut dev).unwrap();
+        for shape in [&[6usize, 2, 16, 16][..], &[2, 1, 3, 1, 2, 16, 16]] {
+            let t = tensor(Format::FractalZ3d, DType::Float16, shape, &host, &dev);
+            let mut out = vec![0u8; src.len()];
+            assert_eq!(to_host(&t, &mut out).unwrap().data, &src[..], "{shape:?}");
+        }
+        let t = tensor(
+            Format::FractalZ3d,
+            DType::Float16,
+            &[2, 1, 3, 1, 3, 16, 16],
+            &host,
+            &dev,
+        );
+        assert_eq!(
+            to_host(&t, &mut out).unwrap_err(),
+            Error::Dim {
+                format: Format::FractalZ3d,
+                axis: 4,
+                expected: 2,
+                actual: 3
+            }
+        );
     }
 
     /// fp32 FRACTAL_NZ with C0 = 8 (the newer `FRACTAL_NZ_C0_8` layout): C0 comes from the

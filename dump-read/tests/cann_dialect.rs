@@ -113,10 +113,11 @@ fn every_readable_tensor_has_numpys_statistics() {
         );
     }
 
-    // Read as stored, with a problem: NDC1HWC0 (no converter yet), an unknown format.
+    // Read as stored, with a problem: NDC1HWC0 without the original shape its converter
+    // needs, an unknown format.
     let why = |needle: &str| d.problems.iter().any(|p| p.message.contains(needle));
     assert!(
-        why("output.3: format NDC1HWC0 has no converter"),
+        why("output.3: format NDC1HWC0 without an original_shape: read as stored"),
         "{:?}",
         d.problems
     );

@@ -13,6 +13,9 @@
 //! | `NC1HWC0` | `NCHW` | [`nc1hwc0`] |
 //! | `FRACTAL_Z` | `NCHW` (weights: N = out channels, C = in channels) | [`fractal_z`] |
 //! | `FRACTAL_NZ` | `(…, M, N)` | [`fractal_nz`] |
+//! | `NC1HWC0_C04` | `NCHW` | [`nc1hwc0`] with C0 = 4 |
+//! | `NDC1HWC0` | `NCDHW` | [`ndc1hwc0`] |
+//! | `FRACTAL_Z_3D` | `NCDHW` (3-D weights) | [`fractal_z_3d`] |
 //!
 //! Each function checks the source length against the shape (exactly) and the destination
 //! length (at least), and returns the number of bytes written. Shape products that overflow
@@ -23,7 +26,9 @@
 
 pub mod fractal_nz;
 pub mod fractal_z;
+pub mod fractal_z_3d;
 pub mod nc1hwc0;
+pub mod ndc1hwc0;
 pub mod nhwc;
 mod shape;
 #[cfg(test)]

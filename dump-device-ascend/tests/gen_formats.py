@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Device-format fixtures made by numpy alone, for the converters numpy checks.
+
+For NC1HWC0_C04, NDC1HWC0 and FRACTAL_Z_3D: a random float16 host tensor (channel counts that
+leave a padded last block), its device bytes made by numpy (pad, reshape, transpose), and a
+self-check that msaccucmp's backward transposes (spec cann-dump.md section 6: NC1HWC0
+(0,1,4,2,3), NDC1HWC0 (0,2,5,1,3,4); FRACTAL_Z_3D the FRACTAL_Z one with D outermost) give the
+host tensor back. `tests/formats_numpy.rs` converts the device bytes with dump-device-ascend
+and compares with the host tensor. Run: python3 gen_formats.py (writes fixtures/formats/).
+"""
+import json
+import os
+
+import numpy as np
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "formats")
+RNG = np.random.default_rng(20261125)
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def nc1hwc0(host, c0):
+    n, c, h, w = host.shape
+    c1 = ceil_div(c, c0)
+    pad = np.zeros((n, c1 * c0, h, w), host.dtype)
+    pad[:, :c] = host
+    dev = pad.reshape(n, c1, c0, h, w).transpose(0, 1, 3, 4, 2)
+    back = dev.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)[:, :c]
+    assert np.array_equal(back, host)
+    return dev
+
+
+def ndc1hwc0(host, c0):
+    n, c, d, h, w = host.shape
+    c1 = ceil_div(c, c0)
+    pad = np.zeros((n, c1 * c0, d, h, w), host.dtype)
+    pad[:, :c] = host
+    # (N, C1, C0, D, H, W) -> (N, D, C1, H, W, C0)
+    dev = pad.reshape(n, c1, c0, d, h, w).transpose(0, 3, 1, 4, 5, 2)
+    back = dev.transpose(0, 2, 5, 1, 3, 4).reshape(n, c1 * c0, d, h, w)[:, :c]
+    assert np.array_equal(back, host)
+    return dev
+
+
+def fractal_z_3d(host, c0, n0):
+    n, c, d, h, w = host.shape
+    c1, n1 = ceil_div(c, c0), ceil_div(n, n0)
+    pad = np.zeros((n1 * n0, c1 * c0, d, h, w), host.dtype)
+    pad[:n, :c] = host
+    # (N1, N0, C1, C0, D, H, W) -> (D, C1, H, W, N1, N0, C0)
+    dev = pad.reshape(n1, n0, c1, c0, d, h, w).transpose(4, 2, 5, 6, 0, 1, 3)
+    back = dev.transpose(4, 5, 1, 6, 0, 2, 3).reshape(n1 * n0, c1 * c0, d, h, w)[:n, :c]
+    assert np.array_equal(back, host)
+    return dev.reshape(d * c1 * h * w, n1, n0, c0)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    cases = []
+
+    def save(name, fmt, host, dev):
+        host_file, dev_file = name + ".host.npy", name + ".device.bin"
+        np.save(os.path.join(OUT, host_file), host)
+        with open(os.path.join(OUT, dev_file), "wb") as f:
+            f.write(np.ascontiguousarray(dev).tobytes())
+        cases.append({"name": name, "format": fmt, "host_shape": list(host.shape),
+                      "device_shape": list(dev.shape), "host": host_file, "device": dev_file})
+
+    h = (RNG.standard_normal((2, 7, 3, 5)) * 10).astype(np.float16)
+    save("c04", "NC1HWC0_C04", h, nc1hwc0(h, 4))
+    h = (RNG.standard_normal((2, 19, 3, 2, 5)) * 10).astype(np.float16)
+    save("ndc1hwc0", "NDC1HWC0", h, ndc1hwc0(h, 16))
+    h = (RNG.standard_normal((17, 5, 2, 3, 3)) * 10).astype(np.float16)
+    save("fractal_z_3d", "FRACTAL_Z_3D", h, fractal_z_3d(h, 16, 16))
+    with open(os.path.join(OUT, "manifest.json"), "w") as f:
+        json.dump({"numpy": np.__version__, "cases": cases}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
