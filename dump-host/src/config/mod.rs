@@ -33,6 +33,7 @@
 //! assert_eq!(paths, ["common_dump_settings.net_name", "common_dump_settings.iteration"]);
 //! ```
 
+pub mod acl;
 mod categories;
 mod common;
 mod diagnostics;
@@ -44,6 +45,7 @@ mod kernels;
 mod read;
 mod rules;
 mod suggest;
+pub mod torchair;
 mod types;
 
 use std::path::Path;

@@ -1,0 +1,718 @@
+//! CANN's `acl.json` dump section (`{"dump": {…}}`), validated as CANN validates it, every
+//! problem at once (spec `peers.md` §5.3).
+//!
+//! Each error message starts with CANN's error code (`EP0001` a wrong type or a missing or
+//! empty section, `EP0002` a value outside its allowed set, `EP0003` an invalid value,
+//! `EP0005` fields in conflict) and names the value and what is allowed. The result says which
+//! dump CANN would run ([`AclDumpKind`]: an exception scene wins, then overflow, then the
+//! operator dump) or that the file asks for none.
+//!
+//! ```
+//! use dump_host::config::acl::{AclDumpKind, check_acl};
+//!
+//! let dir = std::env::temp_dir();
+//! let text = format!(
+//!     r#"{{"dump": {{"dump_path": "{}", "dump_list": [{{"model_name": "resnet"}}],
+//!          "dump_mode": "all", "dump_data": "stats", "dump_stats": ["Max", "Nan"]}}}}"#,
+//!     dir.display()
+//! );
+//! let ok = check_acl(&serde_json::from_str(&text).unwrap()).unwrap();
+//! assert_eq!(ok.kind, AclDumpKind::Operators);
+//! assert!(ok.stats_only);
+//!
+//! let bad = r#"{"dump": {"dump_path": "", "dump_mode": "both", "dump_debug": "on",
+//!               "dump_op_switch": "on"}}"#;
+//! let d = check_acl(&serde_json::from_str(bad).unwrap()).unwrap_err();
+//! let codes: Vec<&str> = d.errors().map(|e| &e.message[..6]).collect();
+//! assert_eq!(codes, ["EP0002", "EP0005", "EP0003"]);
+//! ```
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::Diagnostics;
+
+/// The string keys of the `dump` section with their allowed values (`None`: free text).
+const STRINGS: [(&str, Option<&[&str]>); 9] = [
+    ("dump_path", None),
+    ("dump_mode", Some(&["input", "output", "all"])),
+    ("dump_op_switch", Some(&["on", "off"])),
+    ("dump_debug", Some(&["on", "off"])),
+    ("dump_level", Some(&["op", "kernel", "all"])),
+    ("dump_data", Some(&["tensor", "stats"])),
+    (
+        "dump_scene",
+        Some(&[
+            "lite_exception",
+            "aic_err_brief_dump",
+            "aic_err_norm_dump",
+            "aic_err_detail_dump",
+            "watcher",
+        ]),
+    ),
+    ("dump_kernel_data", None),
+    ("dump_step", None),
+];
+
+/// `dump_kernel_data`'s comma-separated items.
+const KERNEL_DATA: [&str; 5] = ["all", "printf", "tensor", "assert", "timestamp"];
+
+/// `dump_stats`' allowed items.
+pub const ACL_STATS: [&str; 7] = [
+    "Max",
+    "Min",
+    "Avg",
+    "Nan",
+    "Negative Inf",
+    "Positive Inf",
+    "L2norm",
+];
+
+/// Keys of a `dump_list` item.
+const ITEM_KEYS: [&str; 6] = [
+    "model_name",
+    "layer",
+    "watcher_nodes",
+    "optype_blacklist",
+    "opname_blacklist",
+    "opname_range",
+];
+
+/// The most `|`-separated parts `dump_step` may hold, and entries a blacklist may hold.
+pub const MAX_PARTS: usize = 100;
+
+/// `dump_path`'s longest accepted length, in characters.
+pub const MAX_PATH_CHARS: usize = 512;
+
+/// Which dump an accepted `acl.json` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AclDumpKind {
+    /// No `dump` section, an empty one, or nothing that starts a dump.
+    None,
+    /// An exception scene (`lite_exception`, `aic_err_*_dump`): other fields are ignored.
+    Exception,
+    /// `dump_debug: on`: overflow dump.
+    Overflow,
+    /// The operator dump (`dump_list`, or `dump_op_switch: on` for single operators), also in
+    /// the `watcher` scene.
+    Operators,
+}
+
+/// What an accepted `acl.json` asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AclDump {
+    /// Which dump runs.
+    pub kind: AclDumpKind,
+    /// `dump_data: stats`: CANN's statistics csv instead of tensor files.
+    pub stats_only: bool,
+    /// `dump_scene: watcher`.
+    pub watcher: bool,
+    /// Warnings (fields CANN ignores in this configuration).
+    pub warnings: Diagnostics,
+}
+
+/// Validates the document of an `acl.json`; every error at once, or what it asks for.
+pub fn check_acl(doc: &Value) -> Result<AclDump, Diagnostics> {
+    let mut d = Diagnostics::new();
+    let none = AclDump {
+        kind: AclDumpKind::None,
+        stats_only: false,
+        watcher: false,
+        warnings: Diagnostics::new(),
+    };
+    let Some(root) = doc.as_object() else {
+        d.error(
+            "",
+            "EP0001: an acl.json is a JSON object (`{\"dump\": {…}}`)",
+        );
+        return Err(d);
+    };
+    let dump = match root.get("dump") {
+        None => return Ok(none),
+        Some(Value::Object(m)) if m.is_empty() => return Ok(none),
+        Some(Value::Object(m)) => m,
+        Some(v) => {
+            d.error(
+                "dump",
+                format!("EP0001: `dump` must be an object, got {}", kind(v)),
+            );
+            return Err(d);
+        }
+    };
+    let mut warnings = Diagnostics::new();
+    for k in dump.keys() {
+        let known = STRINGS.iter().any(|(s, _)| s == k) || k == "dump_stats" || k == "dump_list";
+        if !known {
+            warnings.warn(
+                format!("dump.{k}"),
+                "not an acl.json dump key; CANN ignores it",
+            );
+        }
+    }
+    let s = |k: &str| dump.get(k).and_then(Value::as_str);
+    for (key, allowed) in STRINGS {
+        match dump.get(key) {
+            None => {}
+            Some(Value::String(v)) => {
+                if let Some(set) = allowed
+                    && !set.contains(&v.as_str())
+                {
+                    d.error(
+                        format!("dump.{key}"),
+                        format!("EP0002: {v:?} is not allowed; allowed: {}", set.join(", ")),
+                    );
+                }
+            }
+            Some(v) => d.error(
+                format!("dump.{key}"),
+                format!("EP0001: must be a string, got {}", kind(v)),
+            ),
+        }
+    }
+    let on = |k: &str| s(k) == Some("on");
+    let scene = s("dump_scene");
+    let exception = scene.is_some_and(|v| v != "watcher");
+    let watcher = scene == Some("watcher");
+
+    // Conflicts first (EP0005): they hold in every scene.
+    if on("dump_debug") && on("dump_op_switch") {
+        d.error(
+            "dump.dump_debug",
+            "EP0005: dump_debug \"on\" (overflow dump) cannot be combined with dump_op_switch \"on\" (single-operator dump)",
+        );
+    }
+    if let Some(sc) = scene
+        && (on("dump_debug") || on("dump_op_switch"))
+        && (exception || watcher)
+    {
+        d.error(
+            "dump.dump_scene",
+            format!(
+                "EP0005: dump_scene {sc:?} cannot be combined with dump_debug \"on\" or dump_op_switch \"on\""
+            ),
+        );
+    }
+    if exception {
+        for k in dump
+            .keys()
+            .filter(|k| *k != "dump_scene" && *k != "dump_path")
+        {
+            if !matches!(k.as_str(), "dump_debug" | "dump_op_switch") {
+                warnings.warn(
+                    format!("dump.{k}"),
+                    format!(
+                        "ignored: the exception scene {:?} takes only dump_path (and ASCEND_DUMP_PATH / ASCEND_WORK_PATH before it)",
+                        scene.unwrap_or_default()
+                    ),
+                );
+            }
+        }
+    } else {
+        check_path(dump, &mut d);
+        if let Some(v) = dump.get("dump_step").and_then(Value::as_str) {
+            check_acl_steps(v, &mut d);
+        }
+        if let Some(v) = s("dump_kernel_data") {
+            for item in v.split(',') {
+                if !KERNEL_DATA.contains(&item) {
+                    d.error(
+                        "dump.dump_kernel_data",
+                        format!(
+                            "EP0002: {item:?} is not allowed; a comma list of: {}",
+                            KERNEL_DATA.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+        check_stats(dump, s("dump_data") == Some("stats"), &mut d);
+        check_list(dump, &mut d, watcher, s("dump_level"), on("dump_op_switch"));
+        if watcher && s("dump_mode").is_some_and(|m| m != "output") {
+            d.error(
+                "dump.dump_mode",
+                format!(
+                    "EP0005: the watcher scene dumps outputs only; dump_mode must be \"output\" or absent, got {:?}",
+                    s("dump_mode").unwrap_or_default()
+                ),
+            );
+        }
+    }
+    if d.has_errors() {
+        return Err(d);
+    }
+    let has_list = dump
+        .get("dump_list")
+        .and_then(Value::as_array)
+        .is_some_and(|l| !l.is_empty());
+    let kind = if exception {
+        AclDumpKind::Exception
+    } else if on("dump_debug") {
+        AclDumpKind::Overflow
+    } else if has_list || on("dump_op_switch") || watcher {
+        AclDumpKind::Operators
+    } else {
+        AclDumpKind::None
+    };
+    Ok(AclDump {
+        kind,
+        stats_only: s("dump_data") == Some("stats") && kind == AclDumpKind::Operators,
+        watcher,
+        warnings,
+    })
+}
+
+/// `dump_path`: required, non-empty, at most [`MAX_PATH_CHARS`] characters, an existing
+/// directory with read and write access (an `ip:path` form is taken as remote and not
+/// checked).
+fn check_path(dump: &Map<String, Value>, d: &mut Diagnostics) {
+    let Some(v) = dump.get("dump_path") else {
+        d.error(
+            "dump.dump_path",
+            "EP0003: required (the directory the dump goes to)",
+        );
+        return;
+    };
+    let Some(p) = v.as_str() else { return };
+    if p.is_empty() {
+        d.error("dump.dump_path", "EP0003: must not be empty");
+        return;
+    }
+    let chars = p.chars().count();
+    if chars > MAX_PATH_CHARS {
+        d.error(
+            "dump.dump_path",
+            format!("EP0003: {chars} characters; at most {MAX_PATH_CHARS} are allowed"),
+        );
+        return;
+    }
+    // `host:path` (a remote dump server): CANN checks it there, not here.
+    if let Some((host, _)) = p.split_once(':')
+        && !host.is_empty()
+        && !host.contains('/')
+    {
+        return;
+    }
+    match std::fs::metadata(Path::new(p)) {
+        Ok(m) if m.is_dir() => {
+            if m.permissions().readonly() {
+                d.error(
+                    "dump.dump_path",
+                    format!("EP0003: {p:?} is not writable (read and write access needed)"),
+                );
+            }
+        }
+        Ok(_) => d.error(
+            "dump.dump_path",
+            format!("EP0003: {p:?} is not a directory"),
+        ),
+        Err(e) => d.error(
+            "dump.dump_path",
+            format!("EP0003: {p:?} must be an existing directory: {e}"),
+        ),
+    }
+}
+
+/// acl.json's `dump_step`: at most [`MAX_PARTS`] `|`-separated parts, each `N` or `A-B` with
+/// `A ≤ B` (GE, through torchair, wants `A < B`).
+fn check_acl_steps(v: &str, d: &mut Diagnostics) {
+    let parts: Vec<&str> = v.split('|').collect();
+    if parts.len() > MAX_PARTS {
+        d.error(
+            "dump.dump_step",
+            format!(
+                "EP0003: {} parts; at most {MAX_PARTS} are allowed",
+                parts.len()
+            ),
+        );
+    }
+    for part in parts {
+        match step_part(part) {
+            Some((a, Some(b))) if a > b => d.error(
+                "dump.dump_step",
+                format!("EP0003: {part:?}: the first step is greater than the second"),
+            ),
+            Some(_) => {}
+            None => d.error(
+                "dump.dump_step",
+                format!("EP0003: {part:?} is not a step or a range; example: \"0|3-5|10\""),
+            ),
+        }
+    }
+}
+
+/// `N` → `(N, None)`, `A-B` → `(A, Some(B))`; `None` when the part is neither.
+pub(crate) fn step_part(part: &str) -> Option<(u64, Option<u64>)> {
+    let num = |s: &str| {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<u64>().ok())
+            .flatten()
+    };
+    match part.split_once('-') {
+        None => Some((num(part)?, None)),
+        Some((a, b)) => Some((num(a)?, Some(num(b)?))),
+    }
+}
+
+/// `dump_stats`: a non-empty array of [`ACL_STATS`] names, only with `dump_data: stats`.
+fn check_stats(dump: &Map<String, Value>, stats_data: bool, d: &mut Diagnostics) {
+    let Some(v) = dump.get("dump_stats") else {
+        return;
+    };
+    let Some(items) = v.as_array() else {
+        d.error(
+            "dump.dump_stats",
+            format!("EP0001: must be an array of strings, got {}", kind(v)),
+        );
+        return;
+    };
+    if !stats_data {
+        d.error(
+            "dump.dump_stats",
+            "EP0005: dump_stats needs dump_data \"stats\"",
+        );
+    }
+    if items.is_empty() {
+        d.error(
+            "dump.dump_stats",
+            format!(
+                "EP0003: must not be empty; choose from {}",
+                ACL_STATS.join(", ")
+            ),
+        );
+    }
+    for (i, it) in items.iter().enumerate() {
+        if !it.as_str().is_some_and(|s| ACL_STATS.contains(&s)) {
+            d.error(
+                format!("dump.dump_stats[{i}]"),
+                format!(
+                    "EP0002: {it} is not allowed; allowed: {}",
+                    ACL_STATS.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+/// `dump_list`: an array of objects; watcher rules, blacklist and range rules.
+fn check_list(
+    dump: &Map<String, Value>,
+    d: &mut Diagnostics,
+    watcher: bool,
+    level: Option<&str>,
+    op_switch: bool,
+) {
+    let Some(v) = dump.get("dump_list") else {
+        return;
+    };
+    let Some(items) = v.as_array() else {
+        d.error(
+            "dump.dump_list",
+            format!("EP0001: must be an array of objects, got {}", kind(v)),
+        );
+        return;
+    };
+    for (i, item) in items.iter().enumerate() {
+        let at = |k: &str| format!("dump.dump_list[{i}].{k}");
+        let Some(m) = item.as_object() else {
+            d.error(
+                format!("dump.dump_list[{i}]"),
+                format!("EP0001: must be an object, got {}", kind(item)),
+            );
+            continue;
+        };
+        for k in m.keys().filter(|k| !ITEM_KEYS.contains(&k.as_str())) {
+            d.error(
+                at(k),
+                format!(
+                    "EP0001: not a dump_list key; allowed: {}",
+                    ITEM_KEYS.join(", ")
+                ),
+            );
+        }
+        let model = m.get("model_name");
+        if let Some(mv) = model
+            && !mv.as_str().is_some_and(|s| !s.is_empty() || op_switch)
+        {
+            d.error(
+                at("model_name"),
+                format!("EP0003: must be a non-empty string, got {mv}"),
+            );
+        }
+        for k in ["layer", "watcher_nodes"] {
+            if let Some(lv) = m.get(k) {
+                match lv.as_array() {
+                    Some(a) if a.iter().all(|x| x.as_str().is_some_and(|s| !s.is_empty())) => {
+                        if k == "layer" && a.is_empty() && !op_switch {
+                            d.error(at(k), "EP0003: must not be empty when present");
+                        }
+                    }
+                    _ => d.error(
+                        at(k),
+                        format!("EP0001: must be an array of non-empty strings, got {lv}"),
+                    ),
+                }
+            }
+        }
+        let nodes = m
+            .get("watcher_nodes")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        if watcher {
+            if !nodes {
+                d.error(
+                    at("watcher_nodes"),
+                    "EP0005: the watcher scene needs non-empty watcher_nodes in every dump_list item",
+                );
+            }
+            if model.is_some() {
+                d.error(
+                    at("model_name"),
+                    "EP0005: the watcher scene takes no model_name",
+                );
+            }
+        } else if m.contains_key("watcher_nodes") {
+            d.error(
+                at("watcher_nodes"),
+                "EP0005: watcher_nodes needs dump_scene \"watcher\"",
+            );
+        }
+        for k in ["optype_blacklist", "opname_blacklist"] {
+            let Some(bv) = m.get(k) else { continue };
+            if level != Some("op") {
+                d.error(at(k), "EP0005: blacklists need dump_level \"op\"");
+            }
+            check_blacklist(bv, &at(k), d);
+        }
+        if let Some(rv) = m.get("opname_range") {
+            if level != Some("op") {
+                d.error(
+                    at("opname_range"),
+                    "EP0005: opname_range needs dump_level \"op\"",
+                );
+            }
+            if model.is_none() {
+                d.error(
+                    at("opname_range"),
+                    "EP0005: opname_range needs a model_name",
+                );
+            }
+            let ok = rv.as_array().is_some_and(|a| {
+                a.iter().all(|r| {
+                    r.as_object().is_some_and(|o| {
+                        ["begin", "end"]
+                            .iter()
+                            .all(|k| o.get(*k).is_some_and(Value::is_string))
+                    })
+                })
+            });
+            if !ok {
+                d.error(
+                    at("opname_range"),
+                    "EP0001: must be an array of {\"begin\": NAME, \"end\": NAME}",
+                );
+            }
+        }
+    }
+}
+
+/// A blacklist: at most [`MAX_PARTS`] `{"name": …, "pos": ["input0", "output1", …]}`.
+fn check_blacklist(v: &Value, at: &str, d: &mut Diagnostics) {
+    let Some(a) = v.as_array() else {
+        d.error(
+            at,
+            format!("EP0001: must be an array of {{name, pos}}, got {}", kind(v)),
+        );
+        return;
+    };
+    if a.len() > MAX_PARTS {
+        d.error(
+            at,
+            format!(
+                "EP0003: {} entries; at most {MAX_PARTS} are allowed",
+                a.len()
+            ),
+        );
+    }
+    for (i, e) in a.iter().enumerate() {
+        let name_ok = e
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty());
+        let pos_ok = e.get("pos").is_none_or(|p| {
+            p.as_array().is_some_and(|ps| {
+                ps.iter().all(|x| {
+                    x.as_str().is_some_and(|s| {
+                        ["input", "output"].iter().any(|io| {
+                            s.strip_prefix(io).is_some_and(|n| {
+                                !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+                            })
+                        })
+                    })
+                })
+            })
+        });
+        if !name_ok || !pos_ok {
+            d.error(
+                format!("{at}[{i}]"),
+                format!(
+                    "EP0003: {e} must be {{\"name\": NAME, \"pos\": [\"input0\", \"output1\", …]}}"
+                ),
+            );
+        }
+    }
+}
+
+/// A JSON value's kind, for messages.
+pub(crate) fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn dir() -> String {
+        std::env::temp_dir().display().to_string()
+    }
+
+    fn errors(doc: Value) -> Vec<(String, String)> {
+        check_acl(&doc)
+            .unwrap_err()
+            .errors()
+            .map(|e| (e.path.clone(), e.message.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn no_section_or_an_empty_one_is_no_dump() {
+        for doc in [json!({}), json!({"dump": {}})] {
+            assert_eq!(check_acl(&doc).unwrap().kind, AclDumpKind::None);
+        }
+        let e = errors(json!({"dump": []}));
+        assert_eq!(e[0].0, "dump");
+        assert!(e[0].1.starts_with("EP0001"), "{e:?}");
+    }
+
+    #[test]
+    fn kinds_in_cann_order() {
+        let p = dir();
+        let ok = |doc: Value| check_acl(&doc).unwrap();
+        assert_eq!(
+            ok(json!({"dump": {"dump_path": p, "dump_list": [{"model_name": "m"}]}})).kind,
+            AclDumpKind::Operators
+        );
+        assert_eq!(
+            ok(json!({"dump": {"dump_path": p, "dump_debug": "on"}})).kind,
+            AclDumpKind::Overflow
+        );
+        let e = ok(json!({"dump": {"dump_scene": "lite_exception", "dump_step": "x"}}));
+        assert_eq!(e.kind, AclDumpKind::Exception);
+        assert_eq!(
+            e.warnings.warnings().count(),
+            1,
+            "dump_step is ignored there"
+        );
+        let w = ok(json!({"dump": {"dump_path": p, "dump_scene": "watcher",
+            "dump_list": [{"layer": ["conv1"], "watcher_nodes": ["add_1"]}]}}));
+        assert!(w.watcher);
+        assert_eq!(w.kind, AclDumpKind::Operators);
+        assert_eq!(
+            ok(json!({"dump": {"dump_path": p, "dump_list": []}})).kind,
+            AclDumpKind::None
+        );
+    }
+
+    #[test]
+    fn every_error_at_once_with_its_code() {
+        let e = errors(json!({"dump": {
+            "dump_mode": "both", "dump_level": 3, "dump_step": "5-2|x|7",
+            "dump_stats": ["Max", "Median"], "dump_kernel_data": "all,printf,bogus",
+            "dump_list": [{"model_name": "m", "watcher_nodes": ["a"], "opname_range": [{"begin": "a"}],
+                           "optype_blacklist": [{"name": "Conv2D", "pos": ["input0", "weight"]}]}]
+        }}));
+        let got: Vec<(&str, &str)> = e.iter().map(|(p, m)| (p.as_str(), &m[..6])).collect();
+        assert_eq!(
+            got,
+            [
+                ("dump.dump_mode", "EP0002"),
+                ("dump.dump_level", "EP0001"),
+                ("dump.dump_path", "EP0003"),
+                ("dump.dump_step", "EP0003"),
+                ("dump.dump_step", "EP0003"),
+                ("dump.dump_kernel_data", "EP0002"),
+                ("dump.dump_stats", "EP0005"),
+                ("dump.dump_stats[1]", "EP0002"),
+                ("dump.dump_list[0].watcher_nodes", "EP0005"),
+                ("dump.dump_list[0].optype_blacklist", "EP0005"),
+                ("dump.dump_list[0].optype_blacklist[0]", "EP0003"),
+                ("dump.dump_list[0].opname_range", "EP0005"),
+                ("dump.dump_list[0].opname_range", "EP0001"),
+            ]
+        );
+        assert!(
+            e[0].1
+                .contains("\"both\" is not allowed; allowed: input, output, all")
+        );
+        assert!(e[3].1.contains("\"5-2\": the first step is greater"));
+    }
+
+    #[test]
+    fn watcher_and_overflow_conflicts() {
+        let p = dir();
+        let e = errors(
+            json!({"dump": {"dump_path": p, "dump_scene": "watcher", "dump_mode": "all",
+            "dump_debug": "on", "dump_list": [{"model_name": "m"}]}}),
+        );
+        let paths: Vec<&str> = e.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "dump.dump_scene",
+                "dump.dump_list[0].watcher_nodes",
+                "dump.dump_list[0].model_name",
+                "dump.dump_mode"
+            ]
+        );
+        assert!(e.iter().all(|(_, m)| m.starts_with("EP0005")), "{e:?}");
+    }
+
+    #[test]
+    fn dump_path_must_be_a_directory_of_at_most_512_characters() {
+        let e = errors(json!({"dump": {"dump_path": "/no/such/dir", "dump_debug": "on"}}));
+        assert!(e[0].1.contains("must be an existing directory"), "{e:?}");
+        let e = errors(json!({"dump": {"dump_path": "/".repeat(513), "dump_debug": "on"}}));
+        assert!(e[0].1.contains("513 characters; at most 512"), "{e:?}");
+        // A remote `host:path` is not checked here.
+        let ok = check_acl(&json!({"dump": {"dump_path": "10.0.0.1:/dump", "dump_debug": "on"}}));
+        assert_eq!(ok.unwrap().kind, AclDumpKind::Overflow);
+    }
+
+    #[test]
+    fn steps() {
+        assert_eq!(step_part("12"), Some((12, None)));
+        assert_eq!(step_part("3-5"), Some((3, Some(5))));
+        for bad in ["", "-", "3-", "-5", "a", "1-2-3", "+1"] {
+            assert_eq!(step_part(bad), None, "{bad:?}");
+        }
+        let p = dir();
+        let many: Vec<String> = (0..101).map(|i| i.to_string()).collect();
+        let e = errors(
+            json!({"dump": {"dump_path": p, "dump_debug": "on", "dump_step": many.join("|")}}),
+        );
+        assert!(e[0].1.contains("101 parts; at most 100"), "{e:?}");
+        // a == b is allowed by acl.json (GE, through torchair, refuses it).
+        assert!(
+            check_acl(&json!({"dump": {"dump_path": p, "dump_debug": "on", "dump_step": "4-4"}}))
+                .is_ok()
+        );
+    }
+}

@@ -1,0 +1,281 @@
+//! torchair's `CompilerConfig().dump_config` options, written as a JSON object
+//! (`{"enable_dump": true, "dump_path": "/dump", "dump_step": "0|2-4", …}`), validated as
+//! torchair and then GE validate them, every problem at once (spec `peers.md` §5.1, §5.2).
+//!
+//! torchair accepts what GE later rejects (a trailing `|` in `dump_step`, `N-N`), so both
+//! checks run: a message says which of the two refuses the value.
+//!
+//! ```
+//! use dump_host::config::torchair::check_torchair;
+//!
+//! let dir = std::env::temp_dir().display().to_string();
+//! let ok = check_torchair(&serde_json::json!({"enable_dump": true, "dump_path": dir,
+//!     "dump_step": "0|2-4", "dump_layer": "conv1 relu_1"})).unwrap();
+//! assert_eq!(ok.dump_path_suffix, "worldsize1_global_rank0");
+//!
+//! let d = check_torchair(&serde_json::json!({"enable_dump": "yes", "dump_step": "3-3|",
+//!     "dump_mod": "all"})).unwrap_err();
+//! let paths: Vec<&str> = d.errors().map(|e| e.path.as_str()).collect();
+//! assert_eq!(paths, ["dump_mod", "enable_dump", "dump_step", "dump_step"]);
+//! ```
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{
+    Diagnostics,
+    acl::{MAX_PARTS, kind, step_part},
+};
+
+/// torchair's `dump_config` options.
+pub const TORCHAIR_KEYS: [&str; 9] = [
+    "enable_dump",
+    "dump_path",
+    "dump_mode",
+    "quant_dumpable",
+    "dump_step",
+    "dump_layer",
+    "dump_data",
+    "dump_config_path",
+    "data_dump_stage",
+];
+
+/// What an accepted torchair `dump_config` asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TorchairDump {
+    /// `enable_dump`.
+    pub enabled: bool,
+    /// The directory torchair makes below `dump_path` (`worldsize{W}_global_rank{R}`; W = 1,
+    /// R = 0 outside torch.distributed), where GE's layout starts.
+    pub dump_path_suffix: String,
+    /// Warnings.
+    pub warnings: Diagnostics,
+}
+
+/// Validates a torchair `dump_config` written as a JSON object.
+pub fn check_torchair(doc: &Value) -> Result<TorchairDump, Diagnostics> {
+    let mut d = Diagnostics::new();
+    let Some(m) = doc.as_object() else {
+        d.error(
+            "",
+            format!(
+                "torchair's dump_config is an object of options ({}), got {}",
+                TORCHAIR_KEYS.join(", "),
+                kind(doc)
+            ),
+        );
+        return Err(d);
+    };
+    for k in m.keys().filter(|k| !TORCHAIR_KEYS.contains(&k.as_str())) {
+        d.error(
+            k.as_str(),
+            format!(
+                "_DataDumpConfig has no option {k}; options: {}",
+                TORCHAIR_KEYS.join(", ")
+            ),
+        );
+    }
+    let bool_of = |k: &str, d: &mut Diagnostics| match m.get(k) {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => {
+            d.error(k, format!("only True/False is allowed, got {v}"));
+            false
+        }
+    };
+    let enabled = bool_of("enable_dump", &mut d);
+    bool_of("quant_dumpable", &mut d);
+    let str_of = |k: &str, d: &mut Diagnostics| match m.get(k) {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(v) => {
+            d.error(k, format!("must be a string, got {v}"));
+            None
+        }
+    };
+    for (k, allowed) in [
+        ("dump_mode", &["input", "output", "all"][..]),
+        ("dump_data", &["tensor", "stats"][..]),
+        ("data_dump_stage", &["original", "optimized"][..]),
+    ] {
+        if let Some(v) = str_of(k, &mut d)
+            && !allowed.contains(&v.as_str())
+        {
+            d.error(
+                k,
+                format!("{v:?} is not allowed; allowed: {}", allowed.join(", ")),
+            );
+        }
+    }
+    let path = str_of("dump_path", &mut d).unwrap_or_else(|| "./".to_owned());
+    if enabled && !Path::new(&path).is_dir() {
+        d.error(
+            "dump_path",
+            format!(
+                "Please set legal dir path, {path} is not found or is not a file directory! (torchair does not create it)"
+            ),
+        );
+    }
+    if let Some(steps) = str_of("dump_step", &mut d)
+        && !steps.is_empty()
+    {
+        check_steps(&steps, &mut d);
+    }
+    if let Some(layer) = str_of("dump_layer", &mut d)
+        && let Some(c) = layer
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || " _/\\.".contains(*c)))
+    {
+        d.error(
+            "dump_layer",
+            format!(
+                "{c:?} is not allowed in layer names (letters, digits, '_', '/', '\\', '.'; names are separated by spaces)"
+            ),
+        );
+    }
+    if let Some(p) = str_of("dump_config_path", &mut d) {
+        if p.is_empty() {
+            d.error("dump_config_path", "File path cannot be empty!");
+        } else if !p.ends_with(".json") || !Path::new(&p).is_file() {
+            d.error(
+                "dump_config_path",
+                format!("{p:?} must be an existing .json file (an acl.json)"),
+            );
+        }
+    }
+    if d.has_errors() {
+        return Err(d);
+    }
+    let mut warnings = Diagnostics::new();
+    if !enabled {
+        for k in m
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "enable_dump" | "dump_config_path"))
+        {
+            warnings.warn(
+                k.as_str(),
+                "ignored: torchair emits the dump options only with enable_dump True",
+            );
+        }
+    }
+    Ok(TorchairDump {
+        enabled,
+        dump_path_suffix: "worldsize1_global_rank0".to_owned(),
+        warnings,
+    })
+}
+
+/// torchair's regex (`N`, `N-M`, `|`-separated, a trailing `|` allowed), then GE's rules:
+/// at most [`MAX_PARTS`] sets, `N < M` strictly, no empty set.
+fn check_steps(v: &str, d: &mut Diagnostics) {
+    let parts: Vec<&str> = v.split('|').collect();
+    let torchair_ok = parts
+        .iter()
+        .enumerate()
+        .all(|(i, p)| step_part(p).is_some() || (p.is_empty() && i + 1 == parts.len()));
+    if !torchair_ok {
+        d.error(
+            "dump_step",
+            format!(
+                "Please set legal regex value format match {v:?}, correct example:0|1|2-5|6 (torchair)"
+            ),
+        );
+        return;
+    }
+    if parts.len() > MAX_PARTS {
+        d.error(
+            "dump_step",
+            format!("{} sets; GE allows at most {MAX_PARTS}", parts.len()),
+        );
+    }
+    if parts.last().is_some_and(|p| p.is_empty()) {
+        d.error(
+            "dump_step",
+            format!(
+                "{v:?} ends in '|': torchair accepts it, GE rejects it; correct example:'0|5|10|50-100'"
+            ),
+        );
+    }
+    for p in parts {
+        if let Some((a, Some(b))) = step_part(p)
+            && a >= b
+        {
+            d.error(
+                "dump_step",
+                format!("{p:?}: the first step is >= second step (GE wants N < M)"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn paths(doc: Value) -> Vec<String> {
+        check_torchair(&doc)
+            .unwrap_err()
+            .errors()
+            .map(|e| format!("{}: {}", e.path, e.message))
+            .collect()
+    }
+
+    #[test]
+    fn accepted_with_warnings_when_disabled() {
+        let ok = check_torchair(&json!({"dump_mode": "output"})).unwrap();
+        assert!(!ok.enabled);
+        assert_eq!(ok.warnings.warnings().count(), 1);
+        let dir = std::env::temp_dir().display().to_string();
+        let ok = check_torchair(&json!({"enable_dump": true, "dump_path": dir,
+            "dump_mode": "all", "dump_data": "stats", "quant_dumpable": false,
+            "data_dump_stage": "optimized", "dump_step": "0|3-7"}))
+        .unwrap();
+        assert!(ok.enabled);
+        assert!(ok.warnings.is_empty());
+    }
+
+    #[test]
+    fn torchair_then_ge_step_rules() {
+        let e = paths(json!({"dump_step": "1|a"}));
+        assert_eq!(e.len(), 1);
+        assert!(
+            e[0].contains("correct example:0|1|2-5|6 (torchair)"),
+            "{e:?}"
+        );
+        let e = paths(json!({"dump_step": "5-5|2-9|"}));
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[0].contains("ends in '|'"));
+        assert!(e[1].contains("\"5-5\": the first step is >= second step"));
+    }
+
+    #[test]
+    fn every_error_at_once() {
+        let e = paths(json!({"enable_dump": true, "dump_path": "/no/such/dir",
+            "dump_mode": "in", "dump_layer": "conv1;rm", "dump_config_path": "",
+            "quant_dumpable": 1, "extra": 0}));
+        assert_eq!(e.len(), 6, "{e:?}");
+        assert!(e[0].starts_with("extra: _DataDumpConfig has no option extra"));
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("dump_path: Please set legal dir path, /no/such/dir"))
+        );
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("dump_layer: ';' is not allowed"))
+        );
+        assert!(
+            e.iter()
+                .any(|m| m == "dump_config_path: File path cannot be empty!")
+        );
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("quant_dumpable: only True/False"))
+        );
+        assert!(
+            e.iter()
+                .any(|m| m.starts_with("dump_mode: \"in\" is not allowed"))
+        );
+    }
+}
