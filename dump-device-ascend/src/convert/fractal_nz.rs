@@ -10,7 +10,7 @@
 //! A rank-1 host shape `(N)` is treated as `(1, N)`. Padding rows and columns are dropped on the
 //! way to ND and zero-filled on the way back.
 
-use super::{Shape, blocks, bytes_of, check_bufs, check_elem};
+use super::{Shape, blocks, bytes_of, check_elem, prepare};
 use crate::{Blocks, Error, Format};
 
 /// Splits a host shape into (batch dims, M, N); rank 1 is `(1, N)`.
@@ -75,12 +75,7 @@ fn run(
     let dev = fractal_nz_shape(nd, b)?;
     let host_len = bytes_of(nd, elem)?;
     let dev_len = bytes_of(&dev, elem)?;
-    if to_nd {
-        check_bufs(src, dev_len, dst, host_len)?;
-    } else {
-        check_bufs(src, host_len, dst, dev_len)?;
-        dst[..dev_len].fill(0);
-    }
+    let written = prepare(src, dst, host_len, dev_len, to_nd)?;
     let (batch, m, n) = split(nd)?;
     let batches = bytes_of(batch, 1)?;
     let r = dev.len();
@@ -101,7 +96,7 @@ fn run(
             }
         }
     }
-    Ok(if to_nd { host_len } else { dev_len })
+    Ok(written)
 }
 
 #[cfg(test)]

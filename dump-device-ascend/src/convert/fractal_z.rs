@@ -12,7 +12,7 @@
 //! Grouped convolutions (`FRACTAL_Z` with groups > 1, `FRACTAL_Z_C04`) are not covered.
 
 use super::transpose::{Mat, by_elem_size, transpose};
-use super::{blocks, bytes_of, check_bufs, check_elem};
+use super::{blocks, bytes_of, check_elem, prepare};
 use crate::{Blocks, Error};
 
 /// The FRACTAL_Z shape `(C1·H·W, N1, N0, C0)` of an NCHW weight shape.
@@ -60,17 +60,12 @@ fn run(
     let dev = fractal_z_shape(nchw, b)?;
     let host_len = bytes_of(&nchw, elem)?;
     let dev_len = bytes_of(&dev, elem)?;
-    if to_nchw {
-        check_bufs(src, dev_len, dst, host_len)?;
-    } else {
-        check_bufs(src, host_len, dst, dev_len)?;
-        dst[..dev_len].fill(0);
-    }
+    let written = prepare(src, dst, host_len, dev_len, to_nchw)?;
     let [n, c, h, w] = nchw;
     let hw = h.checked_mul(w).ok_or(Error::Overflow)?;
     let n1n0 = dev[1] * b.cube;
     by_elem_size!(elem, weights_n(src, dst, [n, c, b.c0, n1n0], hw, to_nchw));
-    Ok(if to_nchw { host_len } else { dev_len })
+    Ok(written)
 }
 
 /// Per `(c1, n)`: the device side is an `hw × C0` matrix with row stride `N1·N0·C0`

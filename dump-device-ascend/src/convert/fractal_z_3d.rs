@@ -13,7 +13,7 @@
 //! convolution weight format"). Grouped weights (groups > 1) are not covered.
 
 use super::transpose::{Mat, by_elem_size, transpose};
-use super::{blocks, bytes_of, check_bufs, check_elem};
+use super::{blocks, bytes_of, check_elem, prepare};
 use crate::{Blocks, Error};
 
 /// The FRACTAL_Z_3D shape `(D·C1·H·W, N1, N0, C0)` of an NCDHW weight shape.
@@ -61,12 +61,7 @@ fn run(
     let dev = fractal_z_3d_shape(ncdhw, b)?;
     let host_len = bytes_of(&ncdhw, elem)?;
     let dev_len = bytes_of(&dev, elem)?;
-    if to_host {
-        check_bufs(src, dev_len, dst, host_len)?;
-    } else {
-        check_bufs(src, host_len, dst, dev_len)?;
-        dst[..dev_len].fill(0);
-    }
+    let written = prepare(src, dst, host_len, dev_len, to_host)?;
     let [n, c, d, h, w] = ncdhw;
     let hw = h.checked_mul(w).ok_or(Error::Overflow)?;
     let n1n0 = dev[1] * b.cube;
@@ -74,7 +69,7 @@ fn run(
         elem,
         weights_nd(src, dst, [n, c, d, b.c0, n1n0], hw, to_host)
     );
-    Ok(if to_host { host_len } else { dev_len })
+    Ok(written)
 }
 
 /// Per `(n, c1, d)`: the device side is an `hw × C0` matrix with row stride `N1·N0·C0`

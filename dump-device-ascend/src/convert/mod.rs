@@ -76,6 +76,27 @@ pub(crate) fn check_bufs(
     Ok(())
 }
 
+/// The buffer checks every conversion between a host tensor of `host_len` bytes and its
+/// device layout of `dev_len` bytes shares: `src` exactly the side read, `dst` at least the
+/// side written, and the device side zeroed first when it is written (its padding). Returns
+/// the bytes the conversion writes.
+pub(crate) fn prepare(
+    src: &[u8],
+    dst: &mut [u8],
+    host_len: usize,
+    dev_len: usize,
+    to_host: bool,
+) -> Result<usize, Error> {
+    if to_host {
+        check_bufs(src, dev_len, dst, host_len)?;
+        Ok(host_len)
+    } else {
+        check_bufs(src, host_len, dst, dev_len)?;
+        dst[..dev_len].fill(0);
+        Ok(dev_len)
+    }
+}
+
 /// `ceil(a / b)` for `b > 0`.
 #[inline]
 pub(crate) const fn blocks(a: usize, b: usize) -> usize {

@@ -7,7 +7,7 @@
 //! dropped on the way to NCHW and written as zeros on the way back.
 
 use super::transpose::{Mat, by_elem_size, transpose};
-use super::{blocks, bytes_of, check_bufs, check_elem};
+use super::{blocks, bytes_of, check_elem, prepare};
 use crate::Error;
 
 /// The NC1HWC0 shape `(N, C1, H, W, C0)` of an NCHW shape.
@@ -57,14 +57,9 @@ fn run(
     let [n, c, h, w] = nchw;
     let c1 = dev[1];
     let hw = h.checked_mul(w).ok_or(Error::Overflow)?;
-    if to_nchw {
-        check_bufs(src, dev_len, dst, host_len)?;
-    } else {
-        check_bufs(src, host_len, dst, dev_len)?;
-        dst[..dev_len].fill(0);
-    }
+    let written = prepare(src, dst, host_len, dev_len, to_nchw)?;
     by_elem_size!(elem, blocks_n(src, dst, [n, c, c1, c0], hw, to_nchw));
-    Ok(if to_nchw { host_len } else { dev_len })
+    Ok(written)
 }
 
 /// Per `(n, c1)` block: the device block is `hw` rows of C0 lanes, the host side `valid`

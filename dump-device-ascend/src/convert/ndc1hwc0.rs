@@ -7,7 +7,7 @@
 //! `aclFormat` documentation: "6-D, NC1HWC0 with an additional depth (D) dimension".
 
 use super::transpose::{Mat, by_elem_size, transpose};
-use super::{blocks, bytes_of, check_bufs, check_elem};
+use super::{blocks, bytes_of, check_elem, prepare};
 use crate::Error;
 
 /// The NDC1HWC0 shape `(N, D, C1, H, W, C0)` of an NCDHW shape.
@@ -54,19 +54,14 @@ fn run(
     let dev = ndc1hwc0_shape(ncdhw, c0)?;
     let host_len = bytes_of(&ncdhw, elem)?;
     let dev_len = bytes_of(&dev, elem)?;
-    if to_host {
-        check_bufs(src, dev_len, dst, host_len)?;
-    } else {
-        check_bufs(src, host_len, dst, dev_len)?;
-        dst[..dev_len].fill(0);
-    }
+    let written = prepare(src, dst, host_len, dev_len, to_host)?;
     let [n, c, d, h, w] = ncdhw;
     let hw = h.checked_mul(w).ok_or(Error::Overflow)?;
     by_elem_size!(
         elem,
         blocks_nd(src, dst, [n, c, d, dev[2], c0], hw, to_host)
     );
-    Ok(if to_host { host_len } else { dev_len })
+    Ok(written)
 }
 
 /// Per `(n, d, c1)` block: the device block is `hw` rows of C0 lanes; on the host side its
