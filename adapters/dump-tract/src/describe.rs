@@ -7,7 +7,7 @@ use dump_host::graph::{Graph, Input, Node, Output, Parameter};
 use tract_onnx::prelude::{OutletId, TypedFact, TypedModel, TypedSimplePlan};
 use tract_onnx::tract_core::ops::{konst::Const, source::TypedSource};
 
-use crate::dtype::dtype_of;
+use crate::{dtype::dtype_of, origin::OnnxNodes};
 
 /// How one plan node is dumped.
 #[derive(Debug, Clone)]
@@ -63,9 +63,59 @@ fn parameter(model: &TypedModel, id: usize, weight: bool) -> Parameter {
     }
 }
 
-/// Describes `plan` as graph `name`.
-pub(crate) fn describe(plan: &TypedSimplePlan, name: &str) -> Described {
+/// The source row of kernel `id`: the tract node, and with `onnx` the ONNX node it came from,
+/// whether tract decomposed that node (several typed nodes, or one under another name), and
+/// which of its outputs are the ONNX node's outputs (`own slot->ONNX slot`):
+/// `tract node #13 "fc1" (Add); onnx node "fc1" decomposed; outputs 0->0`. dump-read parses
+/// it (`dump_read::graph::OnnxOrigin`) to pair runtimes at ONNX node boundaries.
+fn source_row(
+    model: &TypedModel,
+    id: usize,
+    op: &str,
+    onnx: Option<&OnnxNodes>,
+    group_size: &HashMap<&str, usize>,
+) -> String {
+    let node = model.node(id);
+    let mut row = format!("tract node #{id} {:?} ({op})", node.name);
+    let Some(origin) = onnx.and_then(|o| o.origin(&node.name).map(|n| (o, n))) else {
+        return row;
+    };
+    let (onnx, origin) = origin;
+    row += &format!("; onnx node {origin:?}");
+    if group_size.get(origin).copied().unwrap_or(0) > 1 || node.name != origin {
+        row += " decomposed";
+    }
+    let map: Vec<String> = (0..node.outputs.len())
+        .filter_map(|slot| {
+            let label = model.outlet_label(OutletId::new(id, slot))?;
+            let o = onnx.output_slot(origin, label)?;
+            Some(format!("{slot}->{o}"))
+        })
+        .collect();
+    row += "; outputs ";
+    row += &if map.is_empty() {
+        "none".to_owned()
+    } else {
+        map.join(" ")
+    };
+    row
+}
+
+/// Describes `plan` as graph `name`; with `onnx`, every kernel's source row names the ONNX
+/// node it came from ([`source_row`]).
+pub(crate) fn describe(plan: &TypedSimplePlan, name: &str, onnx: Option<&OnnxNodes>) -> Described {
     let model = plan.model();
+    let mut group_size: HashMap<&str, usize> = HashMap::new();
+    if let Some(o) = onnx {
+        for &id in plan.order_without_consts() {
+            let node = model.node(id);
+            if node.op_as::<TypedSource>().is_none()
+                && let Some(origin) = o.origin(&node.name)
+            {
+                *group_size.entry(origin).or_insert(0) += 1;
+            }
+        }
+    }
     let mut graph = Graph::new(name);
     let mut roles: Vec<Option<Role>> = vec![None; model.nodes().len()];
     for node in model.nodes() {
@@ -104,7 +154,7 @@ pub(crate) fn describe(plan: &TypedSimplePlan, name: &str) -> Described {
                 })
                 .collect(),
             scope: format!("Default/{}", node.name),
-            source: Some(format!("tract node #{id} {:?} ({op})", node.name)),
+            source: Some(source_row(model, id, &op, onnx, &group_size)),
         });
     }
     let input = |o: &OutletId| -> Option<Input> {

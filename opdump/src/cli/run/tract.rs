@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use dump_host::Dumper;
 use dump_tract::{
-    TractDump, dtype_of, host_tensor,
+    OnnxNodes, TractDump, dtype_of, host_tensor,
     tract_onnx::{
         self,
         prelude::{
@@ -116,12 +116,13 @@ impl Runner for TractRunner {
                 .map_err(|e| self.cannot(e))?;
             self.inputs.push(t.into_tvalue());
         }
+        let onnx = OnnxNodes::of(&model);
         let plan = model
             .into_typed()
             .and_then(|m| m.into_runnable())
             .map_err(|e| self.cannot(e))?;
         let state = plan.spawn().map_err(|e| self.cannot(e))?;
-        let dump = TractDump::new(&plan, 0);
+        let dump = TractDump::with_onnx_nodes(&plan, 0, &onnx);
         self.running = Some((state, dump));
         Ok(())
     }
