@@ -201,17 +201,12 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
 /// Tensors left inside ONNX nodes by the node rule: `(tensor index, ONNX node name)`.
 type Within = Vec<(usize, String)>;
 
-/// Kernels of `ks` (by index) that name an ONNX node, none of whose tensors is `used`, grouped
-/// by (rank, iteration, ONNX node).
-fn onnx_groups(
-    ks: &[KernelRef],
-    used: &dyn Fn(usize) -> bool,
-) -> HashMap<(u32, u64, String), Vec<usize>> {
+/// Kernels of `ks` (by index) that name an ONNX node, grouped by (rank, iteration, ONNX
+/// node).
+fn onnx_groups(ks: &[KernelRef]) -> HashMap<(u32, u64, String), Vec<usize>> {
     let mut m: HashMap<(u32, u64, String), Vec<usize>> = HashMap::new();
     for (n, k) in ks.iter().enumerate() {
-        if let Some(o) = &k.onnx
-            && !k.tensors.iter().any(|&i| used(i))
-        {
+        if let Some(o) = &k.onnx {
             m.entry((k.rank, k.iteration, o.node.clone()))
                 .or_default()
                 .push(n);
@@ -250,21 +245,34 @@ fn pair_nodes(
     partner: &mut HashMap<usize, (usize, PairRule)>,
     used_b: &mut HashSet<usize>,
 ) -> (Within, Within) {
-    let mut ga: Vec<_> = onnx_groups(ka, &|i| partner.contains_key(&i))
-        .into_iter()
-        .collect();
+    let mut ga: Vec<_> = onnx_groups(ka).into_iter().collect();
     ga.sort_unstable(); // deterministic: B's outputs are taken first come, first served
-    let gb = onnx_groups(kb, &|j| used_b.contains(&j));
+    let gb = onnx_groups(kb);
     let (mut within_a, mut within_b) = (Vec::new(), Vec::new());
-    for ((rank, iteration, node), list_a) in &ga {
-        let Some(list_b) = gb.get(&(*rank, *iteration, node.clone())) else {
+    for ((rank, iteration, node), all_a) in &ga {
+        let Some(all_b) = gb.get(&(*rank, *iteration, node.clone())) else {
             continue;
         };
-        let plain = |ks: &[KernelRef], l: &[usize]| {
-            l.len() == 1 && ks[l[0]].onnx.as_ref().is_some_and(|o| !o.decomposed)
+        // Kernels none of whose tensors the name rule paired.
+        let list_a: Vec<usize> = all_a
+            .iter()
+            .copied()
+            .filter(|&n| !ka[n].tensors.iter().any(|i| partner.contains_key(i)))
+            .collect();
+        let list_b: Vec<usize> = all_b
+            .iter()
+            .copied()
+            .filter(|&n| !kb[n].tensors.iter().any(|j| used_b.contains(j)))
+            .collect();
+        let plain = |ks: &[KernelRef], all: &[usize], free: &[usize]| {
+            all.len() == 1
+                && free.len() == 1
+                && ks[all[0]].onnx.as_ref().is_some_and(|o| !o.decomposed)
         };
-        if plain(ka, list_a)
-            && plain(kb, list_b)
+        if list_a.is_empty() && list_b.is_empty() {
+            // the name rule paired the node's kernels
+        } else if plain(ka, all_a, &list_a)
+            && plain(kb, all_b, &list_b)
             && ka[list_a[0]]
                 .op_type
                 .eq_ignore_ascii_case(&kb[list_b[0]].op_type)
@@ -280,8 +288,8 @@ fn pair_nodes(
             );
         } else {
             // The node's outputs, by the ONNX node's output slot.
-            let out_b = node_outputs(b, kb, list_b);
-            for (slot, i) in node_outputs(a, ka, list_a) {
+            let out_b = node_outputs(b, kb, &list_b);
+            for (slot, i) in node_outputs(a, ka, &list_a) {
                 if let Some(&(_, j)) = out_b
                     .iter()
                     .find(|(s, j)| *s == slot && !used_b.contains(j))
@@ -291,7 +299,26 @@ fn pair_nodes(
                 }
             }
         }
-        for &n in list_a {
+        // What is left is inside the node (a decomposition's helpers, the inputs of both
+        // sides): the free kernels' tensors, and, where the two sides' kernels of the node
+        // hold different tensors (tract gives a bias-less Conv a zero bias input), the
+        // leftovers of name-paired kernels too. Two runs of one runtime keep their own.
+        let signature = |d: &Dump, ks: &[KernelRef], all: &[usize]| {
+            let mut v: Vec<(bool, u32)> = all
+                .iter()
+                .flat_map(|&n| ks[n].tensors.iter())
+                .map(|&i| (d.tensors[i].id.io == Io::Input, d.tensors[i].id.slot))
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let differ = signature(a, ka, all_a) != signature(b, kb, all_b);
+        let (from_a, from_b) = if differ {
+            (all_a.as_slice(), all_b.as_slice())
+        } else {
+            (list_a.as_slice(), list_b.as_slice())
+        };
+        for &n in from_a {
             within_a.extend(
                 ka[n]
                     .tensors
@@ -300,7 +327,7 @@ fn pair_nodes(
                     .map(|&i| (i, node.clone())),
             );
         }
-        for &n in list_b {
+        for &n in from_b {
             for &j in &kb[n].tensors {
                 if used_b.insert(j) {
                     within_b.push((j, node.clone()));

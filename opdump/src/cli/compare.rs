@@ -255,13 +255,13 @@ fn metric_cells(p: &PairResult) -> [String; 6] {
     }
 }
 
-/// `, N inside decomposed ONNX nodes` when the node rule left tensors within nodes.
+/// `, N inside ONNX nodes the dumps compute differently` when the node rule left tensors within nodes.
 fn within_count(cmp: &Comparison) -> String {
     let n = cmp.within_a.len() + cmp.within_b.len();
     if n == 0 {
         String::new()
     } else {
-        format!(", {n} inside decomposed ONNX nodes")
+        format!(", {n} inside ONNX nodes the dumps compute differently")
     }
 }
 
@@ -305,6 +305,9 @@ fn table(a: &Dump, b: &Dump, cmp: &Comparison, all: bool) -> String {
         Some(i) => {
             let p = &cmp.pairs[i];
             s += &format!("{}\n", who(a, p.a));
+            if let Some(node) = onnx_node(a, p.a).or(onnx_node(b, p.b)) {
+                s += &format!("  ONNX node {node}\n");
+            }
             if p.rule != PairRule::Name {
                 s += &format!(
                     "  paired ({}) with B's {} {}\n",
@@ -388,7 +391,7 @@ notes ({} pairs):\n",
     let within = within_nodes(cmp);
     if !within.is_empty() {
         s += &format!(
-            "\ninside decomposed ONNX nodes ({} nodes: one dump computes each with other kernels; their outputs are paired, their helpers and inputs are not):\n",
+            "\ninside ONNX nodes the dumps compute differently ({} nodes: a decomposition's helpers and the inputs are not paired, the node's outputs are):\n",
             within.len()
         );
         for (node, na, nb) in within.iter().take(20) {
@@ -420,6 +423,10 @@ fn to_json(a: &Dump, b: &Dump, cmp: &Comparison) -> Value {
             let mut m = Map::new();
             j::tensor_id_into(&mut m, a, p.a);
             m.insert("b_op_name".into(), json!(b.tensors[p.b].id.op_name));
+            m.insert(
+                "onnx_node".into(),
+                json!(onnx_node(a, p.a).or(onnx_node(b, p.b))),
+            );
             m.insert("rule".into(), json!(p.rule.as_str()));
             m.insert(
                 "reasons".into(),
@@ -450,6 +457,14 @@ fn to_json(a: &Dump, b: &Dump, cmp: &Comparison) -> Value {
         "within_b": within_json(b, &cmp.within_b),
         "pairs": cmp.pairs.iter().map(|p| j::pair(a, b, p)).collect::<Vec<_>>(),
     })
+}
+
+/// The ONNX node tensor `i`'s kernel came from, when its `graphs/*.ir` source row names one.
+fn onnx_node(d: &Dump, i: usize) -> Option<String> {
+    d.kernels()
+        .into_iter()
+        .find(|k| k.tensors.contains(&i))
+        .and_then(|k| k.onnx.map(|o| o.node))
 }
 
 /// Tensors inside decomposed ONNX nodes: each tensor's identity with `onnx_node`.
