@@ -45,9 +45,11 @@ def kind_of(value_info):
 
 
 def as_array(v):
+    """A C-order array (numpy saves a transposed view in Fortran order, which `opdump run`
+    refuses as an input and `opdump compare` does not pair with a C-order dump)."""
     if isinstance(v, onnx.TensorProto):
-        return numpy_helper.to_array(v)
-    return np.asarray(v)
+        v = numpy_helper.to_array(v)
+    return np.array(v, order="C", copy=True)  # ascontiguousarray would make 0-d arrays 1-d
 
 
 def main():

@@ -1,7 +1,7 @@
 //! A tract plan described for the Dumper: kernel names, the graph description
 //! ([`dump_host::graph::Graph`]), the graph inputs and the constants.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use dump_host::graph::{Graph, Input, Node, Output, Parameter};
 use tract_onnx::prelude::{OutletId, TypedFact, TypedModel, TypedSimplePlan};
@@ -43,12 +43,21 @@ pub(crate) fn full_name(node_name: &str, op: &str, n: usize) -> String {
 }
 
 /// The ONNX value name of `outlet` (tract's outlet label), or the node name (`name:slot` for
-/// a second output) when the model has none.
-fn value_name(model: &TypedModel, outlet: OutletId) -> String {
-    match model.outlet_label(outlet) {
-        Some(l) => l.to_owned(),
-        None if outlet.slot == 0 => model.node(outlet.node).name.clone(),
-        None => format!("{}:{}", model.node(outlet.node).name, outlet.slot),
+/// a second output) when the model has none. A node name that is also an ONNX value name
+/// (`labels`: tract names an unnamed ONNX node after its first output, and its helpers'
+/// outlets carry no label) becomes `name#id`, so that no helper claims the value the
+/// decomposition's last node computes.
+fn value_name(model: &TypedModel, outlet: OutletId, labels: &HashSet<&str>) -> String {
+    let name = &model.node(outlet.node).name;
+    let base = match model.outlet_label(outlet) {
+        Some(l) => return l.to_owned(),
+        None if outlet.slot == 0 => name.clone(),
+        None => format!("{name}:{}", outlet.slot),
+    };
+    if labels.contains(base.as_str()) {
+        format!("{base}#{}", outlet.node)
+    } else {
+        base
     }
 }
 
@@ -105,6 +114,12 @@ fn source_row(
 /// node it came from ([`source_row`]).
 pub(crate) fn describe(plan: &TypedSimplePlan, name: &str, onnx: Option<&OnnxNodes>) -> Described {
     let model = plan.model();
+    let labels: HashSet<&str> = model
+        .nodes()
+        .iter()
+        .flat_map(|n| (0..n.outputs.len()).map(move |slot| OutletId::new(n.id, slot)))
+        .filter_map(|o| model.outlet_label(o))
+        .collect();
     let mut group_size: HashMap<&str, usize> = HashMap::new();
     if let Some(o) = onnx {
         for &id in plan.order_without_consts() {
@@ -147,7 +162,7 @@ pub(crate) fn describe(plan: &TypedSimplePlan, name: &str, onnx: Option<&OnnxNod
                 .enumerate()
                 .map(|(slot, o)| {
                     Output::new(
-                        &value_name(model, OutletId::new(id, slot)),
+                        &value_name(model, OutletId::new(id, slot), &labels),
                         dtype_of(o.fact.datum_type),
                         &fact_shape(&o.fact),
                     )
