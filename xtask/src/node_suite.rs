@@ -221,7 +221,9 @@ fn run_timed(mut cmd: Command, work: &Path, timeout: Duration) -> Option<(i32, S
             }
         }
     };
-    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    // Lossy: a runtime's message may quote bytes that are not UTF-8.
+    let read =
+        |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
     Some((
         status.code().unwrap_or(-1),
         read(&out_path),
