@@ -189,46 +189,47 @@ fn manifest(dir: &Path) -> Result<Vec<Test>, String> {
     Ok(tests)
 }
 
-/// Runs `cmd` with stdout and stderr into files under `work`, killed after `timeout`:
-/// `None` when it timed out, else its exit code (`-1` for a signal) and stderr.
-fn run_timed(mut cmd: Command, work: &Path, timeout: Duration) -> Option<(i32, String, String)> {
-    let out_path = work.join("stdout.txt");
-    let err_path = work.join("stderr.txt");
-    let (Ok(out), Ok(err)) = (
-        std::fs::File::create(&out_path),
-        std::fs::File::create(&err_path),
-    ) else {
-        return Some((-2, String::new(), "cannot create the log files".into()));
-    };
+/// Runs `cmd` with stdout and stderr read by two threads (pipes, not files: a full disk
+/// must not hide a run's error line), killed after `timeout`: `None` when it timed out, else
+/// its exit code (`-1` for a signal), stdout and stderr (lossy: a runtime's message may quote
+/// bytes that are not UTF-8).
+fn run_timed(mut cmd: Command, timeout: Duration) -> Option<(i32, String, String)> {
     let mut child = match cmd
         .stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
     {
         Ok(c) => c,
         Err(e) => return Some((-2, String::new(), format!("cannot start: {e}"))),
     };
+    fn drain(r: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    }
+    let (out, err) = (drain(child.stdout.take()), drain(child.stderr.take()));
     let start = Instant::now();
     let status = loop {
         match child.try_wait() {
-            Ok(Some(s)) => break s,
+            Ok(Some(s)) => break Some(s),
             Ok(None) if start.elapsed() < timeout => std::thread::sleep(Duration::from_millis(5)),
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return None;
+                break None;
             }
         }
     };
-    // Lossy: a runtime's message may quote bytes that are not UTF-8.
-    let read =
-        |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
-    Some((
-        status.code().unwrap_or(-1),
-        read(&out_path),
-        read(&err_path),
-    ))
+    let (out, err) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    status.map(|s| (s.code().unwrap_or(-1), out, err))
 }
 
 /// The first `error:` line of `stderr`, shortened.
@@ -262,7 +263,7 @@ fn one(
             cmd.arg("--input").arg(format!("{name}={}", f.display()));
         }
     }
-    let outcome = match run_timed(cmd, work, timeout) {
+    let outcome = match run_timed(cmd, timeout) {
         None => (
             Outcome::Hang,
             format!("opdump run still running after {timeout:?}"),
@@ -307,7 +308,7 @@ fn compare(opdump: &Path, dir: &Path, work: &Path, timeout: Duration) -> (Outcom
         .arg(work.join("dump"))
         .arg(&expected)
         .args(["--json", "--rtol", "1e-3", "--atol", "1e-7"]);
-    let Some((code, out, err)) = run_timed(cmd, work, timeout) else {
+    let Some((code, out, err)) = run_timed(cmd, timeout) else {
         return (Outcome::Hang, "opdump compare still running".into());
     };
     if code == 101 || code == -1 {
@@ -517,4 +518,121 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest_of(text: &str) -> Result<Vec<Test>, String> {
+        let dir = std::env::temp_dir().join(format!("node-suite-manifest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("manifest.tsv"), text).unwrap();
+        let r = manifest(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        r
+    }
+
+    #[test]
+    fn manifest_rows_and_hostile_ones() {
+        let t = manifest_of("# header\ntest_add\tx,y\tsum\t\ntest_seq\ts\to\tskip:sequence_type\n")
+            .unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(
+            (t[0].name.as_str(), t[0].inputs.clone()),
+            ("test_add", vec!["x".into(), "y".into()])
+        );
+        assert_eq!(t[0].skip, None);
+        assert_eq!(t[1].skip.as_deref(), Some("sequence_type"));
+        for bad in [
+            "a\tb\n",
+            "../x\ta\tb\t\n",
+            "x/y\ta\tb\t\n",
+            "\ta\tb\t\n",
+            "..\ta\tb\t\n",
+        ] {
+            let e = manifest_of(bad).err().unwrap_or_default();
+            assert!(
+                e.contains("manifest.tsv:1: expected test, inputs"),
+                "{bad:?}: {e}"
+            );
+        }
+        let e = manifest(Path::new("/nonexistent/suite")).err().unwrap();
+        assert!(e.contains("tools/node_suite.py /nonexistent/suite"), "{e}");
+    }
+
+    #[test]
+    fn an_error_line_is_the_first_line_starting_with_error() {
+        assert_eq!(
+            error_line("warning: x\nerror: candle-onnx failed\n   0: bt\n").as_deref(),
+            Some("error: candle-onnx failed")
+        );
+        assert_eq!(error_line("thread 'main' panicked at x\n"), None);
+        assert_eq!(
+            error_line(&format!("error: {}", "y".repeat(500))).map(|l| l.chars().count()),
+            Some(240)
+        );
+    }
+
+    #[test]
+    fn a_run_past_its_timeout_is_killed() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("5");
+        let start = Instant::now();
+        assert!(run_timed(cmd, Duration::from_millis(200)).is_none());
+        assert!(start.elapsed() < Duration::from_secs(3));
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "echo out; echo 'error: no' >&2; printf '\\377' >&2; exit 2",
+        ]);
+        let (code, out, err) = run_timed(cmd, Duration::from_secs(5)).unwrap();
+        assert_eq!((code, out.as_str()), (2, "out\n"));
+        assert!(err.starts_with("error: no\n"), "{err:?}");
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let args = |a: &[&str]| parse(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert!(args(&[]).err().unwrap().contains("--dir is required"));
+        assert!(
+            args(&["--dir", "d", "--runtimes", "tract,onnx"])
+                .err()
+                .unwrap()
+                .contains("\"onnx\"")
+        );
+        assert!(
+            args(&["--dir", "d", "--timeout", "0"])
+                .err()
+                .unwrap()
+                .contains("positive seconds")
+        );
+        assert!(
+            args(&["--dir", "d", "--jobs", "x"])
+                .err()
+                .unwrap()
+                .contains("a positive count")
+        );
+        assert!(
+            args(&["--dir"])
+                .err()
+                .unwrap()
+                .contains("--dir needs a directory")
+        );
+        let o = args(&[
+            "--dir",
+            "d",
+            "--runtimes",
+            "ort",
+            "--timeout",
+            "2.5",
+            "--jobs",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!(
+            (o.runtimes, o.timeout, o.jobs),
+            (vec!["ort".to_string()], Duration::from_millis(2500), 3)
+        );
+    }
 }
