@@ -107,8 +107,19 @@ pub fn npy(data: &[u8]) {
             s.as_ref().map(|f| f.descr.clone())
         ),
     }
-    // The header parser alone never panics either.
-    let _ = dump_npy::parse_header(data);
+    // The header parser alone never panics either; the opaque one (ml_dtypes' descrs)
+    // accepts everything the plain one does, the same way, and more only for those descrs.
+    let plain = dump_npy::parse_header(data);
+    match (plain, dump_npy::parse_header_opaque(data)) {
+        (Ok(p), Ok(o)) => assert_eq!(p, o),
+        (Err(_), Ok(o)) => assert!(
+            dump_npy::opaque_carrier(o.descr()) == Some(o.dtype()),
+            "opaque accepted {:?}",
+            o.descr()
+        ),
+        (Ok(p), Err(e)) => panic!("opaque refused {:?}: {e}", p.descr()),
+        (Err(_), Err(_)) => {}
+    }
 }
 
 /// File names: a parsed name whose text fields are already sanitised renders (in the spelling

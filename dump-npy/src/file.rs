@@ -10,8 +10,8 @@ use std::{
 use dump_core::DType;
 
 use crate::{
-    Error, IoSink, WriteOptions, header_len_from_prefix, parse_header, write::MIN_SCRATCH_LEN,
-    write_npy, write_npy_with_scratch,
+    Error, IoSink, WriteOptions, header_len_from_prefix, parse_header, read::parse_header_opaque,
+    write::MIN_SCRATCH_LEN, write_npy, write_npy_with_scratch,
 };
 
 /// An `.npy` file read into memory.
@@ -45,8 +45,30 @@ pub fn read_file(path: impl AsRef<Path>) -> io::Result<NpyFile> {
     read_from(&mut f, file_len)
 }
 
+/// [`read_file`], also accepting ml_dtypes' opaque descrs ([`crate::read::opaque_carrier`]:
+/// `<V1`, `<f1`, `<V2`); such a file comes back with the carrier dtype and
+/// [`NpyFile::is_opaque`] true, its bytes as stored.
+pub fn read_file_opaque(path: impl AsRef<Path>) -> io::Result<NpyFile> {
+    let mut f = File::open(path.as_ref())?;
+    let file_len = f.metadata()?.len();
+    read_from_with(&mut f, file_len, true)
+}
+
+impl NpyFile {
+    /// Whether the descr is one of ml_dtypes' opaque ones (the element type is not in the
+    /// file; `dtype` is only the carrier of its bytes).
+    pub fn is_opaque(&self) -> bool {
+        DType::from_npy_descr(&self.descr).is_none()
+            && crate::read::opaque_carrier(&self.descr).is_some()
+    }
+}
+
 /// [`read_file`] over any reader that yields exactly `total_len` bytes.
 pub fn read_from(reader: &mut impl Read, total_len: u64) -> io::Result<NpyFile> {
+    read_from_with(reader, total_len, false)
+}
+
+fn read_from_with(reader: &mut impl Read, total_len: u64, opaque: bool) -> io::Result<NpyFile> {
     let total = usize::try_from(total_len).map_err(|_| Error::ShapeOverflow)?;
     let mut prefix = [0u8; 12];
     let prefix_len = total.min(12);
@@ -66,7 +88,11 @@ pub fn read_from(reader: &mut impl Read, total_len: u64) -> io::Result<NpyFile> 
     header[..in_prefix].copy_from_slice(&prefix[..in_prefix]);
     reader.read_exact(&mut header[in_prefix..])?;
     let leftover = &prefix[in_prefix..prefix_len];
-    let h = parse_header(&header)?;
+    let h = if opaque {
+        parse_header_opaque(&header)?
+    } else {
+        parse_header(&header)?
+    };
     let actual = total - header_len;
     if h.data_len() != actual {
         return Err(Error::DataLength {

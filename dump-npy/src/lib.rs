@@ -58,10 +58,15 @@ pub mod write;
 
 pub use error::Error;
 #[cfg(feature = "std")]
-pub use file::{FILE_SCRATCH_LEN, NpyFile, read_file, read_from, write_file, write_to};
+pub use file::{
+    FILE_SCRATCH_LEN, NpyFile, read_file, read_file_opaque, read_from, write_file, write_to,
+};
 pub use header::{MAGIC, MAX_HEADER_LEN, MAX_RANK, encode_header, header_len, write_header};
 pub use options::{Bf16Mode, WriteOptions};
-pub use read::{Dims, Header, header_len_from_prefix, parse_header, read_npy};
+pub use read::{
+    Dims, Header, header_len_from_prefix, opaque_carrier, parse_header, parse_header_opaque,
+    read_npy,
+};
 #[cfg(feature = "std")]
 pub use reader::{CHUNK, FileError, FileErrorKind, NpyReader};
 #[cfg(feature = "std")]

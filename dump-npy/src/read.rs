@@ -183,6 +183,29 @@ pub fn header_len_from_prefix(prefix: &[u8]) -> Result<usize, Error> {
 /// assert_eq!((h.elems(), h.data_len(), h.data_offset()), (0, 0, 128));
 /// ```
 pub fn parse_header(bytes: &[u8]) -> Result<Header<'_>, Error> {
+    parse_header_with(bytes, false)
+}
+
+/// The byte-sized carrier of an opaque descr that numpy writes for ml_dtypes' arrays, whose
+/// element type the file does not say: `<V1` / `|V1` (int4 and uint4, one value per byte;
+/// float8_e4m3fn, e4m3fnuz, e5m2fnuz), `<f1` (float8_e5m2) as [`DType::UInt8`], `<V2` / `|V2`
+/// (bfloat16) as [`DType::UInt16`]; `None` for any other descr.
+pub fn opaque_carrier(descr: &str) -> Option<DType> {
+    match descr {
+        "<V1" | "|V1" | "V1" | "<f1" | "|f1" => Some(DType::UInt8),
+        "<V2" | "|V2" | "V2" => Some(DType::UInt16),
+        _ => None,
+    }
+}
+
+/// [`parse_header`], also accepting the opaque descrs of [`opaque_carrier`] (ml_dtypes'
+/// arrays as numpy saves them): their header's dtype is the carrier, and the caller decides
+/// what the bytes are (`opdump run` takes the type the model declares for the input).
+pub fn parse_header_opaque(bytes: &[u8]) -> Result<Header<'_>, Error> {
+    parse_header_with(bytes, true)
+}
+
+fn parse_header_with(bytes: &[u8], opaque: bool) -> Result<Header<'_>, Error> {
     let data_offset = header_len_from_prefix(bytes)?;
     let header = bytes.get(..data_offset).ok_or(Error::Truncated {
         what: "header",
@@ -197,7 +220,12 @@ pub fn parse_header(bytes: &[u8]) -> Result<Header<'_>, Error> {
             expected: "UTF-8 text (version 3.0)",
         });
     }
-    let parsed = Parser { s: dict, i: 0 }.dict()?;
+    let parsed = Parser {
+        s: dict,
+        i: 0,
+        opaque,
+    }
+    .dict()?;
     let size = parsed.dtype.size().ok_or(Error::UnsupportedDescr)?;
     let data_len = parsed.elems.checked_mul(size).ok_or(Error::ShapeOverflow)?;
     data_offset
@@ -242,6 +270,8 @@ struct Parsed<'a> {
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+    /// Accept [`opaque_carrier`] descrs.
+    opaque: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -398,7 +428,9 @@ impl<'a> Parser<'a> {
                     }
                     let text = self.string()?;
                     let text = core::str::from_utf8(text).map_err(|_| Error::UnsupportedDescr)?;
-                    let dt = DType::from_npy_descr(text).ok_or(Error::UnsupportedDescr)?;
+                    let dt = DType::from_npy_descr(text)
+                        .or_else(|| opaque_carrier(text).filter(|_| self.opaque))
+                        .ok_or(Error::UnsupportedDescr)?;
                     descr = Some((text, dt));
                 }
                 b"fortran_order" if fortran.is_none() => fortran = Some(self.boolean()?),
@@ -446,6 +478,43 @@ mod tests {
 
     fn shape_of(h: &Header<'_>) -> Vec<usize> {
         h.dims().collect()
+    }
+
+    #[test]
+    fn ml_dtypes_opaque_descrs_only_on_request() {
+        for (descr, carrier) in [
+            ("<V1", DType::UInt8),
+            ("|V1", DType::UInt8),
+            ("<f1", DType::UInt8),
+            ("<V2", DType::UInt16),
+        ] {
+            let f = v1(&format!(
+                "{{'descr': '{descr}', 'fortran_order': False, 'shape': (2, 3), }}\n"
+            ));
+            assert_eq!(
+                parse_header(&f).unwrap_err(),
+                Error::UnsupportedDescr,
+                "{descr}: plain readers refuse it"
+            );
+            let h = parse_header_opaque(&f).unwrap();
+            assert_eq!((h.dtype(), h.descr()), (carrier, descr));
+            assert_eq!(h.data_len(), 6 * carrier.size().unwrap());
+            assert_eq!(shape_of(&h), [2, 3]);
+        }
+        // Other void and odd descrs stay unsupported, opaque or not.
+        for descr in ["<V3", "<V0", "<V16", ">f1", "<f3", "V", "<V1 "] {
+            let f = v1(&format!(
+                "{{'descr': '{descr}', 'fortran_order': False, 'shape': (2,), }}\n"
+            ));
+            assert_eq!(
+                parse_header_opaque(&f).unwrap_err(),
+                Error::UnsupportedDescr,
+                "{descr}"
+            );
+        }
+        // A known descr is what it is, whichever parser reads it.
+        let f = v1("{'descr': '<i2', 'fortran_order': False, 'shape': (2,), }\n");
+        assert_eq!(parse_header_opaque(&f).unwrap().dtype(), DType::Int16);
     }
 
     #[test]

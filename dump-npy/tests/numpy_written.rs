@@ -124,3 +124,60 @@ fn reader_reads_numpy_files() {
     assert!(read >= 90 && fortran >= 5 && versions[2] == 2 && versions[3] == 2);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The `.npy` files `tests/fixtures/onnx/dtypes/gen_dtypes.py` saved with numpy and ml_dtypes:
+/// bool, int16 and uint16 read as themselves; ml_dtypes' bfloat16 (`<V2`), int4 (`<V1`, one
+/// value per byte, low nibble) and float8 (`<V1`, `<f1`) only through `read_file_opaque`, with
+/// their bytes as stored.
+#[test]
+fn ml_dtypes_files_read_opaque() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/onnx/dtypes");
+    for (name, dtype) in [
+        ("bool", DType::Bool),
+        ("int16", DType::Int16),
+        ("uint16", DType::UInt16),
+    ] {
+        let f = dump_npy::read_file(dir.join(format!("{name}.npy"))).unwrap();
+        assert_eq!(
+            (f.dtype, f.shape.as_slice()),
+            (dtype, &[2usize, 3][..]),
+            "{name}"
+        );
+        assert!(!f.is_opaque());
+    }
+    for (name, descr, data) in [
+        ("int4", "<V1", &[0x00u8, 0x01, 0x0e, 0x03, 0x00, 0x07][..]),
+        (
+            "float8_e4m3fn",
+            "<V1",
+            &[0x00, 0x3c, 0xc0, 0x44, 0xa8, 0x4e][..],
+        ),
+        (
+            "float8_e5m2",
+            "<f1",
+            &[0x00, 0x3e, 0xc0, 0x42, 0xb4, 0x47][..],
+        ),
+        (
+            "bfloat16",
+            "<V2",
+            &[
+                0x00, 0x00, 0xc0, 0x3f, 0x00, 0xc0, 0x40, 0x40, 0x80, 0xbe, 0xe0, 0x40,
+            ][..],
+        ),
+    ] {
+        let path = dir.join(format!("{name}.npy"));
+        let err = dump_npy::read_file(&path).unwrap_err();
+        assert!(
+            err.to_string().contains("unsupported .npy descr"),
+            "{name}: {err}"
+        );
+        let f = dump_npy::read_file_opaque(&path).unwrap();
+        assert!(f.is_opaque(), "{name}");
+        assert_eq!(
+            (f.descr.as_str(), f.shape.as_slice()),
+            (descr, &[2usize, 3][..])
+        );
+        assert_eq!(f.data, data, "{name}");
+    }
+}

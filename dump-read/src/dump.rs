@@ -117,6 +117,8 @@ pub struct KernelRef {
     pub value: Option<String>,
     /// Op names of the graph nodes whose outputs it reads (empty without a graph).
     pub producers: Vec<String>,
+    /// The ONNX node it came from, when its graph node's source row names one.
+    pub onnx: Option<crate::graph::OnnxOrigin>,
 }
 
 /// A dump read back.
@@ -198,6 +200,7 @@ impl Dump {
                         .and_then(|m| m.get(t.id.op_name.as_str()).copied()),
                     value: None,
                     producers: Vec::new(),
+                    onnx: None,
                 });
                 let node = nodes
                     .get(&(t.rank, t.graph))
@@ -205,6 +208,7 @@ impl Dump {
                 if let (Some(n), Some(list)) = (node, lists.get(&(t.rank, t.graph))) {
                     let k = out.last_mut().expect("just pushed");
                     k.value = Some(n.value.clone());
+                    k.onnx = n.onnx.clone();
                     k.producers = n
                         .inputs
                         .iter()

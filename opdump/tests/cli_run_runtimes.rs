@@ -300,3 +300,148 @@ fn ort_and_candle_run_a_model_whose_external_data_location_is_absolute() {
         support::assert_close(rt, &y, &dir.join("mlp_ext/expected_y.npy"), 1e-6);
     }
 }
+
+/// `opdump run MODEL --runtime RUNTIME --out OUT` from the fixtures folder's parent.
+#[cfg(feature = "ort")]
+fn dump_model(model: &str, runtime: &str, out: &std::path::Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .arg("run")
+        .arg(fixtures().join(model))
+        .args(["--runtime", runtime, "--out"])
+        .arg(out)
+        .env_remove("MINDSPORE_DUMP_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{model} {runtime}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// `opdump compare A B --json`: exit code and the JSON report.
+#[cfg(feature = "ort")]
+fn compare_json(a: &std::path::Path, b: &std::path::Path) -> (i32, serde_json::Value) {
+    let o = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .arg("compare")
+        .arg(a)
+        .arg(b)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let j = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    (o.status.code().unwrap(), j)
+}
+
+/// tract decomposes cnn.onnx's Gemm into EinSum + Add, its Relu into Max and its Flatten
+/// into Reshape; against ONNX Runtime, only those nodes' outputs pair (rule `node`), the
+/// helpers and inputs are inside the nodes, nothing is unpaired and nothing diverges, in
+/// either direction. A x1.01 or NaN change of the Gemm's weight is named first: tract's Add,
+/// paired with ONNX Runtime's Gemm.
+#[cfg(feature = "ort")]
+#[test]
+fn tract_and_ort_pair_at_onnx_node_boundaries() {
+    if !support::onnx_runtime_available() {
+        return;
+    }
+    let tmp = Tmp::new("nodes");
+    let (t, o) = (tmp.0.join("tract"), tmp.0.join("ort"));
+    dump_model("cnn.onnx", "tract", &t);
+    dump_model("cnn.onnx", "ort", &o);
+    for (a, b) in [(&t, &o), (&o, &t)] {
+        let (code, j) = compare_json(a, b);
+        assert_eq!(code, 0, "{j:#}");
+        assert_eq!(j["diverged"], 0);
+        assert_eq!(j["only_in_a"].as_array().unwrap().len(), 0, "{j:#}");
+        assert_eq!(j["only_in_b"].as_array().unwrap().len(), 0, "{j:#}");
+        let node_pairs: Vec<&serde_json::Value> = j["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["rule"] == "node")
+            .collect();
+        // relu1, flatten1 and fc1: their outputs only.
+        assert_eq!(node_pairs.len(), 3, "{j:#}");
+        assert!(
+            node_pairs
+                .iter()
+                .all(|p| p["a"]["io"] == "output" && p["b"]["io"] == "output"),
+            "{j:#}"
+        );
+    }
+    let (_, j) = compare_json(&t, &o);
+    let inside = |side: &str, node: &str| {
+        j[side]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["onnx_node"] == node)
+            .count()
+    };
+    // tract: EinSum in 0, in 1, out 0 and Add in 0, in 1; ORT: Gemm's three inputs.
+    assert_eq!(
+        (inside("within_a", "fc1"), inside("within_b", "fc1")),
+        (5, 3)
+    );
+    assert_eq!(
+        (inside("within_a", "relu1"), inside("within_b", "relu1")),
+        (2, 1)
+    );
+    // The text report says so, and lists no unpaired noise.
+    let text = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .arg("compare")
+        .arg(&t)
+        .arg(&o)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains("  fc1: 5 tensors in A, 3 in B\n"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("only in A ("), "{stdout}");
+
+    for (model, why) in [
+        ("exported/cnn_fc1w_x1.01.onnx", "NotClose"),
+        ("exported/cnn_fc1w_nan.onnx", "NaN/Inf"),
+    ] {
+        let bad = tmp.0.join(why);
+        dump_model(model, "tract", &bad);
+        let (code, j) = compare_json(&bad, &o);
+        assert_eq!(code, 1, "{model}: {j:#}");
+        let first = &j["first_divergent"];
+        assert_eq!(
+            first["op_name"], "Default_fc1_Add-op0",
+            "{model}: {first:#}"
+        );
+        assert_eq!(first["io"], "output");
+        assert_eq!(first["b_op_name"], "Default_fc1_Gemm-op0");
+        assert_eq!(first["rule"], "node");
+        let reasons = first["reasons"].to_string();
+        assert!(
+            reasons.contains(if why == "NaN/Inf" {
+                "NaN/Inf"
+            } else {
+                "outside"
+            }),
+            "{model}: {reasons}"
+        );
+        // Only the Gemm's output and what reads it diverge.
+        for p in j["pairs"].as_array().unwrap() {
+            if p["diverged"] == true {
+                let name = p["a"]["op_name"].as_str().unwrap();
+                assert!(
+                    name == "Default_fc1_Add-op0" || name.contains("softmax1"),
+                    "{model}: {p:#}"
+                );
+            }
+        }
+    }
+}

@@ -35,6 +35,9 @@ pub enum Prereq {
     /// The ONNX Runtime shared library named by `ORT_DYLIB_PATH`
     /// (`adapters/dump-ort/ci/fetch-ort.sh` prints one).
     OnnxRuntime,
+    /// `python3` that can import torch, torchvision, onnx and onnxscript (exports torch models
+    /// with `tools/export_models.py`).
+    Torch,
 }
 
 impl fmt::Display for Prereq {
@@ -52,11 +55,12 @@ impl fmt::Display for Prereq {
             Prereq::ReferenceData => "the MindSpore reference data",
             Prereq::Chromium => "chromium (apt-get install chromium)",
             Prereq::OnnxRuntime => "libonnxruntime (ORT_DYLIB_PATH)",
+            Prereq::Torch => "python3 with torch, torchvision, onnx and onnxscript",
         })
     }
 }
 
-const ALL: [Prereq; 12] = [
+const ALL: [Prereq; 13] = [
     Prereq::Python3,
     Prereq::Numpy,
     Prereq::Gzip,
@@ -69,6 +73,7 @@ const ALL: [Prereq; 12] = [
     Prereq::ReferenceData,
     Prereq::Chromium,
     Prereq::OnnxRuntime,
+    Prereq::Torch,
 ];
 
 impl Prereq {
@@ -90,6 +95,10 @@ impl Prereq {
             Prereq::Chromium => "apt-get install chromium",
             Prereq::OnnxRuntime => {
                 "export ORT_DYLIB_PATH=$(bash adapters/dump-ort/ci/fetch-ort.sh)"
+            }
+            Prereq::Torch => {
+                "python3 -m pip install torch torchvision onnx onnxscript --index-url \
+                 https://download.pytorch.org/whl/cpu (or from PyPI)"
             }
         }
     }
@@ -118,6 +127,9 @@ impl Prereq {
             )),
             Prereq::ReferenceData => crate::reference::probe(),
             Prereq::Chromium => run_ok(Command::new("chromium").arg("--version")),
+            Prereq::Torch => run_ok(
+                Command::new("python3").args(["-c", "import torch, torchvision, onnx, onnxscript"]),
+            ),
             Prereq::OnnxRuntime => match std::env::var_os("ORT_DYLIB_PATH") {
                 Some(p) if std::path::Path::new(&p).is_file() => Ok(()),
                 Some(p) if !p.is_empty() => Err(format!("ORT_DYLIB_PATH={p:?} is not a file")),

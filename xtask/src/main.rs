@@ -11,11 +11,15 @@
 //!   counts printed. `cargo xtask wire-fuzz [N]`: the frame decoder's mutation campaign, release.
 //! - `cargo xtask hardening [--faults] [--schedules] [--soak] [--valgrind] [--quick]`: the
 //!   hardening campaign of issue 13 at full scale, in release builds (see `hardening`).
+//! - `cargo xtask node-suite --dir DIR`: the ONNX backend node tests (made by
+//!   `tools/node_suite.py DIR` from the pinned onnx wheel) through every runtime of
+//!   `opdump run`, compared with the expected outputs (see `node_suite`).
 
 mod agent;
 mod bench;
 mod cross;
 mod hardening;
+mod node_suite;
 mod test;
 
 use std::process::ExitCode;
@@ -35,6 +39,10 @@ commands:
   hardening [--faults] [--schedules] [--soak] [--valgrind] [--quick]
                                           full fault injection, memory, descriptors, schedules +
                                           kill -9 loop, 10^5-step soak, memcheck (none: all)
+  node-suite --dir DIR [--opdump PATH] [--runtimes tract,ort,candle] [--timeout S] [--jobs N]
+             [--filter SUBSTRING]         the ONNX backend node tests (tools/node_suite.py DIR)
+                                          through every runtime: ok / clean error / wrong /
+                                          unchecked / panic / hang per runtime
 ";
 
 fn main() -> ExitCode {
@@ -46,6 +54,7 @@ fn main() -> ExitCode {
         Some("agent-qemu") => agent::run(&args[1..]),
         Some("wire-fuzz") => agent::fuzz(&args[1..]),
         Some("hardening") => hardening::run_all(&args[1..]),
+        Some("node-suite") => node_suite::run(&args[1..]),
         Some("-h" | "--help") | None => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

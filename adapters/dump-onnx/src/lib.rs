@@ -38,5 +38,5 @@ pub use describe::{describe, full_name};
 pub use error::Error;
 pub use expose::with_outputs;
 pub use inline::{MAX_INLINE_MODEL, inline_data};
-pub use model::{Dim, Graph, Initializer, Model, Node, ValueInfo, dtype, onnx_code};
+pub use model::{Dim, Graph, Initializer, Model, Node, ValueInfo, dtype, onnx_code, type_name};
 pub use step::{Lookup, OnnxDump, Values};

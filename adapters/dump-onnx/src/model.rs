@@ -109,8 +109,9 @@ impl Initializer {
     }
 }
 
-/// The dump dtype of an ONNX `TensorProto.DataType` code; `None` for strings, 8-bit floats
-/// and other types MindSpore has no dtype for.
+/// The dump dtype of an ONNX `TensorProto.DataType` code (`INT4`, 22: [`DType::Int4`], two
+/// per byte, low nibble first, as ONNX packs it); `None` for strings, 8-bit floats, uint4 and
+/// other types MindSpore has no dtype for.
 pub fn dtype(code: i32) -> Option<DType> {
     Some(match code {
         1 => DType::Float32,
@@ -128,13 +129,51 @@ pub fn dtype(code: i32) -> Option<DType> {
         14 => DType::Complex64,
         15 => DType::Complex128,
         16 => DType::BFloat16,
+        22 => DType::Int4,
         _ => return None,
     })
 }
 
+/// The ONNX name of a `TensorProto.DataType` code (`FLOAT8E4M3FN`), or `"an unknown type"`.
+pub fn type_name(code: i32) -> &'static str {
+    const NAMES: [&str; 26] = [
+        "UNDEFINED",
+        "FLOAT",
+        "UINT8",
+        "INT8",
+        "UINT16",
+        "INT16",
+        "INT32",
+        "INT64",
+        "STRING",
+        "BOOL",
+        "FLOAT16",
+        "DOUBLE",
+        "UINT32",
+        "UINT64",
+        "COMPLEX64",
+        "COMPLEX128",
+        "BFLOAT16",
+        "FLOAT8E4M3FN",
+        "FLOAT8E4M3FNUZ",
+        "FLOAT8E5M2",
+        "FLOAT8E5M2FNUZ",
+        "UINT4",
+        "INT4",
+        "FLOAT4E2M1",
+        "FLOAT8E8M0",
+        "UINT2",
+    ];
+    usize::try_from(code)
+        .ok()
+        .and_then(|c| NAMES.get(c))
+        .copied()
+        .unwrap_or("an unknown type")
+}
+
 /// The ONNX `TensorProto.DataType` code of a dump dtype (the inverse of [`dtype`]).
 pub fn onnx_code(d: DType) -> Option<i32> {
-    (1..=16).find(|&c| dtype(c) == Some(d))
+    (1..=22).find(|&c| dtype(c) == Some(d))
 }
 
 impl Model {
@@ -332,5 +371,27 @@ fn check_length(i: &Initializer) -> Result<(), Error> {
             i.dims,
             n.map_or("an overflowing count".to_owned(), |n| n.to_string())
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_and_codes() {
+        assert_eq!(type_name(1), "FLOAT");
+        assert_eq!(type_name(17), "FLOAT8E4M3FN");
+        assert_eq!(type_name(22), "INT4");
+        assert_eq!(type_name(-1), "an unknown type");
+        assert_eq!(type_name(99), "an unknown type");
+        assert_eq!(dtype(22), Some(DType::Int4));
+        assert_eq!(onnx_code(DType::Int4), Some(22));
+        assert_eq!(dtype(21), None, "no uint4 dump dtype");
+        for c in 1..=16 {
+            if let Some(d) = dtype(c) {
+                assert_eq!(onnx_code(d), Some(c));
+            }
+        }
     }
 }

@@ -13,7 +13,8 @@ use ort::{
 
 use crate::Error;
 
-/// The dump dtype of an ONNX Runtime element type; `None` for strings and 8/4-bit floats.
+/// The dump dtype of an ONNX Runtime element type (int4: two per byte, low nibble first, as
+/// both ONNX Runtime and MindSpore store it); `None` for strings, uint4 and 8/4-bit floats.
 pub fn dtype_of(t: TensorElementType) -> Option<DType> {
     use TensorElementType as T;
     Some(match t {
@@ -30,6 +31,7 @@ pub fn dtype_of(t: TensorElementType) -> Option<DType> {
         T::Uint32 => DType::UInt32,
         T::Uint64 => DType::UInt64,
         T::Bfloat16 => DType::BFloat16,
+        T::Int4 => DType::Int4,
         T::Complex64 => DType::Complex64,
         T::Complex128 => DType::Complex128,
         _ => return None,
@@ -52,6 +54,7 @@ fn element_type(d: DType) -> Option<TensorElementType> {
         T::Uint32,
         T::Uint64,
         T::Bfloat16,
+        T::Int4,
         T::Complex64,
         T::Complex128,
     ]

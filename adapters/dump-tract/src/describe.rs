@@ -1,13 +1,13 @@
 //! A tract plan described for the Dumper: kernel names, the graph description
 //! ([`dump_host::graph::Graph`]), the graph inputs and the constants.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use dump_host::graph::{Graph, Input, Node, Output, Parameter};
 use tract_onnx::prelude::{OutletId, TypedFact, TypedModel, TypedSimplePlan};
 use tract_onnx::tract_core::ops::{konst::Const, source::TypedSource};
 
-use crate::dtype::dtype_of;
+use crate::{dtype::dtype_of, origin::OnnxNodes};
 
 /// How one plan node is dumped.
 #[derive(Debug, Clone)]
@@ -43,12 +43,21 @@ pub(crate) fn full_name(node_name: &str, op: &str, n: usize) -> String {
 }
 
 /// The ONNX value name of `outlet` (tract's outlet label), or the node name (`name:slot` for
-/// a second output) when the model has none.
-fn value_name(model: &TypedModel, outlet: OutletId) -> String {
-    match model.outlet_label(outlet) {
-        Some(l) => l.to_owned(),
-        None if outlet.slot == 0 => model.node(outlet.node).name.clone(),
-        None => format!("{}:{}", model.node(outlet.node).name, outlet.slot),
+/// a second output) when the model has none. A node name that is also an ONNX value name
+/// (`labels`: tract names an unnamed ONNX node after its first output, and its helpers'
+/// outlets carry no label) becomes `name#id`, so that no helper claims the value the
+/// decomposition's last node computes.
+fn value_name(model: &TypedModel, outlet: OutletId, labels: &HashSet<&str>) -> String {
+    let name = &model.node(outlet.node).name;
+    let base = match model.outlet_label(outlet) {
+        Some(l) => return l.to_owned(),
+        None if outlet.slot == 0 => name.clone(),
+        None => format!("{name}:{}", outlet.slot),
+    };
+    if labels.contains(base.as_str()) {
+        format!("{base}#{}", outlet.node)
+    } else {
+        base
     }
 }
 
@@ -63,9 +72,65 @@ fn parameter(model: &TypedModel, id: usize, weight: bool) -> Parameter {
     }
 }
 
-/// Describes `plan` as graph `name`.
-pub(crate) fn describe(plan: &TypedSimplePlan, name: &str) -> Described {
+/// The source row of kernel `id`: the tract node, and with `onnx` the ONNX node it came from,
+/// whether tract decomposed that node (several typed nodes, or one under another name), and
+/// which of its outputs are the ONNX node's outputs (`own slot->ONNX slot`):
+/// `tract node #13 "fc1" (Add); onnx node "fc1" decomposed; outputs 0->0`. dump-read parses
+/// it (`dump_read::graph::OnnxOrigin`) to pair runtimes at ONNX node boundaries.
+fn source_row(
+    model: &TypedModel,
+    id: usize,
+    op: &str,
+    onnx: Option<&OnnxNodes>,
+    group_size: &HashMap<&str, usize>,
+) -> String {
+    let node = model.node(id);
+    let mut row = format!("tract node #{id} {:?} ({op})", node.name);
+    let Some(origin) = onnx.and_then(|o| o.origin(&node.name).map(|n| (o, n))) else {
+        return row;
+    };
+    let (onnx, origin) = origin;
+    row += &format!("; onnx node {origin:?}");
+    if group_size.get(origin).copied().unwrap_or(0) > 1 || node.name != origin {
+        row += " decomposed";
+    }
+    let map: Vec<String> = (0..node.outputs.len())
+        .filter_map(|slot| {
+            let label = model.outlet_label(OutletId::new(id, slot))?;
+            let o = onnx.output_slot(origin, label)?;
+            Some(format!("{slot}->{o}"))
+        })
+        .collect();
+    row += "; outputs ";
+    row += &if map.is_empty() {
+        "none".to_owned()
+    } else {
+        map.join(" ")
+    };
+    row
+}
+
+/// Describes `plan` as graph `name`; with `onnx`, every kernel's source row names the ONNX
+/// node it came from ([`source_row`]).
+pub(crate) fn describe(plan: &TypedSimplePlan, name: &str, onnx: Option<&OnnxNodes>) -> Described {
     let model = plan.model();
+    let labels: HashSet<&str> = model
+        .nodes()
+        .iter()
+        .flat_map(|n| (0..n.outputs.len()).map(move |slot| OutletId::new(n.id, slot)))
+        .filter_map(|o| model.outlet_label(o))
+        .collect();
+    let mut group_size: HashMap<&str, usize> = HashMap::new();
+    if let Some(o) = onnx {
+        for &id in plan.order_without_consts() {
+            let node = model.node(id);
+            if node.op_as::<TypedSource>().is_none()
+                && let Some(origin) = o.origin(&node.name)
+            {
+                *group_size.entry(origin).or_insert(0) += 1;
+            }
+        }
+    }
     let mut graph = Graph::new(name);
     let mut roles: Vec<Option<Role>> = vec![None; model.nodes().len()];
     for node in model.nodes() {
@@ -97,14 +162,14 @@ pub(crate) fn describe(plan: &TypedSimplePlan, name: &str) -> Described {
                 .enumerate()
                 .map(|(slot, o)| {
                     Output::new(
-                        &value_name(model, OutletId::new(id, slot)),
+                        &value_name(model, OutletId::new(id, slot), &labels),
                         dtype_of(o.fact.datum_type),
                         &fact_shape(&o.fact),
                     )
                 })
                 .collect(),
             scope: format!("Default/{}", node.name),
-            source: Some(format!("tract node #{id} {:?} ({op})", node.name)),
+            source: Some(source_row(model, id, &op, onnx, &group_size)),
         });
     }
     let input = |o: &OutletId| -> Option<Input> {

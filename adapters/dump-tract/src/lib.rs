@@ -17,6 +17,11 @@
 //!   fixture tests compare with onnx.reference's intermediates); `into_decluttered()` and
 //!   `into_optimized()` fold nodes (a Flatten into the next MatMul), so some ONNX values are
 //!   no longer a kernel output.
+//! - ONNX nodes: tract rewrites some ONNX nodes into several typed nodes named `N` or
+//!   `N.suffix` (Gemm → `EinSum` + `Add`, Relu → `Max`, LSTM → `Scan` and helpers). Built with
+//!   [`TractDump::with_onnx_nodes`], each kernel's source row in `graphs/*.ir` names the ONNX
+//!   node it came from (`; onnx node "fc1" decomposed; outputs 0->0`), which `opdump compare`
+//!   uses to pair tract with ONNX Runtime or candle at ONNX node boundaries only.
 //! - Datum types: bool, u8-u64, i8-i64, f16, f32, f64 are dumped; `TDim`, `String`, `Blob`,
 //!   quantized and complex types are skipped with one diagnostic each (tract has no bf16).
 //!
@@ -42,12 +47,14 @@
 
 mod describe;
 mod dtype;
+mod origin;
 mod run;
 mod tensor;
 
 use core::fmt;
 
 pub use dtype::dtype_of;
+pub use origin::OnnxNodes;
 pub use run::TractDump;
 pub use tensor::host_tensor;
 /// The tract version this adapter is built against (re-exported so users need no second pin).

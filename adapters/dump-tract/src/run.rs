@@ -14,6 +14,7 @@ use tract_onnx::tract_core::{
 use crate::{
     Error,
     describe::{Described, Role, describe},
+    origin::OnnxNodes,
     tensor::{Skip, tensor_ref},
 };
 
@@ -65,9 +66,23 @@ fn report(
 impl TractDump {
     /// Prepares `plan` (its kernels in the plan's execution order) as graph `graph_id`.
     pub fn new(plan: &TypedSimplePlan, graph_id: u32) -> Self {
+        Self::build(plan, graph_id, None)
+    }
+
+    /// Like [`new`](TractDump::new), with the ONNX nodes of the model the plan was made from
+    /// ([`OnnxNodes::of`] the `InferenceModel` before `into_typed`): every kernel's source row
+    /// in `graphs/*.ir` then names the ONNX node it came from, whether tract decomposed it
+    /// (Gemm → `EinSum` + `Add`, Relu → `Max`), and which of its outputs are that node's
+    /// outputs, so that `opdump compare` pairs tract with another runtime at ONNX node
+    /// boundaries only.
+    pub fn with_onnx_nodes(plan: &TypedSimplePlan, graph_id: u32, onnx: &OnnxNodes) -> Self {
+        Self::build(plan, graph_id, Some(onnx))
+    }
+
+    fn build(plan: &TypedSimplePlan, graph_id: u32, onnx: Option<&OnnxNodes>) -> Self {
         TractDump {
             graph_id,
-            described: describe(plan, &format!("kernel_graph{graph_id}")),
+            described: describe(plan, &format!("kernel_graph{graph_id}"), onnx),
             announced: false,
             diagnostics: Vec::new(),
             reported: HashSet::new(),

@@ -422,3 +422,53 @@ fn two_plans_on_one_dumper_alternate_between_their_graphs() {
         assert!(ir.is_file());
     }
 }
+
+/// With the ONNX nodes, every kernel's source row names the node tract made it from: cnn's
+/// Gemm is an `EinSum` helper (no ONNX output) and an `Add` (the Gemm's output), its Relu a
+/// `Max` under another name; Conv stays itself. Without them the rows name tract's node only.
+#[test]
+fn source_rows_name_the_onnx_node_of_every_kernel() {
+    let model = tract_onnx::onnx()
+        .model_for_path(fixtures().join("cnn.onnx"))
+        .unwrap();
+    let onnx = dump_tract::OnnxNodes::of(&model);
+    assert_eq!(onnx.len(), 6, "six ONNX nodes, no inputs or initializers");
+    let plan = model.into_typed().unwrap().into_runnable().unwrap();
+    let rows: Vec<(String, String)> = TractDump::with_onnx_nodes(&plan, 0, &onnx)
+        .graph()
+        .nodes
+        .iter()
+        .map(|n| (n.op_type.clone(), n.source.clone().unwrap()))
+        .collect();
+    let row = |op: &str| {
+        rows.iter()
+            .find(|(o, _)| o == op)
+            .map(|(_, r)| r.as_str())
+            .unwrap_or_else(|| panic!("{op}: {rows:?}"))
+    };
+    assert!(
+        row("Conv").ends_with(r#" "conv1" (Conv); onnx node "conv1"; outputs 0->0"#),
+        "{rows:?}"
+    );
+    assert!(
+        row("EinSum").ends_with(r#" "fc1.ab" (EinSum); onnx node "fc1" decomposed; outputs none"#),
+        "{rows:?}"
+    );
+    assert!(
+        row("Add").ends_with(r#" "fc1" (Add); onnx node "fc1" decomposed; outputs 0->0"#),
+        "{rows:?}"
+    );
+    assert!(
+        row("Max").ends_with(r#" "relu1.low" (Max); onnx node "relu1" decomposed; outputs 0->0"#),
+        "{rows:?}"
+    );
+    let plain = TractDump::new(&plan, 0);
+    assert!(
+        plain
+            .graph()
+            .nodes
+            .iter()
+            .all(|n| !n.source.as_deref().unwrap().contains("onnx node")),
+        "no ONNX nodes given, none named"
+    );
+}

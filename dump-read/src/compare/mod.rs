@@ -221,6 +221,12 @@ pub struct Comparison {
     pub only_in_a: Vec<usize>,
     /// B's tensors with no partner.
     pub only_in_b: Vec<usize>,
+    /// A's tensors inside an ONNX node that the dumps compute with different kernels (a
+    /// decomposition's helpers and inputs), with the node's name: not paired, the node's
+    /// outputs are ([`Pairing::within_a`]).
+    pub within_a: Vec<(usize, String)>,
+    /// B's tensors inside such a node.
+    pub within_b: Vec<(usize, String)>,
     /// Index into `pairs` of the first divergent pair in run order.
     pub first_divergent: Option<usize>,
 }
@@ -253,6 +259,8 @@ pub fn compare(
         pairs,
         only_in_a: pairing.only_in_a,
         only_in_b: pairing.only_in_b,
+        within_a: pairing.within_a,
+        within_b: pairing.within_b,
         first_divergent,
     }
 }

@@ -2,10 +2,18 @@
 //!
 //! 1. **name**: same rank, iteration, op name, IO and slot (the normal case: two runs of the
 //!    same program).
-//! 2. **value**: kernels that found no partner by name, whose graph nodes (`graphs/*.ir`)
+//! 2. **node**: kernels that found no partner by name and whose graph nodes name the ONNX node
+//!    they came from (the `# In file` row: [`OnnxOrigin`](crate::graph::OnnxOrigin)), when
+//!    both dumps hold kernels of that ONNX node in the same rank and iteration. Two plain
+//!    kernels of the same op type pair every tensor by IO and slot; otherwise (one runtime
+//!    decomposed the node, as tract turns Gemm into `EinSum` + `Add`) only the node's outputs
+//!    pair, by the ONNX node's output slot, and every other tensor of those kernels (the
+//!    decomposition's helpers, the inputs of both sides) is reported as
+//!    [`within`](Pairing::within_a) that node, never as unpaired.
+//! 3. **value**: kernels that found no partner by name, whose graph nodes (`graphs/*.ir`)
 //!    define the same value name (the ONNX value name the adapters keep), in the same rank and
 //!    iteration. Their tensors pair by IO and slot.
-//! 3. **order**: kernels that found no partner by name are paired by their position in the run
+//! 4. **order**: kernels that found no partner by name are paired by their position in the run
 //!    order of the same rank and iteration, when their op types agree (two runtimes or two
 //!    frameworks that name ops differently); a kernel whose op type does not match the next
 //!    few unpaired kernels of the other side stays unpaired. Their tensors pair by IO and slot.
@@ -23,6 +31,9 @@ use crate::{Dump, KernelRef};
 pub enum PairRule {
     /// Same rank, iteration, op name, IO and slot.
     Name,
+    /// The same ONNX node (graph files' source rows): its outputs by the node's output slot,
+    /// or, for two plain kernels of one op type, every tensor by IO and slot.
+    Node,
     /// Same value name in the graph files (an ONNX value name), same IO and slot.
     Value,
     /// Same position in the run order, same op type, same IO and slot.
@@ -30,10 +41,11 @@ pub enum PairRule {
 }
 
 impl PairRule {
-    /// `name` or `order`.
+    /// `name`, `node`, `value` or `order`.
     pub const fn as_str(self) -> &'static str {
         match self {
             PairRule::Name => "name",
+            PairRule::Node => "node",
             PairRule::Value => "value",
             PairRule::Order => "order",
         }
@@ -49,6 +61,12 @@ pub struct Pairing {
     pub only_in_a: Vec<usize>,
     /// B's tensors without a partner, in B's run order.
     pub only_in_b: Vec<usize>,
+    /// A's tensors left unpaired inside an ONNX node that the two dumps compute with
+    /// different kernels (a decomposition's helpers and inputs), with the node's name; the
+    /// node's outputs are paired.
+    pub within_a: Vec<(usize, String)>,
+    /// B's tensors left unpaired inside such a node, with its name.
+    pub within_b: Vec<(usize, String)>,
 }
 
 /// How many unpaired kernels of B the order rule looks ahead for A's kernel's op type.
@@ -90,7 +108,9 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
             }
         }
     }
-    // The value rule over kernels untouched by the name rule.
+    let (within_a, within_b) = pair_nodes(a, b, &ka, &kb, &mut partner, &mut used_b);
+    let within_a_set: HashSet<usize> = within_a.iter().map(|(i, _)| *i).collect();
+    // The value rule over kernels untouched by the rules above.
     let mut by_value: HashMap<(u32, u64, &str), usize> = HashMap::new();
     for (n, k) in kb.iter().enumerate() {
         if let Some(v) = &k.value
@@ -103,7 +123,10 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
     }
     for k in &ka {
         let Some(v) = &k.value else { continue };
-        if k.tensors.iter().any(|i| partner.contains_key(i)) {
+        if k.tensors
+            .iter()
+            .any(|i| partner.contains_key(i) || within_a_set.contains(i))
+        {
             continue;
         }
         let Some(&n) = by_value.get(&(k.rank, k.iteration, v.as_str())) else {
@@ -122,7 +145,9 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
             }
             m
         };
-    let free_a = untouched(&ka, &|i| partner.contains_key(&i));
+    let free_a = untouched(&ka, &|i| {
+        partner.contains_key(&i) || within_a_set.contains(&i)
+    });
     let free_b = untouched(&kb, &|j| used_b.contains(&j));
     for (group, list_a) in &free_a {
         let Some(list_b) = free_b.get(group) else {
@@ -148,7 +173,11 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
             );
         }
     }
-    let mut out = Pairing::default();
+    let mut out = Pairing {
+        within_a,
+        within_b,
+        ..Pairing::default()
+    };
     // Run order across ranks: iteration first (the earliest step), then rank; stable, so the
     // timestamp order within a rank and iteration stays.
     let mut order: Vec<&KernelRef> = ka.iter().collect();
@@ -157,6 +186,7 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
         for &i in &k.tensors {
             match partner.get(&i) {
                 Some(&(j, rule)) => out.pairs.push((i, j, rule)),
+                None if within_a_set.contains(&i) => {}
                 None => out.only_in_a.push(i),
             }
         }
@@ -166,6 +196,148 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
             .extend(k.tensors.iter().filter(|j| !used_b.contains(j)));
     }
     out
+}
+
+/// Tensors left inside ONNX nodes by the node rule: `(tensor index, ONNX node name)`.
+type Within = Vec<(usize, String)>;
+
+/// Kernels of `ks` (by index) that name an ONNX node, grouped by (rank, iteration, ONNX
+/// node).
+fn onnx_groups(ks: &[KernelRef]) -> HashMap<(u32, u64, String), Vec<usize>> {
+    let mut m: HashMap<(u32, u64, String), Vec<usize>> = HashMap::new();
+    for (n, k) in ks.iter().enumerate() {
+        if let Some(o) = &k.onnx {
+            m.entry((k.rank, k.iteration, o.node.clone()))
+                .or_default()
+                .push(n);
+        }
+    }
+    m
+}
+
+/// The output tensors of kernels `l` of `ks` that are their ONNX node's outputs:
+/// `(the node's output slot, tensor index)`.
+fn node_outputs(d: &Dump, ks: &[KernelRef], l: &[usize]) -> Vec<(u32, usize)> {
+    let mut out = Vec::new();
+    for &n in l {
+        let k = &ks[n];
+        let Some(o) = &k.onnx else { continue };
+        for &i in &k.tensors {
+            let t = &d.tensors[i];
+            if t.id.io == Io::Output
+                && let Some(slot) = o.onnx_slot(t.id.slot)
+            {
+                out.push((slot, i));
+            }
+        }
+    }
+    out
+}
+
+/// The node rule (see the module docs) over kernels untouched by the name rule: pairs what
+/// it can into `partner` / `used_b` and returns the tensors of A and of B left within the
+/// ONNX nodes it handled (B's are marked used).
+fn pair_nodes(
+    a: &Dump,
+    b: &Dump,
+    ka: &[KernelRef],
+    kb: &[KernelRef],
+    partner: &mut HashMap<usize, (usize, PairRule)>,
+    used_b: &mut HashSet<usize>,
+) -> (Within, Within) {
+    let mut ga: Vec<_> = onnx_groups(ka).into_iter().collect();
+    ga.sort_unstable(); // deterministic: B's outputs are taken first come, first served
+    let gb = onnx_groups(kb);
+    let (mut within_a, mut within_b) = (Vec::new(), Vec::new());
+    for ((rank, iteration, node), all_a) in &ga {
+        let Some(all_b) = gb.get(&(*rank, *iteration, node.clone())) else {
+            continue;
+        };
+        // Kernels none of whose tensors the name rule paired.
+        let list_a: Vec<usize> = all_a
+            .iter()
+            .copied()
+            .filter(|&n| !ka[n].tensors.iter().any(|i| partner.contains_key(i)))
+            .collect();
+        let list_b: Vec<usize> = all_b
+            .iter()
+            .copied()
+            .filter(|&n| !kb[n].tensors.iter().any(|j| used_b.contains(j)))
+            .collect();
+        let plain = |ks: &[KernelRef], all: &[usize], free: &[usize]| {
+            all.len() == 1
+                && free.len() == 1
+                && ks[all[0]].onnx.as_ref().is_some_and(|o| !o.decomposed)
+        };
+        if list_a.is_empty() && list_b.is_empty() {
+            // the name rule paired the node's kernels
+        } else if plain(ka, all_a, &list_a)
+            && plain(kb, all_b, &list_b)
+            && ka[list_a[0]]
+                .op_type
+                .eq_ignore_ascii_case(&kb[list_b[0]].op_type)
+        {
+            pair_slots(
+                a,
+                b,
+                &ka[list_a[0]],
+                &kb[list_b[0]],
+                PairRule::Node,
+                partner,
+                used_b,
+            );
+        } else {
+            // The node's outputs, by the ONNX node's output slot.
+            let out_b = node_outputs(b, kb, &list_b);
+            for (slot, i) in node_outputs(a, ka, &list_a) {
+                if let Some(&(_, j)) = out_b
+                    .iter()
+                    .find(|(s, j)| *s == slot && !used_b.contains(j))
+                {
+                    used_b.insert(j);
+                    partner.insert(i, (j, PairRule::Node));
+                }
+            }
+        }
+        // What is left is inside the node (a decomposition's helpers, the inputs of both
+        // sides): the free kernels' tensors, and, where the two sides' kernels of the node
+        // hold different tensors (tract gives a bias-less Conv a zero bias input), the
+        // leftovers of name-paired kernels too. Two runs of one runtime keep their own.
+        let signature = |d: &Dump, ks: &[KernelRef], all: &[usize]| {
+            let mut v: Vec<(bool, u32)> = all
+                .iter()
+                .flat_map(|&n| ks[n].tensors.iter())
+                .map(|&i| (d.tensors[i].id.io == Io::Input, d.tensors[i].id.slot))
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let differ = signature(a, ka, all_a) != signature(b, kb, all_b);
+        let (from_a, from_b) = if differ {
+            (all_a.as_slice(), all_b.as_slice())
+        } else {
+            (list_a.as_slice(), list_b.as_slice())
+        };
+        for &n in from_a {
+            within_a.extend(
+                ka[n]
+                    .tensors
+                    .iter()
+                    .filter(|i| !partner.contains_key(i))
+                    .map(|&i| (i, node.clone())),
+            );
+        }
+        for &n in from_b {
+            for &j in &kb[n].tensors {
+                if used_b.insert(j) {
+                    within_b.push((j, node.clone()));
+                }
+            }
+        }
+    }
+    within_a.sort_unstable();
+    within_b.sort_unstable();
+    (within_a, within_b)
 }
 
 /// Pairs the tensors of kernels `ka` (of `a`) and `kb` (of `b`) by IO and slot.

@@ -214,6 +214,7 @@ impl Dialect for Polygraphy {
                             op_name: name.clone(),
                             value: name.clone(),
                             inputs: Vec::new(),
+                            onnx: None,
                         }),
                         None => dump.graphs.push((
                             key,
@@ -221,6 +222,7 @@ impl Dialect for Polygraphy {
                                 op_name: name.clone(),
                                 value: name.clone(),
                                 inputs: Vec::new(),
+                                onnx: None,
                             }],
                         )),
                     }

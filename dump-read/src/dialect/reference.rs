@@ -69,6 +69,7 @@ fn push(dump: &mut Dump, name: &str, path: PathBuf) {
                 op_name: name.to_owned(),
                 value: name.to_owned(),
                 inputs: Vec::new(),
+                onnx: None,
             });
         }
         Err(e) => dump.problems.push(Problem {

@@ -1,9 +1,13 @@
 //! `opdump compare A B [--json] [--csv FILE] [--html FILE] [--rtol R --atol T] [--tol DTYPE=R,T]`:
 //! where two dumps start to differ.
 //!
-//! Tensors pair by (rank, iteration, op name, IO, slot); kernels left over pair by the value
-//! name of their node in `graphs/*.ir` (an ONNX value name), then by position in the run order
-//! when their op types agree (the `rule` column says which: `name`, `value`, `order`). Per pair: cosine
+//! Tensors pair by (rank, iteration, op name, IO, slot); kernels left over pair by the ONNX
+//! node their `graphs/*.ir` source row names (`node`: where one runtime decomposed the node,
+//! as tract turns Gemm into EinSum + Add, only the node's outputs pair; the decomposition's
+//! helpers and the node's inputs are listed as "inside ONNX node N", not as unpaired), then
+//! by the value name of their node in `graphs/*.ir` (an ONNX value name), then by position in
+//! the run order when their op types agree (the `rule` column says which: `name`, `node`,
+//! `value`, `order`). Per pair: cosine
 //! similarity, max absolute and relative error, the shares of elements with a relative error
 //! above 0.001 and 0.005, max ULP distance, and both sides' statistics; statistic-only dumps
 //! compare max/min/avg/l2norm, md5-only rows compare digests. A pair diverges when an element
@@ -38,7 +42,7 @@ use std::{io::Write, path::PathBuf};
 use dump_core::{DType, compare::Tolerance};
 use dump_read::{
     Dump,
-    compare::{Comparison, PairOutcome, PairResult, Tolerances, compare},
+    compare::{Comparison, PairOutcome, PairResult, PairRule, Tolerances, compare},
 };
 use serde_json::{Map, Value, json};
 
@@ -67,7 +71,8 @@ pub struct Args {
     /// A's graphs/*.ir gives them (rule `value`).
     #[arg(value_name = "B")]
     pub b: PathBuf,
-    /// Print one JSON object (keys pairs, matched, only_in_a, only_in_b, first_divergent).
+    /// Print one JSON object (keys pairs, matched, only_in_a, only_in_b, within_a, within_b,
+    /// first_divergent).
     #[arg(long)]
     pub json: bool,
     /// Also write one csv row per pair to FILE.
@@ -185,10 +190,11 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     let diverged = cmp.pairs.iter().filter(|p| p.diverged()).count();
     let _ = writeln!(
         err,
-        "compared {} pairs ({} only in A, {} only in B): {}",
+        "compared {} pairs ({} only in A, {} only in B{}): {}",
         cmp.pairs.len(),
         cmp.only_in_a.len(),
         cmp.only_in_b.len(),
+        within_count(&cmp),
         match cmp.first_divergent {
             Some(i) => format!(
                 "{diverged} diverge; first divergent: {}",
@@ -235,23 +241,68 @@ fn metric_cells(p: &PairResult) -> [String; 6] {
     }
 }
 
+/// `, N inside ONNX nodes the dumps compute differently` when the node rule left tensors within nodes.
+fn within_count(cmp: &Comparison) -> String {
+    let n = cmp.within_a.len() + cmp.within_b.len();
+    if n == 0 {
+        String::new()
+    } else {
+        format!(", {n} inside ONNX nodes the dumps compute differently")
+    }
+}
+
+/// The ONNX nodes with tensors inside them: `(node, count in A, count in B)`, in A's order.
+fn within_nodes(cmp: &Comparison) -> Vec<(&str, usize, usize)> {
+    let mut out: Vec<(&str, usize, usize)> = Vec::new();
+    for (side, list) in [(0, &cmp.within_a), (1, &cmp.within_b)] {
+        for (_, node) in list {
+            let at = match out.iter().position(|(n, ..)| *n == node.as_str()) {
+                Some(at) => at,
+                None => {
+                    out.push((node.as_str(), 0, 0));
+                    out.len() - 1
+                }
+            };
+            if side == 0 {
+                out[at].1 += 1;
+            } else {
+                out[at].2 += 1;
+            }
+        }
+    }
+    out
+}
+
 fn table(a: &Dump, b: &Dump, cmp: &Comparison, all: bool) -> String {
     let mut s = format!(
-        "A: {} ({} tensors)\nB: {} ({} tensors)\n{} pairs, {} only in A, {} only in B\n\n",
+        "A: {} ({} tensors)\nB: {} ({} tensors)\n{} pairs, {} only in A, {} only in B{}\n\n",
         a.root.display(),
         a.tensors.len(),
         b.root.display(),
         b.tensors.len(),
         cmp.pairs.len(),
         cmp.only_in_a.len(),
-        cmp.only_in_b.len()
+        cmp.only_in_b.len(),
+        within_count(cmp),
     );
     s += "first divergent operator: ";
     match cmp.first_divergent {
         None => s += "none (every pair is within tolerance)\n",
         Some(i) => {
             let p = &cmp.pairs[i];
-            s += &format!("{}\n  {}\n", who(a, p.a), super::report::reasons(p));
+            s += &format!("{}\n", who(a, p.a));
+            if let Some(node) = onnx_node(a, p.a).or(onnx_node(b, p.b)) {
+                s += &format!("  ONNX node {node}\n");
+            }
+            if p.rule != PairRule::Name {
+                s += &format!(
+                    "  paired ({}) with B's {} {}\n",
+                    p.rule.as_str(),
+                    b.tensors[p.b].id.op_name,
+                    b.tensors[p.b].io_slot()
+                );
+            }
+            s += &format!("  {}\n", super::report::reasons(p));
         }
     }
     s += &format!(
@@ -323,6 +374,19 @@ notes ({} pairs):\n",
             s += &format!("  ... {} more (--json lists them)\n", noted.len() - 10);
         }
     }
+    let within = within_nodes(cmp);
+    if !within.is_empty() {
+        s += &format!(
+            "\ninside ONNX nodes the dumps compute differently ({} nodes: a decomposition's helpers and the inputs are not paired, the node's outputs are):\n",
+            within.len()
+        );
+        for (node, na, nb) in within.iter().take(20) {
+            s += &format!("  {node}: {na} tensors in A, {nb} in B\n");
+        }
+        if within.len() > 20 {
+            s += &format!("  ... {} more (--json lists them)\n", within.len() - 20);
+        }
+    }
     for (side, d, list) in [("A", a, &cmp.only_in_a), ("B", b, &cmp.only_in_b)] {
         if !list.is_empty() {
             s += &format!("\nonly in {side} ({}):\n", list.len());
@@ -345,6 +409,10 @@ fn to_json(a: &Dump, b: &Dump, cmp: &Comparison) -> Value {
             let mut m = Map::new();
             j::tensor_id_into(&mut m, a, p.a);
             m.insert("b_op_name".into(), json!(b.tensors[p.b].id.op_name));
+            m.insert(
+                "onnx_node".into(),
+                json!(onnx_node(a, p.a).or(onnx_node(b, p.b))),
+            );
             m.insert("rule".into(), json!(p.rule.as_str()));
             m.insert(
                 "reasons".into(),
@@ -371,8 +439,31 @@ fn to_json(a: &Dump, b: &Dump, cmp: &Comparison) -> Value {
         "first_divergent": first,
         "only_in_a": cmp.only_in_a.iter().map(|&i| j::tensor(a, i)).collect::<Vec<_>>(),
         "only_in_b": cmp.only_in_b.iter().map(|&i| j::tensor(b, i)).collect::<Vec<_>>(),
+        "within_a": within_json(a, &cmp.within_a),
+        "within_b": within_json(b, &cmp.within_b),
         "pairs": cmp.pairs.iter().map(|p| j::pair(a, b, p)).collect::<Vec<_>>(),
     })
+}
+
+/// The ONNX node tensor `i`'s kernel came from, when its `graphs/*.ir` source row names one.
+fn onnx_node(d: &Dump, i: usize) -> Option<String> {
+    d.kernels()
+        .into_iter()
+        .find(|k| k.tensors.contains(&i))
+        .and_then(|k| k.onnx.map(|o| o.node))
+}
+
+/// Tensors inside decomposed ONNX nodes: each tensor's identity with `onnx_node`.
+fn within_json(d: &Dump, list: &[(usize, String)]) -> Vec<Value> {
+    list.iter()
+        .map(|(i, node)| {
+            let mut t = j::tensor(d, *i);
+            if let Value::Object(m) = &mut t {
+                m.insert("onnx_node".into(), json!(node));
+            }
+            t
+        })
+        .collect()
 }
 
 /// The `--csv` header (stable; documented in the module docs and README).
@@ -547,12 +638,13 @@ fn page(a: &Dump, b: &Dump, cmp: &Comparison) -> String {
         })
         .collect();
     let summary = format!(
-        "A: {} &nbsp; B: {}<br>{} pairs, {} only in A, {} only in B<br>{}",
+        "A: {} &nbsp; B: {}<br>{} pairs, {} only in A, {} only in B{}<br>{}",
         html::esc(&a.root.display().to_string()),
         html::esc(&b.root.display().to_string()),
         cmp.pairs.len(),
         cmp.only_in_a.len(),
         cmp.only_in_b.len(),
+        within_count(cmp),
         match cmp.first_divergent {
             Some(i) => format!(
                 "<b>First divergent operator:</b> {}",

@@ -83,6 +83,8 @@ pub(crate) struct Declared {
     pub(crate) dtype: Option<DType>,
     /// Dimensions, when the model fixes all of them.
     pub(crate) shape: Option<Vec<usize>>,
+    /// The ONNX element type's name when it has no dump dtype (`FLOAT8E4M3FN`).
+    pub(crate) onnx_type: Option<&'static str>,
 }
 
 /// One input value: C-order little-endian bytes.
@@ -154,16 +156,76 @@ fn onnx_declared(m: &dump_onnx::Model) -> Vec<Declared> {
             name: i.name.clone(),
             dtype: i.dtype(),
             shape: i.fixed_shape(),
+            onnx_type: i
+                .elem_type
+                .filter(|_| i.dtype().is_none())
+                .map(dump_onnx::type_name),
         })
         .collect()
 }
 
 fn describe(dtype: Option<DType>, shape: Option<&[usize]>) -> String {
-    let dt = dtype.map_or_else(|| "?".to_owned(), |d| d.to_string());
+    describe_as(dtype.map(|d| d.to_string()), shape)
+}
+
+/// [`describe`] for a declared input, naming an ONNX type without a dump dtype.
+fn declared_type(d: &Declared) -> String {
+    describe_as(
+        d.dtype
+            .map(|t| t.to_string())
+            .or_else(|| d.onnx_type.map(str::to_owned)),
+        d.shape.as_deref(),
+    )
+}
+
+fn describe_as(dtype: Option<String>, shape: Option<&[usize]>) -> String {
+    let dt = dtype.unwrap_or_else(|| "?".to_owned());
     match shape {
         Some(s) => format!("{dt} {s:?}"),
         None => format!("{dt} [dynamic]"),
     }
+}
+
+/// Gives an ml_dtypes array (numpy saves it with an opaque descr, see
+/// [`dump_npy::opaque_carrier`]) the element type the model declares for the input: `<V2` as
+/// bfloat16; `<V1` as int4 (ml_dtypes' one value per byte, its low nibble, packed two per byte,
+/// low nibble first). Anything else (float8, uint4, a model that declares no type) is an
+/// error saying what the file may hold and what opdump reads.
+fn resolve_opaque(npy: &mut dump_npy::NpyFile, d: &Declared) -> Result<(), String> {
+    let holds = match npy.descr.as_str() {
+        "<f1" | "|f1" => "ml_dtypes' float8_e5m2",
+        d if d.ends_with('2') => "ml_dtypes' bfloat16",
+        _ => "ml_dtypes' int4, uint4 or a float8 (one byte per element)",
+    };
+    let declared = declared_type(d);
+    let unsupported = || {
+        format!(
+            "descr {:?} is {holds}; the model declares {declared}. opdump reads '<V2' as \
+             bfloat16 and '<V1' as int4 when the model's input has that type; float8 and uint4 \
+             inputs are not supported",
+            npy.descr
+        )
+    };
+    match (npy.dtype, d.dtype) {
+        (DType::UInt16, Some(DType::BFloat16)) => npy.dtype = DType::BFloat16,
+        (DType::UInt8, Some(DType::Int4)) if !npy.descr.ends_with("f1") => {
+            let mut packed = vec![0u8; npy.data.len().div_ceil(2)];
+            for (k, &b) in npy.data.iter().enumerate() {
+                // ml_dtypes keeps an int4 in the low nibble; the high one is 0 or its sign.
+                if b >> 4 != 0 && b >> 4 != 0xf {
+                    return Err(format!(
+                        "element {k} is byte {b:#04x}, not an int4 as ml_dtypes stores one \
+                         (the value in the low nibble)"
+                    ));
+                }
+                packed[k / 2] |= (b & 0x0f) << (4 * (k % 2));
+            }
+            npy.data = packed;
+            npy.dtype = DType::Int4;
+        }
+        _ => return Err(unsupported()),
+    }
+    Ok(())
 }
 
 /// Reads `--input NAME=FILE.npy` values and checks them against the declared inputs.
@@ -181,8 +243,12 @@ fn read_feeds(specs: &[String], declared: &[Declared]) -> Result<Vec<Feed>, Fail
                 "--input {name}: the model has no input {name:?} (its inputs: {names:?})"
             )));
         };
-        let npy = dump_npy::read_file(file)
+        let mut npy = dump_npy::read_file_opaque(file)
             .map_err(|e| Failure::Invalid(format!("--input {name}: {file}: {e}")))?;
+        if npy.is_opaque() {
+            resolve_opaque(&mut npy, &declared[i])
+                .map_err(|why| Failure::Invalid(format!("--input {name}: {file}: {why}")))?;
+        }
         if npy.fortran_order {
             return Err(Failure::Invalid(format!(
                 "--input {name}: {file}: Fortran-order arrays are not supported (save it with \

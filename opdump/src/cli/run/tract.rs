@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use dump_host::Dumper;
 use dump_tract::{
-    TractDump, dtype_of, host_tensor,
+    OnnxNodes, TractDump, dtype_of, host_tensor,
     tract_onnx::{
         self,
         prelude::{
@@ -37,8 +37,14 @@ impl TractRunner {
                 let parsed = std::fs::read(path)
                     .map_err(|r| r.to_string())
                     .and_then(|b| dump_onnx::Model::parse(b).map_err(|p| p.to_string()));
+                let lacking = parsed.as_ref().ok().and_then(lacking_input_type);
                 match parsed {
                     Err(m) => Failure::Invalid(format!("{}: {m}", path.display())),
+                    Ok(_) if lacking.is_some() => Failure::Failed(format!(
+                        "{}: tract cannot load this model: {} (run it with --runtime ort)",
+                        path.display(),
+                        lacking.unwrap_or_default()
+                    )),
                     Ok(_) => Failure::Failed(format!(
                         "{}: tract cannot load this model: {e:#}",
                         path.display()
@@ -59,6 +65,21 @@ impl TractRunner {
             self.path.display()
         ))
     }
+}
+
+/// The first graph input whose ONNX type tract 0.23 has no datum type for (bfloat16, the
+/// float8s, int4, uint4, float4), said for a command-line user.
+fn lacking_input_type(m: &dump_onnx::Model) -> Option<String> {
+    m.graph.inputs.iter().find_map(|i| {
+        let code = i.elem_type?;
+        (code == 16 || (17..=25).contains(&code)).then(|| {
+            format!(
+                "input {:?} is {}, a type tract has no tensors of",
+                i.name,
+                dump_onnx::type_name(code)
+            )
+        })
+    })
 }
 
 /// `path` with its external data inlined (up to 2 GiB) and loaded from memory, for what
@@ -99,6 +120,7 @@ impl Runner for TractRunner {
                     shape: fact
                         .and_then(|f| f.shape.as_concrete_finite().ok().flatten())
                         .map(|s| s.to_vec()),
+                    onnx_type: None,
                 }
             })
             .collect()
@@ -116,12 +138,13 @@ impl Runner for TractRunner {
                 .map_err(|e| self.cannot(e))?;
             self.inputs.push(t.into_tvalue());
         }
+        let onnx = OnnxNodes::of(&model);
         let plan = model
             .into_typed()
             .and_then(|m| m.into_runnable())
             .map_err(|e| self.cannot(e))?;
         let state = plan.spawn().map_err(|e| self.cannot(e))?;
-        let dump = TractDump::new(&plan, 0);
+        let dump = TractDump::with_onnx_nodes(&plan, 0, &onnx);
         self.running = Some((state, dump));
         Ok(())
     }

@@ -1,0 +1,176 @@
+//! `opdump run --input x=FILE.npy` with inputs of every dtype numpy and ml_dtypes hold
+//! (tests/fixtures/onnx/dtypes, made by gen_dtypes.py: `y = Cast(x, to=FLOAT)` per type, the
+//! `.npy` written by numpy / ml_dtypes, the expected `y` from onnx.reference). A runtime that
+//! takes the type dumps the value onnx.reference computes; one that does not is a clean error
+//! naming the input and the type. ORT tests need `ORT_DYLIB_PATH` (skip without, fail in CI).
+
+#[path = "../../adapters/testsupport/onnx_fixtures.rs"]
+mod support;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Output,
+};
+
+use support::{Tmp, assert_close, fixtures, npy_in};
+
+fn dtypes() -> PathBuf {
+    fixtures().join("dtypes")
+}
+
+/// `opdump run cast_T.onnx --runtime RT --input x=X --out OUT`.
+fn run(ty: &str, rt: &str, x: &Path, out: &Path) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .arg("run")
+        .arg(dtypes().join(format!("cast_{ty}.onnx")))
+        .args(["--runtime", rt, "--input"])
+        .arg(format!("x={}", x.display()))
+        .arg("--out")
+        .arg(out)
+        .env_remove("MINDSPORE_DUMP_CONFIG")
+        .output()
+        .expect("run opdump")
+}
+
+/// Runs type `ty` through `rt` and checks the Cast's output against onnx.reference.
+fn runs(ty: &str, rt: &str, tmp: &Tmp) {
+    let out = tmp.0.join(format!("{ty}-{rt}"));
+    let o = run(ty, rt, &dtypes().join(format!("{ty}.npy")), &out);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{ty} {rt}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dir = out.join(format!("rank_0/cast_{ty}/0/0"));
+    let y = npy_in(&dir)
+        .into_iter()
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("Cast.") && n.contains(".output.0.")
+        })
+        .unwrap_or_else(|| panic!("{ty} {rt}: no Cast output in {}", dir.display()));
+    assert_close(
+        &format!("{ty} {rt}"),
+        &y,
+        &dtypes().join(format!("{ty}.expected.npy")),
+        0.0,
+    );
+}
+
+/// Runs type `ty` through `rt` and expects exit `code` with every `needle` in one line.
+fn refused(ty: &str, rt: &str, code: i32, needles: &[&str], tmp: &Tmp) {
+    let o = run(
+        ty,
+        rt,
+        &dtypes().join(format!("{ty}.npy")),
+        &tmp.0.join(format!("{ty}-{rt}-no")),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{ty} {rt}: {err}");
+    let line = err.lines().find(|l| l.starts_with("error: ")).unwrap_or("");
+    for n in needles {
+        assert!(line.contains(n), "{ty} {rt}: {n:?} not in {err}");
+    }
+    assert!(!err.contains("thread '"), "{err}");
+}
+
+#[cfg(feature = "tract")]
+#[test]
+fn tract_takes_bool_int16_uint16_and_names_the_types_it_lacks() {
+    let tmp = Tmp::new("dtypes-tract");
+    for ty in ["bool", "int16", "uint16"] {
+        runs(ty, "tract", &tmp);
+    }
+    for (ty, onnx) in [
+        ("bfloat16", "BFLOAT16"),
+        ("int4", "INT4"),
+        ("float8_e4m3fn", "FLOAT8E4M3FN"),
+        ("float8_e5m2", "FLOAT8E5M2"),
+    ] {
+        refused(
+            ty,
+            "tract",
+            1,
+            &[
+                &format!("input \"x\" is {onnx}, a type tract has no tensors of"),
+                "--runtime ort",
+            ],
+            &tmp,
+        );
+    }
+}
+
+/// ONNX Runtime takes numpy's bool/int16/uint16 and ml_dtypes' bfloat16 (`<V2`) and int4
+/// (`<V1`, one per byte, repacked two per byte) as the model declares them; ml_dtypes' float8
+/// files are refused (exit 2) with what the file may hold and the declared type.
+#[cfg(feature = "ort")]
+#[test]
+fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
+    if !support::onnx_runtime_available() {
+        return;
+    }
+    let tmp = Tmp::new("dtypes-ort");
+    for ty in ["bool", "int16", "uint16", "bfloat16", "int4"] {
+        runs(ty, "ort", &tmp);
+    }
+    // The int4 input is dumped as MindSpore does (widened to int8): the values as given.
+    let dir = tmp.0.join("int4-ort/rank_0/cast_int4/0/0");
+    let x = npy_in(&dir)
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(".input.0."))
+        .unwrap();
+    let f = dump_npy::read_file(&x).unwrap();
+    assert_eq!(f.dtype, dump_core::DType::Int8);
+    assert_eq!(f.data, [0u8, 1, 0xfe, 3, 0, 7]);
+    refused(
+        "float8_e4m3fn",
+        "ort",
+        2,
+        &[
+            "--input x",
+            "\"<V1\" is ml_dtypes' int4, uint4 or a float8",
+            "the model declares FLOAT8E4M3FN [2, 3]",
+            "float8 and uint4 inputs are not supported",
+        ],
+        &tmp,
+    );
+    refused(
+        "float8_e5m2",
+        "ort",
+        2,
+        &["\"<f1\" is ml_dtypes' float8_e5m2", "FLOAT8E5M2"],
+        &tmp,
+    );
+    // A `<V1` file whose bytes are no int4 (a float8 file fed to an int4 input).
+    let bad = tmp.0.join("not_int4.npy");
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    std::fs::copy(dtypes().join("float8_e4m3fn.npy"), &bad).unwrap();
+    let o = run("int4", "ort", &bad, &tmp.0.join("bad"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("element 1 is byte 0x3c, not an int4 as ml_dtypes stores one"),
+        "{err}"
+    );
+}
+
+/// candle has no bool, uint16 or int4 tensors and candle-onnx takes no int16 or bfloat16
+/// inputs: each is one clean error line.
+#[cfg(feature = "candle")]
+#[test]
+fn candle_refuses_the_types_it_lacks_cleanly() {
+    let tmp = Tmp::new("dtypes-candle");
+    for ty in ["bool", "uint16", "int4"] {
+        refused(
+            ty,
+            "candle",
+            2,
+            &["input \"x\"", "tensors are not supported by candle"],
+            &tmp,
+        );
+    }
+    for ty in ["int16", "bfloat16"] {
+        refused(ty, "candle", 1, &["candle-onnx failed", "data-type"], &tmp);
+    }
+}
