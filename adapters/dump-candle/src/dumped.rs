@@ -65,10 +65,27 @@ impl<M> Dumped<M> {
 }
 
 impl<M: Module> Module for Dumped<M> {
+    /// The inner forward, dumped. With the Dumper's `on_nonfinite` `stop`, an output holding
+    /// NaN or ±Inf fails the forward here with a candle error wrapping
+    /// `dump_host::Error::NonFinite` (kernel, step, tensor), so `?` stops the model at this
+    /// module; [`Tracer::step`](crate::Tracer::step) returns the same error.
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
         let ys = self.inner.forward(xs)?;
-        report(self.names.op_type, &self.names.prefix, &[xs], &[&ys]);
+        stopped(report(
+            self.names.op_type,
+            &self.names.prefix,
+            &[xs],
+            &[&ys],
+        ))?;
         Ok(ys)
+    }
+}
+
+/// The candle error of a stop at a non-finite output.
+fn stopped(at: Option<dump_host::NonFiniteAt>) -> Result<()> {
+    match at {
+        Some(at) => Err(candle_core::Error::wrap(dump_host::Error::NonFinite(at))),
+        None => Ok(()),
     }
 }
 
@@ -98,7 +115,12 @@ impl<M> DumpedT<M> {
 impl<M: ModuleT> ModuleT for DumpedT<M> {
     fn forward_t(&self, xs: &Tensor, train: bool) -> Result<Tensor> {
         let ys = self.inner.forward_t(xs, train)?;
-        report(self.names.op_type, &self.names.prefix, &[xs], &[&ys]);
+        stopped(report(
+            self.names.op_type,
+            &self.names.prefix,
+            &[xs],
+            &[&ys],
+        ))?;
         Ok(ys)
     }
 }

@@ -88,3 +88,25 @@ fn missing_inputs_and_bad_models_are_clear_errors() {
         .to_string();
     assert!(e.contains("not a valid ONNX model"), "{e}");
 }
+
+#[test]
+fn stop_at_the_first_nan_returns_the_log_kernel() {
+    let tmp = Tmp::new("stop");
+    let mut d = stopping_dumper(&tmp.0, 2);
+    let mut r = OnnxRunner::new(model_bytes("nan_source"), 0).unwrap();
+    let (shape, v) = finite_nan_source_input();
+    let finite: HashMap<String, Tensor> = [(
+        "x".to_owned(),
+        Tensor::from_vec(v, shape, &candle_core::Device::Cpu).unwrap(),
+    )]
+    .into();
+    for _ in 0..3 {
+        r.run(&mut d, finite.clone()).unwrap();
+    }
+    let e = r.run(&mut d, candle_inputs("nan_source")).unwrap_err();
+    let dump_candle::Error::Dump(dump_host::Error::NonFinite(at)) = &e else {
+        panic!("expected a non-finite stop, got {e}")
+    };
+    d.close().unwrap();
+    check_stop_at_log(&tmp.rank(), at, 3);
+}

@@ -36,7 +36,8 @@ fn note(diags: &mut Vec<String>, seen: &mut HashSet<String>, what: &str, skip: S
     }
 }
 
-/// Hands `t` to the kernel as input or output `slot`; problems become diagnostics.
+/// Hands `t` to the kernel as input or output `slot`; problems become diagnostics, except
+/// the non-finite output that stops the run (`on_nonfinite` `stop`), which is returned.
 fn report(
     k: &Kernel<'_>,
     output: bool,
@@ -45,7 +46,7 @@ fn report(
     diags: &mut Vec<String>,
     seen: &mut HashSet<String>,
     name: &str,
-) {
+) -> Option<dump_host::Error> {
     let io = if output { "output" } else { "input" };
     match tensor_ref(t) {
         Ok(r) => {
@@ -54,12 +55,15 @@ fn report(
             } else {
                 k.input(slot as u32, r)
             };
-            if let Err(e) = done {
-                diags.push(format!("{name} {io} {slot}: {e}"));
+            match done {
+                Err(e @ dump_host::Error::NonFinite(_)) => return Some(e),
+                Err(e) => diags.push(format!("{name} {io} {slot}: {e}")),
+                Ok(()) => {}
             }
         }
         Err(skip) => note(diags, seen, &format!("{name} {io} {slot}"), skip),
     }
+    None
 }
 
 impl TractDump {
@@ -120,6 +124,9 @@ impl TractDump {
     /// inputs (before it runs) and outputs (after), graph inputs as Parameters at step end.
     /// Returns the model's outputs; a tensor the Dumper rejects becomes a
     /// [`diagnostic`](TractDump::diagnostics), a failed write an [`Error::Dump`] after the step.
+    /// With `on_nonfinite` `stop`, the first node whose output holds NaN or ±Inf ends the run
+    /// there (no later node runs) and the step returns
+    /// `Error::Dump(dump_host::Error::NonFinite(..))` naming that node, the step and the output.
     pub fn run(
         &mut self,
         dumper: &mut Dumper,
@@ -138,6 +145,7 @@ impl TractDump {
         let roles = &self.described.roles;
         let (diags, seen) = (&mut self.diagnostics, &mut self.reported);
         let mut fed: Vec<(usize, TValue)> = Vec::new();
+        let mut stopped: Option<dump_host::Error> = None;
         let hook = |ctx: &EvalContext<'_>,
                     op_state: Option<&mut (dyn OpState + 'static)>,
                     node: &TypedNode,
@@ -154,8 +162,12 @@ impl TractDump {
                     }
                     let outs = eval(ctx, op_state, node, ins)?;
                     for (slot, t) in outs.iter().enumerate() {
-                        if graph.output_dumped(k, slot, policy) {
-                            report(&kernel, true, slot, t, diags, seen, &g.name);
+                        if graph.output_dumped(k, slot, policy)
+                            && let Some(e) = report(&kernel, true, slot, t, diags, seen, &g.name)
+                        {
+                            let m = e.to_string();
+                            stopped = Some(e);
+                            return Err(tract_onnx::prelude::TractError::msg(m));
                         }
                     }
                     Ok(outs)
@@ -188,6 +200,9 @@ impl TractDump {
             }
         }
         let finished = step.finish();
+        if let Some(e) = stopped {
+            return Err(Error::Dump(e));
+        }
         let outputs = outputs.map_err(Error::Tract)?;
         finished?;
         Ok(outputs)
