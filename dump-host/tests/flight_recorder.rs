@@ -595,3 +595,103 @@ fn the_opdump_section_is_read_and_checked() {
     assert_eq!(v.config.opdump.policy(), NonFinitePolicy::Continue);
     assert!(!v.warnings.warnings().any(|w| w.path == "opdump"));
 }
+
+/// Peak resident set of this process in KiB (`VmHWM` of /proc/self/status).
+#[cfg(target_os = "linux")]
+fn vm_hwm_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = s.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Step shape of the fast producer: 16 kernels, each with one 4 MiB input, 12 steps.
+const CHILD_KERNELS: usize = 16;
+const CHILD_MIB: usize = 4;
+
+/// The fast producer, run in a child process by
+/// `the_budget_bounds_memory_under_a_fast_producer` (this test does nothing unless
+/// `OPDUMP_FLIGHT_RSS_CHILD` holds the budget in MiB): a recorder of 4 steps under that
+/// budget, fed 12 steps of 16 tensors of 4 MiB (a memcpy each, no statistics), then prints
+/// its peak RSS.
+#[cfg(target_os = "linux")]
+#[test]
+fn rss_child() {
+    let Ok(budget) = std::env::var("OPDUMP_FLIGHT_RSS_CHILD") else {
+        return;
+    };
+    let budget: u64 = budget.parse::<u64>().unwrap() << 20;
+    let root = root(&format!("rss-{budget}"));
+    let (mut d, _) = open(
+        &root,
+        "tensor",
+        json!({"flight_recorder": {"steps": 4, "budget_bytes": budget}}),
+    );
+    let x: Vec<f32> = (0..CHILD_MIB << 18).map(|i| i as f32).collect();
+    let before = vm_hwm_kib();
+    let mut held_max = 0;
+    for _ in 0..12 {
+        let step = d.begin_step();
+        for k in 0..CHILD_KERNELS {
+            let name = format!("Default/net/MatMul-op{k}");
+            if let Some(kernel) = step.kernel("MatMul", &name) {
+                kernel
+                    .input(0, TensorRef::from_slice(&[x.len()], &x))
+                    .unwrap();
+            }
+        }
+        step.finish().unwrap();
+        held_max = held_max.max(d.flight_recorder_bytes());
+    }
+    let after = vm_hwm_kib();
+    d.close().unwrap();
+    assert!(!root.exists(), "no trigger: nothing written");
+    println!(
+        "FLIGHT_RSS growth_kib={} held_max={held_max}",
+        after - before
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_budget_bounds_memory_under_a_fast_producer() {
+    let child = |budget_mib: u64| -> (u64, u64) {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "rss_child", "--nocapture", "--test-threads=1"])
+            .env("OPDUMP_FLIGHT_RSS_CHILD", budget_mib.to_string())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = text
+            .lines()
+            .find_map(|l| l.split_once("FLIGHT_RSS").map(|(_, r)| r))
+            .unwrap_or_else(|| panic!("{text}"));
+        let num = |key: &str| -> u64 {
+            let v = line.split(key).nth(1).unwrap();
+            v.split_whitespace().next().unwrap().parse().unwrap()
+        };
+        (num("growth_kib=") << 10, num("held_max="))
+    };
+    let step_bytes = ((CHILD_KERNELS * CHILD_MIB) as u64) << 20;
+    let (small, small_held) = child(24);
+    let (big, big_held) = child(1024);
+    eprintln!(
+        "peak RSS growth: budget 24 MiB {} MiB (held at most {} MiB); budget 1 GiB {} MiB \
+         (held at most {} MiB)",
+        small >> 20,
+        small_held >> 20,
+        big >> 20,
+        big_held >> 20
+    );
+    assert!(small_held <= 24 << 20, "{small_held}");
+    // The recorder holds at most its budget (room is made before a copy is allocated): the
+    // process grows by about as much, allocator slack aside.
+    assert!(small <= (24 + 6) << 20, "{} MiB", small >> 20);
+    // Unbounded enough to hold 4 steps and the current one: the measurement sees it.
+    assert_eq!(big_held, 5 * step_bytes);
+    assert!(big >= 4 * step_bytes, "{} MiB", big >> 20);
+}

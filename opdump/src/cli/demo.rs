@@ -10,7 +10,7 @@ use std::{
 
 use dump_host::{
     DumpOptions, Step, TensorRef,
-    config::{Env, SavedData},
+    config::{Env, FlightRecorder, NonFinitePolicy, SavedData},
     writer::WriterConfig,
 };
 
@@ -61,6 +61,20 @@ pub struct Args {
     /// so that `opdump inspect` has something to find. The network's own values are untouched.
     #[arg(long, value_name = "STEP")]
     pub inject_nan: Option<u64>,
+    /// Run a flight recorder holding the last N steps (statistics, and tensors within
+    /// --flight-budget-mb) in memory: nothing is written until a NaN or ±Inf shows in an
+    /// output (try --inject-nan), then those N steps, the step that went wrong and
+    /// rank_0/trigger.json (which names the kernel) are written. Overrides the config's
+    /// opdump.flight_recorder.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub flight_recorder: Option<u32>,
+    /// The flight recorder's memory budget for tensor copies, in MiB (default 1024).
+    #[arg(long, value_name = "MIB", requires = "flight_recorder")]
+    pub flight_budget_mb: Option<u64>,
+    /// Stop at the first NaN or ±Inf output: the step ends there, the kernel is printed, what
+    /// the flight recorder holds is written, and the demo exits 1.
+    #[arg(long)]
+    pub stop_at_nonfinite: bool,
 }
 
 fn parse_saved(s: &str) -> Result<SavedData, String> {
@@ -253,6 +267,19 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     if let Some(mb) = args.disk_budget_mb {
         opts.disk_budget_bytes = Some(mb.saturating_mul(1 << 20));
     }
+    if let Some(steps) = args.flight_recorder {
+        let mut f = FlightRecorder {
+            steps,
+            ..FlightRecorder::default()
+        };
+        if let Some(mb) = args.flight_budget_mb {
+            f.budget_bytes = mb.saturating_mul(1 << 20);
+        }
+        opts.flight_recorder = Some(f);
+    }
+    if args.stop_at_nonfinite {
+        opts.on_nonfinite = Some(NonFinitePolicy::Stop);
+    }
     // The library's warnings are queued and printed here, between library calls.
     let events = EventQueue::new();
 
@@ -305,6 +332,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     }
     let mut dump_ms = Vec::new();
     let mut failed = None;
+    let mut stopped = None;
     for _ in 0..args.steps {
         let t = Instant::now();
         let step = dumper.begin_step();
@@ -319,8 +347,12 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         if let Some(k) = &tracer.injected {
             let _ = writeln!(out, "  step {n}: injected a NaN into the dumped {k}");
         }
-        if let Some(e) = tracer.first_error.take() {
-            failed.get_or_insert(e);
+        match tracer.first_error.take() {
+            Some(dump_host::Error::NonFinite(at)) => stopped = Some(at),
+            Some(e) => {
+                failed.get_or_insert(e);
+            }
+            None => {}
         }
         if let Err(e) = step.finish() {
             failed.get_or_insert(e);
@@ -334,6 +366,10 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             "  step {n}: loss {loss:.6}, {ms:.1} ms, {} files, {} rows so far",
             p.files, p.rows
         );
+        if let Some(at) = &stopped {
+            let _ = writeln!(out, "stopped at the first non-finite output: {at}");
+            break;
+        }
     }
     let report = dumper.close();
     let secs = wall.elapsed().as_secs_f64();
@@ -360,6 +396,20 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             report.skipped_files,
             report.skipped_bytes as f64 / 1e6
         );
+    }
+    if args.flight_recorder.is_some() {
+        let trigger = Path::new(&root).join("rank_0").join("trigger.json");
+        let _ = match trigger.exists() {
+            true => writeln!(
+                out,
+                "flight recorder: {} (then: opdump inspect {root})",
+                trigger.display()
+            ),
+            false => writeln!(out, "flight recorder: no trigger fired, nothing written"),
+        };
+    }
+    if stopped.is_some() {
+        return EXIT_DUMP_FAILED;
     }
     if !base_ms.is_empty() {
         let (b, d) = (median(&mut base_ms), median(&mut dump_ms));

@@ -25,7 +25,7 @@ use std::{
 use dump_core::DType;
 use dump_host::{
     DumpOptions, Dumper,
-    config::{Env, SavedData},
+    config::{Env, FlightRecorder, NonFinitePolicy, SavedData},
     diag::{Event, EventSink},
 };
 
@@ -72,6 +72,19 @@ pub struct Args {
     /// Steps to run (each one a dump iteration).
     #[arg(long, default_value_t = 1)]
     pub steps: u32,
+    /// Run a flight recorder holding the last N steps in memory: nothing is written unless
+    /// an output goes NaN or ±Inf, then those N steps, the step that went wrong and
+    /// rank_0/trigger.json (naming the kernel) are. Overrides the config's
+    /// opdump.flight_recorder.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub flight_recorder: Option<u32>,
+    /// The flight recorder's memory budget for tensor copies, in MiB (default 1024).
+    #[arg(long, value_name = "MIB", requires = "flight_recorder")]
+    pub flight_budget_mb: Option<u64>,
+    /// Stop at the first kernel whose output holds NaN or ±Inf: print it, write what the
+    /// flight recorder holds, and exit 1.
+    #[arg(long)]
+    pub stop_at_nonfinite: bool,
 }
 
 /// One model input as the runtime declares it.
@@ -110,6 +123,8 @@ pub(crate) enum RunError {
     /// The runtime could not load or evaluate the model (an unsupported op, a caught panic),
     /// or the dump failed.
     Failed(String),
+    /// `--stop-at-nonfinite`: a kernel's output went non-finite (exit 1).
+    Stopped(dump_host::NonFiniteAt),
 }
 
 /// A model loaded by one runtime.
@@ -360,6 +375,10 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             let _ = writeln!(err, "error: {m}");
             EXIT_DUMP_FAILED
         }
+        Err(RunError::Stopped(at)) => {
+            let _ = writeln!(err, "stopped at the first non-finite output: {at}");
+            EXIT_DUMP_FAILED
+        }
     }
 }
 
@@ -411,7 +430,20 @@ fn run_inner(
     guarded(runner.name(), "preparing the model", || {
         runner.prepare(feeds)
     })?;
-    let opts = DumpOptions::from_env(env).map_err(|e| RunError::Invalid(e.to_string()))?;
+    let mut opts = DumpOptions::from_env(env).map_err(|e| RunError::Invalid(e.to_string()))?;
+    if let Some(steps) = args.flight_recorder {
+        let mut f = FlightRecorder {
+            steps,
+            ..FlightRecorder::default()
+        };
+        if let Some(mb) = args.flight_budget_mb {
+            f.budget_bytes = mb.saturating_mul(1 << 20);
+        }
+        opts.flight_recorder = Some(f);
+    }
+    if args.stop_at_nonfinite {
+        opts.on_nonfinite = Some(NonFinitePolicy::Stop);
+    }
     let events = Events::default();
     let target = Target {
         text: &text,
@@ -475,6 +507,13 @@ fn run_inner(
     }
     let report = report.map_err(|e| RunError::Failed(e.to_string()))?;
     let secs = wall.elapsed().as_secs_f64();
+    if args.flight_recorder.is_some() {
+        let trigger = Path::new(&root).join("rank_0").join("trigger.json");
+        let _ = match trigger.exists() {
+            true => writeln!(out, "flight recorder: {}", trigger.display()),
+            false => writeln!(out, "flight recorder: no trigger fired, nothing written"),
+        };
+    }
     let _ = writeln!(
         out,
         "wrote {} .npy files ({:.1} MB) and {} statistic rows in {secs:.3} s; graphs in \

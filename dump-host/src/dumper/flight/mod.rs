@@ -147,6 +147,8 @@ impl Recorder {
                 v
             }
             std::borrow::Cow::Borrowed(b) => {
+                // Room first, so that the copy itself never takes the process past the budget.
+                self.make_room(s, rec, len as u64);
                 let mut v = self.buffer(len);
                 v.extend_from_slice(b);
                 v
@@ -165,7 +167,7 @@ impl Recorder {
                 len,
             }));
         }
-        self.make_room(s, rec);
+        self.make_room(s, rec, 0);
     }
 
     /// Holds a statistic row of step `rec`.
@@ -187,11 +189,12 @@ impl Recorder {
         });
     }
 
-    /// Brings the bytes held back under the budget: spares first, then the ring's steps
-    /// oldest first, then the earliest tensors of `current`.
-    fn make_room(&self, s: &Shared, current: &StepRecord) {
+    /// Brings the bytes held, plus `incoming` about to be, back under the budget: spares
+    /// first, then the ring's steps oldest first, then the earliest tensors of `current`.
+    fn make_room(&self, s: &Shared, current: &StepRecord, incoming: u64) {
         let budget = self.settings.budget_bytes;
-        let over = |held: &AtomicU64| held.load(Ordering::Relaxed).saturating_sub(budget);
+        let over =
+            |held: &AtomicU64| (held.load(Ordering::Relaxed) + incoming).saturating_sub(budget);
         if over(&self.held) == 0 {
             return;
         }

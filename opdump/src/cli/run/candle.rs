@@ -50,7 +50,10 @@ impl Runner for CandleRunner {
     fn step(&mut self, dumper: &mut Dumper) -> Result<usize, RunError> {
         self.runner
             .run(dumper, self.inputs.clone())
-            .map_err(|e| RunError::Failed(e.to_string()))?;
+            .map_err(|e| match e {
+                dump_candle::Error::Dump(dump_host::Error::NonFinite(at)) => RunError::Stopped(at),
+                e => RunError::Failed(e.to_string()),
+            })?;
         Ok(self.runner.dump().graph().nodes.len())
     }
 

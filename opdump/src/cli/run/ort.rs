@@ -53,9 +53,10 @@ impl Runner for OrtModel {
     }
 
     fn step(&mut self, dumper: &mut Dumper) -> Result<usize, RunError> {
-        self.runner
-            .run(dumper, &self.inputs)
-            .map_err(|e| RunError::Failed(e.to_string()))?;
+        self.runner.run(dumper, &self.inputs).map_err(|e| match e {
+            dump_ort::Error::Dump(dump_host::Error::NonFinite(at)) => RunError::Stopped(at),
+            e => RunError::Failed(e.to_string()),
+        })?;
         Ok(self.runner.dump().graph().nodes.len())
     }
 

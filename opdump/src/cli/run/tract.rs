@@ -131,7 +131,10 @@ impl Runner for TractRunner {
             return Err(RunError::Failed("the model was not prepared".into()));
         };
         dump.run(dumper, state, self.inputs.clone())
-            .map_err(|e| RunError::Failed(e.to_string()))?;
+            .map_err(|e| match e {
+                dump_tract::Error::Dump(dump_host::Error::NonFinite(at)) => RunError::Stopped(at),
+                e => RunError::Failed(e.to_string()),
+            })?;
         Ok(dump.graph().nodes.len())
     }
 
