@@ -1,0 +1,251 @@
+//! The flight recorder and stop-at-first-NaN from the command line (issue 24), run as
+//! processes: `opdump demo --flight-recorder N --inject-nan STEP` leaves exactly the last N
+//! steps and the trigger step on disk with trigger.json naming the kernel, and `opdump
+//! inspect` agrees; a quiet run writes nothing; `--stop-at-nonfinite` prints the kernel and
+//! exits 1, from the demo and from `opdump run` on a model whose Log goes NaN.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+struct Tmp(PathBuf);
+impl Tmp {
+    fn new(name: &str) -> Self {
+        let d = std::env::temp_dir().join(format!("opdump-flight-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        Tmp(d)
+    }
+    fn s(&self) -> String {
+        self.0.to_string_lossy().into_owned()
+    }
+}
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn opdump(args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opdump"));
+    cmd.args(args);
+    for v in ["MINDSPORE_DUMP_CONFIG", "MS_DIAGNOSTIC_DATA_PATH"] {
+        cmd.env_remove(v);
+    }
+    cmd.output().expect("run opdump")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The step directories of graph 0 of `net`, sorted.
+fn steps(root: &Path, net: &str) -> Vec<u64> {
+    let mut v: Vec<u64> = std::fs::read_dir(root.join("rank_0").join(net).join("0"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn trigger(root: &Path) -> serde_json::Value {
+    let t = std::fs::read_to_string(root.join("rank_0/trigger.json")).expect("trigger.json");
+    serde_json::from_str(&t).unwrap()
+}
+
+fn fixture(p: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/onnx")
+        .join(p)
+        .to_string_lossy()
+        .into_owned()
+}
+
+const DEMO: [&str; 6] = [
+    "demo",
+    "--no-baseline",
+    "--batch",
+    "2",
+    "--categories",
+    "default",
+];
+
+#[test]
+fn demo_with_a_nan_at_step_4_leaves_steps_2_3_4_and_inspect_agrees() {
+    let tmp = Tmp::new("demo-nan");
+    let mut args = DEMO.to_vec();
+    args.extend([
+        "--steps",
+        "7",
+        "--flight-recorder",
+        "2",
+        "--inject-nan",
+        "4",
+        "--out",
+    ]);
+    let out = tmp.s();
+    args.push(&out);
+    let o = opdump(&args);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}{stderr}");
+    assert_eq!(steps(&tmp.0, "LeNet5"), [2, 3, 4]);
+    let t = trigger(&tmp.0);
+    let kernel = t["trigger"]["kernel"].as_str().unwrap().to_owned();
+    assert!(kernel.ends_with("relu-ReLU/ReLU-op0"), "{t}");
+    assert_eq!(t["trigger"]["step"], 4);
+    assert_eq!(t["first_nonfinite"]["kernel"], kernel.as_str());
+    assert!(
+        stderr.contains("flight recorder: nonfinite trigger") && stderr.contains("[2, 3, 4]"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("rank_0/trigger.json"), "{stdout}");
+    // inspect finds the same first non-finite kernel in what was written.
+    let o = opdump(&["inspect", &out]);
+    let (istdout, istderr) = text(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "1: a non-finite tensor found\n{istdout}{istderr}"
+    );
+    let named = dump_host::layout::sanitize(&kernel);
+    assert!(
+        istdout.contains(&format!(
+            "first non-finite operator: rank 0 iteration 4 graph 0: ReLU {named} output.0"
+        )),
+        "{istdout}"
+    );
+}
+
+#[test]
+fn a_quiet_demo_writes_nothing() {
+    let tmp = Tmp::new("demo-quiet");
+    let mut args = DEMO.to_vec();
+    let out = tmp.s();
+    args.extend(["--steps", "3", "--flight-recorder", "2", "--out", &out]);
+    let o = opdump(&args);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("no trigger fired, nothing written"),
+        "{stdout}"
+    );
+    assert!(!tmp.0.exists(), "nothing written at all");
+}
+
+#[test]
+fn demo_stop_at_nonfinite_prints_the_kernel_and_exits_1() {
+    let tmp = Tmp::new("demo-stop");
+    let mut args = DEMO.to_vec();
+    let out = tmp.s();
+    args.extend([
+        "--steps",
+        "5",
+        "--flight-recorder",
+        "1",
+        "--inject-nan",
+        "2",
+        "--stop-at-nonfinite",
+        "--out",
+        &out,
+    ]);
+    let o = opdump(&args);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("stopped at the first non-finite output: kernel ")
+            && stdout.contains("relu-ReLU/ReLU-op0 (ReLU) at step 2"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("step 3:"),
+        "the demo stops after step 2: {stdout}"
+    );
+    assert_eq!(steps(&tmp.0, "LeNet5"), [1, 2]);
+}
+
+#[test]
+fn run_stop_at_nonfinite_names_the_log_node() {
+    let tmp = Tmp::new("run-stop");
+    let out = tmp.s();
+    let input = format!("x={}", fixture("nan_source/inputs/x.npy"));
+    let o = opdump(&[
+        "run",
+        &fixture("nan_source.onnx"),
+        "--input",
+        &input,
+        "--steps",
+        "3",
+        "--flight-recorder",
+        "2",
+        "--stop-at-nonfinite",
+        "--out",
+        &out,
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("stopped at the first non-finite output: kernel Default/log1/")
+            && stderr.contains("at step 0"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("step 1:"), "{stdout}");
+    assert_eq!(steps(&tmp.0, "nan_source"), [0]);
+    let t = trigger(&tmp.0);
+    assert!(
+        t["trigger"]["kernel"]
+            .as_str()
+            .unwrap()
+            .starts_with("Default/log1/"),
+        "{t}"
+    );
+}
+
+#[test]
+fn run_with_a_recorder_and_no_nan_writes_nothing() {
+    let tmp = Tmp::new("run-quiet");
+    let out = tmp.s();
+    let o = opdump(&[
+        "run",
+        &fixture("cnn.onnx"),
+        "--steps",
+        "3",
+        "--flight-recorder",
+        "1",
+        "--out",
+        &out,
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("no trigger fired, nothing written"),
+        "{stdout}"
+    );
+    assert!(!tmp.0.exists());
+}
+
+#[test]
+fn bad_recorder_arguments_are_usage_errors() {
+    for (args, want) in [
+        (
+            vec!["demo", "--flight-recorder", "0"],
+            "0 is not in 1..=1000",
+        ),
+        (vec!["demo", "--flight-budget-mb", "8"], "--flight-recorder"),
+        (
+            vec!["run", "m.onnx", "--flight-recorder", "x"],
+            "invalid value 'x'",
+        ),
+    ] {
+        let o = opdump(&args);
+        let (stdout, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stdout}{stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}
