@@ -124,6 +124,10 @@ pub(crate) enum RunError {
     /// or the dump failed.
     Failed(String),
     /// `--stop-at-nonfinite`: a kernel's output went non-finite (exit 1).
+    #[cfg_attr(
+        not(any(feature = "tract", feature = "candle", feature = "ort")),
+        allow(dead_code)
+    )]
     Stopped(dump_host::NonFiniteAt),
 }
 
