@@ -525,12 +525,17 @@ fn the_opdump_section_is_read_and_checked() {
     // The effective config keeps the section, defaults filled in, and reads back the same.
     let eff = v.config.to_effective_json();
     assert_eq!(eff["opdump"]["flight_recorder"]["budget_bytes"], 1u64 << 30);
-    assert_eq!(eff["opdump"]["on_nonfinite"], "record");
-    // (`on_nonfinite` comes back written out: the policy it resolves to is the same.)
-    let mut back = accepts(&eff, Device::Cpu).config;
-    assert_eq!(back.opdump.policy(), v.config.opdump.policy());
-    back.opdump.on_nonfinite = None;
-    assert_eq!(back, v.config);
+    assert_eq!(eff["opdump"]["watch"], "nonfinite");
+    assert_eq!(accepts(&eff, Device::Cpu).config, v.config);
+    let mut stop = support::base();
+    stop["opdump"] = json!({"on_nonfinite": "stop", "watch": "overflow"});
+    let v = accepts(&stop, Device::Cpu);
+    let eff = v.config.to_effective_json();
+    assert_eq!(
+        eff["opdump"],
+        json!({"on_nonfinite": "stop", "watch": "overflow"})
+    );
+    assert_eq!(accepts(&eff, Device::Cpu).config, v.config);
 
     doc["opdump"] = json!({"flight_recorder": {"steps": 0}});
     rejects(

@@ -277,7 +277,8 @@ pub(crate) fn check(s: &OpdumpSettings, op_debug_mode: OpDebugMode, d: &mut Diag
     }
 }
 
-/// The section as JSON with every default filled in (`None` when it was absent).
+/// The section as JSON with the recorder's defaults filled in, `on_nonfinite` as written
+/// (`None` when the section was absent).
 pub(crate) fn to_json(s: &OpdumpSettings) -> Option<Value> {
     if !s.present {
         return None;
@@ -293,7 +294,11 @@ pub(crate) fn to_json(s: &OpdumpSettings) -> Option<Value> {
             }),
         );
     }
-    m.insert("on_nonfinite".into(), s.policy().as_str().into());
+    // Written only when the config says it: its default depends on the recorder (and on a
+    // builder's recorder), so the effective config parses back to the same settings.
+    if let Some(p) = s.on_nonfinite {
+        m.insert("on_nonfinite".into(), p.as_str().into());
+    }
     m.insert("watch".into(), s.watch.as_str().into());
     Some(Value::Object(m))
 }

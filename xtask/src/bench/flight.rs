@@ -23,7 +23,11 @@ fn config(root: &str, saved: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-fn open(root: &std::path::Path, saved: &str, flight: Option<FlightRecorder>) -> Result<Dumper, String> {
+fn open(
+    root: &std::path::Path,
+    saved: &str,
+    flight: Option<FlightRecorder>,
+) -> Result<Dumper, String> {
     let env: HashMap<String, String> = HashMap::new();
     let mut b = Dumper::builder()
         .env(&env)
