@@ -725,7 +725,9 @@ fn the_steady_state_allocates_no_fresh_memory() {
         for (k, n) in sizes.iter().cycle().take(40).enumerate() {
             let name = format!("Default/net/MatMul-op{k}");
             if let Some(kernel) = step.kernel("MatMul", &name) {
-                kernel.input(0, TensorRef::from_slice(&[*n], &x[..*n])).unwrap();
+                kernel
+                    .input(0, TensorRef::from_slice(&[*n], &x[..*n]))
+                    .unwrap();
             }
         }
         step.finish().unwrap();

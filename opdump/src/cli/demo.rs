@@ -57,10 +57,15 @@ pub struct Args {
     /// Only dump: skip the undumped baseline run (no overhead figure).
     #[arg(long)]
     pub no_baseline: bool,
-    /// At step STEP, put a NaN into the dumped output of one kernel (the first ReLU; printed),
-    /// so that `opdump inspect` has something to find. The network's own values are untouched.
+    /// At step STEP, put a NaN into the dumped output of one kernel (the first ReLU, or the
+    /// kernel --inject-nan-at names; printed), so that `opdump inspect` and the flight recorder
+    /// have something to find. The network's own values are untouched.
     #[arg(long, value_name = "STEP")]
     pub inject_nan: Option<u64>,
+    /// Which kernel --inject-nan puts the NaN into: the first float32 kernel whose op type is
+    /// KERNEL or whose full name contains it (`Conv2D`, `fc2`, `MatMul-op1`). Default: ReLU.
+    #[arg(long, value_name = "KERNEL", requires = "inject_nan", default_value = "ReLU")]
+    pub inject_nan_at: String,
     /// Run a flight recorder holding the last N steps (statistics, and tensors within
     /// --flight-budget-mb) in memory: nothing is written until a NaN or ±Inf shows in an
     /// output (try --inject-nan), then those N steps, the step that went wrong and
@@ -135,8 +140,10 @@ pub fn default_config(path: &str, saved: SavedData, categories: &str) -> String 
 struct DumpTracer<'a> {
     step: &'a Step,
     first_error: Option<dump_host::Error>,
-    /// Put a NaN into the first ReLU's dumped output at this step.
+    /// Put a NaN into a dumped output at this step.
     inject_nan: Option<u64>,
+    /// The kernel: an op type, or a part of the full name.
+    inject_at: &'a str,
     /// The kernel that got the NaN.
     injected: Option<String>,
 }
@@ -146,7 +153,7 @@ impl DumpTracer<'_> {
     fn injected_copy(&mut self, op_type: &str, full_name: &str, v: &View<'_>) -> Option<Vec<u8>> {
         let wanted = self.inject_nan == Some(self.step.iteration())
             && self.injected.is_none()
-            && op_type == "ReLU"
+            && (op_type == self.inject_at || full_name.contains(self.inject_at))
             && v.dtype == dump_core::DType::Float32
             && v.data.len() >= 4;
         if !wanted {
@@ -341,6 +348,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             step: &step,
             first_error: None,
             inject_nan: args.inject_nan,
+            inject_at: &args.inject_nan_at,
             injected: None,
         };
         let loss = net.step(&mut tracer);
