@@ -518,7 +518,8 @@ fn the_opdump_section_is_read_and_checked() {
         FlightRecorder {
             steps: 2,
             budget_bytes: 1 << 30,
-            max_triggers: 1
+            max_triggers: 1,
+            l2norm_growth: None,
         }
     );
     assert_eq!(v.config.opdump.policy(), NonFinitePolicy::Record);
@@ -738,4 +739,59 @@ fn the_steady_state_allocates_no_fresh_memory() {
     // from then on the step leaving the ring gives its buffers to the next.
     assert!(faults[..3].iter().all(|&f| f > 500), "{faults:?}");
     assert!(faults[4..].iter().all(|&f| f < 50), "{faults:?}");
+}
+
+#[test]
+fn the_l2norm_growth_rule_fires_on_a_spike_against_the_ring_median() {
+    let root = root("growth");
+    let (mut d, _) = open(
+        &root,
+        "statistic",
+        json!({"flight_recorder": {"steps": 3, "l2norm_growth": 10}}),
+    );
+    // The output's l2norm: 1, 1.5, 2, 2.5 (growing, never 10x the median), then 50 at step 4.
+    for (i, scale) in [1.0f32, 1.5, 2.0, 2.5, 50.0, 1.0].into_iter().enumerate() {
+        let step = d.begin_step();
+        if let Some(k) = step.kernel("MatMul", "Default/fc-Dense/MatMul-op0") {
+            k.output(0, TensorRef::from_slice(&[1], &[scale])).unwrap();
+        }
+        if let Some(k) = step.kernel("Add", "Default/fc-Dense/Add-op1") {
+            k.output(0, TensorRef::from_slice(&[1], &[i as f32 + 1.0]))
+                .unwrap();
+        }
+        step.finish().unwrap();
+    }
+    d.close().unwrap();
+    assert_eq!(step_dirs(&root), [1, 2, 3, 4]);
+    let t = trigger(&root, "trigger.json");
+    assert_eq!(t["trigger"]["kind"], "l2norm_growth");
+    assert_eq!(t["trigger"]["kernel"], "Default/fc-Dense/MatMul-op0");
+    assert_eq!(t["trigger"]["step"], 4);
+    assert_eq!(t["trigger"]["l2norm"], 50.0);
+    assert_eq!(t["trigger"]["ring_median"], 2.0);
+    assert_eq!(t["first_nonfinite"], Value::Null);
+
+    let mut doc = support::base();
+    doc["opdump"] = json!({"flight_recorder": {"l2norm_growth": 1}});
+    support::rejects(
+        &doc,
+        Device::Cpu,
+        "opdump.flight_recorder.l2norm_growth",
+        "greater than 1",
+    );
+    doc["opdump"] = json!({"flight_recorder": {"l2norm_growth": "10x"}});
+    support::rejects(
+        &doc,
+        Device::Cpu,
+        "opdump.flight_recorder.l2norm_growth",
+        "a JSON number",
+    );
+    doc["opdump"] = json!({"flight_recorder": {"l2norm_growth": 2.5}});
+    let v = support::accepts(&doc, Device::Cpu);
+    assert_eq!(
+        v.config.opdump.flight_recorder.unwrap().l2norm_growth,
+        Some(2.5)
+    );
+    let eff = v.config.to_effective_json();
+    assert_eq!(support::accepts(&eff, Device::Cpu).config, v.config);
 }

@@ -270,10 +270,16 @@ fn the_nan_goes_into_the_chosen_kernel_and_the_trigger_names_it() {
     let o = opdump(&args);
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stdout}{stderr}");
-    assert!(stdout.contains("step 3: injected a NaN into the dumped"), "{stdout}");
+    assert!(
+        stdout.contains("step 3: injected a NaN into the dumped"),
+        "{stdout}"
+    );
     assert_eq!(steps(&tmp.0, "LeNet5"), [2, 3]);
     let t = trigger(&tmp.0);
     let kernel = t["trigger"]["kernel"].as_str().unwrap();
     assert!(kernel.contains("/fc2-"), "{t}");
-    assert!(stdout.contains(kernel), "the printed kernel is the trigger's: {stdout}");
+    assert!(
+        stdout.contains(kernel),
+        "the printed kernel is the trigger's: {stdout}"
+    );
 }

@@ -11,7 +11,8 @@
 //!
 //! - `flight_recorder`: keep the last `steps` steps (statistics and, within `budget_bytes`,
 //!   tensors) in memory and write them only when something goes wrong (see
-//!   `docs/flight-recorder.md`). `max_triggers` triggers write (0: no limit).
+//!   `docs/flight-recorder.md`). `max_triggers` triggers write (0: no limit); `l2norm_growth`
+//!   K (optional) also fires when an output's l2norm passes K times its median over the ring.
 //! - `on_nonfinite`: what a non-finite output does: `continue` (nothing), `record` (fires the
 //!   flight recorder; the default with one), `stop` (fires it when there is one, and the
 //!   kernel call returns [`Error::NonFinite`](crate::Error::NonFinite)).
@@ -28,13 +29,14 @@ use super::types::OpDebugMode;
 pub const OPDUMP_KEYS: [&str; 3] = ["flight_recorder", "on_nonfinite", "watch"];
 
 /// Every key of `opdump.flight_recorder`.
-pub const FLIGHT_RECORDER_KEYS: [&str; 3] = ["steps", "budget_bytes", "max_triggers"];
+pub const FLIGHT_RECORDER_KEYS: [&str; 4] =
+    ["steps", "budget_bytes", "max_triggers", "l2norm_growth"];
 
 /// Most steps the flight recorder may hold.
 pub const MAX_FLIGHT_STEPS: u32 = 1000;
 
 /// `opdump.flight_recorder`, defaults filled in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct FlightRecorder {
     /// Steps kept before the current one (default 2, 1 to [`MAX_FLIGHT_STEPS`]).
     pub steps: u32,
@@ -43,6 +45,10 @@ pub struct FlightRecorder {
     pub budget_bytes: u64,
     /// Triggers that write (default 1; 0: every trigger writes), like `overflow_number`.
     pub max_triggers: u32,
+    /// The statistic rule (`None`, the default: off): a floating-point output whose l2norm is
+    /// more than this many times the median of the same output's l2norm in the steps the ring
+    /// holds fires a trigger (`"kind": "l2norm_growth"`). Greater than 1.
+    pub l2norm_growth: Option<f64>,
 }
 
 impl Default for FlightRecorder {
@@ -51,9 +57,21 @@ impl Default for FlightRecorder {
             steps: 2,
             budget_bytes: 1 << 30,
             max_triggers: 1,
+            l2norm_growth: None,
         }
     }
 }
+
+impl PartialEq for FlightRecorder {
+    fn eq(&self, o: &Self) -> bool {
+        (self.steps, self.budget_bytes, self.max_triggers)
+            == (o.steps, o.budget_bytes, o.max_triggers)
+            && self.l2norm_growth.map(f64::to_bits) == o.l2norm_growth.map(f64::to_bits)
+    }
+}
+
+// The growth factor is always finite (checked when read), so equality is total.
+impl Eq for FlightRecorder {}
 
 /// What a non-finite output does (`opdump.on_nonfinite`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -238,6 +256,21 @@ fn parse_recorder(v: &Value, d: &mut Diagnostics) -> Option<FlightRecorder> {
     ) {
         r.max_triggers = n;
     }
+    match sec.number(
+        "l2norm_growth",
+        "opdump.flight_recorder.l2norm_growth should be a number",
+        d,
+    ) {
+        Got::Val(k) if k > 1.0 => r.l2norm_growth = Some(k),
+        Got::Val(k) => d.error(
+            sec.path("l2norm_growth"),
+            format!(
+                "l2norm_growth {k} would fire on every step; allowed: a number greater than 1 \
+                 (e.g. 10: an output's l2norm above 10x its median over the ring's steps)"
+            ),
+        ),
+        Got::Absent | Got::Bad => {}
+    }
     Some(r)
 }
 
@@ -285,14 +318,15 @@ pub(crate) fn to_json(s: &OpdumpSettings) -> Option<Value> {
     }
     let mut m = serde_json::Map::new();
     if let Some(r) = s.flight_recorder {
-        m.insert(
-            "flight_recorder".into(),
-            serde_json::json!({
-                "steps": r.steps,
-                "budget_bytes": r.budget_bytes,
-                "max_triggers": r.max_triggers,
-            }),
-        );
+        let mut f = serde_json::json!({
+            "steps": r.steps,
+            "budget_bytes": r.budget_bytes,
+            "max_triggers": r.max_triggers,
+        });
+        if let Some(k) = r.l2norm_growth {
+            f["l2norm_growth"] = k.into();
+        }
+        m.insert("flight_recorder".into(), f);
     }
     // Written only when the config says it: its default depends on the recorder (and on a
     // builder's recorder), so the effective config parses back to the same settings.

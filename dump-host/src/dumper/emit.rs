@@ -43,6 +43,9 @@ pub(crate) struct To<'a> {
     pub(crate) held: Option<&'a StepRecord>,
     /// The non-finite counts of a watched output, set where its statistics are computed.
     pub(crate) seen: Cell<Option<Counts>>,
+    /// The l2norm of a watched output that is all finite (for the flight recorder's
+    /// `l2norm_growth` rule).
+    pub(crate) l2: Cell<Option<f64>>,
 }
 
 impl<'a> To<'a> {
@@ -52,6 +55,7 @@ impl<'a> To<'a> {
             dir,
             held,
             seen: Cell::new(None),
+            l2: Cell::new(None),
         }
     }
 }
@@ -477,6 +481,9 @@ impl Shared {
     pub(crate) fn saw(&self, to: &To<'_>, who: Owner<'_>, dtype: DType, s: &dump_core::Summary) {
         if self.watches(who, dtype) && to.seen.get().is_none() {
             to.seen.set(Counts::of(dtype, s));
+            if to.seen.get().is_none() && s.count > 0 {
+                to.l2.set(Some(s.sum_sq.sqrt()));
+            }
         }
     }
 

@@ -112,6 +112,9 @@ impl Step {
     /// non-finite, tells the flight recorder (which fires under `record` and `stop`) and,
     /// under `stop`, returns the error that stops the runtime.
     fn after(&self, s: &Shared, to: &To<'_>, who: Owner<'_>) -> Result<(), Error> {
+        if let (Some(l2), Some(r), Some(rec)) = (to.l2.get(), &s.recorder, &self.held) {
+            r.check_growth(rec, (who.op_type, who.full_name, who.slot), l2);
+        }
         let Some(c) = to.seen.get() else {
             return Ok(());
         };

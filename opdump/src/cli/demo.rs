@@ -64,7 +64,12 @@ pub struct Args {
     pub inject_nan: Option<u64>,
     /// Which kernel --inject-nan puts the NaN into: the first float32 kernel whose op type is
     /// KERNEL or whose full name contains it (`Conv2D`, `fc2`, `MatMul-op1`). Default: ReLU.
-    #[arg(long, value_name = "KERNEL", requires = "inject_nan", default_value = "ReLU")]
+    #[arg(
+        long,
+        value_name = "KERNEL",
+        requires = "inject_nan",
+        default_value = "ReLU"
+    )]
     pub inject_nan_at: String,
     /// Run a flight recorder holding the last N steps (statistics, and tensors within
     /// --flight-budget-mb) in memory: nothing is written until a NaN or ±Inf shows in an

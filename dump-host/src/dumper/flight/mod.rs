@@ -27,7 +27,7 @@ use std::{
 
 pub(crate) use nonfinite::Counts;
 pub use nonfinite::NonFiniteAt;
-pub(crate) use record::{Fired, Held, HeldNpy, StepRecord};
+pub(crate) use record::{Fired, Growth, Held, HeldNpy, StepRecord};
 
 use super::Shared;
 use crate::{config::FlightRecorder, diag::Event};
@@ -61,6 +61,9 @@ pub(crate) struct Recorder {
     pub(crate) deferred: Mutex<Deferred>,
     /// One write at a time.
     writing: Mutex<()>,
+    /// The l2norm of each output (by kernel, then slot) in the last `steps` steps, for the
+    /// `l2norm_growth` rule (empty when the rule is off).
+    history: Mutex<std::collections::HashMap<String, Vec<VecDeque<f64>>>>,
 }
 
 impl Recorder {
@@ -80,6 +83,64 @@ impl Recorder {
                 ..Deferred::default()
             }),
             writing: Mutex::new(()),
+            history: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// The statistic rule: records `l2` for output `slot` of kernel `who` and fires step
+    /// `rec` when it is more than `l2norm_growth` times the median of that output's l2norm
+    /// in the earlier steps kept (at least one).
+    pub(crate) fn check_growth(
+        &self,
+        rec: &StepRecord,
+        (op_type, kernel, slot): (&str, &str, u32),
+        l2: f64,
+    ) {
+        let Some(factor) = self.settings.l2norm_growth else {
+            return;
+        };
+        let median = {
+            let mut h = self.history.lock().unwrap_or_else(|e| e.into_inner());
+            if !h.contains_key(kernel) {
+                h.insert(kernel.to_owned(), Vec::new());
+            }
+            let slots = h.get_mut(kernel).expect("inserted above");
+            let slot_i = slot as usize;
+            if slots.len() <= slot_i {
+                slots.resize_with(slot_i + 1, VecDeque::new);
+            }
+            let past = &mut slots[slot_i];
+            let median = (!past.is_empty()).then(|| {
+                let mut v: Vec<f64> = past.iter().copied().collect();
+                v.sort_by(f64::total_cmp);
+                let n = v.len();
+                if n % 2 == 1 {
+                    v[n / 2]
+                } else {
+                    (v[n / 2 - 1] + v[n / 2]) / 2.0
+                }
+            });
+            past.push_back(l2);
+            while past.len() > self.settings.steps as usize {
+                past.pop_front();
+            }
+            median
+        };
+        let Some(median) = median else { return };
+        if l2 > factor * median {
+            let mut r = rec.lock();
+            if r.fired.is_none() {
+                r.fired = Some(Fired::Growth(Growth {
+                    step: rec.iteration,
+                    graph: rec.graph,
+                    op_type: op_type.to_owned(),
+                    kernel: kernel.to_owned(),
+                    slot,
+                    l2norm: l2,
+                    median,
+                    factor,
+                }));
+            }
         }
     }
 

@@ -50,6 +50,21 @@ pub(crate) enum Fired {
     Output { kind: &'static str, at: NonFiniteAt },
     /// [`Dumper::trigger`](crate::Dumper::trigger) or a [`TriggerHandle`](super::TriggerHandle).
     User { reason: String },
+    /// The statistic rule: an output's l2norm grew past `factor` times its ring median.
+    Growth(Growth),
+}
+
+/// Where the `l2norm_growth` rule fired.
+#[derive(Clone, Debug)]
+pub(crate) struct Growth {
+    pub(crate) step: u64,
+    pub(crate) graph: u32,
+    pub(crate) op_type: String,
+    pub(crate) kernel: String,
+    pub(crate) slot: u32,
+    pub(crate) l2norm: f64,
+    pub(crate) median: f64,
+    pub(crate) factor: f64,
 }
 
 impl Fired {
@@ -58,6 +73,7 @@ impl Fired {
         match self {
             Fired::Output { kind, .. } => kind,
             Fired::User { .. } => "user",
+            Fired::Growth(_) => "l2norm_growth",
         }
     }
 
@@ -66,6 +82,10 @@ impl Fired {
         match self {
             Fired::Output { at, .. } => format!("{} {} {}", at.kernel, at.io, at.slot),
             Fired::User { reason } => reason.clone(),
+            Fired::Growth(g) => format!(
+                "{} output {}: l2norm {} > {} x ring median {}",
+                g.kernel, g.slot, g.l2norm, g.factor, g.median
+            ),
         }
     }
 }

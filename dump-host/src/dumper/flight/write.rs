@@ -179,6 +179,17 @@ fn trigger_json(
             v["kind"] = json!(kind);
             v
         }
+        Fired::Growth(g) => json!({
+            "kind": "l2norm_growth",
+            "step": g.step,
+            "graph": g.graph,
+            "kernel": g.kernel,
+            "op_type": g.op_type,
+            "tensor": format!("output.{}", g.slot),
+            "l2norm": g.l2norm,
+            "ring_median": g.median,
+            "factor": g.factor,
+        }),
         Fired::User { reason } => json!({
             "kind": "user",
             "reason": reason,
@@ -204,6 +215,7 @@ fn trigger_json(
             "steps": r.settings.steps,
             "budget_bytes": r.settings.budget_bytes,
             "max_triggers": r.settings.max_triggers,
+            "l2norm_growth": r.settings.l2norm_growth,
         },
         "write_micros": started.elapsed().as_micros() as u64,
         "written_unix_us": unix_us,
