@@ -2,7 +2,9 @@
 //! processes: `opdump demo --flight-recorder N --inject-nan STEP` leaves exactly the last N
 //! steps and the trigger step on disk with trigger.json naming the kernel, and `opdump
 //! inspect` agrees; a quiet run writes nothing; `--stop-at-nonfinite` prints the kernel and
-//! exits 1, from the demo and from `opdump run` on a model whose Log goes NaN.
+//! exits 1, from the demo and from `opdump run` on a model whose Log goes NaN. And the rest of
+//! the API the adapters now use through `opdump run`: `--set-dump` marks for `dump_mode` 2,
+//! exception dump (`op_debug_mode` 4) of a node that fails in tract.
 
 use std::{
     path::{Path, PathBuf},
@@ -27,8 +29,12 @@ impl Drop for Tmp {
 }
 
 fn opdump(args: &[&str]) -> Output {
+    opdump_env(args, &[])
+}
+
+fn opdump_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_opdump"));
-    cmd.args(args);
+    cmd.args(args).envs(env.iter().copied());
     for v in ["MINDSPORE_DUMP_CONFIG", "MS_DIAGNOSTIC_DATA_PATH"] {
         cmd.env_remove(v);
     }
@@ -282,4 +288,112 @@ fn the_nan_goes_into_the_chosen_kernel_and_the_trigger_names_it() {
         stdout.contains(kernel),
         "the printed kernel is the trigger's: {stdout}"
     );
+}
+
+#[test]
+fn run_set_dump_marks_kernels_for_dump_mode_2() {
+    let tmp = Tmp::new("set-dump");
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    let cfg = tmp.0.join("cfg.json");
+    std::fs::write(
+        &cfg,
+        r#"{"common_dump_settings": {"dump_mode": 2, "path": "/tmp/unused", "net_name": "N",
+        "iteration": "all", "saved_data": "tensor", "input_output": 0, "kernels": [],
+        "support_device": [0]}, "e2e_dump_settings": {"enable": true}}"#,
+    )
+    .unwrap();
+    let out = tmp.0.join("dump");
+    let input = format!("x={}", fixture("nan_source/inputs/x.npy"));
+    let run = |marks: &[&str]| {
+        let mut a = vec![
+            "run".to_owned(),
+            fixture("nan_source.onnx"),
+            "--input".into(),
+            input.clone(),
+            "--config".into(),
+            cfg.to_string_lossy().into_owned(),
+            "--out".into(),
+            out.to_string_lossy().into_owned(),
+        ];
+        for m in marks {
+            a.extend(["--set-dump".to_owned(), (*m).to_owned()]);
+        }
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        // dump_mode 2 is Ascend's set_dump: the config is checked for Ascend.
+        opdump_env(&a, &[("OPDUMP_DEVICE", "ascend")])
+    };
+    // A scope marks the kernel inside it; a full name marks that kernel.
+    let o = run(&["Default/log1", "Default/add1/Add-op0"]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}{stderr}");
+    let mut kernels: Vec<String> = std::fs::read_dir(out.join("rank_0/N/0/0"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".npy"))
+        .map(|n| n.split('.').nth(1).unwrap().to_owned())
+        .collect();
+    kernels.sort();
+    kernels.dedup();
+    assert_eq!(
+        kernels,
+        ["Default_add1_Add-op0", "Default_log1_Ln-op0"],
+        "{stdout}"
+    );
+    // Nothing marked: nothing dumped, and the warning says why.
+    let _ = std::fs::remove_dir_all(&out);
+    let o = run(&[]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("dump_mode 2 dumps only the kernels marked"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn run_exception_dump_writes_the_inputs_of_the_node_that_fails() {
+    let tmp = Tmp::new("exception");
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    let cfg = tmp.0.join("cfg.json");
+    std::fs::write(
+        &cfg,
+        r#"{"common_dump_settings": {"dump_mode": 0, "path": "/tmp/unused", "net_name": "N",
+        "iteration": "all", "saved_data": "tensor", "input_output": 0, "kernels": [],
+        "support_device": [0], "op_debug_mode": 4}, "e2e_dump_settings": {"enable": true}}"#,
+    )
+    .unwrap();
+    let out = tmp.0.join("dump");
+    let x = format!("x={}", fixture("gather_oob/inputs/x.npy"));
+    let idx = format!("idx={}", fixture("gather_oob/inputs/idx.npy"));
+    let o = opdump(&[
+        "run",
+        &fixture("gather_oob.onnx"),
+        "--input",
+        &x,
+        "--input",
+        &idx,
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    // The Gather indexes 7 of 4: tract fails there (exit 1), naming the node.
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("gather1"), "{stderr}");
+    let mut files: Vec<String> = std::fs::read_dir(out.join("rank_0/N/0/0"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".npy"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(
+        files[0].starts_with("Gather.Default_gather1_Gather-op0.")
+            && files[0].contains(".input.0."),
+        "{files:?}"
+    );
+    assert!(files[1].contains(".input.1."), "{files:?}");
+    let idx = dump_npy::read_file(out.join("rank_0/N/0/0").join(&files[1])).unwrap();
+    assert_eq!(idx.data, 7i64.to_le_bytes(), "the index that failed");
 }

@@ -124,6 +124,8 @@ impl TractDump {
     /// inputs (before it runs) and outputs (after), graph inputs as Parameters at step end.
     /// Returns the model's outputs; a tensor the Dumper rejects becomes a
     /// [`diagnostic`](TractDump::diagnostics), a failed write an [`Error::Dump`] after the step.
+    /// With `op_debug_mode` 4 (exception dump) a node that fails (an error, or a panic, which
+    /// is caught and becomes the error) has its inputs dumped through `Step::kernel_failed`.
     /// With `on_nonfinite` `stop`, the first node whose output holds NaN or ±Inf ends the run
     /// there (no later node runs) and the step returns
     /// `Error::Dump(dump_host::Error::NonFinite(..))` naming that node, the step and the output.
@@ -146,12 +148,41 @@ impl TractDump {
         let (diags, seen) = (&mut self.diagnostics, &mut self.reported);
         let mut fed: Vec<(usize, TValue)> = Vec::new();
         let mut stopped: Option<dump_host::Error> = None;
+        let exception = dumper.plan().map(|p| p.op_debug_mode) == Some(OpDebugMode::Exception);
         let hook = |ctx: &EvalContext<'_>,
                     op_state: Option<&mut (dyn OpState + 'static)>,
                     node: &TypedNode,
                     ins: TVec<TValue>|
          -> TractResult<TVec<TValue>> {
             match roles.get(node.id).cloned().flatten() {
+                Some(Role::Kernel(k)) if exception => {
+                    // Exception dump (op_debug_mode 4): the inputs of a node that fails.
+                    let g = &graph.nodes[k];
+                    let kept = ins.clone();
+                    // A node that panics (tract indexes without checks: a Gather index out
+                    // of range) fails like one that returns an error.
+                    let outs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        eval(ctx, op_state, node, ins)
+                    }))
+                    .unwrap_or_else(|p| {
+                        let why = p
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                            .or_else(|| p.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        Err(tract_onnx::prelude::TractError::msg(format!(
+                            "{} panicked: {why}",
+                            g.name
+                        )))
+                    });
+                    if outs.is_err() {
+                        let refs: Vec<_> = kept.iter().filter_map(|t| tensor_ref(t).ok()).collect();
+                        if let Err(e) = step.kernel_failed(&g.op_type, &g.name, &refs) {
+                            diags.push(format!("{}: exception dump: {e}", g.name));
+                        }
+                    }
+                    outs
+                }
                 Some(Role::Kernel(k)) => {
                     let g = &graph.nodes[k];
                     let Some(kernel) = step.kernel(&g.op_type, &g.name) else {

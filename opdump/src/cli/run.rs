@@ -85,6 +85,11 @@ pub struct Args {
     /// flight recorder holds, and exit 1.
     #[arg(long)]
     pub stop_at_nonfinite: bool,
+    /// Mark a kernel for `dump_mode` 2 (Ascend's set_dump): a full kernel name, or a scope
+    /// that marks every kernel inside it (`Default/conv1`). Repeatable. Only a config with
+    /// "dump_mode": 2 reads the marks; with none marked it dumps nothing (and says so).
+    #[arg(long = "set-dump", value_name = "NODE|SCOPE")]
+    pub set_dump: Vec<String>,
 }
 
 /// One model input as the runtime declares it.
@@ -448,6 +453,7 @@ fn run_inner(
     if args.stop_at_nonfinite {
         opts.on_nonfinite = Some(NonFinitePolicy::Stop);
     }
+    opts.set_dump.extend(args.set_dump.iter().cloned());
     let events = Events::default();
     let target = Target {
         text: &text,
