@@ -163,6 +163,15 @@ impl OnnxDump {
             let Some(k) = step.kernel(&g.op_type, &g.name) else {
                 continue;
             };
+            if !node.attributes.is_empty() {
+                // Written only under save_kernel_args (`null` for a node without attributes).
+                let args: Vec<(&str, &str)> = node
+                    .attributes
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect();
+                k.args(&args);
+            }
             for (slot, v) in node.inputs.iter().enumerate() {
                 sink.report(&k, true, slot, v, values);
             }
