@@ -176,6 +176,22 @@ pub(crate) fn report(
     with_active(|a| a.report(op_type, prefix, inputs, outputs)).flatten()
 }
 
+/// Reports a kernel of the active step that failed (its forward returned an error): with
+/// `op_debug_mode` 4 (exception dump) its input is dumped through `Step::kernel_failed`. It is
+/// named and numbered like any kernel. Does nothing outside [`Tracer::step`].
+pub(crate) fn report_failed(op_type: &str, prefix: &str, input: &Tensor) {
+    with_active(|a| {
+        let n = a.seq.get();
+        a.seq.set(n + 1);
+        let name = format!("{prefix}{n}");
+        a.record(n, &name, op_type, &[input], &[]);
+        let done = convert::with_tensor_ref(input, |r| a.step.kernel_failed(op_type, &name, &[r]));
+        if let Some(Err(e)) = done {
+            a.error.borrow_mut().get_or_insert(Error::Dump(e));
+        }
+    });
+}
+
 impl Active<'_> {
     fn report(
         &self,

@@ -306,3 +306,42 @@ fn dumped_forward_stops_at_the_first_nan_with_a_candle_error() {
     assert!(tmp.0.join("rank_0/Net/0/0").is_dir());
     assert!(tmp.0.join("rank_0/trigger.json").is_file());
 }
+
+/// A module whose forward always fails.
+struct Broken;
+impl Module for Broken {
+    fn forward(&self, _: &Tensor) -> Result<Tensor> {
+        Err(candle_core::Error::Msg("shape mismatch in Broken".into()))
+    }
+}
+
+#[test]
+fn a_failing_forward_is_an_exception_dump_of_its_input() {
+    let tmp = Tmp::new("exception");
+    let mut d = dumper(&tmp.0, r#", "saved_data": "tensor", "op_debug_mode": 4"#);
+    let pre = Dumped::new(Twice, "pre");
+    let bad = Dumped::new(Broken, "bad");
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], 3, &Device::Cpu).unwrap();
+    let mut tracer = Tracer::new(0);
+    let mut forward = None;
+    tracer
+        .step(&mut d, || {
+            forward = Some(pre.forward(&x).and_then(|a| bad.forward(&a)));
+        })
+        .unwrap();
+    assert!(forward.unwrap().unwrap_err().to_string().contains("Broken"));
+    d.close().unwrap();
+    let files: Vec<String> = npy_in(&tmp.0.join("rank_0/Net/0/0"))
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    // Only the failing kernel's input (pre's output, 2x), never an output.
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(
+        files[0].starts_with("Broken.Default_bad-Broken_Broken-op1.")
+            && files[0].contains(".input.0."),
+        "{files:?}"
+    );
+    let (_, v) = values(&tmp.0.join("rank_0/Net/0/0").join(&files[0]));
+    assert_eq!(v, [2.0, 4.0, 6.0]);
+}
