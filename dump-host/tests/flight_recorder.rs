@@ -759,6 +759,11 @@ fn the_l2norm_growth_rule_fires_on_a_spike_against_the_ring_median() {
             k.output(0, TensorRef::from_slice(&[1], &[i as f32 + 1.0]))
                 .unwrap();
         }
+        // All zeros, then 5 from step 3: a median of 0 says nothing about growth.
+        if let Some(k) = step.kernel("Mul", "Default/gate/Mul-op2") {
+            let v = if i < 3 { 0.0f32 } else { 5.0 };
+            k.output(0, TensorRef::from_slice(&[1], &[v])).unwrap();
+        }
         step.finish().unwrap();
     }
     d.close().unwrap();

@@ -89,7 +89,7 @@ impl Recorder {
 
     /// The statistic rule: records `l2` for output `slot` of kernel `who` and fires step
     /// `rec` when it is more than `l2norm_growth` times the median of that output's l2norm
-    /// in the earlier steps kept (at least one).
+    /// in the earlier steps kept (at least one; a median of 0 never fires).
     pub(crate) fn check_growth(
         &self,
         rec: &StepRecord,
@@ -104,7 +104,9 @@ impl Recorder {
             if !h.contains_key(kernel) {
                 h.insert(kernel.to_owned(), Vec::new());
             }
-            let slots = h.get_mut(kernel).expect("inserted above");
+            let Some(slots) = h.get_mut(kernel) else {
+                return;
+            };
             let slot_i = slot as usize;
             if slots.len() <= slot_i {
                 slots.resize_with(slot_i + 1, VecDeque::new);
@@ -126,7 +128,10 @@ impl Recorder {
             }
             median
         };
-        let Some(median) = median else { return };
+        // A median of 0 (an output that was all zeros) says nothing about growth.
+        let Some(median) = median.filter(|m| *m > 0.0) else {
+            return;
+        };
         if l2 > factor * median {
             let mut r = rec.lock();
             if r.fired.is_none() {
