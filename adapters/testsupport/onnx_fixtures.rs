@@ -338,3 +338,57 @@ pub fn stat_rows(dir: &Path) -> HashMap<(String, String, String), HashMap<String
     }
     out
 }
+
+/// A Dumper under `root` with a flight recorder of `steps` steps that stops at the first
+/// non-finite output (`opdump.on_nonfinite` "stop"), tensors only.
+pub fn stopping_dumper(root: &Path, steps: u32) -> Dumper {
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+        "iteration": "all", "input_output": 0, "kernels": [], "support_device": [0],
+        "saved_data": "tensor"}},
+        "e2e_dump_settings": {{"enable": true}},
+        "opdump": {{"flight_recorder": {{"steps": {steps}}}, "on_nonfinite": "stop"}}}}"#,
+        root.display()
+    );
+    let env = HashMap::<String, String>::new();
+    Dumper::builder()
+        .env(&env)
+        .options(DumpOptions::default())
+        .open_json(text.into_bytes())
+        .unwrap()
+}
+
+/// `nan_source`'s input with every element above 10: Log stays finite.
+pub fn finite_nan_source_input() -> (Vec<usize>, Vec<f32>) {
+    (vec![2, 3], vec![12., 13., 14., 15., 16., 17.])
+}
+
+/// The checks of a stop at `nan_source`'s Log at step `step` with a recorder of 2 steps:
+/// the error names the Log node's output 0 at that step; the recorder wrote exactly the two
+/// steps before and that step; the stopped step holds no file of the nodes after Log; and
+/// trigger.json names the kernel.
+pub fn check_stop_at_log(rank: &Path, at: &dump_host::NonFiniteAt, step: u64) {
+    assert!(at.kernel.contains("log1"), "{at}");
+    assert_eq!((at.step, at.io, at.slot), (step, "output", 0), "{at}");
+    assert!(at.nan > 0, "{at}");
+    let mut steps: Vec<u64> = std::fs::read_dir(rank.join("Net/0"))
+        .unwrap()
+        .filter_map(|e| file_name(&e.unwrap().path()).parse().ok())
+        .collect();
+    steps.sort();
+    assert_eq!(steps, [step - 2, step - 1, step]);
+    let last: Vec<String> = npy_in(&rank.join(format!("Net/0/{step}")))
+        .iter()
+        .map(|p| file_name(p))
+        .collect();
+    assert!(last.iter().any(|n| n.contains("log1")), "{last:?}");
+    assert!(
+        !last
+            .iter()
+            .any(|n| n.contains("mul1") || n.contains("add1")),
+        "{last:?}"
+    );
+    let t = std::fs::read_to_string(rank.join("trigger.json")).unwrap();
+    assert!(t.contains(&format!("\"kernel\": \"{}\"", at.kernel)), "{t}");
+    assert!(t.contains("\"kind\": \"nonfinite\""), "{t}");
+}

@@ -89,6 +89,42 @@ pub enum Event {
         /// Its number among all failures of this Dumper (1 for the first).
         number: u64,
     },
+    /// The flight recorder's byte budget cannot hold every tensor of the steps it keeps: it
+    /// keeps statistics for every kernel and tensors for as many kernels as fit, the latest
+    /// first. Raised once per Dumper.
+    FlightBudgetReached {
+        /// The budget (`opdump.flight_recorder.budget_bytes`).
+        budget_bytes: u64,
+        /// Steps kept before the current one.
+        steps: u32,
+        /// The step being recorded when the first tensor was let go.
+        step: u64,
+    },
+    /// A flight-recorder trigger fired and its files are on disk (`trigger.json` last).
+    FlightRecorderWrote {
+        /// The `trigger.json` written.
+        trigger_file: PathBuf,
+        /// What fired (`nonfinite`, `overflow`, `user`).
+        kind: &'static str,
+        /// The kernel whose output fired it, or the user's reason.
+        what: String,
+        /// The steps written, oldest first.
+        steps: Vec<u64>,
+        /// Tensors written (`.npy` files queued and flushed).
+        tensors: u64,
+        /// Tensors the byte budget had let go (their statistics were written).
+        dropped_tensors: u64,
+    },
+    /// A trigger fired after `max_triggers` triggers had written: nothing is written. Raised
+    /// once per Dumper.
+    FlightTriggersExhausted {
+        /// `opdump.flight_recorder.max_triggers`.
+        max_triggers: u32,
+        /// What fired.
+        kind: &'static str,
+        /// The step.
+        step: u64,
+    },
 }
 
 /// Why a Dumper wrote nothing ([`Event::NothingDumped`]).
@@ -207,6 +243,45 @@ impl fmt::Display for Event {
                 "[opdump] disk budget: {skipped_files} .npy file(s), {skipped_bytes} bytes, were \
                  not written (their statistic.csv rows were); {written_bytes} bytes of .npy \
                  files were"
+            ),
+            Event::FlightBudgetReached {
+                budget_bytes,
+                steps,
+                step,
+            } => write!(
+                f,
+                "[opdump] flight recorder: {budget_bytes} bytes cannot hold the tensors of \
+                 {steps} step(s) and the current one (step {step}): statistics are kept for \
+                 every kernel, tensors for as many kernels as fit, the latest first (raise \
+                 opdump.flight_recorder.budget_bytes, or narrow `kernels`)"
+            ),
+            Event::FlightRecorderWrote {
+                trigger_file,
+                kind,
+                what,
+                steps,
+                tensors,
+                dropped_tensors,
+            } => {
+                write!(
+                    f,
+                    "[opdump] flight recorder: {kind} trigger ({what}): wrote step(s) {steps:?}, \
+                     {tensors} tensor file(s)"
+                )?;
+                if *dropped_tensors > 0 {
+                    write!(f, " ({dropped_tensors} tensor(s) let go by the budget)")?;
+                }
+                write!(f, "; {}", trigger_file.display())
+            }
+            Event::FlightTriggersExhausted {
+                max_triggers,
+                kind,
+                step,
+            } => write!(
+                f,
+                "[opdump] flight recorder: a {kind} trigger at step {step} writes nothing: \
+                 max_triggers ({max_triggers}) triggers have written (later ones are not \
+                 reported)"
             ),
             Event::WriteFailed {
                 path,

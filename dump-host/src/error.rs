@@ -43,6 +43,10 @@ pub enum Error {
     Write(crate::writer::WriteErrors),
     /// The resolved dump settings are unusable.
     Plan(String),
+    /// A watched output holds NaN or ±Inf and the policy is `stop`
+    /// ([`NonFinitePolicy::Stop`](crate::config::NonFinitePolicy::Stop)): the runtime should
+    /// stop here. The tensor was dumped (or recorded) before this error was returned.
+    NonFinite(crate::NonFiniteAt),
     /// An environment variable has a value that cannot be used.
     Env {
         /// The variable.
@@ -75,6 +79,7 @@ impl fmt::Display for Error {
             } => write!(f, "{kernel} {io} {slot}: {message}"),
             Error::Write(e) => write!(f, "dump writes failed: {e}"),
             Error::Plan(m) => write!(f, "dump settings: {m}"),
+            Error::NonFinite(at) => write!(f, "stopped at the first non-finite output: {at}"),
             Error::Env {
                 var,
                 value,

@@ -68,6 +68,15 @@
 //! # }
 //! ```
 //!
+//! # Catching the step that goes wrong
+//!
+//! With a flight recorder (`opdump.flight_recorder` in the config, or
+//! [`DumperBuilder::flight_recorder`]) the Dumper holds the last N steps in memory and writes
+//! them, with `trigger.json`, only when a watched output goes NaN/±Inf or
+//! [`Dumper::trigger`] / a [`TriggerHandle`] fires; with `on_nonfinite: "stop"`
+//! ([`DumperBuilder::on_nonfinite`]) the kernel call that sees the NaN returns
+//! [`Error::NonFinite`]. See `docs/flight-recorder.md`.
+//!
 //! Tensors: [`TensorRef::from_slice`] for `&[f32]`, `&[half::bf16]`, `&[i64]`, `&[bool]`, ...;
 //! [`TensorRef::host`] for raw little-endian bytes (int4/uint1 packed), [`TensorRef::strided`]
 //! for non-contiguous host tensors and [`TensorRef::device`] for a [`DeviceTensor`].
@@ -86,7 +95,7 @@ pub mod writer;
 
 pub use dumper::{
     DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, DumperBuilder, Element, Kernel,
-    MS_VERSION, Planned, Step, TensorRef,
+    MS_VERSION, NonFiniteAt, Planned, Step, TensorRef, TriggerHandle,
 };
 pub use error::Error;
 

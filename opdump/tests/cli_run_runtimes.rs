@@ -445,3 +445,44 @@ fn tract_and_ort_pair_at_onnx_node_boundaries() {
         }
     }
 }
+
+/// `--stop-at-nonfinite` with `runtime` on nan_source (its Log goes NaN): exit 1, the Log
+/// node named, the recorder's trigger.json written.
+fn stops_at_the_log_node(runtime: &str) {
+    let out = Tmp::new(&format!("stop-{runtime}"));
+    let model = fixtures().join("nan_source.onnx");
+    let input = format!("x={}", fixtures().join("nan_source/inputs/x.npy").display());
+    let o = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .arg("run")
+        .arg(&model)
+        .args(["--runtime", runtime, "--input", &input, "--steps", "2"])
+        .args(["--flight-recorder", "1", "--stop-at-nonfinite", "--out"])
+        .arg(&out.0)
+        .env_remove("MINDSPORE_DUMP_CONFIG")
+        .output()
+        .expect("run opdump");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("stopped at the first non-finite output: kernel Default/log1/")
+            && stderr.contains("at step 0"),
+        "{stderr}"
+    );
+    let t = std::fs::read_to_string(out.0.join("rank_0/trigger.json")).unwrap();
+    assert!(t.contains("\"kernel\": \"Default/log1/"), "{t}");
+}
+
+#[cfg(feature = "candle")]
+#[test]
+fn candle_stops_at_the_first_nan() {
+    stops_at_the_log_node("candle");
+}
+
+#[cfg(feature = "ort")]
+#[test]
+fn ort_stops_at_the_first_nan() {
+    if !support::onnx_runtime_available() {
+        return;
+    }
+    stops_at_the_log_node("ort");
+}

@@ -151,3 +151,111 @@ fn sigkill_mid_dump_leaves_only_whole_files_and_rows() {
     }
     let _ = fs::remove_dir_all(&out);
 }
+
+/// Starts `opdump demo` with `args` (output to `out`, nothing printed).
+fn demo(out: &Path, args: &[&str]) -> KillOnDrop {
+    let child = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .args(["demo", "--no-baseline", "--categories", "default", "--out"])
+        .arg(out)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start opdump demo");
+    KillOnDrop(child)
+}
+
+/// Checks what a killed run left: every `.npy` under a final name loads whole, every
+/// statistic.csv is whole (the recorder writes each table in one piece), and `trigger.json`,
+/// when present, is whole JSON written after every tensor file it counts.
+fn check_flight_leftovers(out: &Path) -> (usize, bool) {
+    let mut npy = 0;
+    for p in files(out) {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with(".opdump-tmp.") {
+            continue;
+        }
+        if name.ends_with(".npy") {
+            dump_npy::read_file(&p)
+                .unwrap_or_else(|e| panic!("{} is truncated or corrupt: {e}", p.display()));
+            npy += 1;
+        }
+        if name == "statistic.csv" {
+            let text = fs::read_to_string(&p).unwrap();
+            let mut lines = text.lines();
+            let header = fields(lines.next().unwrap());
+            assert!(text.ends_with('\n'));
+            for l in lines {
+                assert_eq!(fields(l), header + 1, "{}: row {l:?}", p.display());
+            }
+        }
+    }
+    let trigger = out.join("rank_0/trigger.json");
+    let done = trigger.exists();
+    if done {
+        let t: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&trigger).unwrap()).expect("whole JSON");
+        let counted = t["tensor_files"].as_u64().unwrap() as usize;
+        assert_eq!(
+            npy, counted,
+            "trigger.json comes after every file it counts"
+        );
+    }
+    (npy, done)
+}
+
+#[test]
+fn sigkill_while_recording_leaves_nothing() {
+    let out = std::env::temp_dir().join(format!("opdump-kill9-rec-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&out);
+    let mut child = demo(&out, &["--steps", "100000", "--flight-recorder", "2"]);
+    std::thread::sleep(Duration::from_millis(1500)); // several steps held in memory
+    assert!(child.0.try_wait().unwrap().is_none(), "still running");
+    child.0.kill().expect("SIGKILL");
+    child.0.wait().unwrap();
+    assert!(files(&out).is_empty(), "{:?}", files(&out));
+    let _ = fs::remove_dir_all(&out);
+}
+
+#[test]
+fn sigkill_during_a_trigger_write_leaves_only_whole_files() {
+    let out = std::env::temp_dir().join(format!("opdump-kill9-trig-{}", std::process::id()));
+    let mut seen_partial = false;
+    // The write of 4 steps (800+ files) takes a while; kill at the first files, a few tries
+    // in case a run finished its write before the kill landed.
+    for attempt in 0..3 {
+        let _ = fs::remove_dir_all(&out);
+        let mut child = demo(
+            &out,
+            &[
+                "--steps",
+                "100000",
+                "--batch",
+                "16",
+                "--flight-recorder",
+                "3",
+                "--inject-nan",
+                "3",
+            ],
+        );
+        let start = Instant::now();
+        while files(&out).len() < 5 + attempt * 40 {
+            assert!(child.0.try_wait().unwrap().is_none(), "the demo ended");
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "no trigger write"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        child.0.kill().expect("SIGKILL");
+        child.0.wait().unwrap();
+        let (npy, done) = check_flight_leftovers(&out);
+        eprintln!("kill -9 during the trigger write: {npy} whole npy files, trigger.json {done}");
+        if !done {
+            seen_partial = true;
+            break;
+        }
+    }
+    assert!(seen_partial, "no kill landed inside a trigger write");
+    let _ = fs::remove_dir_all(&out);
+}

@@ -3,7 +3,7 @@
 
 use candle_core::{Module, ModuleT, Result, Tensor};
 
-use crate::trace::{report, scope_prefix};
+use crate::trace::{report, report_failed, scope_prefix};
 
 /// The op type of module type `M`: the last path segment of its type name, generics dropped
 /// (`candle_nn::conv::Conv2d` → `Conv2d`).
@@ -65,10 +65,31 @@ impl<M> Dumped<M> {
 }
 
 impl<M: Module> Module for Dumped<M> {
+    /// The inner forward, dumped. With the Dumper's `on_nonfinite` `stop`, an output holding
+    /// NaN or ±Inf fails the forward here with a candle error wrapping
+    /// `dump_host::Error::NonFinite` (kernel, step, tensor), so `?` stops the model at this
+    /// module; [`Tracer::step`](crate::Tracer::step) returns the same error. A forward that
+    /// fails is reported for exception dump (`op_debug_mode` 4: its input is dumped).
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        let ys = self.inner.forward(xs)?;
-        report(self.names.op_type, &self.names.prefix, &[xs], &[&ys]);
+        let ys = self
+            .inner
+            .forward(xs)
+            .inspect_err(|_| report_failed(self.names.op_type, &self.names.prefix, xs))?;
+        stopped(report(
+            self.names.op_type,
+            &self.names.prefix,
+            &[xs],
+            &[&ys],
+        ))?;
         Ok(ys)
+    }
+}
+
+/// The candle error of a stop at a non-finite output.
+fn stopped(at: Option<dump_host::NonFiniteAt>) -> Result<()> {
+    match at {
+        Some(at) => Err(candle_core::Error::wrap(dump_host::Error::NonFinite(at))),
+        None => Ok(()),
     }
 }
 
@@ -97,8 +118,16 @@ impl<M> DumpedT<M> {
 
 impl<M: ModuleT> ModuleT for DumpedT<M> {
     fn forward_t(&self, xs: &Tensor, train: bool) -> Result<Tensor> {
-        let ys = self.inner.forward_t(xs, train)?;
-        report(self.names.op_type, &self.names.prefix, &[xs], &[&ys]);
+        let ys = self
+            .inner
+            .forward_t(xs, train)
+            .inspect_err(|_| report_failed(self.names.op_type, &self.names.prefix, xs))?;
+        stopped(report(
+            self.names.op_type,
+            &self.names.prefix,
+            &[xs],
+            &[&ys],
+        ))?;
         Ok(ys)
     }
 }

@@ -181,13 +181,42 @@ pub(crate) fn parameter(name: &str, t: &Tensor) {
 }
 
 /// Reports a kernel of the active step: `prefix` is its full name without the op number,
-/// `inputs` and `outputs` its tensors. Does nothing outside [`Tracer::step`].
-pub(crate) fn report(op_type: &str, prefix: &str, inputs: &[&Tensor], outputs: &[&Tensor]) {
-    with_active(|a| a.report(op_type, prefix, inputs, outputs));
+/// `inputs` and `outputs` its tensors. Does nothing outside [`Tracer::step`]. Returns where
+/// an output went non-finite when the Dumper's policy is `stop` (the step's error is set too):
+/// the caller's cue to fail the forward.
+pub(crate) fn report(
+    op_type: &str,
+    prefix: &str,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+) -> Option<dump_host::NonFiniteAt> {
+    with_active(|a| a.report(op_type, prefix, inputs, outputs)).flatten()
+}
+
+/// Reports a kernel of the active step that failed (its forward returned an error): with
+/// `op_debug_mode` 4 (exception dump) its input is dumped through `Step::kernel_failed`. It is
+/// named and numbered like any kernel. Does nothing outside [`Tracer::step`].
+pub(crate) fn report_failed(op_type: &str, prefix: &str, input: &Tensor) {
+    with_active(|a| {
+        let n = a.seq.get();
+        a.seq.set(n + 1);
+        let name = format!("{prefix}{n}");
+        a.record(n, &name, op_type, &[input], &[]);
+        let done = convert::with_tensor_ref(input, |r| a.step.kernel_failed(op_type, &name, &[r]));
+        if let Some(Err(e)) = done {
+            a.error.borrow_mut().get_or_insert(Error::Dump(e));
+        }
+    });
 }
 
 impl Active<'_> {
-    fn report(&self, op_type: &str, prefix: &str, inputs: &[&Tensor], outputs: &[&Tensor]) {
+    fn report(
+        &self,
+        op_type: &str,
+        prefix: &str,
+        inputs: &[&Tensor],
+        outputs: &[&Tensor],
+    ) -> Option<dump_host::NonFiniteAt> {
         let n = self.seq.get();
         self.seq.set(n + 1);
         let mut name = self.name.borrow_mut();
@@ -195,17 +224,27 @@ impl Active<'_> {
         name.push_str(prefix);
         let _ = write!(name, "{n}");
         self.record(n, &name, op_type, inputs, outputs);
-        let Some(k) = self.step.kernel(op_type, &name) else {
-            return;
-        };
-        let io = inputs.iter().map(|t| (true, t)).enumerate();
-        let oo = outputs.iter().map(|t| (false, t)).enumerate();
+        let k = self.step.kernel(op_type, &name)?;
         let mut diagnostics = self.diagnostics.borrow_mut();
-        for (slot, (is_input, t)) in io.chain(oo) {
-            if let Err(e) = convert::dump_tensor(&k, is_input, slot as u32, t, &mut diagnostics) {
-                self.error.borrow_mut().get_or_insert(Error::Dump(e));
+        let io = inputs.iter().enumerate().map(|(s, t)| (true, s, t));
+        let oo = outputs.iter().enumerate().map(|(s, t)| (false, s, t));
+        for (is_input, slot, t) in io.chain(oo) {
+            match convert::dump_tensor(&k, is_input, slot as u32, t, &mut diagnostics) {
+                Ok(()) => {}
+                // The stop wins over an earlier dump error: it is what the runtime acts on.
+                Err(dump_host::Error::NonFinite(at)) => {
+                    let mut e = self.error.borrow_mut();
+                    if !matches!(*e, Some(Error::Dump(dump_host::Error::NonFinite(_)))) {
+                        *e = Some(Error::Dump(dump_host::Error::NonFinite(at.clone())));
+                    }
+                    return Some(at);
+                }
+                Err(e) => {
+                    self.error.borrow_mut().get_or_insert(Error::Dump(e));
+                }
             }
         }
+        None
     }
 
     fn parameter(&self, name: &str, t: &Tensor) {
@@ -253,7 +292,9 @@ pub fn tap(name: &str, op_type: &str, t: &Tensor) {
         return;
     }
     let prefix = scope_prefix(name, None, op_type);
-    report(op_type, &prefix, &[], &[t]);
+    // With `on_nonfinite` `stop`, a non-finite `t` becomes the step's error (returned by
+    // `Tracer::step`); `tap` itself cannot fail the forward.
+    let _ = report(op_type, &prefix, &[], &[t]);
 }
 
 /// `Default/{a}/{b}/{c}[-{cell}]/{op_type}-op` for the prefix `a.b.c`.

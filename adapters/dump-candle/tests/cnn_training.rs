@@ -242,3 +242,106 @@ fn two_tracers_on_one_dumper_keep_their_graphs_apart() {
     }
     assert!(!net.join("1/2").exists() && !net.join("0/1").exists());
 }
+
+/// `ln(x)`: NaN for a negative x.
+struct Ln;
+impl Module for Ln {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.log()
+    }
+}
+
+/// `2x`.
+struct Twice;
+impl Module for Twice {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.affine(2.0, 0.0)
+    }
+}
+
+#[test]
+fn dumped_forward_stops_at_the_first_nan_with_a_candle_error() {
+    let tmp = Tmp::new("stop");
+    let mut d = support::stopping_dumper(&tmp.0, 1);
+    let pre = Dumped::new(Twice, "pre");
+    let ln = Dumped::new(Ln, "ln");
+    let post = Dumped::new(Twice, "post");
+    let dev = Device::Cpu;
+    let mut tracer = Tracer::new(0);
+    let mut run = |x: &[f32]| {
+        let x = Tensor::from_slice(x, 3, &dev).unwrap();
+        let mut forward = None;
+        let r = tracer.step(&mut d, || {
+            forward = Some(
+                pre.forward(&x)
+                    .and_then(|a| ln.forward(&a))
+                    .and_then(|b| post.forward(&b)),
+            );
+        });
+        (r, forward.unwrap())
+    };
+    let (r, f) = run(&[1.0, 2.0, 3.0]);
+    assert!(r.is_ok() && f.is_ok());
+    let (r, f) = run(&[1.0, -2.0, 3.0]);
+    let e = f.unwrap_err().to_string();
+    assert!(
+        e.contains("Default/ln-Ln/Ln-op1") && e.contains("step 1"),
+        "{e}"
+    );
+    let Err(dump_candle::Error::Dump(dump_host::Error::NonFinite(at))) = r else {
+        panic!("Tracer::step returns the stop: {r:?}")
+    };
+    assert_eq!(
+        (at.kernel.as_str(), at.step, at.nan),
+        ("Default/ln-Ln/Ln-op1", 1, 1)
+    );
+    d.close().unwrap();
+    // Steps 0 and 1 written; the stopped step has no file of `post`, which never ran.
+    let files: Vec<String> = npy_in(&tmp.0.join("rank_0/Net/0/1"))
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(files.iter().any(|f| f.contains("Ln-op1")), "{files:?}");
+    assert!(!files.iter().any(|f| f.contains("post")), "{files:?}");
+    assert!(tmp.0.join("rank_0/Net/0/0").is_dir());
+    assert!(tmp.0.join("rank_0/trigger.json").is_file());
+}
+
+/// A module whose forward always fails.
+struct Broken;
+impl Module for Broken {
+    fn forward(&self, _: &Tensor) -> Result<Tensor> {
+        Err(candle_core::Error::Msg("shape mismatch in Broken".into()))
+    }
+}
+
+#[test]
+fn a_failing_forward_is_an_exception_dump_of_its_input() {
+    let tmp = Tmp::new("exception");
+    let mut d = dumper(&tmp.0, r#", "saved_data": "tensor", "op_debug_mode": 4"#);
+    let pre = Dumped::new(Twice, "pre");
+    let bad = Dumped::new(Broken, "bad");
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], 3, &Device::Cpu).unwrap();
+    let mut tracer = Tracer::new(0);
+    let mut forward = None;
+    tracer
+        .step(&mut d, || {
+            forward = Some(pre.forward(&x).and_then(|a| bad.forward(&a)));
+        })
+        .unwrap();
+    assert!(forward.unwrap().unwrap_err().to_string().contains("Broken"));
+    d.close().unwrap();
+    let files: Vec<String> = npy_in(&tmp.0.join("rank_0/Net/0/0"))
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    // Only the failing kernel's input (pre's output, 2x), never an output.
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(
+        files[0].starts_with("Broken.Default_bad-Broken_Broken-op1.")
+            && files[0].contains(".input.0."),
+        "{files:?}"
+    );
+    let (_, v) = values(&tmp.0.join("rank_0/Net/0/0").join(&files[0]));
+    assert_eq!(v, [2.0, 4.0, 6.0]);
+}

@@ -88,3 +88,59 @@ fn missing_inputs_and_bad_models_are_clear_errors() {
         .to_string();
     assert!(e.contains("not a valid ONNX model"), "{e}");
 }
+
+#[test]
+fn stop_at_the_first_nan_returns_the_log_kernel() {
+    let tmp = Tmp::new("stop");
+    let mut d = stopping_dumper(&tmp.0, 2);
+    let mut r = OnnxRunner::new(model_bytes("nan_source"), 0).unwrap();
+    let (shape, v) = finite_nan_source_input();
+    let finite: HashMap<String, Tensor> = [(
+        "x".to_owned(),
+        Tensor::from_vec(v, shape, &candle_core::Device::Cpu).unwrap(),
+    )]
+    .into();
+    for _ in 0..3 {
+        r.run(&mut d, finite.clone()).unwrap();
+    }
+    let e = r.run(&mut d, candle_inputs("nan_source")).unwrap_err();
+    let dump_candle::Error::Dump(dump_host::Error::NonFinite(at)) = &e else {
+        panic!("expected a non-finite stop, got {e}")
+    };
+    d.close().unwrap();
+    check_stop_at_log(&tmp.rank(), at, 3);
+}
+
+#[test]
+fn save_kernel_args_writes_the_onnx_attributes() {
+    let tmp = Tmp::new("args");
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+        "iteration": "all", "saved_data": "statistic", "input_output": 0, "kernels": [],
+        "support_device": [0]}}, "e2e_dump_settings": {{"enable": true, "save_kernel_args": true}}}}"#,
+        tmp.0.display()
+    );
+    let env = HashMap::<String, String>::new();
+    let mut d = dump_host::Dumper::builder()
+        .env(&env)
+        .options(dump_host::DumpOptions::default())
+        .open_json(text.into_bytes())
+        .unwrap();
+    let mut r = OnnxRunner::new(model_bytes("cnn"), 0).unwrap();
+    r.run(&mut d, candle_inputs("cnn")).unwrap();
+    d.close().unwrap();
+    let dir = tmp.rank().join("Net/0/0");
+    let json = |prefix: &str| -> String {
+        let f = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .find(|n| n.starts_with(prefix) && n.ends_with(".json"))
+            .unwrap_or_else(|| panic!("no {prefix}*.json in {}", dir.display()));
+        std::fs::read_to_string(dir.join(f)).unwrap()
+    };
+    // MindSpore's format: sorted keys, 4-space indent, values as strings.
+    assert_eq!(json("Flatten."), "{\n    \"axis\": \"1\"\n}");
+    let conv = json("Conv.");
+    assert!(conv.contains("\"kernel_shape\": \"[3, 3]\""), "{conv}");
+    assert_eq!(json("Relu."), "null", "no attributes");
+}

@@ -26,6 +26,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod attr;
 mod describe;
 mod error;
 mod expose;

@@ -45,6 +45,9 @@ pub struct Node {
     pub inputs: Vec<String>,
     /// Output value names in slot order (empty for an omitted optional output).
     pub outputs: Vec<String>,
+    /// Attributes with a text form (name, value), in the model's order: what the dump writes
+    /// as kernel arguments under `save_kernel_args`.
+    pub attributes: Vec<(String, String)>,
 }
 
 /// One dimension of a declared shape.
@@ -240,6 +243,13 @@ fn parse_node(b: &[u8]) -> Result<Node, Error> {
             3 => node.name = string(v, "NodeProto.name")?.to_owned(),
             4 => node.op_type = string(v, "NodeProto.op_type")?.to_owned(),
             7 => node.domain = string(v, "NodeProto.domain")?.to_owned(),
+            5 => {
+                if let Value::Bytes(a) = v
+                    && let Some(kv) = crate::attr::parse_attribute(a)?
+                {
+                    node.attributes.push(kv);
+                }
+            }
             _ => {}
         }
     }

@@ -130,6 +130,11 @@ impl OnnxDump {
     /// Dumps one evaluation as the Dumper's next step: every wanted kernel in graph order with
     /// its inputs and outputs (looked up in `values`, initializers from the model), then the
     /// graph inputs as Parameters. The first Dumper error is returned after the step ends.
+    ///
+    /// With `on_nonfinite` `stop`, the first node whose output holds NaN or ±Inf is the last
+    /// one dumped, and its `dump_host::Error::NonFinite` (node, step, output) is returned
+    /// (before any other error): the runtime already evaluated the graph, the dump stops where
+    /// it first went wrong.
     pub fn dump_step(
         &mut self,
         dumper: &mut Dumper,
@@ -145,6 +150,7 @@ impl OnnxDump {
             model: &self.model,
             diags: &mut self.diagnostics,
             first_error: None,
+            stop: None,
         };
         for (index, (node, g)) in self
             .model
@@ -157,6 +163,15 @@ impl OnnxDump {
             let Some(k) = step.kernel(&g.op_type, &g.name) else {
                 continue;
             };
+            if !node.attributes.is_empty() {
+                // Written only under save_kernel_args (`null` for a node without attributes).
+                let args: Vec<(&str, &str)> = node
+                    .attributes
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect();
+                k.args(&args);
+            }
             for (slot, v) in node.inputs.iter().enumerate() {
                 sink.report(&k, true, slot, v, values);
             }
@@ -165,24 +180,29 @@ impl OnnxDump {
                     sink.report(&k, false, slot, v, values);
                 }
             }
+            if sink.stop.is_some() {
+                break; // on_nonfinite stop: the dump ends at the first non-finite node
+            }
         }
         for i in &self.model.graph.inputs {
             let r = values.with_value(&i.name, &mut |t| step.parameter(&i.name, t));
             sink.settle(&i.name, r);
         }
         let finished = step.finish();
-        match sink.first_error {
+        match sink.stop.or(sink.first_error) {
             Some(e) => Err(e),
             None => finished,
         }
     }
 }
 
-/// Where one step's outcomes go: the first Dumper error, and diagnostics.
+/// Where one step's outcomes go: the first Dumper error, the non-finite output that stops
+/// the step (`on_nonfinite` `stop`), and diagnostics.
 struct Sink<'a> {
     model: &'a Model,
     diags: &'a mut BTreeSet<String>,
     first_error: Option<dump_host::Error>,
+    stop: Option<dump_host::Error>,
 }
 
 impl Sink<'_> {
@@ -228,6 +248,9 @@ impl Sink<'_> {
     fn settle(&mut self, value: &str, r: Lookup) {
         match r {
             Lookup::Done(Ok(())) => {}
+            Lookup::Done(Err(e @ dump_host::Error::NonFinite(_))) => {
+                self.stop.get_or_insert(e);
+            }
             Lookup::Done(Err(e)) => {
                 self.first_error.get_or_insert(e);
             }

@@ -88,3 +88,26 @@ fn missing_inputs_and_bad_models_are_clear_errors() {
     let e = r.run(&mut d, &[("x".into(), x)]).unwrap_err().to_string();
     assert!(e.contains("x"), "{e}");
 }
+
+#[test]
+fn stop_at_the_first_nan_returns_the_log_kernel() {
+    let Some(env) = env() else { return };
+    let tmp = Tmp::new("stop");
+    let mut d = stopping_dumper(&tmp.0, 2);
+    let mut r = OrtRunner::new(&env, model_bytes("nan_source"), 0).unwrap();
+    let (shape, v) = finite_nan_source_input();
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let finite = vec![(
+        "x".to_owned(),
+        host_value(dump_core::DType::Float32, &shape, &bytes).unwrap(),
+    )];
+    for _ in 0..3 {
+        r.run(&mut d, &finite).unwrap();
+    }
+    let e = r.run(&mut d, &ort_inputs("nan_source")).unwrap_err();
+    let dump_ort::Error::Dump(dump_host::Error::NonFinite(at)) = &e else {
+        panic!("expected a non-finite stop, got {e}")
+    };
+    d.close().unwrap();
+    check_stop_at_log(&tmp.rank(), at, 3);
+}

@@ -37,7 +37,8 @@ fn note(diags: &mut Vec<String>, seen: &mut HashSet<String>, what: &str, skip: S
     }
 }
 
-/// Hands `t` to the kernel as input or output `slot`; problems become diagnostics.
+/// Hands `t` to the kernel as input or output `slot`; problems become diagnostics, except
+/// the non-finite output that stops the run (`on_nonfinite` `stop`), which is returned.
 fn report(
     k: &Kernel<'_>,
     output: bool,
@@ -46,7 +47,7 @@ fn report(
     diags: &mut Vec<String>,
     seen: &mut HashSet<String>,
     name: &str,
-) {
+) -> Option<dump_host::Error> {
     let io = if output { "output" } else { "input" };
     match tensor_ref(t) {
         Ok(r) => {
@@ -55,12 +56,15 @@ fn report(
             } else {
                 k.input(slot as u32, r)
             };
-            if let Err(e) = done {
-                diags.push(format!("{name} {io} {slot}: {e}"));
+            match done {
+                Err(e @ dump_host::Error::NonFinite(_)) => return Some(e),
+                Err(e) => diags.push(format!("{name} {io} {slot}: {e}")),
+                Ok(()) => {}
             }
         }
         Err(skip) => note(diags, seen, &format!("{name} {io} {slot}"), skip),
     }
+    None
 }
 
 impl TractDump {
@@ -135,6 +139,11 @@ impl TractDump {
     /// inputs (before it runs) and outputs (after), graph inputs as Parameters at step end.
     /// Returns the model's outputs; a tensor the Dumper rejects becomes a
     /// [`diagnostic`](TractDump::diagnostics), a failed write an [`Error::Dump`] after the step.
+    /// With `op_debug_mode` 4 (exception dump) a node that fails (an error, or a panic, which
+    /// is caught and becomes the error) has its inputs dumped through `Step::kernel_failed`.
+    /// With `on_nonfinite` `stop`, the first node whose output holds NaN or ±Inf ends the run
+    /// there (no later node runs) and the step returns
+    /// `Error::Dump(dump_host::Error::NonFinite(..))` naming that node, the step and the output.
     pub fn run(
         &mut self,
         dumper: &mut Dumper,
@@ -153,12 +162,42 @@ impl TractDump {
         let roles = &self.described.roles;
         let (diags, seen) = (&mut self.diagnostics, &mut self.reported);
         let mut fed: Vec<(usize, TValue)> = Vec::new();
+        let mut stopped: Option<dump_host::Error> = None;
+        let exception = dumper.plan().map(|p| p.op_debug_mode) == Some(OpDebugMode::Exception);
         let hook = |ctx: &EvalContext<'_>,
                     op_state: Option<&mut (dyn OpState + 'static)>,
                     node: &TypedNode,
                     ins: TVec<TValue>|
          -> TractResult<TVec<TValue>> {
             match roles.get(node.id).cloned().flatten() {
+                Some(Role::Kernel(k)) if exception => {
+                    // Exception dump (op_debug_mode 4): the inputs of a node that fails.
+                    let g = &graph.nodes[k];
+                    let kept = ins.clone();
+                    // A node that panics (tract indexes without checks: a Gather index out
+                    // of range) fails like one that returns an error.
+                    let outs = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        eval(ctx, op_state, node, ins)
+                    }))
+                    .unwrap_or_else(|p| {
+                        let why = p
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                            .or_else(|| p.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        Err(tract_onnx::prelude::TractError::msg(format!(
+                            "{} panicked: {why}",
+                            g.name
+                        )))
+                    });
+                    if outs.is_err() {
+                        let refs: Vec<_> = kept.iter().filter_map(|t| tensor_ref(t).ok()).collect();
+                        if let Err(e) = step.kernel_failed(&g.op_type, &g.name, &refs) {
+                            diags.push(format!("{}: exception dump: {e}", g.name));
+                        }
+                    }
+                    outs
+                }
                 Some(Role::Kernel(k)) => {
                     let g = &graph.nodes[k];
                     let Some(kernel) = step.kernel(&g.op_type, &g.name) else {
@@ -169,8 +208,12 @@ impl TractDump {
                     }
                     let outs = eval(ctx, op_state, node, ins)?;
                     for (slot, t) in outs.iter().enumerate() {
-                        if graph.output_dumped(k, slot, policy) {
-                            report(&kernel, true, slot, t, diags, seen, &g.name);
+                        if graph.output_dumped(k, slot, policy)
+                            && let Some(e) = report(&kernel, true, slot, t, diags, seen, &g.name)
+                        {
+                            let m = e.to_string();
+                            stopped = Some(e);
+                            return Err(tract_onnx::prelude::TractError::msg(m));
                         }
                     }
                     Ok(outs)
@@ -203,6 +246,9 @@ impl TractDump {
             }
         }
         let finished = step.finish();
+        if let Some(e) = stopped {
+            return Err(Error::Dump(e));
+        }
         let outputs = outputs.map_err(Error::Tract)?;
         finished?;
         Ok(outputs)

@@ -472,3 +472,72 @@ fn source_rows_name_the_onnx_node_of_every_kernel() {
         "no ONNX nodes given, none named"
     );
 }
+
+/// A Dumper with a flight recorder of `steps` steps that stops at the first non-finite
+/// output (`opdump.on_nonfinite` "stop").
+fn stopping_dumper(root: &Path, steps: u32) -> Dumper {
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+        "iteration": "all", "input_output": 0, "kernels": [], "support_device": [0],
+        "saved_data": "tensor"}},
+        "e2e_dump_settings": {{"enable": true}},
+        "opdump": {{"flight_recorder": {{"steps": {steps}}}, "on_nonfinite": "stop"}}}}"#,
+        root.display()
+    );
+    let env = HashMap::<String, String>::new();
+    Dumper::builder()
+        .env(&env)
+        .options(DumpOptions::default())
+        .open_json(text.into_bytes())
+        .unwrap()
+}
+
+#[test]
+fn stop_at_the_first_nan_returns_the_log_kernel_and_the_recorder_writes_the_steps_before() {
+    let tmp = Tmp::new("stop");
+    let plan = plan("nan_source");
+    let mut state = plan.spawn().unwrap();
+    let mut d = stopping_dumper(&tmp.0, 2);
+    // Steps 0..3 are finite (every x above 10); step 3 gets the fixture's input: Log of a
+    // negative number.
+    let finite = tvec!(
+        Tensor::from_shape(&[2, 3], &[12f32, 13., 14., 15., 16., 17.])
+            .unwrap()
+            .into_tvalue()
+    );
+    for _ in 0..3 {
+        dump_tract::run_dumped(&mut d, &mut state, finite.clone()).unwrap();
+    }
+    assert!(!tmp.0.exists(), "nothing written before the NaN");
+    let e = dump_tract::run_dumped(&mut d, &mut state, input("nan_source")).unwrap_err();
+    let dump_tract::Error::Dump(dump_host::Error::NonFinite(at)) = &e else {
+        panic!("expected a non-finite stop, got {e}")
+    };
+    assert!(at.kernel.contains("log1"), "{at}");
+    assert_eq!((at.step, at.io, at.slot), (3, "output", 0));
+    assert!(at.nan > 0, "{at}");
+    d.close().unwrap();
+    let rank = tmp.0.join("rank_0");
+    let mut steps: Vec<String> = std::fs::read_dir(rank.join("Net/0"))
+        .unwrap()
+        .map(|e| file_name(&e.unwrap().path()))
+        .filter(|n| n != "constants")
+        .collect();
+    steps.sort();
+    assert_eq!(steps, ["1", "2", "3"]);
+    // The stopped step ends at Log: nothing of the nodes after it.
+    let last: Vec<String> = npy_in(&rank.join("Net/0/3"))
+        .iter()
+        .map(|p| file_name(p))
+        .collect();
+    assert!(last.iter().any(|n| n.contains("log1")), "{last:?}");
+    assert!(
+        !last
+            .iter()
+            .any(|n| n.contains("mul1") || n.contains("add1")),
+        "{last:?}"
+    );
+    let t = std::fs::read_to_string(rank.join("trigger.json")).unwrap();
+    assert!(t.contains(&format!("\"kernel\": \"{}\"", at.kernel)), "{t}");
+    assert!(t.contains("\"kind\": \"nonfinite\""), "{t}");
+}

@@ -49,5 +49,8 @@ pub(crate) fn to_json(c: &DumpConfig) -> Value {
         }
         top.insert("e2e_dump_settings".into(), Value::Object(e2e));
     }
+    if let Some(own) = super::opdump::to_json(&c.opdump) {
+        top.insert("opdump".into(), own);
+    }
     Value::Object(top)
 }

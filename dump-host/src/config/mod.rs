@@ -42,6 +42,7 @@ mod effective;
 pub mod env;
 mod file;
 mod kernels;
+mod opdump;
 mod read;
 mod rules;
 mod suggest;
@@ -61,6 +62,10 @@ pub use e2e::{E2E_KEYS, E2eSettings};
 pub use env::{Env, ProcessEnv};
 pub use file::{MAX_CONFIG_BYTES, read_config_file};
 pub use kernels::{BadRegex, EntryKind, KernelFilter, classify, normalize_entry, type_part};
+pub use opdump::{
+    FLIGHT_RECORDER_KEYS, FlightRecorder, MAX_FLIGHT_STEPS, NonFinitePolicy, OPDUMP_KEYS,
+    OpdumpSettings, Watch,
+};
 pub use suggest::{did_you_mean, edit_distance};
 pub use types::{
     Device, DumpMode, FileFormat, InputOutput, OpDebugMode, PrecisionMode, SavedData, StatCalcMode,
@@ -134,6 +139,8 @@ pub struct DumpConfig {
     pub e2e_enabled: bool,
     /// `e2e_dump_settings`.
     pub e2e: E2eSettings,
+    /// The `opdump` section (MindSpore ignores it): flight recorder, non-finite policy.
+    pub opdump: OpdumpSettings,
 }
 
 impl DumpConfig {
@@ -235,6 +242,9 @@ impl DumpConfig {
 /// Top-level keys MindSpore reads.
 pub const TOP_KEYS: [&str; 2] = ["common_dump_settings", "e2e_dump_settings"];
 
+/// Top-level keys opdump reads: MindSpore's, and its own `opdump` section.
+const KNOWN_TOP_KEYS: [&str; 3] = ["common_dump_settings", "e2e_dump_settings", "opdump"];
+
 fn parse_document(text: &str, opts: &ParseOptions<'_>, d: &mut Diagnostics) -> Option<DumpConfig> {
     let doc: Value = match serde_json::from_str(text) {
         Ok(v) => v,
@@ -293,6 +303,10 @@ fn parse_document(text: &str, opts: &ParseOptions<'_>, d: &mut Diagnostics) -> O
         .filter(|(k, _)| k.as_str() != "async_dump_settings")
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    warn_unknown("", &others, &TOP_KEYS, d);
-    rules::assemble(common?, e2e, opts.device, e2e_enabled, d)
+    warn_unknown("", &others, &KNOWN_TOP_KEYS, d);
+    let own = opdump::parse_opdump(top.get("opdump"), d);
+    let mut config = rules::assemble(common?, e2e, opts.device, e2e_enabled, d)?;
+    opdump::check(&own, config.op_debug_mode, d);
+    config.opdump = own;
+    Some(config)
 }

@@ -91,6 +91,44 @@ impl<'v> Section<'v> {
         }
     }
 
+    /// Reads a finite JSON number (integer or fraction).
+    pub(super) fn number(&self, key: &str, type_msg: &str, d: &mut Diagnostics) -> Got<f64> {
+        let Some(v) = self.map.get(key) else {
+            return Got::Absent;
+        };
+        match v.as_f64() {
+            Some(x) if x.is_finite() => Got::Val(x),
+            _ => {
+                d.error(
+                    self.path(key),
+                    format!("{type_msg}; got {}, allowed: a JSON number", describe(v)),
+                );
+                Got::Bad
+            }
+        }
+    }
+
+    /// Reads an unsigned integer literal that fits in `u64` (byte counts).
+    pub(super) fn uint64(&self, key: &str, type_msg: &str, d: &mut Diagnostics) -> Got<u64> {
+        let Some(v) = self.map.get(key) else {
+            return Got::Absent;
+        };
+        match v.as_u64() {
+            Some(n) if !v.is_f64() => Got::Val(n),
+            _ => {
+                d.error(
+                    self.path(key),
+                    format!(
+                        "{type_msg}; got {}, allowed: an integer from 0 to {}",
+                        describe(v),
+                        u64::MAX
+                    ),
+                );
+                Got::Bad
+            }
+        }
+    }
+
     /// Reads a boolean (`true`/`false` only).
     pub(super) fn boolean(&self, key: &str, type_msg: &str, d: &mut Diagnostics) -> Got<bool> {
         match self.map.get(key) {

@@ -180,6 +180,7 @@ pub(crate) fn assemble(
         file_format: c.file_format.unwrap_or(FileFormat::Bin),
         e2e_enabled,
         e2e,
+        opdump: Default::default(),
     })
 }
 

@@ -42,6 +42,8 @@ pub struct DumperBuilder<'e> {
     env: Option<&'e dyn Env>,
     options: Option<DumpOptions>,
     events: Option<EventSink>,
+    flight: Option<crate::config::FlightRecorder>,
+    on_nonfinite: Option<crate::config::NonFinitePolicy>,
 }
 
 impl std::fmt::Debug for DumperBuilder<'_> {
@@ -61,6 +63,8 @@ impl Dumper {
             env: None,
             options: None,
             events: None,
+            flight: None,
+            on_nonfinite: None,
         }
     }
 }
@@ -72,7 +76,26 @@ impl<'e> DumperBuilder<'e> {
             env: Some(env),
             options: self.options,
             events: self.events,
+            flight: self.flight,
+            on_nonfinite: self.on_nonfinite,
         }
+    }
+
+    /// Runs a flight recorder (overriding the config's `opdump.flight_recorder`): the last
+    /// `steps` steps are held in memory (tensors within `budget_bytes`) and written only when
+    /// a trigger fires; see docs/flight-recorder.md. The non-finite policy becomes `record`
+    /// unless the config or [`on_nonfinite`](DumperBuilder::on_nonfinite) says otherwise.
+    pub fn flight_recorder(mut self, recorder: crate::config::FlightRecorder) -> Self {
+        self.flight = Some(recorder);
+        self
+    }
+
+    /// What a NaN or ±Inf in a watched output does (overriding the config's
+    /// `opdump.on_nonfinite`): [`Stop`](crate::config::NonFinitePolicy::Stop) makes the
+    /// kernel call that reported it return [`Error::NonFinite`].
+    pub fn on_nonfinite(mut self, policy: crate::config::NonFinitePolicy) -> Self {
+        self.on_nonfinite = Some(policy);
+        self
     }
 
     /// Uses `options` instead of [`DumpOptions::from_env`].
@@ -121,17 +144,30 @@ impl<'e> DumperBuilder<'e> {
 
     /// Starts a Dumper on a resolved plan. The plan already holds the writer settings and
     /// the disk budget: the options and the environment are not used.
-    pub fn open_plan(self, plan: DumpPlan) -> Result<Dumper, Error> {
+    pub fn open_plan(self, mut plan: DumpPlan) -> Result<Dumper, Error> {
+        if let Some(f) = self.flight {
+            plan.flight = Some(f);
+            if self.on_nonfinite.is_none()
+                && plan.on_nonfinite == crate::config::NonFinitePolicy::Continue
+            {
+                plan.on_nonfinite = crate::config::NonFinitePolicy::Record;
+            }
+        }
+        if let Some(p) = self.on_nonfinite {
+            plan.on_nonfinite = p;
+        }
         Dumper::start(plan, self.events.unwrap_or_default())
     }
 
     /// The environment, the options and the event sink.
     fn settings(self) -> Result<(&'e dyn Env, DumpOptions, EventSink), Error> {
         let env = self.env.unwrap_or(&ProcessEnv);
-        let opts = match self.options {
+        let mut opts = match self.options {
             Some(o) => o,
             None => DumpOptions::from_env(env)?,
         };
+        opts.flight_recorder = self.flight.or(opts.flight_recorder);
+        opts.on_nonfinite = self.on_nonfinite.or(opts.on_nonfinite);
         Ok((env, opts, self.events.unwrap_or_default()))
     }
 }

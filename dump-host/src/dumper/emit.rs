@@ -16,7 +16,7 @@ mod stream;
 #[cfg(test)]
 mod tests;
 
-use std::{borrow::Cow, path::Path};
+use std::{borrow::Cow, cell::Cell, path::Path};
 
 use dump_core::DType;
 use dump_stats::{
@@ -27,8 +27,38 @@ use dump_stats::{
 pub(crate) use files::FILE_MODE;
 use rows::{RowStats, RowTensor};
 
-use super::{Shared, TensorRef, tensor::Source};
+use super::{
+    Shared, TensorRef,
+    flight::{Counts, StepRecord},
+    tensor::Source,
+};
 use crate::{Error, layout::Io};
+
+/// Where one tensor's outputs go — a directory, and the flight recorder's record of the step
+/// when it holds them instead of the disk — and what its statistics said.
+pub(crate) struct To<'a> {
+    /// The directory the files and rows belong to.
+    pub(crate) dir: &'a Path,
+    /// The flight recorder's record of this step: rows and files are held there.
+    pub(crate) held: Option<&'a StepRecord>,
+    /// The non-finite counts of a watched output, set where its statistics are computed.
+    pub(crate) seen: Cell<Option<Counts>>,
+    /// The l2norm of a watched output that is all finite (for the flight recorder's
+    /// `l2norm_growth` rule).
+    pub(crate) l2: Cell<Option<f64>>,
+}
+
+impl<'a> To<'a> {
+    /// Straight to `dir` on disk (or held by `held`).
+    pub(crate) fn new(dir: &'a Path, held: Option<&'a StepRecord>) -> Self {
+        To {
+            dir,
+            held,
+            seen: Cell::new(None),
+            l2: Cell::new(None),
+        }
+    }
+}
 
 /// Who a tensor belongs to.
 #[derive(Clone, Copy, Debug)]
@@ -177,19 +207,17 @@ impl<'a> DeviceView<'a> {
 
 impl Shared {
     /// Dumps one tensor into `dir` according to the plan.
-    pub(crate) fn emit(&self, dir: &Path, who: Owner<'_>, t: &TensorRef<'_>) -> Result<(), Error> {
+    pub(crate) fn emit(&self, to: &To<'_>, who: Owner<'_>, t: &TensorRef<'_>) -> Result<(), Error> {
         match t.source {
-            Source::Device(d) => self.emit_device(
-                dir,
-                who,
-                &DeviceView::new(d, t.format, self.plan.trans_flag),
-            ),
-            _ => self.emit_host(dir, who, t),
+            Source::Device(d) => {
+                self.emit_device(to, who, &DeviceView::new(d, t.format, self.plan.trans_flag))
+            }
+            _ => self.emit_host(to, who, t),
         }
     }
 
     /// The facts of a tensor of `dtype` with `elems` elements of `len` bytes.
-    fn facts(&self, dtype: DType, elems: usize, len: usize, device: bool) -> Facts {
+    fn facts(&self, to: &To<'_>, dtype: DType, elems: usize, len: usize, device: bool) -> Facts {
         let p = &self.plan;
         Facts {
             elems,
@@ -203,23 +231,25 @@ impl Shared {
             digests: Hashes::for_categories(&p.categories).any(),
             sample: self.sampled(dtype, elems),
             converted: false,
-            direct: self.writer.is_sync() || len >= self.writer.budget().limit(),
+            // Held by the flight recorder: copied into memory, never streamed to a file.
+            direct: to.held.is_none()
+                && (self.writer.is_sync() || len >= self.writer.budget().limit()),
         }
     }
 
     /// Host bytes, contiguous or strided: skipped, refused or copied.
-    fn emit_host(&self, dir: &Path, who: Owner<'_>, t: &TensorRef<'_>) -> Result<(), Error> {
+    fn emit_host(&self, to: &To<'_>, who: Owner<'_>, t: &TensorRef<'_>) -> Result<(), Error> {
         let bad = |message: String| who.error(message);
         let elems = t
             .elems()
             .ok_or_else(|| bad(format!("shape {:?} overflows", t.shape)))?;
         let len = t.dtype.storage_bytes(elems).unwrap_or(usize::MAX);
-        match route(&self.facts(t.dtype, elems, len, false)) {
+        match route(&self.facts(to, t.dtype, elems, len, false)) {
             Route::Skip => Ok(()),
             Route::Refused => self.refuse(t.dtype, t.shape, elems),
             Route::Copy { sample } => {
                 let bytes = t.contiguous().map_err(bad)?;
-                self.emit_bytes(dir, who, (t.dtype, t.shape, t.format), bytes, elems, sample)
+                self.emit_bytes(to, who, (t.dtype, t.shape, t.format), bytes, elems, sample)
             }
             // Host tensors are never routed to the device paths.
             Route::DeviceStats | Route::Stream => {
@@ -229,7 +259,7 @@ impl Shared {
     }
 
     /// A device tensor: skipped, refused, device statistics, streamed or copied.
-    fn emit_device(&self, dir: &Path, who: Owner<'_>, v: &DeviceView<'_>) -> Result<(), Error> {
+    fn emit_device(&self, to: &To<'_>, who: Owner<'_>, v: &DeviceView<'_>) -> Result<(), Error> {
         let bad = |message: String| who.error(message);
         let elems = v
             .shape
@@ -242,14 +272,14 @@ impl Shared {
             .ok_or_else(|| bad(format!("shape {:?} overflows", v.shape)))?;
         let facts = Facts {
             converted: v.converted,
-            ..self.facts(v.dtype, elems, len, true)
+            ..self.facts(to, v.dtype, elems, len, true)
         };
         let sample = match route(&facts) {
             Route::Skip => return Ok(()),
             Route::Refused => return self.refuse(v.dtype, v.shape, elems),
-            Route::Stream => return self.stream(dir, who, v, elems, len),
+            Route::Stream => return self.stream(to, who, v, elems, len),
             Route::DeviceStats => match v.device.statistics(&self.plan.stats_request()) {
-                Ok(stats) => return self.device_stats_row(dir, who, v, len, stats),
+                Ok(stats) => return self.device_stats_row(to, who, v, len, stats),
                 // The device cannot: copy the tensor and compute on the host.
                 Err(_) => None,
             },
@@ -257,7 +287,7 @@ impl Shared {
         };
         let bytes = v.copy(len).map_err(bad)?;
         self.emit_bytes(
-            dir,
+            to,
             who,
             (v.dtype, v.shape, v.format),
             Cow::Owned(bytes),
@@ -283,7 +313,7 @@ impl Shared {
     /// The row of statistics the device computed (`None`: an empty tensor, no row).
     fn device_stats_row(
         &self,
-        dir: &Path,
+        to: &To<'_>,
         who: Owner<'_>,
         v: &DeviceView<'_>,
         len: usize,
@@ -292,7 +322,7 @@ impl Shared {
         let Some(stats) = stats else {
             return Ok(());
         };
-        if self.ensure_dir(dir).is_err() {
+        if self.ensure(to).is_err() {
             return Ok(());
         }
         let t = RowTensor {
@@ -301,7 +331,7 @@ impl Shared {
             shape: v.shape,
             data_size: len,
         };
-        self.device_row(dir, who, t, stats)
+        self.device_row(to, who, t, stats)
             .map_err(|message| who.error(message))
     }
 
@@ -309,7 +339,7 @@ impl Shared {
     /// and the row.
     fn emit_bytes(
         &self,
-        dir: &Path,
+        to: &To<'_>,
         who: Owner<'_>,
         (dtype, shape, format): (DType, &[usize], &str),
         bytes: Cow<'_, [u8]>,
@@ -336,32 +366,108 @@ impl Shared {
         };
         let ts = self.timestamp();
         let name = self.file_name(who, format, dtype, ts);
-        if self.ensure_dir(dir).is_err() {
+        if self.ensure(to).is_err() {
             return Ok(()); // recorded; returned at step end / close
+        }
+        if let Some(rec) = to.held {
+            return self.hold_bytes(to, rec, who, (dtype, shape), name, bytes, (ts, elems));
         }
         // The file is validated and counted first (a bad tensor is an error value, not a failed
         // write); the row is computed before the bytes go to the writer, so a private copy
         // (device tensor, strided gather) can be handed over without copying it again.
         let npy = if self.plan.saved_data.tensors() {
-            self.prepare_npy(dir, name, dtype, shape, bytes.len())?
+            self.prepare_npy(to.dir, name, dtype, shape, bytes.len())?
         } else {
             None
         };
-        let row = if self.plan.saved_data.statistics() {
+        let row = self.row_or_watch(to, who, (ts, dtype, shape), &bytes, elems);
+        if let Some(npy) = npy {
+            self.write_npy(npy, bytes);
+        }
+        row.map_err(|message| who.error(message))
+    }
+
+    /// The row of host bytes when statistics are saved; otherwise, for a watched output, only
+    /// the statistics the non-finite check needs.
+    fn row_or_watch(
+        &self,
+        to: &To<'_>,
+        who: Owner<'_>,
+        (ts, dtype, shape): (u64, DType, &[usize]),
+        bytes: &[u8],
+        elems: usize,
+    ) -> Result<(), String> {
+        if self.plan.saved_data.statistics() {
             let t = RowTensor {
                 ts,
                 dtype,
                 shape,
                 data_size: bytes.len(),
             };
-            self.stat_row(dir, who, t, &bytes, elems)
-        } else {
-            Ok(())
-        };
-        if let Some(npy) = npy {
-            self.write_npy(npy, bytes);
+            return self.stat_row(to, who, t, bytes, elems);
+        }
+        if self.watches(who, dtype)
+            && let Ok(Some(sm)) = dump_core::stats::summarize(dtype, bytes, elems)
+        {
+            self.saw(to, who, dtype, &sm);
+        }
+        Ok(())
+    }
+
+    /// Holds a tensor in the flight recorder: its row (or its watch statistics) computed now,
+    /// its bytes copied into the step's record (taken without a copy when already ours).
+    #[allow(clippy::too_many_arguments)]
+    fn hold_bytes(
+        &self,
+        to: &To<'_>,
+        rec: &StepRecord,
+        who: Owner<'_>,
+        (dtype, shape): (DType, &[usize]),
+        name: String,
+        bytes: Cow<'_, [u8]>,
+        (ts, elems): (u64, usize),
+    ) -> Result<(), Error> {
+        if self.plan.saved_data.tensors() {
+            // Validated now, as for a file written at once: a bad tensor is an error value.
+            dump_npy::NpyLayout::new(
+                dtype,
+                shape,
+                bytes.len(),
+                dump_npy::WriteOptions::new().with_bf16(self.plan.bf16),
+            )
+            .map_err(|e| who.error(e.to_string()))?;
+        }
+        let row = self.row_or_watch(to, who, (ts, dtype, shape), &bytes, elems);
+        if self.plan.saved_data.tensors()
+            && let Some(r) = &self.recorder
+        {
+            r.hold_npy(self, rec, name, (dtype, shape), bytes);
         }
         row.map_err(|message| who.error(message))
+    }
+
+    /// Creates `to`'s directory, unless the flight recorder holds its files.
+    pub(crate) fn ensure(&self, to: &To<'_>) -> Result<(), ()> {
+        match to.held {
+            Some(_) => Ok(()),
+            None => self.ensure_dir(to.dir),
+        }
+    }
+
+    /// Whether the non-finite check looks at this tensor: an output of a watched dtype, and
+    /// something acts on what it finds (a flight recorder, or a policy other than continue).
+    pub(crate) fn watches(&self, who: Owner<'_>, dtype: DType) -> bool {
+        who.io == Io::Output && self.watching && self.plan.watch.covers(dtype)
+    }
+
+    /// Notes the non-finite counts of a watched output's statistics in `to`.
+    pub(crate) fn saw(&self, to: &To<'_>, who: Owner<'_>, dtype: DType, s: &dump_core::Summary) {
+        if self.watches(who, dtype) && to.seen.get().is_none() {
+            to.seen.set(Counts::of(dtype, s));
+            if to.seen.get().is_none() && s.count > 0 {
+                to.l2.set(Some(s.sum_sq.sqrt()));
+            }
+        }
     }
 
     /// The element count sample_mode 1 keeps of a tensor of `elems` (`None`: not sampled): the

@@ -27,6 +27,7 @@
 mod builder;
 mod element;
 mod emit;
+mod flight;
 mod metadata;
 mod open;
 mod plan;
@@ -50,6 +51,7 @@ use dump_stats::engine::Engine;
 
 pub use builder::DumperBuilder;
 pub use element::Element;
+pub use flight::{NonFiniteAt, TriggerHandle};
 pub use open::DumpOptions;
 pub use plan::{DumpPlan, MS_VERSION, Planned};
 pub use step::{Kernel, Step};
@@ -88,6 +90,12 @@ pub(crate) struct Shared {
     pub(crate) events: EventSink,
     /// Set by [`Dumper::close`]: steps still held by the runtime dump nothing more.
     pub(crate) closed: AtomicBool,
+    /// The flight recorder (`opdump.flight_recorder`): steps held in memory, written on a
+    /// trigger.
+    pub(crate) recorder: Option<flight::Recorder>,
+    /// Whether outputs are checked for NaN/Inf (a flight recorder, or a policy other than
+    /// continue).
+    pub(crate) watching: bool,
 }
 
 /// What a dump produced, returned by [`Dumper::close`].
@@ -158,6 +166,7 @@ impl Dumper {
     pub(crate) fn start(plan: DumpPlan, events: EventSink) -> Result<Self, Error> {
         IterationSpec::parse(&plan.iteration)
             .map_err(|e| Error::Plan(format!("iteration {:?}: {e}", plan.iteration)))?;
+        open::check_watch(plan.op_debug_mode, plan.flight.as_ref(), plan.on_nonfinite)?;
         if !plan.device_selected() {
             events.emit(&Event::DeviceNotSelected {
                 device_id: plan.device_id,
@@ -197,9 +206,14 @@ impl Dumper {
             quota: DiskQuota::new(plan.disk_budget_bytes),
             events,
             closed: AtomicBool::new(false),
+            recorder: plan.flight.map(flight::Recorder::new),
+            watching: plan.flight.is_some()
+                || plan.on_nonfinite != crate::config::NonFinitePolicy::Continue,
             plan,
         };
-        shared.write_metadata();
+        if shared.recorder.is_none() {
+            shared.write_metadata(); // the flight recorder writes it with its first trigger
+        }
         Ok(Dumper {
             iteration: shared.plan.iteration.clone(),
             next_step: shared.plan.initial_iteration,
@@ -226,7 +240,17 @@ impl Dumper {
     pub fn begin_graph(&mut self, graph_id: u32, execution_order: &[&str]) -> Result<(), Error> {
         self.graph = graph_id;
         if let Some(s) = &self.shared {
-            s.write_execution_order(graph_id, execution_order);
+            match &s.recorder {
+                Some(r) => {
+                    let names = execution_order.iter().map(|n| (*n).to_owned()).collect();
+                    r.deferred
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .orders
+                        .insert(graph_id, names);
+                }
+                None => s.write_execution_order(graph_id, execution_order),
+            }
         }
         Ok(())
     }
@@ -254,7 +278,14 @@ impl Dumper {
         }
         self.graphs.insert(graph_id, graph);
         if let Some(s) = &self.shared {
-            s.write_graph(graph_id, graph);
+            match &s.recorder {
+                Some(r) => {
+                    let mut d = r.deferred.lock().unwrap_or_else(|e| e.into_inner());
+                    d.orders.remove(&graph_id);
+                    d.graphs.insert(graph_id, graph.clone());
+                }
+                None => s.write_graph(graph_id, graph),
+            }
         }
         Ok(())
     }
@@ -313,6 +344,7 @@ impl Dumper {
         let s = self.shared.as_deref()?;
         if report.files + report.rows + report.skipped_files > 0
             || s.plan.op_debug_mode != crate::config::OpDebugMode::Off
+            || s.recorder.is_some()
         {
             return None;
         }
@@ -367,7 +399,64 @@ impl Dumper {
             io: crate::layout::Io::Output,
             slot: 0,
         };
-        s.emit(&s.layout.constants_dir(graph_id), who, &t)
+        let dir = s.layout.constants_dir(graph_id);
+        let held = s.recorder.as_ref().map(|r| r.constants(graph_id, &dir));
+        s.emit(&emit::To::new(&dir, held.as_deref()), who, &t)
+    }
+
+    /// Fires the flight recorder: when the step in progress ends (or at
+    /// [`close`](Dumper::close)), the steps it holds and that step are written with
+    /// `trigger.json` (`"kind": "user"`, `"reason"`). Returns `false` when there is no flight
+    /// recorder. From another thread, use a [`trigger_handle`](Dumper::trigger_handle).
+    ///
+    /// ```
+    /// # use dump_host::{Dumper, config::FlightRecorder};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("opdump-doc-trigger-{}", std::process::id()));
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # let config = format!(r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}",
+    /// #   "net_name": "Net", "iteration": "all", "saved_data": "full", "input_output": 0,
+    /// #   "kernels": [], "support_device": [0]}}}}"#, dir.display());
+    /// let mut dumper = Dumper::builder()
+    ///     .flight_recorder(FlightRecorder { steps: 2, ..FlightRecorder::default() })
+    ///     .open_json(config.into_bytes())?;
+    /// let handle = dumper.trigger_handle(); // Send + Sync: give it to another thread
+    /// for i in 0..5u32 {
+    ///     let step = dumper.begin_step();
+    ///     if let Some(k) = step.kernel("Add", "Default/Add-op0") {
+    ///         k.output(0, dump_host::TensorRef::from_slice(&[1], &[i as f32]))?;
+    ///     }
+    ///     if i == 3 {
+    ///         handle.trigger("loss spike: 9.1 > 3 x mean");
+    ///     }
+    ///     step.finish()?; // step 3 ends: steps 1, 2 and 3 are written, trigger.json last
+    /// }
+    /// dumper.close()?;
+    /// let trigger = std::fs::read_to_string(dir.join("rank_0/trigger.json"))?;
+    /// assert!(trigger.contains("loss spike"));
+    /// assert!(!dir.join("rank_0/Net/0/4").exists() && dir.join("rank_0/Net/0/1").exists());
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn trigger(&self, reason: &str) -> bool {
+        self.shared
+            .as_deref()
+            .is_some_and(|s| s.arm_trigger(reason))
+    }
+
+    /// A handle that fires this Dumper's flight recorder from any thread (see
+    /// [`trigger`](Dumper::trigger)).
+    pub fn trigger_handle(&self) -> TriggerHandle {
+        TriggerHandle(self.shared.as_ref().map(Arc::downgrade).unwrap_or_default())
+    }
+
+    /// Bytes of tensor copies the flight recorder holds now (0 without one).
+    pub fn flight_recorder_bytes(&self) -> u64 {
+        self.shared
+            .as_deref()
+            .and_then(|s| s.recorder.as_ref())
+            .map_or(0, |r| r.held_bytes())
     }
 
     /// The background writer (its byte budget and error log); `None` when disabled.
@@ -412,6 +501,9 @@ impl Dumper {
         let Some(s) = self.shared.as_ref() else {
             return Ok(DumpReport::default());
         };
+        if let Some(r) = &s.recorder {
+            r.close(s); // an armed user trigger writes what the recorder holds
+        }
         s.closed.store(true, Ordering::Release);
         // Rows are pushed by the calling threads only (never by writer jobs), so the batch is
         // complete here; its failures are taken with the writer's below.

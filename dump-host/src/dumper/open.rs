@@ -9,8 +9,8 @@ use super::{DumpPlan, Dumper, MS_VERSION, Planned};
 use crate::{
     Error,
     config::{
-        Device, DumpConfig, DumpMode, Env, KernelFilter, ParseOptions, env::rank_id,
-        read_config_file,
+        Device, DumpConfig, DumpMode, Env, KernelFilter, NonFinitePolicy, ParseOptions,
+        env::rank_id, read_config_file,
     },
     writer::WriterConfig,
 };
@@ -40,6 +40,12 @@ pub struct DumpOptions {
     /// see the graph, so the runtime lists the marks here. Empty (the default): a dump_mode 2
     /// config dumps nothing, with a warning. Ignored in the other modes.
     pub set_dump: Vec<String>,
+    /// A flight recorder overriding the config's `opdump.flight_recorder` (`None`, the
+    /// default: the config's).
+    pub flight_recorder: Option<crate::config::FlightRecorder>,
+    /// A non-finite policy overriding the config's `opdump.on_nonfinite` (`None`: the
+    /// config's, whose default is `record` with a flight recorder and `continue` without).
+    pub on_nonfinite: Option<crate::config::NonFinitePolicy>,
 }
 
 impl Default for DumpOptions {
@@ -51,6 +57,8 @@ impl Default for DumpOptions {
             writer: WriterConfig::default(),
             disk_budget_bytes: None,
             set_dump: Vec::new(),
+            flight_recorder: None,
+            on_nonfinite: None,
         }
     }
 }
@@ -169,6 +177,13 @@ impl DumpPlan {
     ) -> Result<DumpPlan, Error> {
         let categories = CategorySet::parse(cfg.statistic_category.iter().map(String::as_str))
             .map_err(|e| Error::Plan(format!("common_dump_settings.statistic_category: {e}")))?;
+        let flight = opts.flight_recorder.or(cfg.opdump.flight_recorder);
+        let on_nonfinite = opts.on_nonfinite.unwrap_or(match cfg.opdump.on_nonfinite {
+            Some(p) => p,
+            None if flight.is_some() => NonFinitePolicy::Record,
+            None => NonFinitePolicy::Continue,
+        });
+        check_watch(cfg.op_debug_mode, flight.as_ref(), on_nonfinite)?;
         let kernels = match cfg.dump_mode {
             DumpMode::SetDump => KernelFilter::marked(&opts.set_dump),
             _ => cfg.kernel_filter()?,
@@ -202,8 +217,48 @@ impl DumpPlan {
             writer: opts.writer.clone(),
             disk_budget_bytes: opts.disk_budget_bytes,
             layout: crate::layout::LayoutKind::MindSpore,
+            flight,
+            on_nonfinite,
+            watch: cfg.opdump.watch,
         })
     }
+}
+
+/// The flight recorder and the non-finite policies work on normal dumps; `record` needs a
+/// recorder (the config's section is checked the same way when it is read; this catches the
+/// builder's settings).
+pub(super) fn check_watch(
+    op_debug_mode: crate::config::OpDebugMode,
+    flight: Option<&crate::config::FlightRecorder>,
+    policy: NonFinitePolicy,
+) -> Result<(), Error> {
+    if op_debug_mode != crate::config::OpDebugMode::Off
+        && (flight.is_some() || policy != NonFinitePolicy::Continue)
+    {
+        return Err(Error::Plan(format!(
+            "the flight recorder and on_nonfinite {:?} watch a normal dump; op_debug_mode is {}, \
+             allowed with them: 0",
+            policy.as_str(),
+            op_debug_mode.as_u32()
+        )));
+    }
+    if policy == NonFinitePolicy::Record && flight.is_none() {
+        return Err(Error::Plan(
+            "on_nonfinite \"record\" fires the flight recorder, and there is none; add one \
+             (opdump.flight_recorder, DumperBuilder::flight_recorder) or use continue or stop"
+                .into(),
+        ));
+    }
+    if let Some(f) = flight
+        && !(1..=crate::config::MAX_FLIGHT_STEPS).contains(&f.steps)
+    {
+        return Err(Error::Plan(format!(
+            "flight recorder steps {}: allowed 1 to {}",
+            f.steps,
+            crate::config::MAX_FLIGHT_STEPS
+        )));
+    }
+    Ok(())
 }
 
 impl Dumper {

@@ -69,6 +69,13 @@ pub struct DumpPlan {
     pub disk_budget_bytes: Option<u64>,
     /// The output layout written (the dialect of the config read).
     pub layout: crate::layout::LayoutKind,
+    /// The flight recorder (`opdump.flight_recorder`, or the builder's): `None` writes every
+    /// selected step as usual.
+    pub flight: Option<crate::config::FlightRecorder>,
+    /// What a non-finite watched output does (`opdump.on_nonfinite`, or the builder's).
+    pub on_nonfinite: crate::config::NonFinitePolicy,
+    /// Which outputs are watched (`opdump.watch`).
+    pub watch: crate::config::Watch,
 }
 
 /// A config read, validated and resolved: what [`DumpPlan::load`] and [`DumpPlan::from_json`]

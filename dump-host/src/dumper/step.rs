@@ -11,10 +11,14 @@ use std::{
 
 use dump_core::{DType, Summary, stats::summarize};
 
-use super::{Shared, TensorRef, emit::Owner};
+use super::{
+    Shared, TensorRef,
+    emit::{Owner, To},
+    flight::{NonFiniteAt, StepRecord},
+};
 use crate::{
     Error,
-    config::{InputOutput, OpDebugMode},
+    config::{InputOutput, NonFinitePolicy, OpDebugMode, Watch},
     layout::Io,
 };
 
@@ -27,6 +31,8 @@ pub struct Step {
     active: bool,
     dir: PathBuf,
     used: std::sync::atomic::AtomicBool,
+    /// The flight recorder's record of this step (`None`: written as it goes).
+    held: Option<Arc<StepRecord>>,
 }
 
 impl std::fmt::Debug for Step {
@@ -82,6 +88,10 @@ impl Step {
         let dir = shared
             .as_deref()
             .map_or_else(PathBuf::new, |s| s.layout.iteration_dir(graph, iteration));
+        let held = shared
+            .as_deref()
+            .filter(|s| active && s.recorder.is_some())
+            .map(|_| Arc::new(StepRecord::new(graph, iteration, &dir, true)));
         Step {
             shared,
             graph,
@@ -89,6 +99,52 @@ impl Step {
             active,
             dir,
             used: std::sync::atomic::AtomicBool::new(false),
+            held,
+        }
+    }
+
+    /// Where this step's tensors go (held by the flight recorder, or the step's directory).
+    fn to(&self) -> To<'_> {
+        To::new(&self.dir, self.held.as_deref())
+    }
+
+    /// After a tensor of `who` was dumped: when its statistics showed a watched output going
+    /// non-finite, tells the flight recorder (which fires under `record` and `stop`) and,
+    /// under `stop`, returns the error that stops the runtime.
+    fn after(&self, s: &Shared, to: &To<'_>, who: Owner<'_>) -> Result<(), Error> {
+        if let (Some(l2), Some(r), Some(rec)) = (to.l2.get(), &s.recorder, &self.held) {
+            r.check_growth(rec, (who.op_type, who.full_name, who.slot), l2);
+        }
+        let Some(c) = to.seen.get() else {
+            return Ok(());
+        };
+        let at = NonFiniteAt {
+            step: self.iteration,
+            graph: self.graph,
+            op_type: who.op_type.to_owned(),
+            kernel: who.full_name.to_owned(),
+            io: who.io.as_str(),
+            slot: who.slot,
+            dtype: c.dtype,
+            nan: c.nan,
+            pos_inf: c.pos_inf,
+            neg_inf: c.neg_inf,
+        };
+        let policy = s.plan.on_nonfinite;
+        if let (Some(r), Some(rec)) = (&s.recorder, &self.held) {
+            let kind = match s.plan.watch {
+                Watch::NonFinite => "nonfinite",
+                Watch::Overflow => "overflow",
+            };
+            r.saw_nonfinite(
+                rec,
+                &at,
+                (policy != NonFinitePolicy::Continue).then_some(kind),
+            );
+        }
+        match policy {
+            NonFinitePolicy::Stop => Err(Error::NonFinite(at)),
+            NonFinitePolicy::Continue | NonFinitePolicy::Record => Ok(()),
         }
     }
 
@@ -161,7 +217,9 @@ impl Step {
             io: Io::Output,
             slot: 0,
         };
-        s.emit(&self.dir, who, &t)
+        let to = self.to();
+        s.emit(&to, who, &t)?;
+        self.after(s, &to, who)
     }
 
     /// Exception dump (`op_debug_mode` 4): the runtime reports a kernel that failed; its inputs
@@ -186,7 +244,7 @@ impl Step {
                 io: Io::Input,
                 slot: slot as u32,
             };
-            s.emit(&self.dir, who, t)?;
+            s.emit(&To::new(&self.dir, None), who, t)?;
         }
         Ok(())
     }
@@ -194,10 +252,22 @@ impl Step {
     /// Ends the step: writes its statistic rows (one append per `statistic.csv`), records it
     /// in `ms_global_execution_order_graph_{g}.csv` when anything was dumped, and returns the write failures seen so far (without waiting for queued
     /// writes; [`crate::Dumper::close`] waits).
-    pub fn finish(self) -> Result<(), Error> {
+    ///
+    /// With a flight recorder the step is kept in memory instead, the oldest step leaving the
+    /// ring; when a trigger fired during the step (or a user trigger is armed), the steps
+    /// held and this one are written here, `trigger.json` last. Dropping a step does the
+    /// same (a runtime stopped by a non-finite output need not finish it).
+    pub fn finish(mut self) -> Result<(), Error> {
+        let held = self.held.take();
         let Some(s) = self.live() else { return Ok(()) };
         s.flush_rows();
-        if self.used.load(Ordering::Relaxed) && s.plan.op_debug_mode != OpDebugMode::Exception {
+        if let Some(rec) = held {
+            if let Some(r) = &s.recorder {
+                r.end_step(s, rec);
+            }
+        } else if self.used.load(Ordering::Relaxed)
+            && s.plan.op_debug_mode != OpDebugMode::Exception
+        {
             s.append_global_order(self.graph, self.iteration);
         }
         match s.writer.errors().take() {
@@ -208,10 +278,17 @@ impl Step {
 }
 
 impl Drop for Step {
-    /// A step dropped without [`Step::finish`] still writes its pending statistic rows.
+    /// A step dropped without [`Step::finish`] still writes its pending statistic rows, and
+    /// hands a recorded step to the flight recorder.
     fn drop(&mut self) {
         if let Some(s) = self.live() {
             s.flush_rows();
+        }
+        let Some(rec) = self.held.take() else { return };
+        if let Some(s) = self.live()
+            && let Some(r) = &s.recorder
+        {
+            r.end_step(s, rec);
         }
     }
 }
@@ -225,7 +302,10 @@ impl Kernel<'_> {
         self.tensor(Io::Input, slot, &t)
     }
 
-    /// Dumps output `slot`.
+    /// Dumps output `slot`. With `opdump.on_nonfinite` `stop`, a watched output holding NaN or
+    /// ±Inf is dumped (or held by the flight recorder) and then returns
+    /// [`Error::NonFinite`], naming the kernel, the step and the tensor: the runtime's cue to
+    /// stop.
     pub fn output(&self, slot: u32, t: TensorRef<'_>) -> Result<(), Error> {
         if !self.shared.plan.input_output.outputs() {
             return Ok(());
@@ -316,16 +396,25 @@ impl Kernel<'_> {
                     .to_owned(),
             ));
         }
-        self.shared
-            .emit_summary(&self.step.dir, who, t, summary, md5)
+        let to = self.step.to();
+        self.shared.emit_summary(&to, who, t, summary, md5)?;
+        self.step.after(self.shared, &to, who)
     }
 
     /// Records the kernel's arguments (`save_kernel_args`): written as `{type}.{scope}.json` in
     /// the iteration directory, keys sorted, values as strings (`"True"`, `"False"`, numbers).
     pub fn args(&self, args: &[(&str, &str)]) {
         if self.shared.plan.save_kernel_args && !self.args_written.swap(true, Ordering::Relaxed) {
-            self.shared
-                .write_kernel_args(&self.step.dir, self.full_name, args);
+            self.write_args(args);
+        }
+    }
+
+    fn write_args(&self, args: &[(&str, &str)]) {
+        match (&self.step.held, &self.shared.recorder) {
+            (Some(rec), Some(r)) => r.hold_args(rec, self.full_name, args),
+            _ => self
+                .shared
+                .write_kernel_args(&self.step.dir, self.full_name, args),
         }
     }
 
@@ -353,7 +442,9 @@ impl Kernel<'_> {
             io,
             slot,
         };
-        self.shared.emit(&self.step.dir, who, t)
+        let to = self.step.to();
+        self.shared.emit(&to, who, t)?;
+        self.step.after(self.shared, &to, who)
     }
 
     /// Ends the kernel: in overflow mode, writes its held tensors if an output overflowed, and
@@ -400,7 +491,7 @@ impl Kernel<'_> {
             };
             let r = TensorRef::host(t.dtype, &t.shape, &t.bytes).with_format(&t.format);
             // I/O errors are recorded in the writer's log; others are returned.
-            if let Err(e) = s.emit(&self.step.dir, who, &r) {
+            if let Err(e) = s.emit(&To::new(&self.step.dir, None), who, &r) {
                 first = first.and(Err(e));
             }
         }
@@ -413,8 +504,7 @@ impl Drop for Kernel<'_> {
         // Nowhere to return an error from drop; `Kernel::finish` returns it.
         let _ = self.settle_overflow();
         if self.shared.plan.save_kernel_args && !self.args_written.load(Ordering::Relaxed) {
-            self.shared
-                .write_kernel_args(&self.step.dir, self.full_name, &[]);
+            self.write_args(&[]);
         }
     }
 }

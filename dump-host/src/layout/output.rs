@@ -88,6 +88,9 @@ pub trait OutputLayout: Send + Sync + fmt::Debug {
     fn execution_order_csv(&self, graph: u32) -> PathBuf;
     /// The list of dumped steps of `graph` (appended once per step).
     fn global_execution_order_csv(&self, graph: u32) -> PathBuf;
+    /// The flight recorder's `trigger.json` of its `n`-th write (1 for the first), written
+    /// last, after every file of that write.
+    fn trigger_file(&self, n: u32) -> PathBuf;
     /// A tensor's file name, before the long-name mapping.
     fn tensor_file(&self, id: TensorId<&str>, format: &str, dtype: DType) -> String;
     /// The statistics table of the tensor directory `dir`.
@@ -162,6 +165,14 @@ impl OutputLayout for MindSporeLayout {
 
     fn global_execution_order_csv(&self, graph: u32) -> PathBuf {
         self.tree.global_execution_order_csv(graph)
+    }
+
+    fn trigger_file(&self, n: u32) -> PathBuf {
+        let rank = self.tree.rank_dir();
+        match n {
+            0 | 1 => rank.join("trigger.json"),
+            n => rank.join(format!("trigger_{n}.json")),
+        }
     }
 
     fn tensor_file(&self, id: TensorId<&str>, format: &str, dtype: DType) -> String {

@@ -10,7 +10,7 @@ use std::{
 
 use dump_host::{
     DumpOptions, Step, TensorRef,
-    config::{Env, SavedData},
+    config::{Env, FlightRecorder, NonFinitePolicy, SavedData},
     writer::WriterConfig,
 };
 
@@ -57,10 +57,34 @@ pub struct Args {
     /// Only dump: skip the undumped baseline run (no overhead figure).
     #[arg(long)]
     pub no_baseline: bool,
-    /// At step STEP, put a NaN into the dumped output of one kernel (the first ReLU; printed),
-    /// so that `opdump inspect` has something to find. The network's own values are untouched.
+    /// At step STEP, put a NaN into the dumped output of one kernel (the first ReLU, or the
+    /// kernel --inject-nan-at names; printed), so that `opdump inspect` and the flight recorder
+    /// have something to find. The network's own values are untouched.
     #[arg(long, value_name = "STEP")]
     pub inject_nan: Option<u64>,
+    /// Which kernel --inject-nan puts the NaN into: the first float32 kernel whose op type is
+    /// KERNEL or whose full name contains it (`Conv2D`, `fc2`, `MatMul-op1`). Default: ReLU.
+    #[arg(
+        long,
+        value_name = "KERNEL",
+        requires = "inject_nan",
+        default_value = "ReLU"
+    )]
+    pub inject_nan_at: String,
+    /// Run a flight recorder holding the last N steps (statistics, and tensors within
+    /// --flight-budget-mb) in memory: nothing is written until a NaN or ±Inf shows in an
+    /// output (try --inject-nan), then those N steps, the step that went wrong and
+    /// rank_0/trigger.json (which names the kernel) are written. Overrides the config's
+    /// opdump.flight_recorder.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub flight_recorder: Option<u32>,
+    /// The flight recorder's memory budget for tensor copies, in MiB (default 1024).
+    #[arg(long, value_name = "MIB", requires = "flight_recorder")]
+    pub flight_budget_mb: Option<u64>,
+    /// Stop at the first NaN or ±Inf output: the step ends there, the kernel is printed, what
+    /// the flight recorder holds is written, and the demo exits 1.
+    #[arg(long)]
+    pub stop_at_nonfinite: bool,
 }
 
 fn parse_saved(s: &str) -> Result<SavedData, String> {
@@ -121,8 +145,10 @@ pub fn default_config(path: &str, saved: SavedData, categories: &str) -> String 
 struct DumpTracer<'a> {
     step: &'a Step,
     first_error: Option<dump_host::Error>,
-    /// Put a NaN into the first ReLU's dumped output at this step.
+    /// Put a NaN into a dumped output at this step.
     inject_nan: Option<u64>,
+    /// The kernel: an op type, or a part of the full name.
+    inject_at: &'a str,
     /// The kernel that got the NaN.
     injected: Option<String>,
 }
@@ -132,7 +158,7 @@ impl DumpTracer<'_> {
     fn injected_copy(&mut self, op_type: &str, full_name: &str, v: &View<'_>) -> Option<Vec<u8>> {
         let wanted = self.inject_nan == Some(self.step.iteration())
             && self.injected.is_none()
-            && op_type == "ReLU"
+            && (op_type == self.inject_at || full_name.contains(self.inject_at))
             && v.dtype == dump_core::DType::Float32
             && v.data.len() >= 4;
         if !wanted {
@@ -252,6 +278,19 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     if let Some(mb) = args.disk_budget_mb {
         opts.disk_budget_bytes = Some(mb.saturating_mul(1 << 20));
     }
+    if let Some(steps) = args.flight_recorder {
+        let mut f = FlightRecorder {
+            steps,
+            ..FlightRecorder::default()
+        };
+        if let Some(mb) = args.flight_budget_mb {
+            f.budget_bytes = mb.saturating_mul(1 << 20);
+        }
+        opts.flight_recorder = Some(f);
+    }
+    if args.stop_at_nonfinite {
+        opts.on_nonfinite = Some(NonFinitePolicy::Stop);
+    }
     // The library's warnings are queued and printed here, between library calls.
     let events = EventQueue::new();
 
@@ -301,6 +340,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     }
     let mut dump_ms = Vec::new();
     let mut failed = None;
+    let mut stopped = None;
     for _ in 0..args.steps {
         let t = Instant::now();
         let step = dumper.begin_step();
@@ -309,14 +349,19 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             step: &step,
             first_error: None,
             inject_nan: args.inject_nan,
+            inject_at: &args.inject_nan_at,
             injected: None,
         };
         let loss = net.step(&mut tracer);
         if let Some(k) = &tracer.injected {
             let _ = writeln!(out, "  step {n}: injected a NaN into the dumped {k}");
         }
-        if let Some(e) = tracer.first_error.take() {
-            failed.get_or_insert(e);
+        match tracer.first_error.take() {
+            Some(dump_host::Error::NonFinite(at)) => stopped = Some(at),
+            Some(e) => {
+                failed.get_or_insert(e);
+            }
+            None => {}
         }
         if let Err(e) = step.finish() {
             failed.get_or_insert(e);
@@ -330,6 +375,10 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             "  step {n}: loss {loss:.6}, {ms:.1} ms, {} files, {} rows so far",
             p.files, p.rows
         );
+        if let Some(at) = &stopped {
+            let _ = writeln!(out, "stopped at the first non-finite output: {at}");
+            break;
+        }
     }
     let report = dumper.close();
     let secs = wall.elapsed().as_secs_f64();
@@ -355,6 +404,20 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             report.skipped_files,
             report.skipped_bytes as f64 / 1e6
         );
+    }
+    if args.flight_recorder.is_some() {
+        let trigger = Path::new(&root).join("rank_0").join("trigger.json");
+        let _ = match trigger.exists() {
+            true => writeln!(
+                out,
+                "flight recorder: {} (then: opdump inspect {root})",
+                trigger.display()
+            ),
+            false => writeln!(out, "flight recorder: no trigger fired, nothing written"),
+        };
+    }
+    if stopped.is_some() {
+        return Ok(Verdict::Found);
     }
     if !base_ms.is_empty() {
         let (b, d) = (median(&mut base_ms), median(&mut dump_ms));

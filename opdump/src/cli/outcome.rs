@@ -36,6 +36,9 @@ pub enum Failure {
     /// The work failed: the runtime could not load or evaluate the model (an unsupported op,
     /// a caught panic), or the dump could not be written (exit 1).
     Failed(String),
+    /// The run stopped where it was asked to (`--stop-at-nonfinite`: a kernel's output went
+    /// non-finite): a finding, printed as it is, without `error: ` (exit 1).
+    Stopped(String),
 }
 
 impl Failure {
@@ -43,14 +46,14 @@ impl Failure {
     pub fn exit_code(&self) -> i32 {
         match self {
             Failure::Invalid(_) => EXIT_INVALID,
-            Failure::Failed(_) => EXIT_FOUND,
+            Failure::Failed(_) | Failure::Stopped(_) => EXIT_FOUND,
         }
     }
 
     /// The message, without the `error: ` prefix.
     pub fn message(&self) -> &str {
         match self {
-            Failure::Invalid(m) | Failure::Failed(m) => m,
+            Failure::Invalid(m) | Failure::Failed(m) | Failure::Stopped(m) => m,
         }
     }
 }
@@ -66,8 +69,13 @@ pub fn finish(outcome: Outcome, err: &mut dyn Write) -> i32 {
         Ok(Verdict::Found) => EXIT_FOUND,
         Err(f) => {
             // A closed or full stderr must not turn a failure into a panic or a success.
+            let prefix = if matches!(f, Failure::Stopped(_)) {
+                ""
+            } else {
+                "error: "
+            };
             for line in f.message().lines() {
-                let _ = writeln!(err, "error: {line}");
+                let _ = writeln!(err, "{prefix}{line}");
             }
             f.exit_code()
         }
@@ -94,8 +102,12 @@ mod tests {
             2
         );
         assert_eq!(
+            finish(Err(Failure::Stopped("stopped at relu".into())), &mut err),
+            1
+        );
+        assert_eq!(
             String::from_utf8(err).unwrap(),
-            "error: model\nerror: bad --input\nerror: A: gone\nerror: B: gone\n"
+            "error: model\nerror: bad --input\nerror: A: gone\nerror: B: gone\nstopped at relu\n"
         );
     }
 

@@ -25,7 +25,7 @@ use std::{
 use dump_core::DType;
 use dump_host::{
     DumpOptions, Dumper,
-    config::{Env, SavedData},
+    config::{Env, FlightRecorder, NonFinitePolicy, SavedData},
     diag::{Event, EventSink},
 };
 
@@ -72,6 +72,24 @@ pub struct Args {
     /// Steps to run (each one a dump iteration).
     #[arg(long, default_value_t = 1)]
     pub steps: u32,
+    /// Run a flight recorder holding the last N steps in memory: nothing is written unless
+    /// an output goes NaN or ±Inf, then those N steps, the step that went wrong and
+    /// rank_0/trigger.json (naming the kernel) are. Overrides the config's
+    /// opdump.flight_recorder.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub flight_recorder: Option<u32>,
+    /// The flight recorder's memory budget for tensor copies, in MiB (default 1024).
+    #[arg(long, value_name = "MIB", requires = "flight_recorder")]
+    pub flight_budget_mb: Option<u64>,
+    /// Stop at the first kernel whose output holds NaN or ±Inf: print it, write what the
+    /// flight recorder holds, and exit 1.
+    #[arg(long)]
+    pub stop_at_nonfinite: bool,
+    /// Mark a kernel for `dump_mode` 2 (Ascend's set_dump): a full kernel name, or a scope
+    /// that marks every kernel inside it (`Default/conv1`). Repeatable. Only a config with
+    /// "dump_mode": 2 reads the marks; with none marked it dumps nothing (and says so).
+    #[arg(long = "set-dump", value_name = "NODE|SCOPE")]
+    pub set_dump: Vec<String>,
 }
 
 /// One model input as the runtime declares it.
@@ -405,9 +423,15 @@ fn config_text(args: &Args) -> Result<(String, Option<&Path>), String> {
 
 /// Runs `run`: what was dumped on `out`; a [`Failure::Invalid`] for bad input (the model
 /// file, an input, the config, an argument), a [`Failure::Failed`] when the runtime could not
-/// load or evaluate the model (an unsupported op, a caught panic) or the dump failed.
+/// load or evaluate the model (an unsupported op, a caught panic) or the dump failed, a
+/// [`Failure::Stopped`] when `--stop-at-nonfinite` stopped it.
 pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     run_inner(args, env, out, err).map(|()| Verdict::Clean)
+}
+
+/// `--stop-at-nonfinite` stopped the run at `at`.
+pub(crate) fn stopped(at: dump_host::NonFiniteAt) -> Failure {
+    Failure::Stopped(format!("stopped at the first non-finite output: {at}"))
 }
 
 /// A runtime call with its panic contained: a panic becomes [`Failure::Failed`] naming the
@@ -458,7 +482,21 @@ fn run_inner(
     guarded(runner.name(), "preparing the model", || {
         runner.prepare(feeds)
     })?;
-    let opts = DumpOptions::from_env(env).map_err(|e| Failure::Invalid(e.to_string()))?;
+    let mut opts = DumpOptions::from_env(env).map_err(|e| Failure::Invalid(e.to_string()))?;
+    if let Some(steps) = args.flight_recorder {
+        let mut f = FlightRecorder {
+            steps,
+            ..FlightRecorder::default()
+        };
+        if let Some(mb) = args.flight_budget_mb {
+            f.budget_bytes = mb.saturating_mul(1 << 20);
+        }
+        opts.flight_recorder = Some(f);
+    }
+    if args.stop_at_nonfinite {
+        opts.on_nonfinite = Some(NonFinitePolicy::Stop);
+    }
+    opts.set_dump.extend(args.set_dump.iter().cloned());
     let events = Events::default();
     let target = Target {
         text: &text,
@@ -522,6 +560,13 @@ fn run_inner(
     }
     let report = report.map_err(|e| Failure::Failed(e.to_string()))?;
     let secs = wall.elapsed().as_secs_f64();
+    if args.flight_recorder.is_some() {
+        let trigger = Path::new(&root).join("rank_0").join("trigger.json");
+        let _ = match trigger.exists() {
+            true => writeln!(out, "flight recorder: {}", trigger.display()),
+            false => writeln!(out, "flight recorder: no trigger fired, nothing written"),
+        };
+    }
     let _ = writeln!(
         out,
         "wrote {} .npy files ({:.1} MB) and {} statistic rows in {secs:.3} s; graphs in \

@@ -14,6 +14,7 @@ mod convert;
 mod cuda;
 mod dump;
 mod engine;
+mod flight;
 mod ingest;
 mod md5;
 mod npy;
@@ -32,7 +33,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `compare`, `convert`, `ingest`, `adapters`, `train`, `cuda`).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `compare`, `convert`, `ingest`, `adapters`, `train`, `cuda`).
     pub only: Option<Vec<String>>,
 }
 
@@ -123,13 +124,13 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--only" => {
                 let v = it.next().ok_or(
-                    "--only needs a list: stats,engine,md5,npy,dump,compare,convert,ingest,adapters,train,cuda",
+                    "--only needs a list: stats,engine,md5,npy,dump,flight,compare,convert,ingest,adapters,train,cuda",
                 )?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,compare,convert,ingest,adapters,train,cuda]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,flight,compare,convert,ingest,adapters,train,cuda]"
                         .into(),
                 );
             }
@@ -161,6 +162,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if opts.wants("dump") {
         dump::run(&opts, &mut rows)?;
+    }
+    if opts.wants("flight") {
+        flight::run(&opts, &mut rows)?;
     }
     if opts.wants("compare") {
         compare::run(&opts, &mut rows)?;

@@ -24,7 +24,7 @@ use crate::{
 pub(super) const JOB_OVERHEAD: usize = 256;
 
 /// An `.npy` file named, validated and counted, waiting for its bytes.
-pub(super) struct NpyOut {
+pub(crate) struct NpyOut {
     pub(super) path: PathBuf,
     pub(super) dtype: DType,
     pub(super) shape: Vec<usize>,
@@ -36,7 +36,7 @@ pub(super) struct NpyOut {
 impl Shared {
     /// names it (long names through `mapping.csv`) and counts it;
     /// [`write_npy`](Shared::write_npy) writes it. `None` when the disk budget refuses it.
-    pub(super) fn prepare_npy(
+    pub(crate) fn prepare_npy(
         &self,
         dir: &Path,
         name: String,
@@ -92,7 +92,7 @@ impl Shared {
     /// thread when the writer says the tensor is too large to copy
     /// ([`Writer::writes_direct`](crate::writer::Writer::writes_direct)), otherwise copied into
     /// a pooled buffer and queued. Failures are recorded by the writer either way.
-    pub(super) fn write_npy(&self, out: NpyOut, bytes: Cow<'_, [u8]>) {
+    pub(crate) fn write_npy(&self, out: NpyOut, bytes: Cow<'_, [u8]>) {
         let NpyOut {
             path,
             dtype,

@@ -3,12 +3,10 @@
 //! summary is byte-identical to the row the Dumper writes for the tensor itself (timestamps
 //! aside: each row gets the Dumper's own).
 
-use std::path::Path;
-
 use dump_core::{DType, Summary};
 use dump_stats::{TensorStats, device::StatsKind};
 
-use super::{Owner, RowStats, RowTensor};
+use super::{Owner, RowStats, RowTensor, To};
 use crate::{Error, dumper::Shared};
 
 impl Shared {
@@ -17,7 +15,7 @@ impl Shared {
     /// error when the plan asks for something the summary cannot give.
     pub(crate) fn emit_summary(
         &self,
-        dir: &Path,
+        to: &To<'_>,
         who: Owner<'_>,
         (dtype, shape): (DType, &[usize]),
         summary: Summary,
@@ -69,7 +67,8 @@ impl Shared {
         let data_size = dtype
             .storage_bytes(elems)
             .ok_or_else(|| who.error(format!("shape {shape:?} overflows")))?;
-        if self.ensure_dir(dir).is_err() {
+        self.saw(to, who, dtype, &summary);
+        if self.ensure(to).is_err() {
             return Ok(()); // recorded; returned at step end / close
         }
         let t = RowTensor {
@@ -83,7 +82,7 @@ impl Shared {
             md5,
             sha1: None,
         };
-        self.append_row(dir, who, t, RowStats::Host(&stats))
+        self.append_row(to, who, t, RowStats::Host(&stats))
             .map_err(|m| who.error(m))
     }
 }

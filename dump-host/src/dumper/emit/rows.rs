@@ -2,7 +2,7 @@
 //! Ascend device semantics when the plan asks for them), or a device's own statistics, appended
 //! in one write each.
 
-use std::{path::Path, sync::atomic::Ordering};
+use std::sync::atomic::Ordering;
 
 use dump_core::DType;
 use dump_stats::{
@@ -11,7 +11,7 @@ use dump_stats::{
     engine::TensorRef as StatsTensor,
 };
 
-use super::{FILE_MODE, Owner};
+use super::{FILE_MODE, Owner, To};
 use crate::dumper::Shared;
 
 /// The statistics of one csv row: host semantics, or Ascend device semantics (spec §7).
@@ -31,7 +31,7 @@ impl Shared {
     /// The row of host bytes `bytes` (`elems` elements), in the semantics the plan asks for.
     pub(super) fn stat_row(
         &self,
-        dir: &Path,
+        to: &To<'_>,
         who: Owner<'_>,
         t: RowTensor<'_>,
         bytes: &[u8],
@@ -46,7 +46,7 @@ impl Shared {
             else {
                 return Ok(());
             };
-            return self.append_row(dir, who, t, RowStats::Device(&stats));
+            return self.append_row(to, who, t, RowStats::Device(&stats));
         }
         if t.dtype.is_complex() {
             return Ok(());
@@ -58,27 +58,34 @@ impl Shared {
                 Hashes::for_categories(&self.plan.categories),
             )
             .map_err(|e| e.to_string())?;
-        self.append_row(dir, who, t, RowStats::Host(&stats))
+        if let Some(sm) = &stats.summary {
+            self.saw(to, who, t.dtype, sm);
+        }
+        self.append_row(to, who, t, RowStats::Host(&stats))
     }
 
     /// The row of statistics a device computed.
     pub(super) fn device_row(
         &self,
-        dir: &Path,
+        to: &To<'_>,
         who: Owner<'_>,
         t: RowTensor<'_>,
         stats: DeviceStatistics,
     ) -> Result<(), String> {
         match stats {
             DeviceStatistics::Host(summary) => {
+                self.saw(to, who, t.dtype, &summary);
                 let stats = TensorStats {
                     summary: Some(summary),
                     md5: None,
                     sha1: None,
                 };
-                self.append_row(dir, who, t, RowStats::Host(&stats))
+                self.append_row(to, who, t, RowStats::Host(&stats))
             }
-            DeviceStatistics::Device(d) => self.append_row(dir, who, t, RowStats::Device(&d)),
+            DeviceStatistics::Device(d) => {
+                self.saw_device(to, who, t.dtype, &d);
+                self.append_row(to, who, t, RowStats::Device(&d))
+            }
         }
     }
 
@@ -86,7 +93,7 @@ impl Shared {
     /// of the step, see [`crate::writer::RowBatch`]).
     pub(super) fn append_row(
         &self,
-        dir: &Path,
+        to: &To<'_>,
         who: Owner<'_>,
         t: RowTensor<'_>,
         stats: RowStats<'_>,
@@ -107,7 +114,11 @@ impl Shared {
         let Some(row) = row else {
             return Ok(());
         };
-        let path = self.layout.statistic_csv(dir);
+        let path = self.layout.statistic_csv(to.dir);
+        if let (Some(rec), Some(r)) = (to.held, &self.recorder) {
+            r.hold_row(rec, path, row);
+            return Ok(());
+        }
         // Batched: the step's rows for this file go out together at the end of the step.
         if self.row_batch.push(&path, &row) {
             self.flush_rows();
@@ -132,5 +143,27 @@ impl Shared {
             self.writer.errors().record(path, e);
         }
         self.dir_epoch.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Shared {
+    /// Device statistics (Ascend semantics) carry no NaN counts: a watched output whose max,
+    /// min, avg or l2norm is NaN or infinite is noted with the counts those cells show (at
+    /// least one of each kind seen).
+    fn saw_device(&self, to: &To<'_>, who: Owner<'_>, dtype: DType, d: &dump_stats::DeviceStats) {
+        use dump_stats::DeviceValue;
+        let mut s = dump_core::Summary::EMPTY;
+        for v in [d.max, d.min, d.avg, d.l2norm] {
+            if let DeviceValue::Float(x) = v {
+                if x.is_nan() {
+                    s.nan = 1;
+                } else if x == f64::INFINITY {
+                    s.pos_inf = 1;
+                } else if x == f64::NEG_INFINITY {
+                    s.neg_inf = 1;
+                }
+            }
+        }
+        self.saw(to, who, dtype, &s);
     }
 }

@@ -5,15 +5,13 @@
 //! way) on the caller's thread, so no host copy of the whole tensor is held. The row and the
 //! file equal the copy path's bit for bit, however the device cuts the chunks.
 
-use std::path::Path;
-
 use dump_npy::{IoSink, NpyStream};
 use dump_stats::{
     Hashes, StreamStats,
     device::{DeviceError, DeviceTensor},
 };
 
-use super::{DeviceView, FILE_MODE, Owner, npy_out::NpyOut, rows::RowStats, rows::RowTensor};
+use super::{DeviceView, FILE_MODE, Owner, To, npy_out::NpyOut, rows::RowStats, rows::RowTensor};
 use crate::{
     Error,
     dumper::Shared,
@@ -28,7 +26,7 @@ impl Shared {
     /// saved, its row. A device failure is the tensor's error and leaves no file.
     pub(super) fn stream(
         &self,
-        dir: &Path,
+        to: &To<'_>,
         who: Owner<'_>,
         v: &DeviceView<'_>,
         elems: usize,
@@ -38,12 +36,19 @@ impl Shared {
         let p = &self.plan;
         let ts = self.timestamp();
         let name = self.file_name(who, v.format, v.dtype, ts);
-        if self.ensure_dir(dir).is_err() {
+        let dir = to.dir;
+        if self.ensure(to).is_err() {
             return Ok(()); // recorded; returned at step end / close
         }
         let npy = self.prepare_npy(dir, name, v.dtype, v.shape, len)?;
-        let mut stats = if p.saved_data.statistics() {
-            let hashes = Hashes::for_categories(&p.categories);
+        let rows = p.saved_data.statistics();
+        // Statistics are also computed (without a row) when the output is watched.
+        let mut stats = if rows || self.watches(who, v.dtype) {
+            let hashes = if rows {
+                Hashes::for_categories(&p.categories)
+            } else {
+                Hashes::default()
+            };
             Some(StreamStats::new(v.dtype, elems, hashes).map_err(|e| bad(e.to_string()))?)
         } else {
             None
@@ -96,10 +101,15 @@ impl Shared {
             shape: v.shape,
             data_size: len,
         };
-        let row = stats
-            .finish()
-            .map_err(|e| e.to_string())
-            .and_then(|s| self.append_row(dir, who, t, RowStats::Host(&s)));
+        let row = stats.finish().map_err(|e| e.to_string()).and_then(|s| {
+            if let Some(sm) = &s.summary {
+                self.saw(to, who, v.dtype, sm);
+            }
+            match rows {
+                true => self.append_row(to, who, t, RowStats::Host(&s)),
+                false => Ok(()),
+            }
+        });
         row.map_err(bad)
     }
 }

@@ -531,3 +531,56 @@ proptest::proptest! {
         proptest::prop_assert_eq!(dev.pieces.load(std::sync::atomic::Ordering::Relaxed), len.div_ceil(chunk));
     }
 }
+
+/// With the flight recorder a device tensor that would be streamed to its file (synchronous
+/// writer: every tensor "direct") is copied to the host and held instead; a NaN in it fires
+/// the recorder, and the file written then holds the device's bytes.
+#[test]
+fn the_flight_recorder_holds_a_device_tensor_instead_of_streaming_it() {
+    let r = root("flight-device");
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+        "iteration": "all", "saved_data": "full", "input_output": 0, "kernels": [],
+        "support_device": [0]}}, "e2e_dump_settings": {{"enable": true}},
+        "opdump": {{"flight_recorder": {{"steps": 1}}}}}}"#,
+        r.display()
+    );
+    let mut d = Dumper::builder()
+        .env(&HashMap::<String, String>::new())
+        .options(DumpOptions {
+            writer: WriterConfig::sync(),
+            ..DumpOptions::default()
+        })
+        .events(crate::diag::EventSink::ignore())
+        .open_json(text.into_bytes())
+        .unwrap();
+    let mut data = f32_bytes(LARGE, 7);
+    let quiet = FakeDevice {
+        shape: [LARGE],
+        data: data.clone(),
+    };
+    data[8..12].copy_from_slice(&f32::NAN.to_le_bytes());
+    let bad = FakeDevice {
+        shape: [LARGE],
+        data,
+    };
+    for t in [&quiet, &bad] {
+        let step = d.begin_step();
+        let k = step.kernel("Dev", "Default/Dev-op0").unwrap();
+        k.output(0, TensorRef::device(t)).unwrap();
+        drop(k);
+        if std::ptr::eq(t, &quiet) {
+            assert!(!r.exists(), "held, not streamed");
+            assert!(d.flight_recorder_bytes() >= (LARGE * 4) as u64);
+        }
+        step.finish().unwrap();
+    }
+    d.close().unwrap();
+    for (step, t) in [(0, &quiet), (1, &bad)] {
+        let dir = r.join(format!("rank_0/Net/0/{step}"));
+        assert_eq!(npy_of(&dir, "Dev").unwrap().data, t.data, "step {step}");
+    }
+    let trigger = std::fs::read_to_string(r.join("rank_0/trigger.json")).unwrap();
+    assert!(trigger.contains("\"nan\": 1"), "{trigger}");
+    std::fs::remove_dir_all(&r).unwrap();
+}

@@ -50,7 +50,10 @@ impl Runner for CandleRunner {
     fn step(&mut self, dumper: &mut Dumper) -> Result<usize, Failure> {
         self.runner
             .run(dumper, self.inputs.clone())
-            .map_err(|e| Failure::Failed(e.to_string()))?;
+            .map_err(|e| match e {
+                dump_candle::Error::Dump(dump_host::Error::NonFinite(at)) => super::stopped(at),
+                e => Failure::Failed(e.to_string()),
+            })?;
         Ok(self.runner.dump().graph().nodes.len())
     }
 

@@ -53,9 +53,10 @@ impl Runner for OrtModel {
     }
 
     fn step(&mut self, dumper: &mut Dumper) -> Result<usize, Failure> {
-        self.runner
-            .run(dumper, &self.inputs)
-            .map_err(|e| Failure::Failed(e.to_string()))?;
+        self.runner.run(dumper, &self.inputs).map_err(|e| match e {
+            dump_ort::Error::Dump(dump_host::Error::NonFinite(at)) => super::stopped(at),
+            e => Failure::Failed(e.to_string()),
+        })?;
         Ok(self.runner.dump().graph().nodes.len())
     }
 

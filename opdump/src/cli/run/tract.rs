@@ -154,7 +154,10 @@ impl Runner for TractRunner {
             return Err(Failure::Failed("the model was not prepared".into()));
         };
         dump.run(dumper, state, self.inputs.clone())
-            .map_err(|e| Failure::Failed(e.to_string()))?;
+            .map_err(|e| match e {
+                dump_tract::Error::Dump(dump_host::Error::NonFinite(at)) => super::stopped(at),
+                e => Failure::Failed(e.to_string()),
+            })?;
         Ok(dump.graph().nodes.len())
     }
 

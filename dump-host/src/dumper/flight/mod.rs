@@ -1,0 +1,461 @@
+//! The flight recorder: every step's statistics computed as usual, kept with the wanted
+//! kernels' tensors (host copies) in memory for the last N steps, and written only when a
+//! trigger fires — a watched output going non-finite, or the user
+//! ([`Dumper::trigger`](crate::Dumper::trigger), [`TriggerHandle`]) — in the plan's layout,
+//! followed by `trigger.json` (docs/flight-recorder.md).
+//!
+//! Cost on the producer: a row is formatted as usual and pushed on the step's list (one
+//! uncontended lock) instead of appended to `statistic.csv`; a tensor is copied into a
+//! buffer recycled from the step that left the ring (no allocation in the steady state). The
+//! writes happen at the end of the step that fired, on the thread that ends it.
+//!
+//! Budget: `budget_bytes` bounds the tensor copies held, the current step's and the spare
+//! buffers included. Past it, copies are let go oldest first (spares, then the ring's oldest
+//! step, then the current step's earliest tensors); every statistic row is kept.
+
+mod nonfinite;
+mod record;
+mod write;
+
+use std::{
+    collections::{BTreeMap, VecDeque},
+    sync::{
+        Arc, Mutex, Weak,
+        atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
+    },
+};
+
+pub(crate) use nonfinite::Counts;
+pub use nonfinite::NonFiniteAt;
+pub(crate) use record::{Fired, Growth, Held, HeldNpy, StepRecord};
+
+use super::Shared;
+use crate::{config::FlightRecorder, diag::Event};
+
+/// Files of a graph the Dumper writes once (execution order, graph description) and the
+/// metadata, held until the first trigger writes.
+#[derive(Default)]
+pub(crate) struct Deferred {
+    pub(crate) metadata: bool,
+    pub(crate) orders: BTreeMap<u32, Vec<String>>,
+    pub(crate) graphs: BTreeMap<u32, crate::graph::Graph>,
+}
+
+/// The flight recorder of one Dumper.
+pub(crate) struct Recorder {
+    pub(crate) settings: FlightRecorder,
+    /// Steps ended, oldest first (at most `settings.steps`).
+    ring: Mutex<VecDeque<Arc<StepRecord>>>,
+    /// Buffers of steps that left the ring, by capacity, reused for the next copies.
+    spare: Mutex<BTreeMap<usize, Vec<Vec<u8>>>>,
+    /// Bytes of tensor copies held (ring, current steps, constants, spares).
+    held: AtomicU64,
+    budget_said: AtomicBool,
+    exhausted_said: AtomicBool,
+    /// A user trigger waiting for the end of the current step.
+    user: Mutex<Option<String>>,
+    /// Triggers that fired (written or not).
+    fired: AtomicU32,
+    /// Graph constants by graph id, held until a write.
+    constants: Mutex<BTreeMap<u32, Arc<StepRecord>>>,
+    pub(crate) deferred: Mutex<Deferred>,
+    /// One write at a time.
+    writing: Mutex<()>,
+    /// The l2norm of each output (by kernel, then slot) in the last `steps` steps, for the
+    /// `l2norm_growth` rule (empty when the rule is off).
+    history: Mutex<std::collections::HashMap<String, Vec<VecDeque<f64>>>>,
+}
+
+impl Recorder {
+    pub(crate) fn new(settings: FlightRecorder) -> Self {
+        Recorder {
+            settings,
+            ring: Mutex::new(VecDeque::new()),
+            spare: Mutex::new(BTreeMap::new()),
+            held: AtomicU64::new(0),
+            budget_said: AtomicBool::new(false),
+            exhausted_said: AtomicBool::new(false),
+            user: Mutex::new(None),
+            fired: AtomicU32::new(0),
+            constants: Mutex::new(BTreeMap::new()),
+            deferred: Mutex::new(Deferred {
+                metadata: true,
+                ..Deferred::default()
+            }),
+            writing: Mutex::new(()),
+            history: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// The statistic rule: records `l2` for output `slot` of kernel `who` and fires step
+    /// `rec` when it is more than `l2norm_growth` times the median of that output's l2norm
+    /// in the earlier steps kept (at least one; a median of 0 never fires).
+    pub(crate) fn check_growth(
+        &self,
+        rec: &StepRecord,
+        (op_type, kernel, slot): (&str, &str, u32),
+        l2: f64,
+    ) {
+        let Some(factor) = self.settings.l2norm_growth else {
+            return;
+        };
+        let median = {
+            let mut h = self.history.lock().unwrap_or_else(|e| e.into_inner());
+            if !h.contains_key(kernel) {
+                h.insert(kernel.to_owned(), Vec::new());
+            }
+            let Some(slots) = h.get_mut(kernel) else {
+                return;
+            };
+            let slot_i = slot as usize;
+            if slots.len() <= slot_i {
+                slots.resize_with(slot_i + 1, VecDeque::new);
+            }
+            let past = &mut slots[slot_i];
+            let median = (!past.is_empty()).then(|| {
+                let mut v: Vec<f64> = past.iter().copied().collect();
+                v.sort_by(f64::total_cmp);
+                let n = v.len();
+                if n % 2 == 1 {
+                    v[n / 2]
+                } else {
+                    (v[n / 2 - 1] + v[n / 2]) / 2.0
+                }
+            });
+            past.push_back(l2);
+            while past.len() > self.settings.steps as usize {
+                past.pop_front();
+            }
+            median
+        };
+        // A median of 0 (an output that was all zeros) says nothing about growth.
+        let Some(median) = median.filter(|m| *m > 0.0) else {
+            return;
+        };
+        if l2 > factor * median {
+            let mut r = rec.lock();
+            if r.fired.is_none() {
+                r.fired = Some(Fired::Growth(Growth {
+                    step: rec.iteration,
+                    graph: rec.graph,
+                    op_type: op_type.to_owned(),
+                    kernel: kernel.to_owned(),
+                    slot,
+                    l2norm: l2,
+                    median,
+                    factor,
+                }));
+            }
+        }
+    }
+
+    /// The record holding graph `graph`'s constants (in `dir`).
+    pub(crate) fn constants(&self, graph: u32, dir: &std::path::Path) -> Arc<StepRecord> {
+        let mut c = self.constants.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(
+            c.entry(graph)
+                .or_insert_with(|| Arc::new(StepRecord::new(graph, 0, dir, false))),
+        )
+    }
+
+    /// Every constants record.
+    fn all_constants(&self) -> Vec<Arc<StepRecord>> {
+        let c = self.constants.lock().unwrap_or_else(|e| e.into_inner());
+        c.values().cloned().collect()
+    }
+
+    /// Bytes of tensor copies held now.
+    pub(crate) fn held_bytes(&self) -> u64 {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Whether a write is still allowed (`max_triggers` not reached).
+    fn may_write(&self) -> bool {
+        let cap = self.settings.max_triggers;
+        cap == 0 || self.fired.load(Ordering::Relaxed) < cap
+    }
+
+    /// A buffer of at least `len` bytes: a spare one of a close size, or a new one.
+    fn buffer(&self, len: usize) -> Vec<u8> {
+        let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
+        let fit = spare
+            .range_mut(len..=len.saturating_mul(2).max(4096))
+            .next()
+            .map(|(&cap, v)| (cap, v.pop()));
+        if let Some((cap, Some(mut b))) = fit {
+            if spare.get(&cap).is_some_and(Vec::is_empty) {
+                spare.remove(&cap);
+            }
+            drop(spare);
+            // Its capacity stays counted in `held`: it moves from the spares to a step.
+            b.clear();
+            return b;
+        }
+        drop(spare);
+        let b = Vec::with_capacity(len);
+        self.held.fetch_add(b.capacity() as u64, Ordering::Relaxed);
+        b
+    }
+
+    /// Holds a tensor file of step `rec`: `bytes` copied (or taken, when already ours).
+    pub(crate) fn hold_npy(
+        &self,
+        s: &Shared,
+        rec: &StepRecord,
+        name: String,
+        (dtype, shape): (dump_core::DType, &[usize]),
+        bytes: std::borrow::Cow<'_, [u8]>,
+    ) {
+        let len = bytes.len();
+        let owned = match bytes {
+            std::borrow::Cow::Owned(v) => {
+                self.held.fetch_add(v.capacity() as u64, Ordering::Relaxed);
+                v
+            }
+            std::borrow::Cow::Borrowed(b) => {
+                // Room first, so that the copy itself never takes the process past the budget.
+                self.make_room(s, rec, len as u64);
+                let mut v = self.buffer(len);
+                v.extend_from_slice(b);
+                v
+            }
+        };
+        let cap = owned.capacity() as u64;
+        {
+            let mut r = rec.lock();
+            r.bytes += cap;
+            r.used = true;
+            r.entries.push(Held::Npy(HeldNpy {
+                name,
+                dtype,
+                shape: shape.to_vec(),
+                bytes: Some(owned),
+                len,
+            }));
+        }
+        self.make_room(s, rec, 0);
+    }
+
+    /// Holds a statistic row of step `rec`.
+    pub(crate) fn hold_row(&self, rec: &StepRecord, csv: std::path::PathBuf, text: String) {
+        let mut r = rec.lock();
+        r.used = true;
+        r.entries.push(Held::Row { csv, text });
+    }
+
+    /// Holds a kernel's arguments.
+    pub(crate) fn hold_args(&self, rec: &StepRecord, kernel: &str, args: &[(&str, &str)]) {
+        let mut r = rec.lock();
+        r.entries.push(Held::Args {
+            kernel: kernel.to_owned(),
+            args: args
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        });
+    }
+
+    /// Brings the bytes held, plus `incoming` about to be, back under the budget: spares
+    /// first, then the ring's steps oldest first, then the earliest tensors of `current`.
+    fn make_room(&self, s: &Shared, current: &StepRecord, incoming: u64) {
+        let budget = self.settings.budget_bytes;
+        let over =
+            |held: &AtomicU64| (held.load(Ordering::Relaxed) + incoming).saturating_sub(budget);
+        if over(&self.held) == 0 {
+            return;
+        }
+        {
+            let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
+            while over(&self.held) > 0 {
+                let Some((_, mut v)) = spare.pop_first() else {
+                    break;
+                };
+                for b in v.drain(..) {
+                    self.held.fetch_sub(b.capacity() as u64, Ordering::Relaxed);
+                }
+            }
+        }
+        let mut let_go = false;
+        if over(&self.held) > 0 {
+            let constants = self.all_constants();
+            let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+            for step in ring.iter().chain(constants.iter()) {
+                let need = over(&self.held);
+                if need == 0 {
+                    break;
+                }
+                let (freed, _) = step.let_go(need);
+                let_go |= freed > 0;
+                self.held.fetch_sub(freed, Ordering::Relaxed);
+            }
+        }
+        let need = over(&self.held);
+        if need > 0 {
+            let (freed, _) = current.let_go(need);
+            let_go |= freed > 0;
+            self.held.fetch_sub(freed, Ordering::Relaxed);
+        }
+        if let_go && !self.budget_said.swap(true, Ordering::Relaxed) {
+            s.events.emit(&Event::FlightBudgetReached {
+                budget_bytes: budget,
+                steps: self.settings.steps,
+                step: current.iteration,
+            });
+        }
+    }
+
+    /// Records that `at` went non-finite in step `rec`; fires the recorder when `fire`.
+    pub(crate) fn saw_nonfinite(
+        &self,
+        rec: &StepRecord,
+        at: &NonFiniteAt,
+        fire: Option<&'static str>,
+    ) {
+        let mut r = rec.lock();
+        if r.first_nonfinite.is_none() {
+            r.first_nonfinite = Some(at.clone());
+        }
+        if let Some(kind) = fire
+            && r.fired.is_none()
+        {
+            r.fired = Some(Fired::Output {
+                kind,
+                at: at.clone(),
+            });
+        }
+    }
+
+    /// Arms a user trigger: it fires when the current step ends (or at close).
+    pub(crate) fn arm(&self, reason: &str) {
+        let mut u = self.user.lock().unwrap_or_else(|e| e.into_inner());
+        if u.is_none() {
+            *u = Some(reason.to_owned());
+        }
+    }
+
+    fn take_user(&self) -> Option<Fired> {
+        self.user
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .map(|reason| Fired::User { reason })
+    }
+
+    /// A step ends: written with the ring when it (or the user) fired, else kept in the ring
+    /// (the oldest step leaving it, its buffers kept as spares).
+    pub(crate) fn end_step(&self, s: &Shared, rec: Arc<StepRecord>) {
+        let fired = rec.lock().fired.take().or_else(|| self.take_user());
+        match fired {
+            Some(f) => self.fire(s, Some(rec), f),
+            None => self.keep(rec),
+        }
+    }
+
+    /// The Dumper closes: a user trigger still armed writes the ring.
+    pub(crate) fn close(&self, s: &Shared) {
+        if let Some(f) = self.take_user() {
+            self.fire(s, None, f);
+        }
+    }
+
+    fn keep(&self, rec: Arc<StepRecord>) {
+        let old = {
+            let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+            ring.push_back(rec);
+            if ring.len() > self.settings.steps as usize {
+                ring.pop_front()
+            } else {
+                None
+            }
+        };
+        if let Some(old) = old {
+            self.recycle(&old);
+        }
+    }
+
+    /// Moves the buffers of a step leaving the ring to the spares (still counted as held).
+    fn recycle(&self, old: &StepRecord) {
+        let mut r = old.lock();
+        let mut spare = self.spare.lock().unwrap_or_else(|e| e.into_inner());
+        for e in r.entries.drain(..) {
+            if let Held::Npy(HeldNpy { bytes: Some(b), .. }) = e {
+                spare.entry(b.capacity()).or_default().push(b);
+            }
+        }
+        r.bytes = 0;
+    }
+
+    /// A trigger fired: writes the ring and `current` (unless `max_triggers` have written),
+    /// then `trigger.json`; the ring starts again empty.
+    fn fire(&self, s: &Shared, current: Option<Arc<StepRecord>>, fired: Fired) {
+        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        let step = current
+            .as_ref()
+            .map(|c| c.iteration)
+            .or_else(|| {
+                self.ring
+                    .lock()
+                    .ok()
+                    .and_then(|r| r.back().map(|c| c.iteration))
+            })
+            .unwrap_or(0);
+        if !self.may_write() {
+            if !self.exhausted_said.swap(true, Ordering::Relaxed) {
+                s.events.emit(&Event::FlightTriggersExhausted {
+                    max_triggers: self.settings.max_triggers,
+                    kind: fired.kind(),
+                    step,
+                });
+            }
+            if let Some(c) = current {
+                self.keep(c);
+            }
+            return;
+        }
+        let n = self.fired.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut steps: Vec<Arc<StepRecord>> = self
+            .ring
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        steps.extend(current);
+        let constants = self.all_constants();
+        let freed = write::write(s, self, (&constants, &steps), &fired, n);
+        self.held
+            .fetch_sub(freed.min(self.held_bytes()), Ordering::Relaxed);
+    }
+}
+
+/// Fires a Dumper's flight recorder from any thread: what
+/// [`Dumper::trigger`](crate::Dumper::trigger) does, without a borrow of the Dumper. Cheap to
+/// clone; does nothing once the Dumper is gone.
+#[derive(Clone, Debug, Default)]
+pub struct TriggerHandle(pub(crate) Weak<Shared>);
+
+impl TriggerHandle {
+    /// Arms a user trigger with `reason` (for example `"loss spike: 9.1 > 3 × mean"`): when
+    /// the step in progress ends (or the Dumper closes), the flight recorder writes the steps
+    /// it holds and that step, and `trigger.json` says `"kind": "user"` with the reason.
+    /// Returns `false` when there is no flight recorder (or the Dumper is gone). A second
+    /// call before the step ends is ignored.
+    pub fn trigger(&self, reason: &str) -> bool {
+        match self.0.upgrade() {
+            Some(s) => s.arm_trigger(reason),
+            None => false,
+        }
+    }
+}
+
+impl Shared {
+    /// See [`TriggerHandle::trigger`].
+    pub(crate) fn arm_trigger(&self, reason: &str) -> bool {
+        match &self.recorder {
+            Some(r) if !self.closed.load(Ordering::Acquire) => {
+                r.arm(reason);
+                true
+            }
+            _ => false,
+        }
+    }
+}
