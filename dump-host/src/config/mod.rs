@@ -41,6 +41,7 @@ mod effective;
 pub mod env;
 mod file;
 mod kernels;
+mod msprobe;
 mod read;
 mod rules;
 mod suggest;
@@ -59,6 +60,10 @@ pub use e2e::{E2E_KEYS, E2eSettings};
 pub use env::{Env, ProcessEnv};
 pub use file::{MAX_CONFIG_BYTES, read_config_file};
 pub use kernels::{BadRegex, EntryKind, KernelFilter, classify, normalize_entry, type_part};
+pub use msprobe::{
+    ConfigDialect, DataMode, MSPROBE_TASKS, MSPROBE_TOP_KEYS, MsprobeConfig, MsprobeLevel,
+    MsprobeTask, MsprobeValidated, SummaryMode, is_api_name, is_module_name,
+};
 pub use suggest::{did_you_mean, edit_distance};
 pub use types::{
     Device, DumpMode, FileFormat, InputOutput, OpDebugMode, PrecisionMode, SavedData, StatCalcMode,

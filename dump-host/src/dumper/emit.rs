@@ -37,6 +37,8 @@ pub(crate) struct Owner<'a> {
     pub full_name: &'a str,
     pub io: Io,
     pub slot: u32,
+    /// The call entry gathering this kernel's tensors (msprobe's layout).
+    pub entry: Option<&'a std::sync::Mutex<super::msprobe::Entry>>,
 }
 
 impl<'a> Owner<'a> {
@@ -317,6 +319,7 @@ impl Shared {
             dtype: v.dtype,
             shape: v.shape,
             data_size: len,
+            crc32: None,
         };
         self.device_row(dir, who, t, stats)
             .map_err(|message| who.error(message))
@@ -370,6 +373,7 @@ impl Shared {
                 dtype,
                 shape,
                 data_size: bytes.len(),
+                crc32: None,
             };
             self.stat_row(dir, who, t, &bytes, elems)
         } else {

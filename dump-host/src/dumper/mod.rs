@@ -28,6 +28,7 @@ mod builder;
 mod element;
 mod emit;
 mod metadata;
+mod msprobe;
 mod open;
 mod plan;
 mod quota;
@@ -165,13 +166,7 @@ impl Dumper {
             path: plan.root.clone(),
             message,
         })?;
-        let layout = open_layout(
-            plan.layout,
-            &plan.root,
-            plan.rank,
-            &plan.net,
-            plan.spelling(),
-        );
+        let layout = open_layout(&plan);
         let csv_header = layout.stat_header(&plan.categories);
         let writer = Writer::with_events(&plan.writer, events.clone());
         let pool = Arc::new(writer.pool());
@@ -340,10 +335,12 @@ impl Dumper {
 
     /// Dumps a constant of graph `graph_id` into `{net}/{graph}/constants/` (as
     /// `Parameter.{name}...output.0`), once per graph and name: later calls for the same
-    /// constant are ignored, like MindSpore's once-per-graph constant dump.
+    /// constant are ignored, like MindSpore's once-per-graph constant dump. Nothing in
+    /// msprobe's layout.
     pub fn constant(&self, graph_id: u32, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
         let Some(s) = &self.shared else { return Ok(()) };
-        if !s.plan.saved_data.tensors() {
+        // msprobe's layout has no constants directory.
+        if !s.plan.saved_data.tensors() || s.plan.msprobe.is_some() {
             return Ok(());
         }
         let first = s
@@ -359,6 +356,7 @@ impl Dumper {
             full_name: name,
             io: crate::layout::Io::Output,
             slot: 0,
+            entry: None,
         };
         s.emit(&s.layout.constants_dir(graph_id), who, &t)
     }

@@ -9,8 +9,9 @@ use super::{DumpPlan, Dumper, MS_VERSION, Planned};
 use crate::{
     Error,
     config::{
-        Device, DumpConfig, DumpMode, Env, KernelFilter, ParseOptions, env::rank_id,
-        read_config_file,
+        ConfigDialect, Device, DumpConfig, DumpMode, E2eSettings, Env, FileFormat, InputOutput,
+        KernelFilter, MsprobeConfig, MsprobeTask, OpDebugMode, ParseOptions, SavedData,
+        env::rank_id, read_config_file,
     },
     writer::WriterConfig,
 };
@@ -142,7 +143,13 @@ impl DumpPlan {
 
     /// Validates config bytes (UTF-8 JSON, see [`DumpConfig::from_json_bytes`]) and resolves
     /// the plan with the rank from `env` and the run-time options.
+    ///
+    /// The dialect is detected first ([`ConfigDialect::detect`]): an msprobe `config.json`
+    /// is validated with msprobe's rules ([`MsprobeConfig`]) and planned for msprobe's layout.
     pub fn from_json(bytes: Vec<u8>, env: &dyn Env, opts: &DumpOptions) -> Result<Planned, Error> {
+        if ConfigDialect::detect(&bytes) == ConfigDialect::Msprobe {
+            return Self::from_msprobe(bytes, env, opts);
+        }
         let v = DumpConfig::from_json_bytes(&bytes, &ParseOptions::new(opts.device, env))?;
         let mut warnings = v.warnings;
         if v.config.dump_mode == DumpMode::SetDump && opts.set_dump.is_empty() {
@@ -157,6 +164,38 @@ impl DumpPlan {
             plan,
             config: v.config,
             warnings,
+            dialect: ConfigDialect::MindSpore,
+        })
+    }
+
+    /// An msprobe `config.json`: validated, translated into the MindSpore settings it means
+    /// (shared spec peers.md §4), planned for msprobe's layout.
+    fn from_msprobe(bytes: Vec<u8>, env: &dyn Env, opts: &DumpOptions) -> Result<Planned, Error> {
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                let mut d = crate::config::Diagnostics::new();
+                d.error(
+                    "",
+                    format!(
+                        "the config is not UTF-8 text (invalid byte at offset {}); allowed: \
+                         JSON text in UTF-8",
+                        e.valid_up_to()
+                    ),
+                );
+                return Err(Error::Config(d));
+            }
+        };
+        let v = MsprobeConfig::from_json_str(text)?;
+        let config = msprobe_as_mindspore(&v.config, opts.device);
+        let mut plan = DumpPlan::new(&config, bytes, rank_id(env)?, opts)?;
+        plan.layout = crate::layout::LayoutKind::Msprobe;
+        plan.msprobe = Some(v.config);
+        Ok(Planned {
+            plan,
+            config,
+            warnings: v.warnings,
+            dialect: ConfigDialect::Msprobe,
         })
     }
 
@@ -202,7 +241,49 @@ impl DumpPlan {
             writer: opts.writer.clone(),
             disk_budget_bytes: opts.disk_budget_bytes,
             layout: crate::layout::LayoutKind::MindSpore,
+            msprobe: None,
         })
+    }
+}
+
+/// The MindSpore settings an msprobe config means (peers.md §4's translation): every kernel
+/// (msprobe's `list` and `scope` are applied to call names by the Dumper), the steps as the
+/// iteration, statistics for the statistics task, statistics and files for the tensor and
+/// overflow tasks, inputs/outputs from `data_mode`.
+fn msprobe_as_mindspore(c: &MsprobeConfig, device: Device) -> DumpConfig {
+    let dm = c.data_mode;
+    DumpConfig {
+        device,
+        dump_mode: DumpMode::All,
+        path: c.dump_path.clone(),
+        net_name: "Net".into(),
+        iteration: c.iteration(),
+        input_output: match (dm.input, dm.output) {
+            (true, false) => InputOutput::Inputs,
+            (false, true) => InputOutput::Outputs,
+            _ => InputOutput::Both,
+        },
+        kernels: Vec::new(),
+        support_device: (0..8).collect(),
+        op_debug_mode: if c.task == MsprobeTask::OverflowCheck {
+            OpDebugMode::Overflow
+        } else {
+            OpDebugMode::Off
+        },
+        overflow_number: c.overflow_nums,
+        saved_data: match c.task {
+            MsprobeTask::Statistics => SavedData::Statistic,
+            MsprobeTask::Tensor | MsprobeTask::OverflowCheck => SavedData::Full,
+        },
+        initial_iteration: 0,
+        statistic_category: ["max", "min", "avg", "l2norm"].map(String::from).to_vec(),
+        file_format: FileFormat::Npy,
+        e2e_enabled: true,
+        e2e: E2eSettings {
+            present: true,
+            enable: true,
+            ..E2eSettings::default()
+        },
     }
 }
 

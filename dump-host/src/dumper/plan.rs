@@ -69,6 +69,9 @@ pub struct DumpPlan {
     pub disk_budget_bytes: Option<u64>,
     /// The output layout written (the dialect of the config read).
     pub layout: crate::layout::LayoutKind,
+    /// The msprobe config this plan was made from (`None` for a MindSpore config): level,
+    /// task, summary mode, `list` and `scope`, rank filter.
+    pub msprobe: Option<crate::config::MsprobeConfig>,
 }
 
 /// A config read, validated and resolved: what [`DumpPlan::load`] and [`DumpPlan::from_json`]
@@ -82,6 +85,8 @@ pub struct Planned {
     pub config: DumpConfig,
     /// The config's warnings, then the plan's (for example dump_mode 2 with nothing marked).
     pub warnings: Diagnostics,
+    /// Which tool's config it was.
+    pub dialect: crate::config::ConfigDialect,
 }
 
 /// The MindSpore version opdump's output corresponds to, written as `ms_version` in
@@ -120,6 +125,10 @@ impl DumpPlan {
     /// Whether this process's device is selected: always on CPU, elsewhere when `device_id` is
     /// in `support_device` (MindSpore silently disables the dump otherwise).
     pub fn device_selected(&self) -> bool {
+        if let Some(m) = &self.msprobe {
+            // msprobe filters by rank (`[]`: every rank), whatever the device.
+            return m.rank.is_empty() || m.rank.contains(&self.rank);
+        }
         self.device == Device::Cpu || self.support_device.contains(&self.device_id)
     }
 }

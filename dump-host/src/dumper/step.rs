@@ -11,7 +11,11 @@ use std::{
 
 use dump_core::{DType, Summary, stats::summarize};
 
-use super::{Shared, TensorRef, emit::Owner};
+use super::{
+    Shared, TensorRef,
+    emit::Owner,
+    msprobe::{Call, Entry, StepDoc},
+};
 use crate::{
     Error,
     config::{InputOutput, OpDebugMode},
@@ -27,6 +31,8 @@ pub struct Step {
     active: bool,
     dir: PathBuf,
     used: std::sync::atomic::AtomicBool,
+    /// msprobe's layout: call names, dump.json, construct.json (`None` otherwise).
+    doc: Option<Mutex<StepDoc>>,
 }
 
 impl std::fmt::Debug for Step {
@@ -61,6 +67,8 @@ pub struct Kernel<'s> {
     full_name: &'s str,
     pending: Option<Mutex<Vec<Pending>>>,
     args_written: std::sync::atomic::AtomicBool,
+    /// msprobe's layout: the call and the entry gathering its tensors.
+    call: Option<(Call, Mutex<Entry>)>,
 }
 
 impl std::fmt::Debug for Kernel<'_> {
@@ -82,6 +90,10 @@ impl Step {
         let dir = shared
             .as_deref()
             .map_or_else(PathBuf::new, |s| s.layout.iteration_dir(graph, iteration));
+        let doc = shared
+            .as_deref()
+            .filter(|s| active && s.plan.msprobe.is_some())
+            .map(|_| Mutex::new(StepDoc::default()));
         Step {
             shared,
             graph,
@@ -89,6 +101,7 @@ impl Step {
             active,
             dir,
             used: std::sync::atomic::AtomicBool::new(false),
+            doc,
         }
     }
 
@@ -131,6 +144,20 @@ impl Step {
                 }
             }
         }
+        let call = match (&self.doc, &s.plan.msprobe) {
+            (Some(doc), Some(cfg)) => {
+                let (call, wanted) = doc
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .namer
+                    .name(cfg, op_type, full_name);
+                if !wanted {
+                    return None;
+                }
+                Some((call, Mutex::new(Entry::default())))
+            }
+            _ => None,
+        };
         self.used.store(true, Ordering::Relaxed);
         Some(Kernel {
             step: self,
@@ -140,17 +167,22 @@ impl Step {
             pending: (s.plan.op_debug_mode == OpDebugMode::Overflow)
                 .then(|| Mutex::new(Vec::new())),
             args_written: std::sync::atomic::AtomicBool::new(false),
+            call,
         })
     }
 
     /// Dumps a parameter (or graph input) as `Parameter.{name}...output.0` — call it at the end
     /// of the step with the post-step value, as MindSpore does. Skipped when `input_output` is
-    /// inputs-only and, with `dump_mode` 1, when `kernels` does not select `name`.
+    /// inputs-only, with `dump_mode` 1 when `kernels` does not select `name`, and in msprobe's
+    /// layout (which has no place for a tensor outside a call).
     pub fn parameter(&self, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
         let Some(s) = self.live() else { return Ok(()) };
+        // msprobe's layout has no place for a tensor outside a call (its parameters belong
+        // to module calls).
         if s.plan.op_debug_mode != OpDebugMode::Off
             || s.plan.input_output == InputOutput::Inputs
             || !s.plan.kernels.matches(name)
+            || s.plan.msprobe.is_some()
         {
             return Ok(());
         }
@@ -160,6 +192,7 @@ impl Step {
             full_name: name,
             io: Io::Output,
             slot: 0,
+            entry: None,
         };
         s.emit(&self.dir, who, &t)
     }
@@ -185,6 +218,7 @@ impl Step {
                 full_name,
                 io: Io::Input,
                 slot: slot as u32,
+                entry: None,
             };
             s.emit(&self.dir, who, t)?;
         }
@@ -195,6 +229,7 @@ impl Step {
     /// was dumped, and returns the write failures seen so far (without waiting for queued
     /// writes; [`crate::Dumper::close`] waits).
     pub fn finish(self) -> Result<(), Error> {
+        self.finish_doc();
         let Some(s) = self.live() else { return Ok(()) };
         if self.used.load(Ordering::Relaxed) && s.plan.op_debug_mode != OpDebugMode::Exception {
             s.append_global_order(self.graph, self.iteration);
@@ -206,7 +241,46 @@ impl Step {
     }
 }
 
+impl Step {
+    /// msprobe's layout: closes the step's dump.json and writes construct.json and stack.json
+    /// (once; [`finish`](Step::finish) or drop).
+    fn finish_doc(&self) {
+        if let (Some(doc), Some(s)) = (&self.doc, self.shared.as_deref()) {
+            doc.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .finish(s, self.iteration);
+        }
+    }
+}
+
+impl Drop for Step {
+    fn drop(&mut self) {
+        self.finish_doc();
+    }
+}
+
 impl Kernel<'_> {
+    /// Who a tensor of this kernel belongs to: under msprobe's layout the call's name and entry.
+    fn owner(&self, io: Io, slot: u32) -> Owner<'_> {
+        let (full_name, entry) = match &self.call {
+            Some((call, entry)) => (call.name.as_str(), Some(entry)),
+            None => (self.full_name, None),
+        };
+        Owner {
+            op_type: self.op_type,
+            full_name,
+            io,
+            slot,
+            entry,
+        }
+    }
+
+    /// The call's name in msprobe's layout (`Functional.Conv.0.forward`); `None` in
+    /// MindSpore's.
+    pub fn call_name(&self) -> Option<&str> {
+        self.call.as_ref().map(|(c, _)| c.name.as_str())
+    }
+
     /// Dumps input `slot`.
     pub fn input(&self, slot: u32, t: TensorRef<'_>) -> Result<(), Error> {
         if !self.shared.plan.input_output.inputs() {
@@ -293,12 +367,7 @@ impl Kernel<'_> {
         summary: Summary,
         md5: Option<[u8; 16]>,
     ) -> Result<(), Error> {
-        let who = Owner {
-            op_type: self.op_type,
-            full_name: self.full_name,
-            io,
-            slot,
-        };
+        let who = self.owner(io, slot);
         if self.pending.is_some() {
             return Err(who.error(
                 "op_debug_mode 3 (overflow) keeps the tensors of kernels whose outputs \
@@ -337,12 +406,7 @@ impl Kernel<'_> {
             });
             return Ok(());
         }
-        let who = Owner {
-            op_type: self.op_type,
-            full_name: self.full_name,
-            io,
-            slot,
-        };
+        let who = self.owner(io, slot);
         self.shared.emit(&self.step.dir, who, t)
     }
 
@@ -382,12 +446,7 @@ impl Kernel<'_> {
         }
         let mut first = Ok(());
         for t in &held {
-            let who = Owner {
-                op_type: self.op_type,
-                full_name: self.full_name,
-                io: t.io,
-                slot: t.slot,
-            };
+            let who = self.owner(t.io, t.slot);
             let r = TensorRef::host(t.dtype, &t.shape, &t.bytes).with_format(&t.format);
             // I/O errors are recorded in the writer's log; others are returned.
             if let Err(e) = s.emit(&self.step.dir, who, &r) {
@@ -402,6 +461,19 @@ impl Drop for Kernel<'_> {
     fn drop(&mut self) {
         // Nowhere to return an error from drop; `Kernel::finish` returns it.
         let _ = self.settle_overflow();
+        if let (Some((call, entry)), Some(doc)) = (self.call.take(), &self.step.doc) {
+            let entry = entry.into_inner().unwrap_or_else(|e| e.into_inner());
+            // A call that reported no tensor (asked for and dropped, or not overflowed in
+            // overflow mode) writes no entry and keeps its name for the next ask.
+            if entry.tensors() > 0 {
+                doc.lock().unwrap_or_else(|e| e.into_inner()).commit(
+                    self.shared,
+                    self.step.iteration,
+                    call,
+                    entry,
+                );
+            }
+        }
         if self.shared.plan.save_kernel_args && !self.args_written.load(Ordering::Relaxed) {
             self.shared
                 .write_kernel_args(&self.step.dir, self.full_name, &[]);

@@ -95,6 +95,7 @@ impl Shared {
             dtype: v.dtype,
             shape: v.shape,
             data_size: len,
+            crc32: None,
         };
         let row = stats
             .finish()

@@ -1,0 +1,216 @@
+//! `dump.json`, kept a complete JSON document after every call and after a `kill -9`,
+//! without rewriting it (docs/msprobe.md, "Crash safety").
+//!
+//! Two hidden twin files, `.dump.json.0` and `.dump.json.1`, each hold the header, the
+//! entries written so far and the closing suffix; `dump.json` is a hard link to one of them.
+//! A commit appends to the twin `dump.json` does **not** point at: the one entry it lacks from
+//! the previous commit, the new entry and the suffix, written over its old suffix (one
+//! positioned write, O(entry) bytes). Then a fresh hard link to that twin is renamed over
+//! `dump.json` — an atomic switch. Whatever moment a process dies at, `dump.json` is one of
+//! two complete documents: the one with every committed call, or the one before it. Each
+//! entry is written twice in all (once per twin); nothing is ever rewritten.
+//!
+//! At the end of the step the twins' names are removed (`dump.json` keeps its inode) and the
+//! file is made read-only. After a crash they stay behind, hidden.
+
+use std::{
+    fs::{File, OpenOptions},
+    io,
+    path::{Path, PathBuf},
+};
+
+/// The closing suffix of the `data` object and the document.
+const SUFFIX: &[u8] = b"\n }\n}\n";
+
+/// The crash-safe writer of one `dump.json`.
+#[derive(Debug)]
+pub(crate) struct Journal {
+    dir: PathBuf,
+    twins: [File; 2],
+    /// Where each twin's suffix starts (the end of its last entry).
+    end: [u64; 2],
+    /// The twin `dump.json` links to.
+    current: usize,
+    /// The last committed entry (with its separator), which the other twin lacks.
+    lag: Vec<u8>,
+    /// Entries committed.
+    entries: u64,
+}
+
+fn twin_path(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!(".dump.json.{i}"))
+}
+
+#[cfg(unix)]
+fn write_at(f: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(bytes, offset)
+}
+
+#[cfg(not(unix))]
+fn write_at(mut f: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    f.seek(SeekFrom::Start(offset))?;
+    f.write_all(bytes)
+}
+
+/// Creates `path` anew (never through a symlink: a leftover of an earlier run is removed
+/// first, and `create_new` refuses anything put there in between), readable and writable by
+/// the owner only.
+fn create_twin(path: &Path) -> io::Result<File> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let mut o = OpenOptions::new();
+    o.read(true).write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o.open(path)
+}
+
+/// Points `dir/dump.json` at twin `i`: a hard link under a temporary name renamed over it.
+fn publish(dir: &Path, i: usize) -> io::Result<()> {
+    let tmp = dir.join(".dump.json.link");
+    match std::fs::remove_file(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    std::fs::hard_link(twin_path(dir, i), &tmp)?;
+    std::fs::rename(&tmp, dir.join("dump.json"))
+}
+
+impl Journal {
+    /// Starts `dir/dump.json` with `header` (the document up to and including `"data": {`)
+    /// and no entry.
+    pub(crate) fn create(dir: &Path, header: &[u8]) -> io::Result<Journal> {
+        let mut twins = Vec::with_capacity(2);
+        for i in 0..2 {
+            let f = create_twin(&twin_path(dir, i))?;
+            write_at(&f, header, 0)?;
+            write_at(&f, SUFFIX, header.len() as u64)?;
+            twins.push(f);
+        }
+        publish(dir, 0)?;
+        let [a, b]: [File; 2] = twins
+            .try_into()
+            .map_err(|_| io::Error::other("two twins"))?;
+        let end = header.len() as u64;
+        Ok(Journal {
+            dir: dir.to_owned(),
+            twins: [a, b],
+            end: [end, end],
+            current: 0,
+            lag: Vec::new(),
+            entries: 0,
+        })
+    }
+
+    /// Appends one `"name": {...}` member of `data` (without separator) and publishes it.
+    pub(crate) fn commit(&mut self, member: &str) -> io::Result<()> {
+        let sep: &[u8] = if self.entries == 0 { b"\n" } else { b",\n" };
+        let target = 1 - self.current;
+        let mut buf = Vec::with_capacity(self.lag.len() + sep.len() + member.len() + SUFFIX.len());
+        buf.extend_from_slice(&self.lag);
+        let entry_start = buf.len();
+        buf.extend_from_slice(sep);
+        buf.extend_from_slice(member.as_bytes());
+        let entry_end = buf.len();
+        buf.extend_from_slice(SUFFIX);
+        write_at(&self.twins[target], &buf, self.end[target])?;
+        publish(&self.dir, target)?;
+        self.end[target] += entry_end as u64;
+        self.current = target;
+        self.lag.clear();
+        self.lag.extend_from_slice(&buf[entry_start..entry_end]);
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// Entries committed so far.
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Ends the document: the twins' names go (`dump.json` keeps its data) and `dump.json`
+    /// becomes read-only for its owner.
+    pub(crate) fn close(self) -> io::Result<()> {
+        for i in 0..2 {
+            std::fs::remove_file(twin_path(&self.dir, i))?;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let f = &self.twins[self.current];
+            f.set_permissions(std::fs::Permissions::from_mode(
+                super::super::emit::FILE_MODE,
+            ))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tempdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("opdump-journal-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn read(dir: &Path) -> serde_json::Value {
+        let text = std::fs::read_to_string(dir.join("dump.json")).unwrap();
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+
+    #[test]
+    fn every_commit_leaves_a_complete_document() {
+        let t = tempdir("commit");
+        let header = b"{\n \"task\": \"statistics\",\n \"data\": {";
+        let mut j = Journal::create(&t, header).unwrap();
+        assert_eq!(read(&t)["data"], serde_json::json!({}));
+        for i in 0..7 {
+            j.commit(&format!("  \"call.{i}\": {{\"n\": {i}}}"))
+                .unwrap();
+            let doc = read(&t);
+            let data = doc["data"].as_object().unwrap();
+            assert_eq!(data.len(), i + 1);
+            assert_eq!(data[&format!("call.{i}")]["n"], i);
+            // Both twins are complete documents: the published one and the one a step behind.
+            for k in 0..2 {
+                let text = std::fs::read_to_string(twin_path(&t, k)).unwrap();
+                let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let n = v["data"].as_object().unwrap().len();
+                assert!(n == i + 1 || n == i, "twin {k}: {n} entries after {i}");
+            }
+        }
+        assert_eq!(j.entries(), 7);
+        j.close().unwrap();
+        assert!(!twin_path(&t, 0).exists() && !twin_path(&t, 1).exists());
+        assert_eq!(read(&t)["data"].as_object().unwrap().len(), 7);
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn a_planted_symlink_is_never_followed() {
+        let t = tempdir("symlink");
+        let victim = t.join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&victim, twin_path(&t, 0)).unwrap();
+        let mut j = Journal::create(&t, b"{\"data\": {").unwrap();
+        j.commit("\"a\": 1").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(read(&t)["data"]["a"], 1);
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+}
