@@ -5,10 +5,12 @@
 //! ([`StepDoc`]).
 //!
 //! Names. A kernel whose full name ends in a cell segment of its own type —
-//! `Default/features/conv1-Conv2d/Conv2d-op3`, as `dump_candle::Dumped` names a module — is a
-//! module call, `Module.features.conv1.Conv2d.forward.{n}` (level L0); any other kernel is an
-//! API call, `Functional.{op_type}.{n}.forward` (level L1). `n` counts the calls of that
-//! module path or op type in the step, whether dumped or not, as msprobe's counters do.
+//! `Default/features/conv1-Conv2d/Conv2d-op3`, as `dump_candle::Dumped` names a module, or
+//! MindSpore's `relu-ReLU/ReLU-op0` — is a module call at levels L0 and mix,
+//! `Module.features.conv1.Conv2d.forward.{n}`; at L1 it is the call of the one operator of
+//! that module. Any other kernel is an API call, `Functional.{op_type}.{n}.forward` (L1 and
+//! mix). `n` counts the calls of that module path or op type in the step, whether dumped or
+//! not, as msprobe's counters do.
 
 pub(crate) mod journal;
 
@@ -103,7 +105,11 @@ impl Namer {
 
     fn new_call(&mut self, cfg: &MsprobeConfig, op_type: &str, full_name: &str) -> (Call, bool) {
         let (path, class) = scope_of(full_name);
-        let is_module = class.is_some_and(|c| c == op_type) && !path.is_empty();
+        // At L1 every kernel is an operator: a module-form kernel is the only operator of its
+        // module, so it is that operator's call.
+        let is_module = cfg.level != MsprobeLevel::L1
+            && class.is_some_and(|c| c == op_type)
+            && !path.is_empty();
         let (key, module, scope) = if is_module {
             let p = path.join(".");
             let scope = path[..path.len() - 1].join(".");
@@ -123,11 +129,7 @@ impl Namer {
         } else {
             format!("{key}.{count}.forward")
         };
-        let level_ok = match cfg.level {
-            MsprobeLevel::L0 => is_module,
-            MsprobeLevel::L1 => !is_module,
-            MsprobeLevel::Mix => true,
-        };
+        let level_ok = cfg.level != MsprobeLevel::L0 || is_module;
         let mut wanted = level_ok && cfg.data_mode.forward;
         if let [first, last] = cfg.scope.as_slice() {
             if !self.in_scope && name == *first {

@@ -204,7 +204,15 @@ fn levels_pick_modules_and_apis_and_construct_maps_parents() {
                 "Module.features.Seq.forward.0",
             ],
         ),
-        ("L1", vec!["Functional.relu.0.forward"]),
+        // At L1 a module-form kernel is its module's one operator.
+        (
+            "L1",
+            vec![
+                "Functional.Conv2d.0.forward",
+                "Functional.relu.0.forward",
+                "Functional.Seq.0.forward",
+            ],
+        ),
         (
             "mix",
             vec![
