@@ -86,7 +86,7 @@ pub mod writer;
 
 pub use dumper::{
     DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, DumperBuilder, Element, Kernel,
-    MS_VERSION, Planned, Step, TensorRef,
+    MS_VERSION, Planned, Session, Step, TensorRef,
 };
 pub use error::Error;
 

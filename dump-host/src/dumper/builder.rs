@@ -122,7 +122,7 @@ impl<'e> DumperBuilder<'e> {
     /// Starts a Dumper on a resolved plan. The plan already holds the writer settings and
     /// the disk budget: the options and the environment are not used.
     pub fn open_plan(self, plan: DumpPlan) -> Result<Dumper, Error> {
-        Dumper::start(plan, self.events.unwrap_or_default())
+        Dumper::launch(plan, self.events.unwrap_or_default())
     }
 
     /// The environment, the options and the event sink.

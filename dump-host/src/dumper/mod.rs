@@ -32,6 +32,7 @@ mod msprobe;
 mod open;
 mod plan;
 mod quota;
+mod session;
 mod step;
 mod tensor;
 #[cfg(test)]
@@ -53,6 +54,7 @@ pub use builder::DumperBuilder;
 pub use element::Element;
 pub use open::DumpOptions;
 pub use plan::{DumpPlan, MS_VERSION, Planned};
+pub use session::Session;
 pub use step::{Kernel, Step};
 pub use tensor::{DeviceTensor, TensorRef};
 
@@ -84,6 +86,12 @@ pub(crate) struct Shared {
     pub(crate) events: EventSink,
     /// Set by [`Dumper::close`]: steps still held by the runtime dump nothing more.
     pub(crate) closed: AtomicBool,
+    /// Kernels are dumped (cleared by [`Dumper::stop`], set by [`Dumper::start`]).
+    pub(crate) recording: AtomicBool,
+    /// msprobe's per-step state, by step number, while a [`Step`] of that number lives.
+    pub(crate) docs: Mutex<std::collections::HashMap<u64, Arc<Mutex<msprobe::StepDoc>>>>,
+    /// The step [`Dumper::save`] and [`Session::save`] write into.
+    pub(crate) session: Mutex<session::SessionStep>,
 }
 
 /// What a dump produced, returned by [`Dumper::close`].
@@ -122,6 +130,8 @@ pub struct Dumper {
     steps: (u64, u64),
     /// Graphs described with [`begin_graph_with`](Dumper::begin_graph_with).
     graphs: crate::graph::files::Graphs,
+    /// A step was begun since the last [`step`](Dumper::step).
+    begun_since_step: bool,
 }
 
 impl std::fmt::Debug for Dumper {
@@ -146,12 +156,13 @@ impl Dumper {
             closed: true,
             steps: (0, 0),
             graphs: Default::default(),
+            begun_since_step: false,
         }
     }
 
     /// Starts dumping with a resolved plan, events delivered to `events`: writes
     /// `.dump_metadata/` and starts the writer.
-    pub(crate) fn start(plan: DumpPlan, events: EventSink) -> Result<Self, Error> {
+    pub(crate) fn launch(plan: DumpPlan, events: EventSink) -> Result<Self, Error> {
         IterationSpec::parse(&plan.iteration)
             .map_err(|e| Error::Plan(format!("iteration {:?}: {e}", plan.iteration)))?;
         if !plan.device_selected() {
@@ -185,10 +196,13 @@ impl Dumper {
             quota: DiskQuota::new(plan.disk_budget_bytes),
             events,
             closed: AtomicBool::new(false),
+            recording: AtomicBool::new(true),
+            docs: Mutex::new(Default::default()),
+            session: Mutex::new(session::SessionStep::default()),
             plan,
         };
         shared.write_metadata();
-        Ok(Dumper {
+        let mut d = Dumper {
             iteration: shared.plan.iteration.clone(),
             next_step: shared.plan.initial_iteration,
             shared: Some(Arc::new(shared)),
@@ -196,7 +210,14 @@ impl Dumper {
             closed: false,
             steps: (0, 0),
             graphs: Default::default(),
-        })
+            begun_since_step: false,
+        };
+        let first = d.next_step;
+        if let Some(s) = &d.shared {
+            s.session_moves_to(0, first, d.step_active(first));
+        }
+        d.graph = 0;
+        Ok(d)
     }
 
     /// `true` when this Dumper writes anything at all.
@@ -277,7 +298,20 @@ impl Dumper {
     pub fn begin_step(&mut self) -> Step {
         let n = self.next_step;
         self.next_step += 1;
-        let active = match &self.shared {
+        let active = self.step_active(n);
+        self.steps.0 += 1;
+        self.steps.1 += u64::from(active);
+        self.begun_since_step = true;
+        if let Some(s) = &self.shared {
+            s.session_moves_to(self.graph, n, active);
+        }
+        Step::new(self.shared.clone(), self.graph, n, active)
+    }
+
+    /// Whether step `n` dumps anything: enabled, and `iteration` selects it (or exception
+    /// mode, which dumps failed kernels whatever the step).
+    fn step_active(&self, n: u64) -> bool {
+        match &self.shared {
             None => false,
             Some(s) => {
                 s.plan.op_debug_mode == crate::config::OpDebugMode::Exception
@@ -286,10 +320,7 @@ impl Dumper {
                             .map(|spec| spec.matches(n as u32))
                             .unwrap_or(false)
             }
-        };
-        self.steps.0 += 1;
-        self.steps.1 += u64::from(active);
-        Step::new(self.shared.clone(), self.graph, n, active)
+        }
     }
 
     /// Why a dump that wrote nothing wrote nothing, when that is likely a mistake (users of
@@ -400,6 +431,7 @@ impl Dumper {
         let Some(s) = self.shared.as_ref() else {
             return Ok(DumpReport::default());
         };
+        s.end_session();
         s.closed.store(true, Ordering::Release);
         let flushed = s.writer.flush();
         s.csv.close_all();

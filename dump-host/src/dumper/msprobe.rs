@@ -376,6 +376,34 @@ fn pretty(v: &Value) -> String {
 }
 
 impl Shared {
+    /// The msprobe state of step `iteration`, shared by every [`crate::Step`] of that number.
+    pub(crate) fn step_doc(&self, iteration: u64) -> std::sync::Arc<std::sync::Mutex<StepDoc>> {
+        self.docs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(iteration)
+            .or_default()
+            .clone()
+    }
+
+    /// A [`crate::Step`] of number `iteration` is done with `doc`: the last one closes the
+    /// step's dump.json and writes its side files.
+    pub(crate) fn release_step_doc(
+        &self,
+        iteration: u64,
+        doc: std::sync::Arc<std::sync::Mutex<StepDoc>>,
+    ) {
+        let mut docs = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+        // One reference in the map, one here: this was the last step of that number.
+        if std::sync::Arc::strong_count(&doc) == 2 {
+            docs.remove(&iteration);
+            drop(docs);
+            doc.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .finish(self, iteration);
+        }
+    }
+
     /// The msprobe layout, when the plan writes msprobe's layout.
     pub(crate) fn msprobe_layout(&self) -> Option<crate::layout::MsprobeLayout> {
         self.plan

@@ -304,7 +304,7 @@ impl Dumper {
         for w in p.warnings.warnings() {
             events.emit(&crate::diag::Event::ConfigWarning(w.clone()));
         }
-        Dumper::start(p.plan, events)
+        Dumper::launch(p.plan, events)
     }
 }
 

@@ -32,7 +32,8 @@ pub struct Step {
     dir: PathBuf,
     used: std::sync::atomic::AtomicBool,
     /// msprobe's layout: call names, dump.json, construct.json (`None` otherwise).
-    doc: Option<Mutex<StepDoc>>,
+    /// Shared by every [`Step`] of the same step number (an adapter's and the session's).
+    doc: Option<Arc<Mutex<StepDoc>>>,
 }
 
 impl std::fmt::Debug for Step {
@@ -93,7 +94,7 @@ impl Step {
         let doc = shared
             .as_deref()
             .filter(|s| active && s.plan.msprobe.is_some())
-            .map(|_| Mutex::new(StepDoc::default()));
+            .map(|s| s.step_doc(iteration));
         Step {
             shared,
             graph,
@@ -126,10 +127,19 @@ impl Step {
         (!s.closed.load(Ordering::Acquire)).then_some(s)
     }
 
+    /// [`live`](Step::live), and recording (between [`crate::Dumper::start`] and
+    /// [`stop`](crate::Dumper::stop)).
+    fn recording(&self) -> Option<&Shared> {
+        self.live().filter(|s| s.recording.load(Ordering::Relaxed))
+    }
+
     /// `Some` when kernel `full_name` (primitive `op_type`) is to be dumped this step. Cheap when
     /// the answer is no: no tensor is touched and nothing is allocated.
+    ///
+    /// Between [`Dumper::stop`](crate::Dumper::stop) and [`start`](crate::Dumper::start)
+    /// every kernel is "not wanted" (one atomic load).
     pub fn kernel<'s>(&'s self, op_type: &'s str, full_name: &'s str) -> Option<Kernel<'s>> {
-        let s = self.live()?;
+        let s = self.recording()?;
         match s.plan.op_debug_mode {
             OpDebugMode::Exception => return None,
             OpDebugMode::Overflow => {
@@ -176,7 +186,9 @@ impl Step {
     /// inputs-only, with `dump_mode` 1 when `kernels` does not select `name`, and in msprobe's
     /// layout (which has no place for a tensor outside a call).
     pub fn parameter(&self, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
-        let Some(s) = self.live() else { return Ok(()) };
+        let Some(s) = self.recording() else {
+            return Ok(());
+        };
         // msprobe's layout has no place for a tensor outside a call (its parameters belong
         // to module calls).
         if s.plan.op_debug_mode != OpDebugMode::Off
@@ -228,7 +240,7 @@ impl Step {
     /// Ends the step: records it in `ms_global_execution_order_graph_{g}.csv` when anything
     /// was dumped, and returns the write failures seen so far (without waiting for queued
     /// writes; [`crate::Dumper::close`] waits).
-    pub fn finish(self) -> Result<(), Error> {
+    pub fn finish(mut self) -> Result<(), Error> {
         self.finish_doc();
         let Some(s) = self.live() else { return Ok(()) };
         if self.used.load(Ordering::Relaxed) && s.plan.op_debug_mode != OpDebugMode::Exception {
@@ -244,11 +256,9 @@ impl Step {
 impl Step {
     /// msprobe's layout: closes the step's dump.json and writes construct.json and stack.json
     /// (once; [`finish`](Step::finish) or drop).
-    fn finish_doc(&self) {
-        if let (Some(doc), Some(s)) = (&self.doc, self.shared.as_deref()) {
-            doc.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .finish(s, self.iteration);
+    fn finish_doc(&mut self) {
+        if let (Some(doc), Some(s)) = (self.doc.take(), self.shared.as_deref()) {
+            s.release_step_doc(self.iteration, doc);
         }
     }
 }
