@@ -318,17 +318,29 @@ impl MsprobeConfig {
         })
     }
 
-    /// The `iteration` spec of this config's steps (`all`, or `0|2|3`).
+    /// The `iteration` spec of this config's steps (`all`, or `0|2-5|9`: consecutive steps
+    /// as one range, so `["0-999999"]` stays one segment).
     pub fn iteration(&self) -> String {
         if self.step.is_empty() {
-            "all".into()
-        } else {
-            self.step
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join("|")
+            return "all".into();
         }
+        let mut parts: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < self.step.len() {
+            let start = self.step[i];
+            let mut end = start;
+            while i + 1 < self.step.len() && self.step[i + 1] == end + 1 {
+                i += 1;
+                end += 1;
+            }
+            parts.push(if start == end {
+                start.to_string()
+            } else {
+                format!("{start}-{end}")
+            });
+            i += 1;
+        }
+        parts.join("|")
     }
 }
 

@@ -56,7 +56,17 @@ fn steps_and_ranks_expand_sort_and_dedup() {
     .config;
     assert_eq!(c.step, [0, 1, 3, 4, 5]);
     assert_eq!(c.rank, [0, 1, 2]);
-    assert_eq!(c.iteration(), "0|1|3|4|5");
+    assert_eq!(c.iteration(), "0-1|3-5");
+    let big = MsprobeConfig::from_json_str(r#"{"dump_path": "/d", "step": ["0-999999", 7]}"#)
+        .unwrap()
+        .config;
+    assert_eq!(big.step.len(), 1_000_000);
+    assert_eq!(big.iteration(), "0-999999");
+    assert!(
+        dump_core::iteration::IterationSpec::parse(&big.iteration())
+            .unwrap()
+            .matches(999_999)
+    );
 }
 
 #[test]

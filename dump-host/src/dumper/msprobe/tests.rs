@@ -169,7 +169,7 @@ fn tensor_task_writes_npy_files_named_in_dump_json() {
     let w = &data["Functional.Conv2D.1.forward"]["input_args"][1];
     assert_eq!(w["data_name"], "Functional.Conv2D.1.forward.input.1.npy");
     let f =
-        dump_npy::read_file(&dir.join("dump_tensor_data/Functional.Conv2D.1.forward.input.1.npy"))
+        dump_npy::read_file(dir.join("dump_tensor_data/Functional.Conv2D.1.forward.input.1.npy"))
             .unwrap();
     assert_eq!(f.shape, [2]);
     std::fs::remove_dir_all(&r).unwrap();

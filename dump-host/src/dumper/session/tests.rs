@@ -91,7 +91,7 @@ fn a_program_that_only_saves_gets_one_step_per_step_call() {
             ["Functional.loss.0.forward", "Functional.loss.1.forward"]
         );
         let f = dump_npy::read_file(
-            &dir.join("dump_tensor_data/Functional.loss.1.forward.output.0.npy"),
+            dir.join("dump_tensor_data/Functional.loss.1.forward.output.0.npy"),
         )
         .unwrap();
         assert_eq!(f.data, (i as f32).to_le_bytes());
