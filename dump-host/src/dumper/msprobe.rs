@@ -231,21 +231,40 @@ pub(crate) struct StepDoc {
     calls: Vec<Call>,
     /// dump.json could not be written: no more attempts this step.
     failed: bool,
+    /// Members waiting for the next group commit, with their calls and tensor counts.
+    pending: Vec<(String, Call, u64)>,
+    /// When dump.json was last published.
+    last_commit: Option<std::time::Instant>,
 }
 
 impl StepDoc {
     /// Appends call `call`'s entry to the step's `dump.json` (created with the first entry).
     pub(crate) fn commit(&mut self, s: &Shared, step: u64, call: Call, entry: Entry) {
+        self.namer.committed(&call.kernel);
         if self.failed {
-            self.namer.committed(&call.kernel);
+            return;
+        }
+        let tensors = entry.tensors() as u64;
+        let member = entry.render(&call.name);
+        self.pending.push((member, call, tensors));
+        let due = self
+            .last_commit
+            .is_none_or(|t| t.elapsed() >= s.plan.msprobe_commit_interval);
+        if due {
+            self.publish(s, step);
+        }
+    }
+
+    /// Writes the pending members to the step's `dump.json` (created with the first).
+    pub(crate) fn publish(&mut self, s: &Shared, step: u64) {
+        if self.pending.is_empty() || self.failed {
             return;
         }
         let Some(layout) = s.msprobe_layout() else {
             return;
         };
         let dir = layout.rank_dir(step);
-        let tensors = entry.tensors() as u64;
-        let member = entry.render(&call.name);
+        let members: Vec<&str> = self.pending.iter().map(|(m, _, _)| m.as_str()).collect();
         let r = (|| {
             if self.journal.is_none() {
                 if s.ensure_dir(&dir).is_err() {
@@ -255,18 +274,21 @@ impl StepDoc {
                 self.journal = Some(Journal::create(&dir, header.as_bytes()).map_err(Some)?);
             }
             match self.journal.as_mut() {
-                Some(j) => j.commit(&member).map_err(Some),
+                Some(j) => j.commit(&members).map_err(Some),
                 None => Err(None),
             }
         })();
+        self.last_commit = Some(std::time::Instant::now());
         match r {
             Ok(()) => {
-                s.rows.fetch_add(tensors, Ordering::Relaxed);
-                self.namer.committed(&call.kernel);
-                self.calls.push(call);
+                for (_, call, tensors) in self.pending.drain(..) {
+                    s.rows.fetch_add(tensors, Ordering::Relaxed);
+                    self.calls.push(call);
+                }
             }
             Err(e) => {
                 self.failed = true;
+                self.pending.clear();
                 if let Some(e) = e {
                     s.writer.errors().record(dir.join("dump.json"), e);
                 }
@@ -274,8 +296,13 @@ impl StepDoc {
         }
     }
 
-    /// Ends the step: closes `dump.json`, writes `construct.json` and `stack.json`.
+    /// Ends the step: closes `dump.json`, writes `construct.json` and `stack.json` — on a
+    /// writer thread: removing the stale twin frees its blocks, which takes milliseconds on
+    /// ext4, and dump.json is already complete.
     pub(crate) fn finish(&mut self, s: &Shared, step: u64) {
+        // What waits for a group commit goes in now, on the caller's thread: the step's
+        // dump.json is complete when the step is.
+        self.publish(s, step);
         let Some(j) = self.journal.take() else {
             return;
         };
@@ -283,25 +310,26 @@ impl StepDoc {
             return;
         };
         let dir = layout.rank_dir(step);
-        if let Err(e) = j.close() {
-            s.writer.errors().record(dir.join("dump.json"), e);
-        }
         let level = s
             .plan
             .msprobe
             .as_ref()
             .map_or(MsprobeLevel::L1, |m| m.level);
-        let construct = construct(&self.calls, level);
-        let stack = stack(&self.calls);
-        for (name, v) in [("construct.json", construct), ("stack.json", stack)] {
-            let p = dir.join(name);
-            let text = pretty(&v);
-            if let Err(e) =
+        let construct = pretty(&construct(&self.calls, level));
+        let stack = pretty(&stack(&self.calls));
+        let cost = construct.len() + stack.len();
+        let job = move || -> Result<(), crate::writer::WriteFailure> {
+            let fail =
+                |path: std::path::PathBuf| move |error| crate::writer::WriteFailure { path, error };
+            j.close().map_err(fail(dir.join("dump.json")))?;
+            for (name, text) in [("construct.json", construct), ("stack.json", stack)] {
+                let p = dir.join(name);
                 crate::writer::write_bytes_atomic(&p, super::emit::FILE_MODE, text.as_bytes())
-            {
-                s.writer.errors().record(p, e);
+                    .map_err(fail(p))?;
             }
-        }
+            Ok(())
+        };
+        s.writer.submit(cost, Box::new(job));
     }
 }
 
@@ -395,12 +423,18 @@ impl Shared {
     ) {
         let mut docs = self.docs.lock().unwrap_or_else(|e| e.into_inner());
         // One reference in the map, one here: this was the last step of that number.
-        if std::sync::Arc::strong_count(&doc) == 2 {
+        let last = std::sync::Arc::strong_count(&doc) == 2;
+        if last {
             docs.remove(&iteration);
-            drop(docs);
-            doc.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .finish(self, iteration);
+        }
+        drop(docs);
+        let mut d = doc.lock().unwrap_or_else(|e| e.into_inner());
+        if last {
+            d.finish(self, iteration);
+        } else {
+            // Another holder (the session) keeps the document open; what this step
+            // finished is in dump.json now all the same.
+            d.publish(self, iteration);
         }
     }
 

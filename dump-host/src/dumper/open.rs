@@ -41,6 +41,12 @@ pub struct DumpOptions {
     /// see the graph, so the runtime lists the marks here. Empty (the default): a dump_mode 2
     /// config dumps nothing, with a warning. Ignored in the other modes.
     pub set_dump: Vec<String>,
+    /// msprobe's layout: how long a finished call may wait before `dump.json` is republished
+    /// with it. Zero (the default) publishes every call as it finishes; a longer interval
+    /// groups the calls of that span into one publication (one write, one link, one rename),
+    /// and a `kill -9` then loses at most that span's entries from dump.json (never its
+    /// validity, nor the tensor files). `OPDUMP_MSPROBE_COMMIT_MS`.
+    pub msprobe_commit_interval: std::time::Duration,
 }
 
 impl Default for DumpOptions {
@@ -52,6 +58,7 @@ impl Default for DumpOptions {
             writer: WriterConfig::default(),
             disk_budget_bytes: None,
             set_dump: Vec::new(),
+            msprobe_commit_interval: std::time::Duration::ZERO,
         }
     }
 }
@@ -62,7 +69,8 @@ impl DumpOptions {
     /// `OPDUMP_WRITER_THREADS` (0 = synchronous), `OPDUMP_MEMORY_BUDGET_MB` and
     /// `OPDUMP_DIRECT_WRITE_MB` ([`WriterConfig::direct_write_bytes`] in MiB; 0 = every tensor
     /// on the calling thread) and `OPDUMP_DISK_BUDGET_MB`
-    /// ([`disk_budget_bytes`](DumpOptions::disk_budget_bytes) in MiB).
+    /// ([`disk_budget_bytes`](DumpOptions::disk_budget_bytes) in MiB) and
+    /// `OPDUMP_MSPROBE_COMMIT_MS` ([`msprobe_commit_interval`](DumpOptions::msprobe_commit_interval)).
     pub fn from_env(env: &dyn Env) -> Result<Self, Error> {
         let mut o = DumpOptions::default();
         let bad = |var: &str, value: String, message: &str| Error::Env {
@@ -104,6 +112,13 @@ impl DumpOptions {
             "expected mebibytes, e.g. 8 (0 writes every tensor on the calling thread)",
         )? {
             o.writer.direct_write_bytes = usize_of(b);
+        }
+        if let Some(ms) = number::<u64>(
+            env,
+            "OPDUMP_MSPROBE_COMMIT_MS",
+            "expected milliseconds between dump.json publications, e.g. 50 (0: every call)",
+        )? {
+            o.msprobe_commit_interval = std::time::Duration::from_millis(ms);
         }
         o.disk_budget_bytes = mib(
             "OPDUMP_DISK_BUDGET_MB",
@@ -242,6 +257,7 @@ impl DumpPlan {
             disk_budget_bytes: opts.disk_budget_bytes,
             layout: crate::layout::LayoutKind::MindSpore,
             msprobe: None,
+            msprobe_commit_interval: opts.msprobe_commit_interval,
         })
     }
 }

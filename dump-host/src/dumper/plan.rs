@@ -72,6 +72,9 @@ pub struct DumpPlan {
     /// The msprobe config this plan was made from (`None` for a MindSpore config): level,
     /// task, summary mode, `list` and `scope`, rank filter.
     pub msprobe: Option<crate::config::MsprobeConfig>,
+    /// msprobe's layout: how long finished calls may wait before dump.json is republished
+    /// with them ([`DumpOptions::msprobe_commit_interval`](super::DumpOptions::msprobe_commit_interval)).
+    pub msprobe_commit_interval: std::time::Duration,
 }
 
 /// A config read, validated and resolved: what [`DumpPlan::load`] and [`DumpPlan::from_json`]

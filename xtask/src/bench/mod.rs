@@ -16,6 +16,7 @@ mod dump;
 mod engine;
 mod ingest;
 mod md5;
+mod msprobe;
 mod npy;
 mod stats;
 
@@ -30,7 +31,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `compare`, `convert`, `ingest`, `cuda`).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `msprobe`, `compare`, `convert`, `ingest`, `cuda`).
     pub only: Option<Vec<String>>,
 }
 
@@ -121,13 +122,13 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--only" => {
                 let v = it.next().ok_or(
-                    "--only needs a list: stats,engine,md5,npy,dump,compare,convert,ingest,adapters,cuda",
+                    "--only needs a list: stats,engine,md5,npy,dump,msprobe,compare,convert,ingest,adapters,cuda",
                 )?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,compare,convert,ingest,adapters,cuda]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,msprobe,compare,convert,ingest,adapters,cuda]"
                         .into(),
                 );
             }
@@ -159,6 +160,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if opts.wants("dump") {
         dump::run(&opts, &mut rows)?;
+    }
+    if opts.wants("msprobe") {
+        msprobe::run(&opts, &mut rows)?;
     }
     if opts.wants("compare") {
         compare::run(&opts, &mut rows)?;

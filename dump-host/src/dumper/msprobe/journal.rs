@@ -1,6 +1,9 @@
 //! `dump.json`, kept a complete JSON document after every call and after a `kill -9`,
 //! without rewriting it (docs/msprobe.md, "Crash safety").
 //!
+//! Calls are committed one at a time, or in groups at most
+//! [`DumpOptions::msprobe_commit_interval`](crate::DumpOptions::msprobe_commit_interval) apart.
+//!
 //! Two hidden twin files, `.dump.json.0` and `.dump.json.1`, each hold the header, the
 //! entries written so far and the closing suffix; `dump.json` is a hard link to one of them.
 //! A commit appends to the twin `dump.json` does **not** point at: the one entry it lacks from
@@ -10,8 +13,8 @@
 //! two complete documents: the one with every committed call, or the one before it. Each
 //! entry is written twice in all (once per twin); nothing is ever rewritten.
 //!
-//! At the end of the step the twins' names are removed (`dump.json` keeps its inode) and the
-//! file is made read-only. After a crash they stay behind, hidden.
+//! At the end of the step (on a writer thread) the twins' names are removed (`dump.json`
+//! keeps its inode) and the file is made read-only. After a crash they stay behind, hidden.
 
 use std::{
     fs::{File, OpenOptions},
@@ -76,12 +79,15 @@ fn create_twin(path: &Path) -> io::Result<File> {
 /// Points `dir/dump.json` at twin `i`: a hard link under a temporary name renamed over it.
 fn publish(dir: &Path, i: usize) -> io::Result<()> {
     let tmp = dir.join(".dump.json.link");
-    match std::fs::remove_file(&tmp) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
+    let twin = twin_path(dir, i);
+    if let Err(e) = std::fs::hard_link(&twin, &tmp) {
+        if e.kind() != io::ErrorKind::AlreadyExists {
+            return Err(e);
+        }
+        // Left by a run killed between its link and its rename.
+        std::fs::remove_file(&tmp)?;
+        std::fs::hard_link(&twin, &tmp)?;
     }
-    std::fs::hard_link(twin_path(dir, i), &tmp)?;
     std::fs::rename(&tmp, dir.join("dump.json"))
 }
 
@@ -111,24 +117,31 @@ impl Journal {
         })
     }
 
-    /// Appends one `"name": {...}` member of `data` (without separator) and publishes it.
-    pub(crate) fn commit(&mut self, member: &str) -> io::Result<()> {
-        let sep: &[u8] = if self.entries == 0 { b"\n" } else { b",\n" };
+    /// Appends `"name": {...}` members of `data` (without separators) and publishes them,
+    /// all at once.
+    pub(crate) fn commit<S: AsRef<str>>(&mut self, members: &[S]) -> io::Result<()> {
+        if members.is_empty() {
+            return Ok(());
+        }
         let target = 1 - self.current;
-        let mut buf = Vec::with_capacity(self.lag.len() + sep.len() + member.len() + SUFFIX.len());
+        let len: usize = members.iter().map(|m| m.as_ref().len() + 2).sum();
+        let mut buf = Vec::with_capacity(self.lag.len() + len + SUFFIX.len());
         buf.extend_from_slice(&self.lag);
-        let entry_start = buf.len();
-        buf.extend_from_slice(sep);
-        buf.extend_from_slice(member.as_bytes());
-        let entry_end = buf.len();
+        let entries_start = buf.len();
+        for (i, m) in members.iter().enumerate() {
+            let first = self.entries == 0 && i == 0;
+            buf.extend_from_slice(if first { b"\n" } else { b",\n" });
+            buf.extend_from_slice(m.as_ref().as_bytes());
+        }
+        let entries_end = buf.len();
         buf.extend_from_slice(SUFFIX);
         write_at(&self.twins[target], &buf, self.end[target])?;
         publish(&self.dir, target)?;
-        self.end[target] += entry_end as u64;
+        self.end[target] += entries_end as u64;
         self.current = target;
         self.lag.clear();
-        self.lag.extend_from_slice(&buf[entry_start..entry_end]);
-        self.entries += 1;
+        self.lag.extend_from_slice(&buf[entries_start..entries_end]);
+        self.entries += members.len() as u64;
         Ok(())
     }
 
@@ -179,7 +192,7 @@ mod tests {
         let mut j = Journal::create(&t, header).unwrap();
         assert_eq!(read(&t)["data"], serde_json::json!({}));
         for i in 0..7 {
-            j.commit(&format!("  \"call.{i}\": {{\"n\": {i}}}"))
+            j.commit(&[format!("  \"call.{i}\": {{\"n\": {i}}}")])
                 .unwrap();
             let doc = read(&t);
             let data = doc["data"].as_object().unwrap();
@@ -208,9 +221,11 @@ mod tests {
         #[cfg(unix)]
         std::os::unix::fs::symlink(&victim, twin_path(&t, 0)).unwrap();
         let mut j = Journal::create(&t, b"{\"data\": {").unwrap();
-        j.commit("\"a\": 1").unwrap();
+        j.commit(&["\"a\": 1", "\"b\": 2"]).unwrap();
+        j.commit(&["\"c\": 3"]).unwrap();
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         assert_eq!(read(&t)["data"]["a"], 1);
+        assert_eq!(read(&t)["data"]["c"], 3);
         std::fs::remove_dir_all(&t).unwrap();
     }
 }

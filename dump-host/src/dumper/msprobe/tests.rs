@@ -398,3 +398,37 @@ fn asking_twice_names_one_call_and_a_rerun_is_a_new_call() {
     );
     std::fs::remove_dir_all(&r).unwrap();
 }
+
+#[test]
+fn a_commit_interval_groups_calls_and_the_step_end_publishes_the_rest() {
+    let r = root("interval");
+    let text = format!(
+        r#"{{"task": "statistics", "dump_path": "{}", "level": "L1"}}"#,
+        r.display()
+    );
+    let opts = DumpOptions {
+        msprobe_commit_interval: std::time::Duration::from_secs(3600),
+        ..DumpOptions::default()
+    };
+    let mut d = Dumper::builder()
+        .env(&HashMap::<String, String>::new())
+        .options(opts)
+        .on_event(|_| {})
+        .open_json(text.into_bytes())
+        .unwrap();
+    let step = d.begin_step();
+    let x = [1.0f32];
+    let dump_json = r.join("step0/rank0/dump.json");
+    for i in 0..5 {
+        let name = format!("Default/Add-op{i}");
+        let k = step.kernel("Add", &name).unwrap();
+        k.output(0, TensorRef::from_slice(&[1], &x)).unwrap();
+        k.finish().unwrap();
+        // The first call is published at once, the others wait for the interval.
+        assert_eq!(json(&dump_json)["data"].as_object().unwrap().len(), 1);
+    }
+    step.finish().unwrap();
+    assert_eq!(json(&dump_json)["data"].as_object().unwrap().len(), 5);
+    assert_eq!(d.close().unwrap().rows, 5);
+    std::fs::remove_dir_all(&r).unwrap();
+}
