@@ -386,7 +386,9 @@ fn sigkill_mid_step_leaves_every_dump_json_valid() {
                 .unwrap_or_else(|| panic!("{}", p.display()));
             entries += data.len();
             // The step being written when the kill came still has its twins.
-            if p.with_file_name(".dump.json.0").exists() {
+            if p.with_file_name(".dump.json.next").exists()
+                || p.with_file_name(".dump.json.0").exists()
+            {
                 mid_step += 1;
             }
             for (name, e) in data {

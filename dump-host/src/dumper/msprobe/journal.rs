@@ -4,17 +4,22 @@
 //! Calls are committed one at a time, or in groups at most
 //! [`DumpOptions::msprobe_commit_interval`](crate::DumpOptions::msprobe_commit_interval) apart.
 //!
-//! Two hidden twin files, `.dump.json.0` and `.dump.json.1`, each hold the header, the
-//! entries written so far and the closing suffix; `dump.json` is a hard link to one of them.
-//! A commit appends to the twin `dump.json` does **not** point at: the one entry it lacks from
-//! the previous commit, the new entry and the suffix, written over its old suffix (one
-//! positioned write, O(entry) bytes). Then a fresh hard link to that twin is renamed over
-//! `dump.json` — an atomic switch. Whatever moment a process dies at, `dump.json` is one of
-//! two complete documents: the one with every committed call, or the one before it. Each
-//! entry is written twice in all (once per twin); nothing is ever rewritten.
+//! Two twin files each hold the header, the entries written so far and the closing suffix;
+//! `dump.json` names one of them. A commit appends to the twin `dump.json` does **not** name:
+//! the entries it lacks from the previous commit, the new ones and the suffix, written over its
+//! old suffix (one positioned write, O(entries) bytes). Then the names switch atomically:
 //!
-//! At the end of the step (on a writer thread) the twins' names are removed (`dump.json`
-//! keeps its inode) and the file is made read-only. After a crash they stay behind, hidden.
+//! - on Linux, `renameat2(RENAME_EXCHANGE)` swaps `dump.json` and `.dump.json.next` (one
+//!   system call);
+//! - elsewhere, or where the file system cannot exchange, the twins are `.dump.json.0` and
+//!   `.dump.json.1`, and a fresh hard link to the written one is renamed over `dump.json`.
+//!
+//! Whatever moment a process dies at, `dump.json` is one of two complete documents: the one
+//! with every committed call, or the one before it. Each entry is written twice in all (once
+//! per twin); nothing is ever rewritten.
+//!
+//! At the end of the step (on a writer thread) the other twin's name is removed and
+//! `dump.json` is made read-only. After a crash the hidden twin stays behind.
 
 use std::{
     fs::{File, OpenOptions},
@@ -25,10 +30,20 @@ use std::{
 /// The closing suffix of the `data` object and the document.
 const SUFFIX: &[u8] = b"\n }\n}\n";
 
+/// How the names switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Switch {
+    /// `renameat2(RENAME_EXCHANGE)` of `dump.json` and `.dump.json.next`.
+    Exchange,
+    /// A hard link to `.dump.json.{0,1}` renamed over `dump.json`.
+    Link,
+}
+
 /// The crash-safe writer of one `dump.json`.
 #[derive(Debug)]
 pub(crate) struct Journal {
     dir: PathBuf,
+    switch: Switch,
     twins: [File; 2],
     /// Where each twin's suffix starts (the end of its last entry).
     end: [u64; 2],
@@ -38,6 +53,42 @@ pub(crate) struct Journal {
     lag: Vec<u8>,
     /// Entries committed.
     entries: u64,
+}
+
+/// The hidden twin's name under [`Switch::Exchange`].
+const NEXT: &str = ".dump.json.next";
+
+/// Swaps the names `a` and `b` atomically (Linux `renameat2(RENAME_EXCHANGE)`); an error
+/// where the system or the file system cannot.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use std::{ffi::CString, os::unix::ffi::OsStrExt};
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::other("NUL in a path"))
+    };
+    let (a, b) = (c(a)?, c(b)?);
+    // SAFETY: both pointers are NUL-terminated strings that live across the call; renameat2
+    // reads them and keeps no reference. AT_FDCWD with absolute or relative paths as `rename`.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_a: &Path, _b: &Path) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "no renameat2"))
 }
 
 fn twin_path(dir: &Path, i: usize) -> PathBuf {
@@ -95,26 +146,45 @@ impl Journal {
     /// Starts `dir/dump.json` with `header` (the document up to and including `"data": {`)
     /// and no entry.
     pub(crate) fn create(dir: &Path, header: &[u8]) -> io::Result<Journal> {
-        let mut twins = Vec::with_capacity(2);
-        for i in 0..2 {
-            let f = create_twin(&twin_path(dir, i))?;
+        Self::create_with(dir, header, true)
+    }
+
+    /// [`create`](Journal::create), trying the exchange only when `try_exchange`.
+    fn create_with(dir: &Path, header: &[u8], try_exchange: bool) -> io::Result<Journal> {
+        let fresh = |path: &Path| -> io::Result<File> {
+            let f = create_twin(path)?;
             write_at(&f, header, 0)?;
             write_at(&f, SUFFIX, header.len() as u64)?;
-            twins.push(f);
-        }
-        publish(dir, 0)?;
-        let [a, b]: [File; 2] = twins
-            .try_into()
-            .map_err(|_| io::Error::other("two twins"))?;
+            Ok(f)
+        };
         let end = header.len() as u64;
-        Ok(Journal {
+        let journal = |switch, a, b| Journal {
             dir: dir.to_owned(),
+            switch,
             twins: [a, b],
             end: [end, end],
             current: 0,
             lag: Vec::new(),
             entries: 0,
-        })
+        };
+        // Exchange where the system can: both twins are written, their names swapped once to
+        // see that it works, then one becomes dump.json.
+        if try_exchange {
+            let (next, new) = (dir.join(NEXT), dir.join(".dump.json.new"));
+            let b = fresh(&next)?;
+            let a = fresh(&new)?;
+            if exchange(&new, &next).is_ok() {
+                // The swap moved `a` to NEXT and `b` to `.new`: `b` becomes dump.json.
+                std::fs::rename(&new, dir.join("dump.json"))?;
+                return Ok(journal(Switch::Exchange, b, a));
+            }
+            std::fs::remove_file(&next)?;
+            std::fs::remove_file(&new)?;
+        }
+        let a = fresh(&twin_path(dir, 0))?;
+        let b = fresh(&twin_path(dir, 1))?;
+        publish(dir, 0)?;
+        Ok(journal(Switch::Link, a, b))
     }
 
     /// Appends `"name": {...}` members of `data` (without separators) and publishes them,
@@ -136,7 +206,10 @@ impl Journal {
         let entries_end = buf.len();
         buf.extend_from_slice(SUFFIX);
         write_at(&self.twins[target], &buf, self.end[target])?;
-        publish(&self.dir, target)?;
+        match self.switch {
+            Switch::Exchange => exchange(&self.dir.join(NEXT), &self.dir.join("dump.json"))?,
+            Switch::Link => publish(&self.dir, target)?,
+        }
         self.end[target] += entries_end as u64;
         self.current = target;
         self.lag.clear();
@@ -154,8 +227,13 @@ impl Journal {
     /// Ends the document: the twins' names go (`dump.json` keeps its data) and `dump.json`
     /// becomes read-only for its owner.
     pub(crate) fn close(self) -> io::Result<()> {
-        for i in 0..2 {
-            std::fs::remove_file(twin_path(&self.dir, i))?;
+        match self.switch {
+            Switch::Exchange => std::fs::remove_file(self.dir.join(NEXT))?,
+            Switch::Link => {
+                for i in 0..2 {
+                    std::fs::remove_file(twin_path(&self.dir, i))?;
+                }
+            }
         }
         #[cfg(unix)]
         {
@@ -187,9 +265,18 @@ mod tests {
 
     #[test]
     fn every_commit_leaves_a_complete_document() {
-        let t = tempdir("commit");
+        for exchange in [true, false] {
+            commits(exchange);
+        }
+    }
+
+    fn commits(try_exchange: bool) {
+        let t = tempdir(&format!("commit-{try_exchange}"));
         let header = b"{\n \"task\": \"statistics\",\n \"data\": {";
-        let mut j = Journal::create(&t, header).unwrap();
+        let mut j = Journal::create_with(&t, header, try_exchange).unwrap();
+        if !try_exchange {
+            assert_eq!(j.switch, Switch::Link);
+        }
         assert_eq!(read(&t)["data"], serde_json::json!({}));
         for i in 0..7 {
             j.commit(&[format!("  \"call.{i}\": {{\"n\": {i}}}")])
@@ -199,8 +286,12 @@ mod tests {
             assert_eq!(data.len(), i + 1);
             assert_eq!(data[&format!("call.{i}")]["n"], i);
             // Both twins are complete documents: the published one and the one a step behind.
-            for k in 0..2 {
-                let text = std::fs::read_to_string(twin_path(&t, k)).unwrap();
+            let names = match j.switch {
+                Switch::Exchange => [t.join("dump.json"), t.join(NEXT)],
+                Switch::Link => [twin_path(&t, 0), twin_path(&t, 1)],
+            };
+            for (k, name) in names.iter().enumerate() {
+                let text = std::fs::read_to_string(name).unwrap();
                 let v: serde_json::Value = serde_json::from_str(&text).unwrap();
                 let n = v["data"].as_object().unwrap().len();
                 assert!(n == i + 1 || n == i, "twin {k}: {n} entries after {i}");
@@ -208,7 +299,11 @@ mod tests {
         }
         assert_eq!(j.entries(), 7);
         j.close().unwrap();
-        assert!(!twin_path(&t, 0).exists() && !twin_path(&t, 1).exists());
+        let left: Vec<_> = std::fs::read_dir(&t)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["dump.json"]);
         assert_eq!(read(&t)["data"].as_object().unwrap().len(), 7);
         std::fs::remove_dir_all(&t).unwrap();
     }
@@ -219,7 +314,15 @@ mod tests {
         let victim = t.join("victim");
         std::fs::write(&victim, b"keep").unwrap();
         #[cfg(unix)]
-        std::os::unix::fs::symlink(&victim, twin_path(&t, 0)).unwrap();
+        for name in [
+            ".dump.json.0",
+            ".dump.json.1",
+            NEXT,
+            ".dump.json.new",
+            ".dump.json.link",
+        ] {
+            std::os::unix::fs::symlink(&victim, t.join(name)).unwrap();
+        }
         let mut j = Journal::create(&t, b"{\"data\": {").unwrap();
         j.commit(&["\"a\": 1", "\"b\": 2"]).unwrap();
         j.commit(&["\"c\": 3"]).unwrap();
