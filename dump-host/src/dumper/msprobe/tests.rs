@@ -432,3 +432,44 @@ fn a_commit_interval_groups_calls_and_the_step_end_publishes_the_rest() {
     assert_eq!(d.close().unwrap().rows, 5);
     std::fs::remove_dir_all(&r).unwrap();
 }
+
+#[test]
+fn overflow_check_keeps_only_the_calls_whose_outputs_overflowed() {
+    let r = root("overflow");
+    let mut d = open(&r, "overflow_check", "L1", r#"{"overflow_nums": -1}"#, &[]);
+    let step = d.begin_step();
+    for (i, v) in [[1.0f32, 2.0], [f32::INFINITY, 1.0], [3.0, 4.0]]
+        .iter()
+        .enumerate()
+    {
+        let name = format!("Default/Mul-op{i}");
+        let k = step.kernel("Mul", &name).unwrap();
+        k.input(0, TensorRef::from_slice(&[2], &[1.0f32, 1.0]))
+            .unwrap();
+        k.output(0, TensorRef::from_slice(&[2], v)).unwrap();
+        k.finish().unwrap();
+    }
+    step.finish().unwrap();
+    assert_eq!(
+        d.close().unwrap().files,
+        2,
+        "the overflowing call's input and output"
+    );
+    let dir = r.join("step0/rank0");
+    let doc = json(&dir.join("dump.json"));
+    assert_eq!(doc["task"], "overflow_check");
+    let data = doc["data"].as_object().unwrap();
+    assert_eq!(
+        data.keys().collect::<Vec<_>>(),
+        ["Functional.Mul.1.forward"]
+    );
+    assert_eq!(
+        data["Functional.Mul.1.forward"]["output"][0]["Max"],
+        "Infinity"
+    );
+    assert!(
+        dir.join("dump_tensor_data/Functional.Mul.1.forward.output.0.npy")
+            .exists()
+    );
+    std::fs::remove_dir_all(&r).unwrap();
+}
