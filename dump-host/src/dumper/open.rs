@@ -43,9 +43,11 @@ pub struct DumpOptions {
     pub set_dump: Vec<String>,
     /// msprobe's layout: how long a finished call may wait before `dump.json` is republished
     /// with it. Zero (the default) publishes every call as it finishes; a longer interval
-    /// groups the calls of that span into one publication (one write, one link, one rename),
-    /// and a `kill -9` then loses at most that span's entries from dump.json (never its
-    /// validity, nor the tensor files). `OPDUMP_MSPROBE_COMMIT_MS`.
+    /// groups calls: a call finishing at least this long after the previous publication
+    /// publishes itself and the calls waiting before it (one write, one name switch), and
+    /// the end of each step publishes the rest. A `kill -9` then loses from dump.json the
+    /// calls finished since the last publication (never its validity, nor the tensor files).
+    /// `OPDUMP_MSPROBE_COMMIT_MS`.
     pub msprobe_commit_interval: std::time::Duration,
 }
 
