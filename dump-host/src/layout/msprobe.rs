@@ -268,7 +268,12 @@ impl OutputLayout for MsprobeLayout {
         }
         let _ = write!(o, ",\n{PAD}\"requires_grad\": false");
         if self.files {
-            let name = self.tensor_file(t.id, "", t.dtype);
+            // The name the Dumper gives the file: a name too long for the file system is
+            // mapped to its short form (listed in dump_tensor_data/mapping.csv).
+            let mut name = self.tensor_file(t.id, "", t.dtype);
+            if name.len() > super::NAME_MAX {
+                name = super::short_name(&name);
+            }
             let _ = write!(o, ",\n{PAD}\"data_name\": ");
             o.push_str(&serde_json::Value::String(name).to_string());
         }

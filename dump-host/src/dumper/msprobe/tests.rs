@@ -473,3 +473,24 @@ fn overflow_check_keeps_only_the_calls_whose_outputs_overflowed() {
     );
     std::fs::remove_dir_all(&r).unwrap();
 }
+
+#[test]
+fn a_call_name_too_long_for_a_file_names_its_short_file() {
+    let r = root("long");
+    let mut d = open(&r, "tensor", "L1", "{}", &[]);
+    let op = "X".repeat(300);
+    let step = d.begin_step();
+    let k = step.kernel(&op, "Default/long-op0").unwrap();
+    k.output(0, TensorRef::from_slice(&[1], &[1.0f32])).unwrap();
+    k.finish().unwrap();
+    step.finish().unwrap();
+    d.close().unwrap();
+    let dir = r.join("step0/rank0");
+    let doc = json(&dir.join("dump.json"));
+    let (call, e) = doc["data"].as_object().unwrap().iter().next().unwrap();
+    assert_eq!(call, &format!("Functional.{op}.0.forward"));
+    let name = e["output"][0]["data_name"].as_str().unwrap();
+    assert!(name.len() <= 255, "{name}");
+    assert!(dir.join("dump_tensor_data").join(name).exists(), "{name}");
+    std::fs::remove_dir_all(&r).unwrap();
+}
