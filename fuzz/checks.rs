@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use dump_core::DType;
 use dump_core::wire::{Decoder, Event, MAX_COBS_LEN, MAX_ENCODED_LEN, StatRecord};
-use dump_host::config::{Device, DumpConfig, ParseOptions};
+use dump_host::config::{ConfigDialect, Device, DumpConfig, MsprobeConfig, ParseOptions};
 use dump_host::layout::{TensorFileName, sanitize};
 use dump_host::{DumpOptions, DumpPlan, Error};
 use dump_stats::csv::{Io, RowMeta, header_string, row_string, write_row_to_slice};
@@ -20,8 +20,9 @@ use dump_stats::{Category, CategorySet, TensorStats};
 pub type Check = fn(&[u8]);
 
 /// Every target by name, for the replay test.
-pub const TARGETS: [(&str, Check); 6] = [
+pub const TARGETS: [(&str, Check); 7] = [
     ("config_json", config_json),
+    ("msprobe_config", msprobe_config),
     ("npy", npy),
     ("file_name", file_name),
     ("csv_row", csv_row),
@@ -33,6 +34,10 @@ pub const TARGETS: [(&str, Check); 6] = [
 /// and the Dumper share) agree; an accepted config has no error, its effective JSON parses to
 /// the same config; a rejected one says why.
 pub fn config_json(data: &[u8]) {
+    if ConfigDialect::detect(data) == ConfigDialect::Msprobe {
+        // The Dumper reads it with msprobe's rules (the msprobe_config target checks them).
+        return msprobe_config(data);
+    }
     let env: HashMap<String, String> = [
         ("MS_DIAGNOSTIC_DATA_PATH".to_owned(), "/tmp/fuzz".to_owned()),
         ("RANK_ID".to_owned(), "1".to_owned()),
@@ -69,6 +74,45 @@ pub fn config_json(data: &[u8]) {
             }
             (v, p) => panic!("check and Dumper disagree on {device}: {v:?} vs {p:?}"),
         }
+    }
+}
+
+/// msprobe's `config.json`: the reader never panics; an accepted config has no error, its
+/// effective JSON parses to the same config, and the Dumper's plan agrees (same root, steps,
+/// msprobe settings); a rejected one says why, and the plan rejects it too.
+pub fn msprobe_config(data: &[u8]) {
+    let env: HashMap<String, String> = HashMap::new();
+    let text = String::from_utf8_lossy(data);
+    let validated = MsprobeConfig::from_json_str(&text);
+    if let Ok(v) = &validated {
+        assert!(
+            !v.warnings.has_errors(),
+            "accepted with errors: {}",
+            v.warnings
+        );
+        let eff = v.config.to_effective_json().to_string();
+        let again = MsprobeConfig::from_json_str(&eff)
+            .unwrap_or_else(|e| panic!("effective config rejected: {e}\n{eff}"));
+        assert_eq!(again.config, v.config, "effective config differs: {eff}");
+    }
+    if let Err(e) = &validated {
+        let Error::Config(d) = e else {
+            panic!("not a config error: {e}")
+        };
+        assert!(d.has_errors(), "rejected without an error: {d}");
+    }
+    if std::str::from_utf8(data).is_err() || ConfigDialect::detect(data) != ConfigDialect::Msprobe {
+        return;
+    }
+    let planned = DumpPlan::from_json(data.to_vec(), &env, &DumpOptions::default());
+    match (&validated, &planned) {
+        (Ok(v), Ok(p)) => {
+            assert_eq!(p.plan.msprobe.as_ref(), Some(&v.config));
+            assert_eq!(p.plan.root.to_string_lossy(), v.config.dump_path);
+            assert_eq!(p.plan.iteration, v.config.iteration());
+        }
+        (Err(_), Err(Error::Config(_))) => {}
+        (v, p) => panic!("check and Dumper disagree: {v:?} vs {p:?}"),
     }
 }
 

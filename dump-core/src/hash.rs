@@ -3,6 +3,8 @@
 //! - `md5`: MD5 of the raw host bytes ([`Md5Stream`], [`md5()`]); many tensors at once, side
 //!   by side in SIMD lanes: [`md5_many`] and the streaming [`Md5Multi`] (multi-buffer MD5,
 //!   bit-identical, about 8x (AVX2) and 10x (AVX-512) one stream per core).
+//! - [`crc32`]: CRC-32 (zlib's), what msprobe's dynamic mode calls `md5`, and the wire
+//!   format's frame check.
 //! - `hash:sha1` (MindSpore 2.10): SHA-1 of the raw bytes for tensors of at most
 //!   [`SHA1_SLICE_ELEMS`] (20480) elements; for larger tensors SHA-1 of the concatenated
 //!   lowercase hex SHA-1 digests of consecutive 20480-element slices, the last slice holding the
@@ -65,6 +67,7 @@
 use crate::DType;
 use md5::Digest as _;
 
+pub mod crc32;
 mod multi;
 
 pub use multi::{MD5_MAX_LANES, Md5Backend, Md5Multi, md5_many, md5_many_with};

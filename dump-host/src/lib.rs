@@ -1,7 +1,9 @@
 //! `dump-host`: the opdump library a Rust ML runtime embeds. It reads a MindSpore 2.10
-//! `data_dump.json` ([`config`]), and its [`Dumper`] writes every wanted kernel's inputs and
-//! outputs as `.npy` files and `statistic.csv` rows in MindSpore's exact layout ([`layout`]),
-//! through a bounded background writer ([`writer`]). It never prints: warnings are typed
+//! `data_dump.json` or an msprobe `config.json` ([`config`]), and its [`Dumper`] writes every
+//! wanted kernel's inputs and outputs as `.npy` files and `statistic.csv` rows in MindSpore's
+//! exact layout, or as msprobe's crash-safe `dump.json` tree ([`layout`]), through a bounded
+//! background writer ([`writer`]). msprobe's session API is there too: [`Dumper::start`],
+//! [`Dumper::stop`], [`Dumper::step`], [`Dumper::save`] and the [`Session`] handle. It never prints: warnings are typed
 //! [`diag::Event`]s delivered to a sink you choose (one line to stderr by default).
 //!
 //! Reading dumps back (`inspect`, `compare`) is the `dump-read` crate's job.
@@ -95,7 +97,7 @@ pub mod writer;
 
 pub use dumper::{
     DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, DumperBuilder, Element, Kernel,
-    MS_VERSION, NonFiniteAt, Planned, Step, TensorRef, TriggerHandle,
+    MS_VERSION, NonFiniteAt, Planned, Session, Step, TensorRef, TriggerHandle,
 };
 pub use error::Error;
 

@@ -30,7 +30,8 @@
 //! ```
 
 pub mod cobs;
-pub mod crc;
+/// CRC-32 of every frame: [`crate::hash::crc32`].
+pub use crate::hash::crc32 as crc;
 pub mod decode;
 pub mod frame;
 pub mod record;

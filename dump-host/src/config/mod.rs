@@ -42,6 +42,7 @@ mod effective;
 pub mod env;
 mod file;
 mod kernels;
+mod msprobe;
 mod opdump;
 mod read;
 mod rules;
@@ -62,6 +63,10 @@ pub use e2e::{E2E_KEYS, E2eSettings};
 pub use env::{Env, ProcessEnv};
 pub use file::{MAX_CONFIG_BYTES, read_config_file};
 pub use kernels::{BadRegex, EntryKind, KernelFilter, classify, normalize_entry, type_part};
+pub use msprobe::{
+    ConfigDialect, DataMode, MSPROBE_TASKS, MSPROBE_TOP_KEYS, MsprobeConfig, MsprobeLevel,
+    MsprobeTask, MsprobeValidated, SummaryMode, is_api_name, is_module_name,
+};
 pub use opdump::{
     FLIGHT_RECORDER_KEYS, FlightRecorder, MAX_FLIGHT_STEPS, NonFinitePolicy, OPDUMP_KEYS,
     OpdumpSettings, Watch,

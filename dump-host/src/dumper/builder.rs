@@ -156,7 +156,7 @@ impl<'e> DumperBuilder<'e> {
         if let Some(p) = self.on_nonfinite {
             plan.on_nonfinite = p;
         }
-        Dumper::start(plan, self.events.unwrap_or_default())
+        Dumper::launch(plan, self.events.unwrap_or_default())
     }
 
     /// The environment, the options and the event sink.

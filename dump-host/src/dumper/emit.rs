@@ -67,6 +67,8 @@ pub(crate) struct Owner<'a> {
     pub full_name: &'a str,
     pub io: Io,
     pub slot: u32,
+    /// The call entry gathering this kernel's tensors (msprobe's layout).
+    pub entry: Option<&'a std::sync::Mutex<super::msprobe::Entry>>,
 }
 
 impl<'a> Owner<'a> {
@@ -330,6 +332,7 @@ impl Shared {
             dtype: v.dtype,
             shape: v.shape,
             data_size: len,
+            crc32: None,
         };
         self.device_row(to, who, t, stats)
             .map_err(|message| who.error(message))
@@ -403,6 +406,7 @@ impl Shared {
                 dtype,
                 shape,
                 data_size: bytes.len(),
+                crc32: None,
             };
             return self.stat_row(to, who, t, bytes, elems);
         }

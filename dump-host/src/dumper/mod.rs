@@ -29,9 +29,11 @@ mod element;
 mod emit;
 mod flight;
 mod metadata;
+mod msprobe;
 mod open;
 mod plan;
 mod quota;
+mod session;
 mod step;
 mod tensor;
 #[cfg(test)]
@@ -54,6 +56,7 @@ pub use element::Element;
 pub use flight::{NonFiniteAt, TriggerHandle};
 pub use open::DumpOptions;
 pub use plan::{DumpPlan, MS_VERSION, Planned};
+pub use session::Session;
 pub use step::{Kernel, Step};
 pub use tensor::{DeviceTensor, TensorRef};
 
@@ -96,6 +99,12 @@ pub(crate) struct Shared {
     /// Whether outputs are checked for NaN/Inf (a flight recorder, or a policy other than
     /// continue).
     pub(crate) watching: bool,
+    /// Kernels are dumped (cleared by [`Dumper::stop`], set by [`Dumper::start`]).
+    pub(crate) recording: AtomicBool,
+    /// msprobe's per-step state, by step number, while a [`Step`] of that number lives.
+    pub(crate) docs: Mutex<std::collections::HashMap<u64, Arc<Mutex<msprobe::StepDoc>>>>,
+    /// The step [`Dumper::save`] and [`Session::save`] write into.
+    pub(crate) session: Mutex<session::SessionStep>,
 }
 
 /// What a dump produced, returned by [`Dumper::close`].
@@ -134,6 +143,8 @@ pub struct Dumper {
     steps: (u64, u64),
     /// Graphs described with [`begin_graph_with`](Dumper::begin_graph_with).
     graphs: crate::graph::files::Graphs,
+    /// A step was begun since the last [`step`](Dumper::step).
+    begun_since_step: bool,
 }
 
 impl std::fmt::Debug for Dumper {
@@ -158,12 +169,13 @@ impl Dumper {
             closed: true,
             steps: (0, 0),
             graphs: Default::default(),
+            begun_since_step: false,
         }
     }
 
     /// Starts dumping with a resolved plan, events delivered to `events`: writes
     /// `.dump_metadata/` and starts the writer.
-    pub(crate) fn start(plan: DumpPlan, events: EventSink) -> Result<Self, Error> {
+    pub(crate) fn launch(plan: DumpPlan, events: EventSink) -> Result<Self, Error> {
         IterationSpec::parse(&plan.iteration)
             .map_err(|e| Error::Plan(format!("iteration {:?}: {e}", plan.iteration)))?;
         open::check_watch(plan.op_debug_mode, plan.flight.as_ref(), plan.on_nonfinite)?;
@@ -179,13 +191,7 @@ impl Dumper {
             path: plan.root.clone(),
             message,
         })?;
-        let layout = open_layout(
-            plan.layout,
-            &plan.root,
-            plan.rank,
-            &plan.net,
-            plan.spelling(),
-        );
+        let layout = open_layout(&plan);
         let csv_header = layout.stat_header(&plan.categories);
         let writer = Writer::with_events(&plan.writer, events.clone());
         let pool = Arc::new(writer.pool());
@@ -209,12 +215,15 @@ impl Dumper {
             recorder: plan.flight.map(flight::Recorder::new),
             watching: plan.flight.is_some()
                 || plan.on_nonfinite != crate::config::NonFinitePolicy::Continue,
+            recording: AtomicBool::new(true),
+            docs: Mutex::new(Default::default()),
+            session: Mutex::new(session::SessionStep::default()),
             plan,
         };
         if shared.recorder.is_none() {
             shared.write_metadata(); // the flight recorder writes it with its first trigger
         }
-        Ok(Dumper {
+        let mut d = Dumper {
             iteration: shared.plan.iteration.clone(),
             next_step: shared.plan.initial_iteration,
             shared: Some(Arc::new(shared)),
@@ -222,7 +231,14 @@ impl Dumper {
             closed: false,
             steps: (0, 0),
             graphs: Default::default(),
-        })
+            begun_since_step: false,
+        };
+        let first = d.next_step;
+        if let Some(s) = &d.shared {
+            s.session_moves_to(0, first, d.step_active(first));
+        }
+        d.graph = 0;
+        Ok(d)
     }
 
     /// `true` when this Dumper writes anything at all.
@@ -320,7 +336,20 @@ impl Dumper {
     pub fn begin_step(&mut self) -> Step {
         let n = self.next_step;
         self.next_step += 1;
-        let active = match &self.shared {
+        let active = self.step_active(n);
+        self.steps.0 += 1;
+        self.steps.1 += u64::from(active);
+        self.begun_since_step = true;
+        if let Some(s) = &self.shared {
+            s.session_moves_to(self.graph, n, active);
+        }
+        Step::new(self.shared.clone(), self.graph, n, active)
+    }
+
+    /// Whether step `n` dumps anything: enabled, and `iteration` selects it (or exception
+    /// mode, which dumps failed kernels whatever the step).
+    fn step_active(&self, n: u64) -> bool {
+        match &self.shared {
             None => false,
             Some(s) => {
                 s.plan.op_debug_mode == crate::config::OpDebugMode::Exception
@@ -329,10 +358,7 @@ impl Dumper {
                             .map(|spec| spec.matches(n as u32))
                             .unwrap_or(false)
             }
-        };
-        self.steps.0 += 1;
-        self.steps.1 += u64::from(active);
-        Step::new(self.shared.clone(), self.graph, n, active)
+        }
     }
 
     /// Why a dump that wrote nothing wrote nothing, when that is likely a mistake (users of
@@ -379,10 +405,12 @@ impl Dumper {
 
     /// Dumps a constant of graph `graph_id` into `{net}/{graph}/constants/` (as
     /// `Parameter.{name}...output.0`), once per graph and name: later calls for the same
-    /// constant are ignored, like MindSpore's once-per-graph constant dump.
+    /// constant are ignored, like MindSpore's once-per-graph constant dump. Nothing in
+    /// msprobe's layout.
     pub fn constant(&self, graph_id: u32, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
         let Some(s) = &self.shared else { return Ok(()) };
-        if !s.plan.saved_data.tensors() {
+        // msprobe's layout has no constants directory.
+        if !s.plan.saved_data.tensors() || s.plan.msprobe.is_some() {
             return Ok(());
         }
         let first = s
@@ -398,6 +426,7 @@ impl Dumper {
             full_name: name,
             io: crate::layout::Io::Output,
             slot: 0,
+            entry: None,
         };
         let dir = s.layout.constants_dir(graph_id);
         let held = s.recorder.as_ref().map(|r| r.constants(graph_id, &dir));
@@ -504,6 +533,7 @@ impl Dumper {
         if let Some(r) = &s.recorder {
             r.close(s); // an armed user trigger writes what the recorder holds
         }
+        s.end_session();
         s.closed.store(true, Ordering::Release);
         // Rows are pushed by the calling threads only (never by writer jobs), so the batch is
         // complete here; its failures are taken with the writer's below.

@@ -9,7 +9,9 @@ use super::{DumpPlan, Dumper, MS_VERSION, Planned};
 use crate::{
     Error,
     config::{
-        Device, DumpConfig, DumpMode, Env, KernelFilter, NonFinitePolicy, ParseOptions,
+        ConfigDialect, Device, DumpConfig, DumpMode, E2eSettings, Env, FileFormat, InputOutput,
+        KernelFilter, MsprobeConfig, MsprobeTask, NonFinitePolicy, OpDebugMode, ParseOptions,
+        SavedData,
         env::rank_id, read_config_file,
     },
     writer::WriterConfig,
@@ -46,6 +48,14 @@ pub struct DumpOptions {
     /// A non-finite policy overriding the config's `opdump.on_nonfinite` (`None`: the
     /// config's, whose default is `record` with a flight recorder and `continue` without).
     pub on_nonfinite: Option<crate::config::NonFinitePolicy>,
+    /// msprobe's layout: how long a finished call may wait before `dump.json` is republished
+    /// with it. Zero (the default) publishes every call as it finishes; a longer interval
+    /// groups calls: a call finishing at least this long after the previous publication
+    /// publishes itself and the calls waiting before it (one write, one name switch), and
+    /// the end of each step publishes the rest. A `kill -9` then loses from dump.json the
+    /// calls finished since the last publication (never its validity, nor the tensor files).
+    /// `OPDUMP_MSPROBE_COMMIT_MS`.
+    pub msprobe_commit_interval: std::time::Duration,
 }
 
 impl Default for DumpOptions {
@@ -59,6 +69,7 @@ impl Default for DumpOptions {
             set_dump: Vec::new(),
             flight_recorder: None,
             on_nonfinite: None,
+            msprobe_commit_interval: std::time::Duration::ZERO,
         }
     }
 }
@@ -69,7 +80,8 @@ impl DumpOptions {
     /// `OPDUMP_WRITER_THREADS` (0 = synchronous), `OPDUMP_MEMORY_BUDGET_MB` and
     /// `OPDUMP_DIRECT_WRITE_MB` ([`WriterConfig::direct_write_bytes`] in MiB; 0 = every tensor
     /// on the calling thread) and `OPDUMP_DISK_BUDGET_MB`
-    /// ([`disk_budget_bytes`](DumpOptions::disk_budget_bytes) in MiB).
+    /// ([`disk_budget_bytes`](DumpOptions::disk_budget_bytes) in MiB) and
+    /// `OPDUMP_MSPROBE_COMMIT_MS` ([`msprobe_commit_interval`](DumpOptions::msprobe_commit_interval)).
     pub fn from_env(env: &dyn Env) -> Result<Self, Error> {
         let mut o = DumpOptions::default();
         let bad = |var: &str, value: String, message: &str| Error::Env {
@@ -112,6 +124,13 @@ impl DumpOptions {
         )? {
             o.writer.direct_write_bytes = usize_of(b);
         }
+        if let Some(ms) = number::<u64>(
+            env,
+            "OPDUMP_MSPROBE_COMMIT_MS",
+            "expected milliseconds between dump.json publications, e.g. 50 (0: every call)",
+        )? {
+            o.msprobe_commit_interval = std::time::Duration::from_millis(ms);
+        }
         o.disk_budget_bytes = mib(
             "OPDUMP_DISK_BUDGET_MB",
             "expected mebibytes of .npy files to write at most, e.g. 10240 (unset: no limit)",
@@ -150,7 +169,13 @@ impl DumpPlan {
 
     /// Validates config bytes (UTF-8 JSON, see [`DumpConfig::from_json_bytes`]) and resolves
     /// the plan with the rank from `env` and the run-time options.
+    ///
+    /// The dialect is detected first ([`ConfigDialect::detect`]): an msprobe `config.json`
+    /// is validated with msprobe's rules ([`MsprobeConfig`]) and planned for msprobe's layout.
     pub fn from_json(bytes: Vec<u8>, env: &dyn Env, opts: &DumpOptions) -> Result<Planned, Error> {
+        if ConfigDialect::detect(&bytes) == ConfigDialect::Msprobe {
+            return Self::from_msprobe(bytes, env, opts);
+        }
         let v = DumpConfig::from_json_bytes(&bytes, &ParseOptions::new(opts.device, env))?;
         let mut warnings = v.warnings;
         if v.config.dump_mode == DumpMode::SetDump && opts.set_dump.is_empty() {
@@ -165,6 +190,38 @@ impl DumpPlan {
             plan,
             config: v.config,
             warnings,
+            dialect: ConfigDialect::MindSpore,
+        })
+    }
+
+    /// An msprobe `config.json`: validated, translated into the MindSpore settings it means
+    /// (shared spec peers.md §4), planned for msprobe's layout.
+    fn from_msprobe(bytes: Vec<u8>, env: &dyn Env, opts: &DumpOptions) -> Result<Planned, Error> {
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                let mut d = crate::config::Diagnostics::new();
+                d.error(
+                    "",
+                    format!(
+                        "the config is not UTF-8 text (invalid byte at offset {}); allowed: \
+                         JSON text in UTF-8",
+                        e.valid_up_to()
+                    ),
+                );
+                return Err(Error::Config(d));
+            }
+        };
+        let v = MsprobeConfig::from_json_str(text)?;
+        let config = msprobe_as_mindspore(&v.config, opts.device);
+        let mut plan = DumpPlan::new(&config, bytes, rank_id(env)?, opts)?;
+        plan.layout = crate::layout::LayoutKind::Msprobe;
+        plan.msprobe = Some(v.config);
+        Ok(Planned {
+            plan,
+            config,
+            warnings: v.warnings,
+            dialect: ConfigDialect::Msprobe,
         })
     }
 
@@ -220,6 +277,8 @@ impl DumpPlan {
             flight,
             on_nonfinite,
             watch: cfg.opdump.watch,
+            msprobe: None,
+            msprobe_commit_interval: opts.msprobe_commit_interval,
         })
     }
 }
@@ -261,6 +320,48 @@ pub(super) fn check_watch(
     Ok(())
 }
 
+/// The MindSpore settings an msprobe config means (peers.md §4's translation): every kernel
+/// (msprobe's `list` and `scope` are applied to call names by the Dumper), the steps as the
+/// iteration, statistics for the statistics task, statistics and files for the tensor and
+/// overflow tasks, inputs/outputs from `data_mode`.
+fn msprobe_as_mindspore(c: &MsprobeConfig, device: Device) -> DumpConfig {
+    let dm = c.data_mode;
+    DumpConfig {
+        device,
+        dump_mode: DumpMode::All,
+        path: c.dump_path.clone(),
+        net_name: "Net".into(),
+        iteration: c.iteration(),
+        input_output: match (dm.input, dm.output) {
+            (true, false) => InputOutput::Inputs,
+            (false, true) => InputOutput::Outputs,
+            _ => InputOutput::Both,
+        },
+        kernels: Vec::new(),
+        support_device: (0..8).collect(),
+        op_debug_mode: if c.task == MsprobeTask::OverflowCheck {
+            OpDebugMode::Overflow
+        } else {
+            OpDebugMode::Off
+        },
+        overflow_number: c.overflow_nums,
+        saved_data: match c.task {
+            MsprobeTask::Statistics => SavedData::Statistic,
+            MsprobeTask::Tensor | MsprobeTask::OverflowCheck => SavedData::Full,
+        },
+        initial_iteration: 0,
+        statistic_category: ["max", "min", "avg", "l2norm"].map(String::from).to_vec(),
+        file_format: FileFormat::Npy,
+        e2e_enabled: true,
+        e2e: E2eSettings {
+            present: true,
+            enable: true,
+            ..E2eSettings::default()
+        },
+        opdump: Default::default(),
+    }
+}
+
 impl Dumper {
     /// The Dumper the process environment asks for: the config named by
     /// `MINDSPORE_DUMP_CONFIG` (disabled when unset or empty), options from
@@ -278,7 +379,7 @@ impl Dumper {
         for w in p.warnings.warnings() {
             events.emit(&crate::diag::Event::ConfigWarning(w.clone()));
         }
-        Dumper::start(p.plan, events)
+        Dumper::launch(p.plan, events)
     }
 }
 

@@ -76,6 +76,12 @@ pub struct DumpPlan {
     pub on_nonfinite: crate::config::NonFinitePolicy,
     /// Which outputs are watched (`opdump.watch`).
     pub watch: crate::config::Watch,
+    /// The msprobe config this plan was made from (`None` for a MindSpore config): level,
+    /// task, summary mode, `list` and `scope`, rank filter.
+    pub msprobe: Option<crate::config::MsprobeConfig>,
+    /// msprobe's layout: how long finished calls may wait before dump.json is republished
+    /// with them ([`DumpOptions::msprobe_commit_interval`](super::DumpOptions::msprobe_commit_interval)).
+    pub msprobe_commit_interval: std::time::Duration,
 }
 
 /// A config read, validated and resolved: what [`DumpPlan::load`] and [`DumpPlan::from_json`]
@@ -89,6 +95,8 @@ pub struct Planned {
     pub config: DumpConfig,
     /// The config's warnings, then the plan's (for example dump_mode 2 with nothing marked).
     pub warnings: Diagnostics,
+    /// Which tool's config it was.
+    pub dialect: crate::config::ConfigDialect,
 }
 
 /// The MindSpore version opdump's output corresponds to, written as `ms_version` in
@@ -127,6 +135,10 @@ impl DumpPlan {
     /// Whether this process's device is selected: always on CPU, elsewhere when `device_id` is
     /// in `support_device` (MindSpore silently disables the dump otherwise).
     pub fn device_selected(&self) -> bool {
+        if let Some(m) = &self.msprobe {
+            // msprobe filters by rank (`[]`: every rank), whatever the device.
+            return m.rank.is_empty() || m.rank.contains(&self.rank);
+        }
         self.device == Device::Cpu || self.support_device.contains(&self.device_id)
     }
 }

@@ -15,6 +15,7 @@ use super::{
     Shared, TensorRef,
     emit::{Owner, To},
     flight::{NonFiniteAt, StepRecord},
+    msprobe::{Call, Entry, StepDoc},
 };
 use crate::{
     Error,
@@ -33,6 +34,9 @@ pub struct Step {
     used: std::sync::atomic::AtomicBool,
     /// The flight recorder's record of this step (`None`: written as it goes).
     held: Option<Arc<StepRecord>>,
+    /// msprobe's layout: call names, dump.json, construct.json (`None` otherwise).
+    /// Shared by every [`Step`] of the same step number (an adapter's and the session's).
+    doc: Option<Arc<Mutex<StepDoc>>>,
 }
 
 impl std::fmt::Debug for Step {
@@ -67,6 +71,8 @@ pub struct Kernel<'s> {
     full_name: &'s str,
     pending: Option<Mutex<Vec<Pending>>>,
     args_written: std::sync::atomic::AtomicBool,
+    /// msprobe's layout: the call and the entry gathering its tensors.
+    call: Option<(Call, Mutex<Entry>)>,
 }
 
 impl std::fmt::Debug for Kernel<'_> {
@@ -92,6 +98,10 @@ impl Step {
             .as_deref()
             .filter(|s| active && s.recorder.is_some())
             .map(|_| Arc::new(StepRecord::new(graph, iteration, &dir, true)));
+        let doc = shared
+            .as_deref()
+            .filter(|s| active && s.plan.msprobe.is_some())
+            .map(|s| s.step_doc(iteration));
         Step {
             shared,
             graph,
@@ -100,6 +110,7 @@ impl Step {
             dir,
             used: std::sync::atomic::AtomicBool::new(false),
             held,
+            doc,
         }
     }
 
@@ -169,10 +180,19 @@ impl Step {
         (!s.closed.load(Ordering::Acquire)).then_some(s)
     }
 
+    /// [`live`](Step::live), and recording (between [`crate::Dumper::start`] and
+    /// [`stop`](crate::Dumper::stop)).
+    fn recording(&self) -> Option<&Shared> {
+        self.live().filter(|s| s.recording.load(Ordering::Relaxed))
+    }
+
     /// `Some` when kernel `full_name` (primitive `op_type`) is to be dumped this step. Cheap when
     /// the answer is no: no tensor is touched and nothing is allocated.
+    ///
+    /// Between [`Dumper::stop`](crate::Dumper::stop) and [`start`](crate::Dumper::start)
+    /// every kernel is "not wanted" (one atomic load).
     pub fn kernel<'s>(&'s self, op_type: &'s str, full_name: &'s str) -> Option<Kernel<'s>> {
-        let s = self.live()?;
+        let s = self.recording()?;
         match s.plan.op_debug_mode {
             OpDebugMode::Exception => return None,
             OpDebugMode::Overflow => {
@@ -187,6 +207,20 @@ impl Step {
                 }
             }
         }
+        let call = match (&self.doc, &s.plan.msprobe) {
+            (Some(doc), Some(cfg)) => {
+                let (call, wanted) = doc
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .namer
+                    .name(cfg, op_type, full_name);
+                if !wanted {
+                    return None;
+                }
+                Some((call, Mutex::new(Entry::default())))
+            }
+            _ => None,
+        };
         self.used.store(true, Ordering::Relaxed);
         Some(Kernel {
             step: self,
@@ -196,17 +230,24 @@ impl Step {
             pending: (s.plan.op_debug_mode == OpDebugMode::Overflow)
                 .then(|| Mutex::new(Vec::new())),
             args_written: std::sync::atomic::AtomicBool::new(false),
+            call,
         })
     }
 
     /// Dumps a parameter (or graph input) as `Parameter.{name}...output.0` — call it at the end
     /// of the step with the post-step value, as MindSpore does. Skipped when `input_output` is
-    /// inputs-only and, with `dump_mode` 1, when `kernels` does not select `name`.
+    /// inputs-only, with `dump_mode` 1 when `kernels` does not select `name`, and in msprobe's
+    /// layout (which has no place for a tensor outside a call).
     pub fn parameter(&self, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
-        let Some(s) = self.live() else { return Ok(()) };
+        let Some(s) = self.recording() else {
+            return Ok(());
+        };
+        // msprobe's layout has no place for a tensor outside a call (its parameters belong
+        // to module calls).
         if s.plan.op_debug_mode != OpDebugMode::Off
             || s.plan.input_output == InputOutput::Inputs
             || !s.plan.kernels.matches(name)
+            || s.plan.msprobe.is_some()
         {
             return Ok(());
         }
@@ -216,6 +257,7 @@ impl Step {
             full_name: name,
             io: Io::Output,
             slot: 0,
+            entry: None,
         };
         let to = self.to();
         s.emit(&to, who, &t)?;
@@ -243,6 +285,7 @@ impl Step {
                 full_name,
                 io: Io::Input,
                 slot: slot as u32,
+                entry: None,
             };
             s.emit(&To::new(&self.dir, None), who, t)?;
         }
@@ -258,6 +301,7 @@ impl Step {
     /// held and this one are written here, `trigger.json` last. Dropping a step does the
     /// same (a runtime stopped by a non-finite output need not finish it).
     pub fn finish(mut self) -> Result<(), Error> {
+        self.finish_doc();
         let held = self.held.take();
         let Some(s) = self.live() else { return Ok(()) };
         s.flush_rows();
@@ -277,10 +321,21 @@ impl Step {
     }
 }
 
+impl Step {
+    /// msprobe's layout: closes the step's dump.json and writes construct.json and stack.json
+    /// (once; [`finish`](Step::finish) or drop).
+    fn finish_doc(&mut self) {
+        if let (Some(doc), Some(s)) = (self.doc.take(), self.shared.as_deref()) {
+            s.release_step_doc(self.iteration, doc);
+        }
+    }
+}
+
 impl Drop for Step {
-    /// A step dropped without [`Step::finish`] still writes its pending statistic rows, and
-    /// hands a recorded step to the flight recorder.
+    /// A step dropped without [`Step::finish`] still closes its msprobe document, writes its
+    /// pending statistic rows, and hands a recorded step to the flight recorder.
     fn drop(&mut self) {
+        self.finish_doc();
         if let Some(s) = self.live() {
             s.flush_rows();
         }
@@ -294,6 +349,27 @@ impl Drop for Step {
 }
 
 impl Kernel<'_> {
+    /// Who a tensor of this kernel belongs to: under msprobe's layout the call's name and entry.
+    fn owner(&self, io: Io, slot: u32) -> Owner<'_> {
+        let (full_name, entry) = match &self.call {
+            Some((call, entry)) => (call.name.as_str(), Some(entry)),
+            None => (self.full_name, None),
+        };
+        Owner {
+            op_type: self.op_type,
+            full_name,
+            io,
+            slot,
+            entry,
+        }
+    }
+
+    /// The call's name in msprobe's layout (`Functional.Conv.0.forward`); `None` in
+    /// MindSpore's.
+    pub fn call_name(&self) -> Option<&str> {
+        self.call.as_ref().map(|(c, _)| c.name.as_str())
+    }
+
     /// Dumps input `slot`.
     pub fn input(&self, slot: u32, t: TensorRef<'_>) -> Result<(), Error> {
         if !self.shared.plan.input_output.inputs() {
@@ -383,12 +459,7 @@ impl Kernel<'_> {
         summary: Summary,
         md5: Option<[u8; 16]>,
     ) -> Result<(), Error> {
-        let who = Owner {
-            op_type: self.op_type,
-            full_name: self.full_name,
-            io,
-            slot,
-        };
+        let who = self.owner(io, slot);
         if self.pending.is_some() {
             return Err(who.error(
                 "op_debug_mode 3 (overflow) keeps the tensors of kernels whose outputs \
@@ -436,12 +507,7 @@ impl Kernel<'_> {
             });
             return Ok(());
         }
-        let who = Owner {
-            op_type: self.op_type,
-            full_name: self.full_name,
-            io,
-            slot,
-        };
+        let who = self.owner(io, slot);
         let to = self.step.to();
         self.shared.emit(&to, who, t)?;
         self.step.after(self.shared, &to, who)
@@ -483,12 +549,7 @@ impl Kernel<'_> {
         }
         let mut first = Ok(());
         for t in &held {
-            let who = Owner {
-                op_type: self.op_type,
-                full_name: self.full_name,
-                io: t.io,
-                slot: t.slot,
-            };
+            let who = self.owner(t.io, t.slot);
             let r = TensorRef::host(t.dtype, &t.shape, &t.bytes).with_format(&t.format);
             // I/O errors are recorded in the writer's log; others are returned.
             if let Err(e) = s.emit(&To::new(&self.step.dir, None), who, &r) {
@@ -503,6 +564,19 @@ impl Drop for Kernel<'_> {
     fn drop(&mut self) {
         // Nowhere to return an error from drop; `Kernel::finish` returns it.
         let _ = self.settle_overflow();
+        if let (Some((call, entry)), Some(doc)) = (self.call.take(), &self.step.doc) {
+            let entry = entry.into_inner().unwrap_or_else(|e| e.into_inner());
+            // A call that reported no tensor (asked for and dropped, or not overflowed in
+            // overflow mode) writes no entry and keeps its name for the next ask.
+            if entry.tensors() > 0 {
+                doc.lock().unwrap_or_else(|e| e.into_inner()).commit(
+                    self.shared,
+                    self.step.iteration,
+                    call,
+                    entry,
+                );
+            }
+        }
         if self.shared.plan.save_kernel_args && !self.args_written.load(Ordering::Relaxed) {
             self.write_args(&[]);
         }

@@ -44,6 +44,9 @@ pub enum LayoutKind {
     /// MindSpore 2.10's layout (`rank_{n}/{net}/{graph}/{iteration}/`, `statistic.csv`).
     #[default]
     MindSpore,
+    /// msprobe's layout (`step{N}/rank{R}/dump.json`, `stack.json`, `construct.json`,
+    /// `dump_tensor_data/`).
+    Msprobe,
 }
 
 /// The statistics of one row: host semantics, or a device's (spec §7).
@@ -66,6 +69,8 @@ pub struct RowTensor<'a> {
     pub shape: &'a [usize],
     /// Bytes of the tensor as loaded (the `Data Size` column).
     pub data_size: u64,
+    /// CRC-32 of the tensor's bytes, when the layout asked for it ([`OutputLayout::wants_crc32`]).
+    pub crc32: Option<u32>,
 }
 
 /// An on-disk layout the Dumper writes (see the module docs).
@@ -104,21 +109,25 @@ pub trait OutputLayout: Send + Sync + fmt::Debug {
         categories: &CategorySet,
         values: RowValues<'_>,
     ) -> Result<Option<String>, dump_stats::Error>;
+    /// Whether rows carry the CRC-32 of the tensor's bytes (msprobe's summary_mode md5).
+    fn wants_crc32(&self) -> bool {
+        false
+    }
+    /// Whether rows are gathered per kernel into one document entry (msprobe's `dump.json`)
+    /// instead of appended to a statistics table.
+    fn per_kernel_entries(&self) -> bool {
+        false
+    }
 }
 
-/// The layout a plan asks for, rooted at `root` for `rank` and `net`.
-pub fn open(
-    kind: LayoutKind,
-    root: &Path,
-    rank: u32,
-    net: &str,
-    spelling: DTypeSpelling,
-) -> Box<dyn OutputLayout> {
-    match kind {
+/// The layout a plan asks for.
+pub fn open(plan: &crate::DumpPlan) -> Box<dyn OutputLayout> {
+    match plan.layout {
         LayoutKind::MindSpore => Box::new(MindSporeLayout {
-            tree: DumpTree::new(root, rank, net),
-            spelling,
+            tree: DumpTree::new(&plan.root, plan.rank, &plan.net),
+            spelling: plan.spelling(),
         }),
+        LayoutKind::Msprobe => Box::new(super::MsprobeLayout::from_plan(plan)),
     }
 }
 

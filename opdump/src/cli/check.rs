@@ -1,10 +1,11 @@
-//! `opdump check [CONFIG.json] [--device cpu|gpu|ascend]`.
+//! `opdump check [CONFIG.json] [--device cpu|gpu|ascend]`: a MindSpore `data_dump.json` or an
+//! msprobe `config.json`, the dialect detected and named.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use dump_host::config::env::{DUMP_CONFIG_VAR, check_json_suffix, dump_config_path};
-use dump_host::config::{Device, Env};
+use dump_host::config::{ConfigDialect, Device, Env, read_config_file};
 use dump_host::{DumpOptions, DumpPlan, Error};
 
 use super::outcome::{Failure, Outcome, Verdict};
@@ -12,7 +13,9 @@ use super::outcome::{Failure, Outcome, Verdict};
 /// Arguments of `opdump check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The config file. Without it, the file named by the MINDSPORE_DUMP_CONFIG environment
+    /// The config file: MindSpore's data_dump.json or msprobe's config.json (the dialect is
+    /// detected from its keys and named in the result; msprobe's keys are checked with
+    /// msprobe's rules). Without it, the file named by the MINDSPORE_DUMP_CONFIG environment
     /// variable is checked (with MindSpore's rules: it must exist and end in `.json`).
     pub config: Option<PathBuf>,
     /// The device the config is checked for: cpu, gpu or ascend (case-insensitive); default:
@@ -65,19 +68,33 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             }
         },
     };
+    // The dialect decides the rules; an unreadable file is reported by the load below.
+    let dialect = read_config_file(&path)
+        .map(|b| ConfigDialect::detect(&b))
+        .unwrap_or(ConfigDialect::MindSpore);
+    // msprobe's lines name the file: its users run one config per job and grep logs.
+    let prefix = match dialect {
+        ConfigDialect::Msprobe => format!("{}: ", path.display()),
+        ConfigDialect::MindSpore => String::new(),
+    };
     match DumpPlan::load(&path, env, &opts) {
         Ok(v) => {
-            let text = serde_json::to_string_pretty(&v.config.to_effective_json())
+            let effective = match &v.plan.msprobe {
+                Some(m) => m.to_effective_json(),
+                None => v.config.to_effective_json(),
+            };
+            let text = serde_json::to_string_pretty(&effective)
                 .unwrap_or_else(|e| format!("{{\"error\": \"cannot print config: {e}\"}}"));
             let _ = writeln!(out, "{text}");
             for w in v.warnings.warnings() {
-                let _ = writeln!(err, "{w}");
+                let _ = writeln!(err, "{prefix}{w}");
             }
             let n = v.warnings.warnings().count();
             let _ = writeln!(
                 err,
-                "ok: {} is a valid dump config for {} ({n} warning{})",
+                "ok: {} is a valid dump config ({}) for {} ({n} warning{})",
                 path.display(),
+                v.dialect.describe(),
                 device,
                 if n == 1 { "" } else { "s" }
             );
@@ -85,13 +102,14 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         }
         Err(Error::Config(d)) => {
             for item in d.all() {
-                let _ = writeln!(err, "{item}");
+                let _ = writeln!(err, "{prefix}{item}");
             }
             let n = d.errors().count();
             Err(Failure::Invalid(format!(
-                "{} has {n} error{} (for {}): not a valid dump config",
+                "{} has {n} error{} ({}, for {}): not a valid dump config",
                 path.display(),
                 if n == 1 { "" } else { "s" },
+                dialect.describe(),
                 device
             )))
         }

@@ -24,8 +24,9 @@ use super::{
 /// Arguments of `opdump demo`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A MindSpore data_dump.json to use instead of the embedded one (which dumps every kernel
-    /// with saved_data "full", all statistic categories, iteration "all").
+    /// A MindSpore data_dump.json or an msprobe config.json (written in msprobe's layout) to
+    /// use instead of the embedded one (which dumps every kernel with saved_data "full", all
+    /// statistic categories, iteration "all").
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Training steps to run.
@@ -430,17 +431,25 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     Ok(Verdict::Clean)
 }
 
-/// `text` with `common_dump_settings.path` set to `root`.
+/// `text` with its dump root set to `root`: `common_dump_settings.path` (MindSpore) or
+/// `dump_path` (msprobe).
 pub(crate) fn with_path(text: &str, root: &Path) -> Result<String, String> {
     let mut v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
-    let common = v
-        .get_mut("common_dump_settings")
-        .and_then(|c| c.as_object_mut())
-        .ok_or("no common_dump_settings object")?;
-    common.insert(
-        "path".into(),
-        serde_json::Value::String(root.to_string_lossy().into_owned()),
-    );
+    let root = serde_json::Value::String(root.to_string_lossy().into_owned());
+    if dump_host::config::ConfigDialect::detect(text.as_bytes())
+        == dump_host::config::ConfigDialect::Msprobe
+    {
+        // msprobe's config.json: the root is `dump_path`.
+        v.as_object_mut()
+            .ok_or("the config is not a JSON object")?
+            .insert("dump_path".into(), root);
+    } else {
+        let common = v
+            .get_mut("common_dump_settings")
+            .and_then(|c| c.as_object_mut())
+            .ok_or("no common_dump_settings object")?;
+        common.insert("path".into(), root);
+    }
     serde_json::to_string_pretty(&v).map_err(|e| e.to_string())
 }

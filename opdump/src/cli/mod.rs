@@ -41,11 +41,14 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Validate a MindSpore data_dump.json and print the effective config.
+    /// Validate a MindSpore data_dump.json or an msprobe config.json and print the effective
+    /// config.
     ///
-    /// A valid config is printed to stdout as JSON with every default filled in and
-    /// MindSpore's coercions applied; warnings go to stderr; exit code 0. An invalid config
-    /// prints every error (with its JSON path) to stderr and exits with 2.
+    /// The dialect is detected from the keys and named on the last line. A valid config is
+    /// printed to stdout as JSON with every default filled in (MindSpore's coercions applied,
+    /// or msprobe's ranges expanded); warnings go to stderr; exit code 0. An invalid config
+    /// prints every error (with its JSON path, the value and what is allowed; msprobe's lines
+    /// also name the file) to stderr and exits with 2.
     Check(check::Args),
     /// Run the demo: train a small LeNet-5 for a few steps with every kernel dumped, then print
     /// files, bytes, throughput and the step-time overhead against the same run without dump.

@@ -61,8 +61,9 @@ pub struct Args {
     /// Seed of the random inputs.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// A MindSpore data_dump.json instead of the embedded one (the demo's: every kernel,
-    /// saved_data "full", every statistic category, iteration "all").
+    /// A MindSpore data_dump.json, or an msprobe config.json (the run is then written in
+    /// msprobe's layout: step{N}/rank{R}/dump.json), instead of the embedded one (the demo's:
+    /// every kernel, saved_data "full", every statistic category, iteration "all").
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Where to write the dump (replaces the config's `path`). Default `./opdump-run` with the
@@ -552,6 +553,11 @@ fn run_inner(
     for d in runner.diagnostics() {
         let _ = writeln!(err, "warning: {d}");
     }
+    let graphs = if dumper.plan().is_some_and(|p| p.msprobe.is_some()) {
+        format!("{root}/.opdump/graphs")
+    } else {
+        format!("{root}/rank_*/graphs")
+    };
     let report = dumper.close();
     // After a failed step "nothing was dumped" says nothing the error does not.
     events.print_to(err, failed.is_some());
@@ -570,7 +576,7 @@ fn run_inner(
     let _ = writeln!(
         out,
         "wrote {} .npy files ({:.1} MB) and {} statistic rows in {secs:.3} s; graphs in \
-         {root}/rank_*/graphs",
+         {graphs}",
         report.files,
         report.bytes as f64 / 1e6,
         report.rows

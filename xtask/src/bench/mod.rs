@@ -17,6 +17,7 @@ mod engine;
 mod flight;
 mod ingest;
 mod md5;
+mod msprobe;
 mod npy;
 mod stats;
 #[cfg(feature = "train")]
@@ -33,7 +34,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `compare`, `convert`, `ingest`, `adapters`, `train`, `cuda`).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `msprobe`, `compare`, `convert`, `ingest`, `adapters`, `train`, `cuda`).
     pub only: Option<Vec<String>>,
 }
 
@@ -124,13 +125,13 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--only" => {
                 let v = it.next().ok_or(
-                    "--only needs a list: stats,engine,md5,npy,dump,flight,compare,convert,ingest,adapters,train,cuda",
+                    "--only needs a list: stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda",
                 )?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,flight,compare,convert,ingest,adapters,train,cuda]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda]"
                         .into(),
                 );
             }
@@ -165,6 +166,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if opts.wants("flight") {
         flight::run(&opts, &mut rows)?;
+    }
+    if opts.wants("msprobe") {
+        msprobe::run(&opts, &mut rows)?;
     }
     if opts.wants("compare") {
         compare::run(&opts, &mut rows)?;

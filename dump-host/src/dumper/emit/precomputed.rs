@@ -76,6 +76,7 @@ impl Shared {
             dtype,
             shape,
             data_size,
+            crc32: None,
         };
         let stats = TensorStats {
             summary: Some(summary),

@@ -25,6 +25,8 @@ pub(super) struct RowTensor<'a> {
     pub(super) shape: &'a [usize],
     /// Bytes of the tensor (the `Data Size` column).
     pub(super) data_size: usize,
+    /// CRC-32 of the bytes (layouts that ask for it).
+    pub(super) crc32: Option<u32>,
 }
 
 impl Shared {
@@ -37,6 +39,13 @@ impl Shared {
         bytes: &[u8],
         elems: usize,
     ) -> Result<(), String> {
+        let t = RowTensor {
+            crc32: self
+                .layout
+                .wants_crc32()
+                .then(|| dump_core::hash::crc32::crc32(bytes)),
+            ..t
+        };
         if self.plan.stats_kind() == StatsKind::Device {
             // Device semantics (spec §7) computed on the host bytes: max/min/avg/l2norm only,
             // `null` for unsupported cells, avg/l2norm in f32 (high) or the source dtype (low).
@@ -106,6 +115,7 @@ impl Shared {
                     dtype: t.dtype,
                     shape: t.shape,
                     data_size: t.data_size as u64,
+                    crc32: t.crc32,
                 },
                 &self.plan.categories,
                 stats,
@@ -114,6 +124,16 @@ impl Shared {
         let Some(row) = row else {
             return Ok(());
         };
+        if self.layout.per_kernel_entries() {
+            // Gathered into the call's entry, counted when the entry is in dump.json. A
+            // tensor of no call (a constant, a parameter) has no place in dump.json.
+            if let Some(e) = who.entry {
+                e.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(who.io, who.slot, row);
+            }
+            return Ok(());
+        }
         let path = self.layout.statistic_csv(to.dir);
         if let (Some(rec), Some(r)) = (to.held, &self.recorder) {
             r.hold_row(rec, path, row);

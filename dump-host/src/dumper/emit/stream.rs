@@ -100,6 +100,7 @@ impl Shared {
             dtype: v.dtype,
             shape: v.shape,
             data_size: len,
+            crc32: None,
         };
         let row = stats.finish().map_err(|e| e.to_string()).and_then(|s| {
             if let Some(sm) = &s.summary {

@@ -1,4 +1,4 @@
-//! CRC-32 (ISO-HDLC, the zlib/Ethernet CRC) of every frame, without `std` and without tables
+//! CRC-32 (ISO-HDLC, the zlib/Ethernet CRC) of wire frames and of msprobe's `md5` values, without `std` and without tables
 //! built at run time: the 256-entry table is computed by a `const fn` at compile time (1 KiB of
 //! flash on a microcontroller).
 //!

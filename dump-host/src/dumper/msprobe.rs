@@ -1,0 +1,451 @@
+//! What the Dumper does for msprobe's layout beyond naming files: msprobe call names for the
+//! runtime's kernels ([`Namer`]: level, `scope` and `list` filters, per-step call counters),
+//! one `dump.json` entry per call gathered from its tensors ([`Entry`]), the crash-safe
+//! `dump.json` ([`journal`]) and, at the end of the step, `construct.json` and `stack.json`
+//! ([`StepDoc`]).
+//!
+//! Names. A kernel whose full name ends in a cell segment of its own type —
+//! `Default/features/conv1-Conv2d/Conv2d-op3`, as `dump_candle::Dumped` names a module, or
+//! MindSpore's `relu-ReLU/ReLU-op0` — is a module call at levels L0 and mix,
+//! `Module.features.conv1.Conv2d.forward.{n}`; at L1 it is the call of the one operator of
+//! that module. Any other kernel is an API call, `Functional.{op_type}.{n}.forward` (L1 and
+//! mix). `n` counts the calls of that module path or op type in the step, whether dumped or
+//! not, as msprobe's counters do.
+
+pub(crate) mod journal;
+
+use std::{collections::HashMap, fmt::Write as _, path::Path, sync::atomic::Ordering};
+
+use serde_json::{Map, Value};
+
+use super::Shared;
+use crate::{
+    config::{MsprobeConfig, MsprobeLevel},
+    layout::Io,
+};
+use journal::Journal;
+
+/// A call's name and where it sits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Call {
+    /// msprobe's name (`Functional.Conv.0.forward`).
+    pub(crate) name: String,
+    /// The module path of a module call (`features.conv1`), `None` for an API call.
+    pub(crate) module: Option<String>,
+    /// The module path the call runs in (`features` for `features.conv1`, the scope of an API).
+    pub(crate) scope: String,
+    /// The runtime's kernel name and type (for stack.json).
+    pub(crate) kernel: String,
+    /// The runtime's op type.
+    pub(crate) op_type: String,
+}
+
+/// Characters kept in name parts; others become `_` (a dot would split the name).
+fn clean(part: &str) -> String {
+    part.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Module path and class of a full name: the segments after `Default`, the last one (the op)
+/// dropped, `-Class` suffixes removed; the class is the last segment's suffix.
+fn scope_of(full_name: &str) -> (Vec<String>, Option<&str>) {
+    let mut segs: Vec<&str> = full_name.split('/').filter(|s| !s.is_empty()).collect();
+    if segs.first() == Some(&"Default") {
+        segs.remove(0);
+    }
+    segs.pop();
+    let class = segs.last().and_then(|s| s.rsplit_once('-')).map(|(_, c)| c);
+    let path = segs
+        .iter()
+        .map(|s| clean(s.rsplit_once('-').map_or(s, |(p, _)| p)))
+        .collect();
+    (path, class)
+}
+
+/// Per-step call naming and filtering.
+#[derive(Debug, Default)]
+pub(crate) struct Namer {
+    counters: HashMap<String, u32>,
+    /// Inside `scope` (between its first and last name).
+    in_scope: bool,
+    /// Calls named but not yet in dump.json, by kernel name: asking again for the same
+    /// kernel (a runtime that checks `kernel(..).is_some()` before reporting) gives the same
+    /// call; once its entry is written, the next call of that kernel is a new call.
+    open: HashMap<String, (Call, bool)>,
+}
+
+impl Namer {
+    /// The call of kernel `full_name` (type `op_type`) and whether the config wants it.
+    pub(crate) fn name(
+        &mut self,
+        cfg: &MsprobeConfig,
+        op_type: &str,
+        full_name: &str,
+    ) -> (Call, bool) {
+        if let Some((call, wanted)) = self.open.get(full_name) {
+            return (call.clone(), *wanted);
+        }
+        let (call, wanted) = self.new_call(cfg, op_type, full_name);
+        self.open
+            .insert(full_name.to_owned(), (call.clone(), wanted));
+        (call, wanted)
+    }
+
+    /// The entry of kernel `kernel` is written: its next call gets a new number.
+    pub(crate) fn committed(&mut self, kernel: &str) {
+        self.open.remove(kernel);
+    }
+
+    fn new_call(&mut self, cfg: &MsprobeConfig, op_type: &str, full_name: &str) -> (Call, bool) {
+        let (path, class) = scope_of(full_name);
+        // At L1 every kernel is an operator: a module-form kernel is the only operator of its
+        // module, so it is that operator's call.
+        let is_module = cfg.level != MsprobeLevel::L1
+            && class.is_some_and(|c| c == op_type)
+            && !path.is_empty();
+        let (key, module, scope) = if is_module {
+            let p = path.join(".");
+            let scope = path[..path.len() - 1].join(".");
+            (format!("Module.{p}.{}", clean(op_type)), Some(p), scope)
+        } else {
+            (
+                format!("Functional.{}", clean(op_type)),
+                None,
+                path.join("."),
+            )
+        };
+        let n = self.counters.entry(key.clone()).or_insert(0);
+        let count = *n;
+        *n += 1;
+        let name = if is_module {
+            format!("{key}.forward.{count}")
+        } else {
+            format!("{key}.{count}.forward")
+        };
+        let level_ok = cfg.level != MsprobeLevel::L0 || is_module;
+        let mut wanted = level_ok && cfg.data_mode.forward;
+        if let [first, last] = cfg.scope.as_slice() {
+            if !self.in_scope && name == *first {
+                self.in_scope = true;
+            }
+            wanted &= self.in_scope;
+            if self.in_scope && name == *last {
+                self.in_scope = false;
+            }
+        }
+        if !cfg.list.is_empty() {
+            wanted &= cfg
+                .list
+                .iter()
+                .any(|l| name.contains(l.as_str()) || full_name.contains(l.as_str()));
+        }
+        let call = Call {
+            name,
+            module,
+            scope,
+            kernel: full_name.to_owned(),
+            op_type: op_type.to_owned(),
+        };
+        (call, wanted)
+    }
+}
+
+/// The tensor objects of one call, by side and slot.
+#[derive(Debug, Default)]
+pub(crate) struct Entry {
+    inputs: Vec<(u32, String)>,
+    outputs: Vec<(u32, String)>,
+}
+
+impl Entry {
+    /// Adds the tensor object of `io` `slot`.
+    pub(crate) fn push(&mut self, io: Io, slot: u32, object: String) {
+        match io {
+            Io::Input => self.inputs.push((slot, object)),
+            Io::Output => self.outputs.push((slot, object)),
+        }
+    }
+
+    /// Tensors gathered.
+    pub(crate) fn tensors(&self) -> usize {
+        self.inputs.len() + self.outputs.len()
+    }
+
+    /// The `"name": {...}` member of `data` (indented as msprobe's `indent=1`): slots in
+    /// order, a missing slot (an empty tensor the Dumper skipped) as `null`, so a reader
+    /// numbering leaves finds every tensor at its slot.
+    pub(crate) fn render(mut self, name: &str) -> String {
+        let mut o = String::with_capacity(64 + 300 * self.tensors());
+        let _ = write!(
+            o,
+            "  {}: {{\n   \"input_args\": ",
+            Value::String(name.to_owned())
+        );
+        list(&mut o, &mut self.inputs);
+        o.push_str(",\n   \"input_kwargs\": {},\n   \"output\": ");
+        list(&mut o, &mut self.outputs);
+        o.push_str("\n  }");
+        o
+    }
+}
+
+fn list(o: &mut String, items: &mut [(u32, String)]) {
+    if items.is_empty() {
+        o.push_str("[]");
+        return;
+    }
+    items.sort_by_key(|(s, _)| *s);
+    o.push('[');
+    let mut next = 0u32;
+    let mut first = true;
+    for (slot, obj) in items.iter() {
+        if *slot < next {
+            continue; // the same slot twice: the first one is kept
+        }
+        while next < *slot {
+            o.push_str(if first { "\n    null" } else { ",\n    null" });
+            first = false;
+            next += 1;
+        }
+        o.push_str(if first { "\n" } else { ",\n" });
+        o.push_str(obj);
+        first = false;
+        next = slot + 1;
+    }
+    o.push_str("\n   ]");
+}
+
+/// The msprobe state of one step: names, its `dump.json`, the calls for construct.json.
+#[derive(Debug, Default)]
+pub(crate) struct StepDoc {
+    pub(crate) namer: Namer,
+    journal: Option<Journal>,
+    /// Calls committed to dump.json, in order.
+    calls: Vec<Call>,
+    /// dump.json could not be written: no more attempts this step.
+    failed: bool,
+    /// Members waiting for the next group commit, with their calls and tensor counts.
+    pending: Vec<(String, Call, u64)>,
+    /// When dump.json was last published.
+    last_commit: Option<std::time::Instant>,
+}
+
+impl StepDoc {
+    /// Appends call `call`'s entry to the step's `dump.json` (created with the first entry).
+    pub(crate) fn commit(&mut self, s: &Shared, step: u64, call: Call, entry: Entry) {
+        self.namer.committed(&call.kernel);
+        if self.failed {
+            return;
+        }
+        let tensors = entry.tensors() as u64;
+        let member = entry.render(&call.name);
+        self.pending.push((member, call, tensors));
+        let due = self
+            .last_commit
+            .is_none_or(|t| t.elapsed() >= s.plan.msprobe_commit_interval);
+        if due {
+            self.publish(s, step);
+        }
+    }
+
+    /// Writes the pending members to the step's `dump.json` (created with the first).
+    pub(crate) fn publish(&mut self, s: &Shared, step: u64) {
+        if self.pending.is_empty() || self.failed {
+            return;
+        }
+        let Some(layout) = s.msprobe_layout() else {
+            return;
+        };
+        let dir = layout.rank_dir(step);
+        let members: Vec<&str> = self.pending.iter().map(|(m, _, _)| m.as_str()).collect();
+        let r = (|| {
+            if self.journal.is_none() {
+                if s.ensure_dir(&dir).is_err() {
+                    return Err(None);
+                }
+                let header = header(s, &dir);
+                self.journal = Some(Journal::create(&dir, header.as_bytes()).map_err(Some)?);
+            }
+            match self.journal.as_mut() {
+                Some(j) => j.commit(&members).map_err(Some),
+                None => Err(None),
+            }
+        })();
+        self.last_commit = Some(std::time::Instant::now());
+        match r {
+            Ok(()) => {
+                for (_, call, tensors) in self.pending.drain(..) {
+                    s.rows.fetch_add(tensors, Ordering::Relaxed);
+                    self.calls.push(call);
+                }
+            }
+            Err(e) => {
+                self.failed = true;
+                self.pending.clear();
+                if let Some(e) = e {
+                    s.writer.errors().record(dir.join("dump.json"), e);
+                }
+            }
+        }
+    }
+
+    /// Ends the step: closes `dump.json`, writes `construct.json` and `stack.json` — on a
+    /// writer thread: removing the stale twin frees its blocks, which takes milliseconds on
+    /// ext4, and dump.json is already complete.
+    pub(crate) fn finish(&mut self, s: &Shared, step: u64) {
+        // What waits for a group commit goes in now, on the caller's thread: the step's
+        // dump.json is complete when the step is.
+        self.publish(s, step);
+        let Some(j) = self.journal.take() else {
+            return;
+        };
+        let Some(layout) = s.msprobe_layout() else {
+            return;
+        };
+        let dir = layout.rank_dir(step);
+        let level = s
+            .plan
+            .msprobe
+            .as_ref()
+            .map_or(MsprobeLevel::L1, |m| m.level);
+        let construct = pretty(&construct(&self.calls, level));
+        let stack = pretty(&stack(&self.calls));
+        let cost = construct.len() + stack.len();
+        let job = move || -> Result<(), crate::writer::WriteFailure> {
+            let fail =
+                |path: std::path::PathBuf| move |error| crate::writer::WriteFailure { path, error };
+            j.close().map_err(fail(dir.join("dump.json")))?;
+            for (name, text) in [("construct.json", construct), ("stack.json", stack)] {
+                let p = dir.join(name);
+                crate::writer::write_bytes_atomic(&p, super::emit::FILE_MODE, text.as_bytes())
+                    .map_err(fail(p))?;
+            }
+            Ok(())
+        };
+        s.writer.submit(cost, Box::new(job));
+    }
+}
+
+/// The document up to `"data": {`, msprobe's top-level keys in its order.
+fn header(s: &Shared, dir: &Path) -> String {
+    let m = s.plan.msprobe.as_ref();
+    let task = m.map_or("statistics", |m| m.task.as_str());
+    let level = m.map_or("L1", |m| m.level.as_str());
+    let data_dir = if s.plan.saved_data.tensors() {
+        Value::String(dir.join("dump_tensor_data").to_string_lossy().into_owned())
+    } else {
+        Value::Null
+    };
+    format!(
+        "{{\n \"task\": {},\n \"level\": {},\n \"framework\": \"pytorch\",\n \"dump_data_dir\": \
+         {data_dir},\n \"data\": {{",
+        Value::String(task.into()),
+        Value::String(level.into()),
+    )
+}
+
+/// `construct.json`: `{}` at L1; at L0 and mix every call mapped to the module call it ran
+/// in (the first later call of the module path it sits in: a module reports after its body),
+/// or `null` at the top.
+pub(crate) fn construct(calls: &[Call], level: MsprobeLevel) -> Value {
+    let mut m = Map::new();
+    if level == MsprobeLevel::L1 {
+        return Value::Object(m);
+    }
+    for (i, c) in calls.iter().enumerate() {
+        let parent = (!c.scope.is_empty())
+            .then(|| {
+                calls[i + 1..]
+                    .iter()
+                    .find(|p| p.module.as_deref() == Some(c.scope.as_str()))
+                    .map(|p| Value::String(p.name.clone()))
+            })
+            .flatten()
+            .unwrap_or(Value::Null);
+        m.insert(c.name.clone(), parent);
+    }
+    Value::Object(m)
+}
+
+/// `stack.json`: for each call, `[[name], [where]]`; a Rust runtime has no Python stack, so
+/// "where" is the runtime's kernel name and type.
+pub(crate) fn stack(calls: &[Call]) -> Value {
+    let mut m = Map::new();
+    for (i, c) in calls.iter().enumerate() {
+        m.insert(
+            i.to_string(),
+            Value::Array(vec![
+                Value::Array(vec![Value::String(c.name.clone())]),
+                Value::Array(vec![Value::String(format!(
+                    "kernel {}, type {}",
+                    c.kernel, c.op_type
+                ))]),
+            ]),
+        );
+    }
+    Value::Object(m)
+}
+
+/// JSON with msprobe's one-space indentation.
+fn pretty(v: &Value) -> String {
+    let mut out = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b" ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+    // Serialising a Value into memory cannot fail.
+    let _ = serde::Serialize::serialize(v, &mut ser);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+impl Shared {
+    /// The msprobe state of step `iteration`, shared by every [`crate::Step`] of that number.
+    pub(crate) fn step_doc(&self, iteration: u64) -> std::sync::Arc<std::sync::Mutex<StepDoc>> {
+        self.docs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(iteration)
+            .or_default()
+            .clone()
+    }
+
+    /// A [`crate::Step`] of number `iteration` is done with `doc`: the last one closes the
+    /// step's dump.json and writes its side files.
+    pub(crate) fn release_step_doc(
+        &self,
+        iteration: u64,
+        doc: std::sync::Arc<std::sync::Mutex<StepDoc>>,
+    ) {
+        let mut docs = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+        // One reference in the map, one here: this was the last step of that number.
+        let last = std::sync::Arc::strong_count(&doc) == 2;
+        if last {
+            docs.remove(&iteration);
+        }
+        drop(docs);
+        let mut d = doc.lock().unwrap_or_else(|e| e.into_inner());
+        if last {
+            d.finish(self, iteration);
+        } else {
+            // Another holder (the session) keeps the document open; what this step
+            // finished is in dump.json now all the same.
+            d.publish(self, iteration);
+        }
+    }
+
+    /// The msprobe layout, when the plan writes msprobe's layout.
+    pub(crate) fn msprobe_layout(&self) -> Option<crate::layout::MsprobeLayout> {
+        self.plan
+            .msprobe
+            .as_ref()
+            .map(|_| crate::layout::MsprobeLayout::from_plan(&self.plan))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,302 @@
+//! msprobe's layout (shared spec peers.md §2–§3): `{dump_path}/step{N}/rank{R}/` holding
+//! `dump.json`, `stack.json`, `construct.json` and, for the tensor and overflow tasks,
+//! `dump_tensor_data/{call}.{input|output}.{slot}.npy`.
+//!
+//! A row of this layout is one tensor object of `dump.json` (keys in msprobe's order: `type`,
+//! `dtype`, `shape`, `Max`, `Min`, `Mean`, `Norm`, `requires_grad`, `data_name`, `md5`),
+//! indented as msprobe's `json.dump(indent=1)` puts it inside a call's argument list; the
+//! Dumper gathers a call's tensors into one `dump.json` entry and appends it crash-safely
+//! (`dumper::msprobe`). Call names are the op names the Dumper hands over
+//! (`Functional.Conv.0.forward`, `Module.conv1.Conv2d.forward.0`).
+//!
+//! Values are msprobe's PyTorch flavour: `"type": "torch.Tensor"`, `"dtype": "torch.float32"`,
+//! `"requires_grad": false`; tensor files are `.npy` (msprobe's PyTorch writes `.pt`; its
+//! MindSpore side writes `.npy`). Non-finite statistics are the strings `"NaN"`, `"Infinity"`,
+//! `"-Infinity"` (msprobe writes bare tokens, which are not JSON).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use dump_core::{DType, Summary};
+use dump_stats::{CategorySet, DeviceValue, TensorId};
+
+use super::{OutputLayout, RowTensor, RowValues};
+
+/// msprobe's layout rooted at `dump_path` for one rank.
+#[derive(Clone, Debug)]
+pub struct MsprobeLayout {
+    root: PathBuf,
+    rank: u32,
+    /// Tensor files are written (`data_name` keys, `dump_tensor_data/`).
+    files: bool,
+    /// `md5` keys (summary_mode md5).
+    crc: bool,
+}
+
+impl MsprobeLayout {
+    /// The layout under `root` for `rank`; `files`: the task writes tensor files; `crc`:
+    /// summary_mode md5.
+    pub fn new(root: &Path, rank: u32, files: bool, crc: bool) -> Self {
+        MsprobeLayout {
+            root: root.to_owned(),
+            rank,
+            files,
+            crc,
+        }
+    }
+
+    /// The layout of an msprobe plan (task and summary mode from its msprobe config).
+    pub fn from_plan(plan: &crate::DumpPlan) -> Self {
+        let crc = plan
+            .msprobe
+            .as_ref()
+            .is_some_and(|m| m.summary_mode == crate::config::SummaryMode::Md5);
+        MsprobeLayout::new(&plan.root, plan.rank, plan.saved_data.tensors(), crc)
+    }
+
+    /// `{root}/step{step}/rank{rank}`: where `dump.json`, `stack.json`, `construct.json` go.
+    pub fn rank_dir(&self, step: u64) -> PathBuf {
+        self.root
+            .join(format!("step{step}"))
+            .join(format!("rank{}", self.rank))
+    }
+
+    /// opdump's own files (config copy, graphs, execution order): `{root}/.opdump/`.
+    fn own_dir(&self) -> PathBuf {
+        self.root.join(".opdump")
+    }
+}
+
+/// msprobe's (PyTorch) spelling of a dtype.
+pub fn torch_dtype(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "torch.bool",
+        DType::Int4 => "torch.int4",
+        DType::Int8 => "torch.int8",
+        DType::Int16 => "torch.int16",
+        DType::Int32 => "torch.int32",
+        DType::Int64 => "torch.int64",
+        DType::UInt1 => "torch.uint1",
+        DType::UInt8 => "torch.uint8",
+        DType::UInt16 => "torch.uint16",
+        DType::UInt32 => "torch.uint32",
+        DType::UInt64 => "torch.uint64",
+        DType::Float16 => "torch.float16",
+        DType::BFloat16 => "torch.bfloat16",
+        DType::Float32 => "torch.float32",
+        DType::Float64 => "torch.float64",
+        DType::Complex64 => "torch.complex64",
+        DType::Complex128 => "torch.complex128",
+    }
+}
+
+/// A statistic as a JSON value: a number (with a fraction part or exponent, as Python's
+/// `repr` of a float has), or `"NaN"`/`"Infinity"`/`"-Infinity"`.
+fn push_float(out: &mut String, v: f64) {
+    if v.is_nan() {
+        out.push_str("\"NaN\"");
+    } else if v.is_infinite() {
+        out.push_str(if v > 0.0 {
+            "\"Infinity\""
+        } else {
+            "\"-Infinity\""
+        });
+    } else {
+        // `{:?}` prints the shortest text that reads back to the same f64, `1.0` for integers.
+        let _ = write!(out, "{v:?}");
+    }
+}
+
+/// Max, Min, Mean, Norm of a summary, as msprobe reports them: NaN propagates into all four;
+/// integers keep integer Max/Min; bool gives Max = any, Min = all and null Mean/Norm.
+fn push_stats(out: &mut String, pad: &str, dtype: DType, s: Option<&Summary>) {
+    let Some(s) = s.filter(|s| s.count > 0) else {
+        for k in ["Max", "Min", "Mean", "Norm"] {
+            let _ = write!(out, ",\n{pad}\"{k}\": null");
+        }
+        return;
+    };
+    let nan = s.nan > 0;
+    let _ = write!(out, ",\n{pad}\"Max\": ");
+    if dtype == DType::Bool {
+        let _ = write!(out, "{},\n{pad}\"Min\": {}", s.max > 0.0, s.min > 0.0);
+        let _ = write!(out, ",\n{pad}\"Mean\": null,\n{pad}\"Norm\": null");
+        return;
+    }
+    let int = dtype.is_int();
+    let push = |out: &mut String, v: f64| {
+        if nan {
+            out.push_str("\"NaN\"");
+        } else if int && v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
+            let _ = write!(out, "{}", v as i64);
+        } else {
+            push_float(out, v);
+        }
+    };
+    push(out, s.max);
+    let _ = write!(out, ",\n{pad}\"Min\": ");
+    push(out, s.min);
+    let _ = write!(out, ",\n{pad}\"Mean\": ");
+    let mean = if nan {
+        f64::NAN
+    } else {
+        s.sum / s.count as f64
+    };
+    push_float(out, mean);
+    let _ = write!(out, ",\n{pad}\"Norm\": ");
+    let norm = if nan { f64::NAN } else { s.sum_sq.sqrt() };
+    push_float(out, norm);
+}
+
+impl OutputLayout for MsprobeLayout {
+    fn name(&self) -> &'static str {
+        "msprobe"
+    }
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn iteration_dir(&self, _graph: u32, iteration: u64) -> PathBuf {
+        let dir = self.rank_dir(iteration);
+        if self.files {
+            dir.join("dump_tensor_data")
+        } else {
+            dir
+        }
+    }
+
+    fn constants_dir(&self, graph: u32) -> PathBuf {
+        self.own_dir().join("constants").join(graph.to_string())
+    }
+
+    fn metadata_dir(&self) -> PathBuf {
+        self.own_dir().join("metadata")
+    }
+
+    fn graphs_dir(&self) -> PathBuf {
+        self.own_dir().join("graphs")
+    }
+
+    fn execution_order_dir(&self) -> PathBuf {
+        self.own_dir().join("execution_order")
+    }
+
+    fn execution_order_csv(&self, graph: u32) -> PathBuf {
+        self.execution_order_dir()
+            .join(format!("ms_execution_order_graph_{graph}.csv"))
+    }
+
+    fn global_execution_order_csv(&self, graph: u32) -> PathBuf {
+        self.execution_order_dir()
+            .join(format!("ms_global_execution_order_graph_{graph}.csv"))
+    }
+
+    /// `{call}.{input|output}.{slot}.npy`.
+    fn tensor_file(&self, id: TensorId<&str>, _format: &str, _dtype: DType) -> String {
+        format!("{}.{}.{}.npy", id.op_name, id.io.as_str(), id.slot)
+    }
+
+    /// `dump.json` of the rank directory (the tensor directory, or its parent).
+    /// `{dump_path}/trigger.json` (`trigger_{n}.json` after the first): beside the step
+    /// directories, like opdump's own `.opdump/` files.
+    fn trigger_file(&self, n: u32) -> PathBuf {
+        match n {
+            0 | 1 => self.root.join("trigger.json"),
+            n => self.root.join(format!("trigger_{n}.json")),
+        }
+    }
+
+    fn statistic_csv(&self, dir: &Path) -> PathBuf {
+        if self.files {
+            dir.parent().unwrap_or(dir).join("dump.json")
+        } else {
+            dir.join("dump.json")
+        }
+    }
+
+    /// No header: entries are JSON.
+    fn stat_header(&self, _categories: &CategorySet) -> String {
+        String::new()
+    }
+
+    fn wants_crc32(&self) -> bool {
+        self.crc
+    }
+
+    fn per_kernel_entries(&self) -> bool {
+        true
+    }
+
+    /// One tensor object of `dump.json`, indented for its place in an argument list.
+    fn stat_row(
+        &self,
+        t: RowTensor<'_>,
+        _categories: &CategorySet,
+        values: RowValues<'_>,
+    ) -> Result<Option<String>, dump_stats::Error> {
+        const PAD: &str = "     ";
+        let mut o = String::with_capacity(256);
+        o.push_str("    {\n");
+        let _ = write!(
+            o,
+            "{PAD}\"type\": \"torch.Tensor\",\n{PAD}\"dtype\": \"{}\",\n{PAD}\"shape\": ",
+            torch_dtype(t.dtype)
+        );
+        if t.shape.is_empty() {
+            o.push_str("[]");
+        } else {
+            o.push('[');
+            for (i, d) in t.shape.iter().enumerate() {
+                let _ = write!(o, "{}\n      {d}", if i == 0 { "" } else { "," });
+            }
+            let _ = write!(o, "\n{PAD}]");
+        }
+        match values {
+            RowValues::Host(s) => push_stats(&mut o, PAD, t.dtype, s.summary.as_ref()),
+            RowValues::Device(d) => {
+                for (k, v) in [
+                    ("Max", d.max),
+                    ("Min", d.min),
+                    ("Mean", d.avg),
+                    ("Norm", d.l2norm),
+                ] {
+                    let _ = write!(o, ",\n{PAD}\"{k}\": ");
+                    match v {
+                        DeviceValue::Float(v) => push_float(&mut o, v),
+                        DeviceValue::Int(v) => {
+                            let _ = write!(o, "{v}");
+                        }
+                        DeviceValue::Bool(v) => {
+                            let _ = write!(o, "{v}");
+                        }
+                        DeviceValue::Null => o.push_str("null"),
+                    }
+                }
+            }
+        }
+        let _ = write!(o, ",\n{PAD}\"requires_grad\": false");
+        if self.files {
+            // The name the Dumper gives the file: a name too long for the file system is
+            // mapped to its short form (listed in dump_tensor_data/mapping.csv).
+            let mut name = self.tensor_file(t.id, "", t.dtype);
+            if name.len() > super::NAME_MAX {
+                name = super::short_name(&name);
+            }
+            let _ = write!(o, ",\n{PAD}\"data_name\": ");
+            o.push_str(&serde_json::Value::String(name).to_string());
+        }
+        if self.crc {
+            match t.crc32 {
+                Some(c) => {
+                    let _ = write!(o, ",\n{PAD}\"md5\": \"{c:08x}\"");
+                }
+                None => {
+                    let _ = write!(o, ",\n{PAD}\"md5\": null");
+                }
+            }
+        }
+        o.push_str("\n    }");
+        Ok(Some(o))
+    }
+}
