@@ -114,7 +114,8 @@ fn check_reports_every_msprobe_error_with_file_key_value_and_what_is_allowed() {
     let o = opdump(&["check", s(&cfg)]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.contains("error:")).collect();
+    // Each key's line names the file first; the summary line after them does not.
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains(": error: ")).collect();
     assert_eq!(lines.len(), 3, "task, step, level at once: {err}");
     for (l, key, value) in [
         (lines[0], "task", "\"tensors\""),

@@ -97,8 +97,8 @@ impl Prereq {
                 "export ORT_DYLIB_PATH=$(bash adapters/dump-ort/ci/fetch-ort.sh)"
             }
             Prereq::Torch => {
-                "python3 -m pip install torch torchvision onnx onnxscript --index-url \
-                 https://download.pytorch.org/whl/cpu (or from PyPI)"
+                "bash tools/install-torch.sh (the pinned torch, torchvision, onnx and onnxscript; CPU \
+                 wheels from download.pytorch.org, else PyPI)"
             }
         }
     }

@@ -181,6 +181,7 @@ fn install_prerequisites(root: &Path, env: &mut Vec<(String, String)>) -> Result
          (apt-get install -y -qq --no-install-recommends python3-numpy >&2)",
         root,
     )?;
+    sh("bash tools/install-torch.sh", root)?;
     let ort = sh("bash adapters/dump-ort/ci/fetch-ort.sh", root)?;
     env.push(("ORT_DYLIB_PATH".into(), ort));
     let nvrtc = sh("bash dump-device-cuda/ci/fetch-nvrtc.sh", root)?;

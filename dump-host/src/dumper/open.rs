@@ -11,8 +11,7 @@ use crate::{
     config::{
         ConfigDialect, Device, DumpConfig, DumpMode, E2eSettings, Env, FileFormat, InputOutput,
         KernelFilter, MsprobeConfig, MsprobeTask, NonFinitePolicy, OpDebugMode, ParseOptions,
-        SavedData,
-        env::rank_id, read_config_file,
+        SavedData, env::rank_id, read_config_file,
     },
     writer::WriterConfig,
 };

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs tools/export_models.requirements.txt (torch, torchvision, onnx, onnxscript) unless
+# they import already: CPU wheels from download.pytorch.org when it is reachable (a fraction of
+# PyPI's CUDA build), PyPI's otherwise. Used by .ci/run and `cargo xtask test --install`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if python3 -c 'import torch, torchvision, onnx, onnxscript' >/dev/null 2>&1; then
+  exit 0
+fi
+req=tools/export_models.requirements.txt
+python3 -m pip install --quiet -r "$req" \
+    --index-url https://download.pytorch.org/whl/cpu --extra-index-url https://pypi.org/simple >&2 \
+  || python3 -m pip install --quiet -r "$req" >&2
+python3 -c 'import torch, torchvision, onnx, onnxscript; print("torch", torch.__version__)' >&2
