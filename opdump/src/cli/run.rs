@@ -431,6 +431,10 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
 }
 
 /// `--stop-at-nonfinite` stopped the run at `at`.
+#[cfg_attr(
+    not(any(feature = "tract", feature = "candle", feature = "ort")),
+    allow(dead_code)
+)]
 pub(crate) fn stopped(at: dump_host::NonFiniteAt) -> Failure {
     Failure::Stopped(format!("stopped at the first non-finite output: {at}"))
 }
