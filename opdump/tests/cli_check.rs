@@ -206,3 +206,101 @@ fn device_option_and_help() {
     assert!(text(&out.stderr).contains("check"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// CANN's acl.json: detected by its `dump` object, checked with CANN's rules and codes, every
+/// error at once on a line naming the file; a valid one is summarised, and the Dumper refuses
+/// to run from it with a clear reason.
+#[test]
+fn acl_json_is_detected_and_checked_with_canns_codes() {
+    let dir = tmpdir("acl");
+    let good = dir.join("acl.json");
+    std::fs::write(
+        &good,
+        json!({"dump": {"dump_path": dir.to_str().unwrap(), "dump_mode": "all",
+            "dump_list": [{"model_name": "resnet", "layer": ["conv1"]}],
+            "dump_data": "stats", "dump_stats": ["Max", "Nan"]}})
+        .to_string(),
+    )
+    .unwrap();
+    let o = opdump(&["check", good.to_str().unwrap()], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["dump"], "operators");
+    assert_eq!(summary["stats_only"], true);
+    assert!(text(&o.stderr).contains("is a valid CANN acl.json (dump: operators"));
+
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        json!({"dump": {"dump_path": "/no/such/dir", "dump_mode": "both",
+            "dump_debug": "on", "dump_op_switch": "on", "dump_step": "7-3"}})
+        .to_string(),
+    )
+    .unwrap();
+    let o = opdump(&["check", bad.to_str().unwrap()], &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let p = bad.display().to_string();
+    for needle in [
+        format!(
+            "{p}: error: dump.dump_mode: EP0002: \"both\" is not allowed; allowed: input, output, all"
+        ),
+        format!("{p}: error: dump.dump_debug: EP0005: dump_debug \"on\""),
+        format!(
+            "{p}: error: dump.dump_path: EP0003: \"/no/such/dir\" must be an existing directory"
+        ),
+        format!("{p}: error: dump.dump_step: EP0003: \"7-3\": the first step is greater"),
+        format!("error: {p} has 4 errors (CANN acl.json): not a valid dump config"),
+    ] {
+        assert!(err.contains(&needle), "missing {needle:?} in\n{err}");
+    }
+    // The Dumper does not run from it: `opdump demo --config` says why.
+    let o = opdump(
+        &["demo", "--config", good.to_str().unwrap(), "--steps", "1"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("the Dumper does not run from it yet"),
+        "{}",
+        text(&o.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// torchair's dump_config options as JSON: torchair's checks, then GE's.
+#[test]
+fn torchair_dump_config_is_checked_as_torchair_then_ge_would() {
+    let dir = tmpdir("torchair");
+    let f = dir.join("torchair.json");
+    std::fs::write(
+        &f,
+        json!({"enable_dump": true, "dump_path": "/no/such/dir", "dump_step": "3-3|",
+            "dump_layer": "conv1;x", "dump_mod": "all"})
+        .to_string(),
+    )
+    .unwrap();
+    let o = opdump(&["check", f.to_str().unwrap()], &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for needle in [
+        "error: dump_mod: _DataDumpConfig has no option dump_mod",
+        "error: dump_path: Please set legal dir path, /no/such/dir is not found",
+        "error: dump_step: \"3-3|\" ends in '|': torchair accepts it, GE rejects it",
+        "error: dump_step: \"3-3\": the first step is >= second step",
+        "error: dump_layer: ';' is not allowed",
+        "has 5 errors (torchair dump_config)",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in\n{err}");
+    }
+    std::fs::write(
+        &f,
+        json!({"enable_dump": true, "dump_path": dir.to_str().unwrap()}).to_string(),
+    )
+    .unwrap();
+    let o = opdump(&["check", f.to_str().unwrap()], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["ge_dump_path_suffix"], "worldsize1_global_rank0");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

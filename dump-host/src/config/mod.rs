@@ -37,6 +37,7 @@ pub mod acl;
 mod categories;
 mod common;
 mod diagnostics;
+mod dialect;
 mod e2e;
 mod effective;
 pub mod env;
@@ -59,13 +60,14 @@ use dump_core::iteration::IterationSpec;
 pub use categories::{DEFAULT_CATEGORIES, DEVICE_CATEGORIES, STATISTIC_CATEGORIES};
 pub use common::COMMON_KEYS;
 pub use diagnostics::{Diagnostic, Diagnostics, Severity};
+pub use dialect::ConfigDialect;
 pub use e2e::{E2E_KEYS, E2eSettings};
 pub use env::{Env, ProcessEnv};
 pub use file::{MAX_CONFIG_BYTES, read_config_file};
 pub use kernels::{BadRegex, EntryKind, KernelFilter, classify, normalize_entry, type_part};
 pub use msprobe::{
-    ConfigDialect, DataMode, MSPROBE_TASKS, MSPROBE_TOP_KEYS, MsprobeConfig, MsprobeLevel,
-    MsprobeTask, MsprobeValidated, SummaryMode, is_api_name, is_module_name,
+    DataMode, MSPROBE_TASKS, MSPROBE_TOP_KEYS, MsprobeConfig, MsprobeLevel, MsprobeTask,
+    MsprobeValidated, SummaryMode, is_api_name, is_module_name,
 };
 pub use opdump::{
     FLIGHT_RECORDER_KEYS, FlightRecorder, MAX_FLIGHT_STEPS, NonFinitePolicy, OPDUMP_KEYS,

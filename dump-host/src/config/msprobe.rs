@@ -235,42 +235,6 @@ pub struct MsprobeValidated {
     pub warnings: Diagnostics,
 }
 
-/// Which tool a config file is written for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConfigDialect {
-    /// MindSpore's `data_dump.json` (`common_dump_settings`, ...).
-    MindSpore,
-    /// msprobe's `config.json` (`task`, `dump_path`, `level`, ...).
-    Msprobe,
-}
-
-impl ConfigDialect {
-    /// What `opdump check` calls it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            ConfigDialect::MindSpore => "MindSpore data_dump.json",
-            ConfigDialect::Msprobe => "msprobe config.json",
-        }
-    }
-
-    /// The dialect of config bytes: msprobe when the text is a JSON object with msprobe's
-    /// keys (`task`, `dump_path`, `level`, a task section) and without MindSpore's
-    /// `common_dump_settings`; MindSpore otherwise (whose checks then report what is wrong).
-    pub fn detect(bytes: &[u8]) -> ConfigDialect {
-        let Ok(Value::Object(top)) = serde_json::from_slice::<Value>(bytes) else {
-            return ConfigDialect::MindSpore;
-        };
-        let msprobe = ["task", "dump_path", "level", "statistics", "tensor"]
-            .iter()
-            .any(|k| top.contains_key(*k));
-        if msprobe && !top.contains_key("common_dump_settings") {
-            ConfigDialect::Msprobe
-        } else {
-            ConfigDialect::MindSpore
-        }
-    }
-}
-
 impl MsprobeConfig {
     /// Parses and validates config text; [`Error::Config`] holds every error and warning.
     pub fn from_json_str(text: &str) -> Result<MsprobeValidated, Error> {

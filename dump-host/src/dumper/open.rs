@@ -172,8 +172,22 @@ impl DumpPlan {
     /// The dialect is detected first ([`ConfigDialect::detect`]): an msprobe `config.json`
     /// is validated with msprobe's rules ([`MsprobeConfig`]) and planned for msprobe's layout.
     pub fn from_json(bytes: Vec<u8>, env: &dyn Env, opts: &DumpOptions) -> Result<Planned, Error> {
-        if ConfigDialect::detect(&bytes) == ConfigDialect::Msprobe {
-            return Self::from_msprobe(bytes, env, opts);
+        match ConfigDialect::detect(&bytes) {
+            ConfigDialect::Msprobe => return Self::from_msprobe(bytes, env, opts),
+            d @ (ConfigDialect::AclJson | ConfigDialect::Torchair) => {
+                let mut diag = crate::config::Diagnostics::new();
+                diag.error(
+                    "",
+                    format!(
+                        "this is a {}: `opdump check` validates it, but the Dumper does not run \
+                         from it yet (the GE layout and CANN files are not written); allowed \
+                         here: a MindSpore data_dump.json or an msprobe config.json",
+                        d.describe()
+                    ),
+                );
+                return Err(Error::Config(diag));
+            }
+            ConfigDialect::MindSpore => {}
         }
         let v = DumpConfig::from_json_bytes(&bytes, &ParseOptions::new(opts.device, env))?;
         let mut warnings = v.warnings;

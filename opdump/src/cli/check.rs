@@ -1,5 +1,8 @@
-//! `opdump check [CONFIG.json] [--device cpu|gpu|ascend]`: a MindSpore `data_dump.json` or an
-//! msprobe `config.json`, the dialect detected and named.
+//! `opdump check [CONFIG.json] [--device cpu|gpu|ascend]`: a MindSpore `data_dump.json`, an
+//! msprobe `config.json`, a CANN `acl.json` or torchair's `dump_config` options, the dialect
+//! detected and named.
+
+mod cann;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,9 +16,10 @@ use super::outcome::{Failure, Outcome, Verdict};
 /// Arguments of `opdump check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The config file: MindSpore's data_dump.json or msprobe's config.json (the dialect is
-    /// detected from its keys and named in the result; msprobe's keys are checked with
-    /// msprobe's rules). Without it, the file named by the MINDSPORE_DUMP_CONFIG environment
+    /// The config file: MindSpore's data_dump.json, msprobe's config.json, CANN's acl.json
+    /// (`{"dump": {...}}`, CANN's EP000x codes) or torchair's dump_config options as a JSON
+    /// object (the dialect is detected from its keys and named in the result; each is checked
+    /// with its own tool's rules; the Dumper runs from the first two). Without it, the file named by the MINDSPORE_DUMP_CONFIG environment
     /// variable is checked (with MindSpore's rules: it must exist and end in `.json`).
     pub config: Option<PathBuf>,
     /// The device the config is checked for: cpu, gpu or ascend (case-insensitive); default:
@@ -69,13 +73,17 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         },
     };
     // The dialect decides the rules; an unreadable file is reported by the load below.
-    let dialect = read_config_file(&path)
-        .map(|b| ConfigDialect::detect(&b))
-        .unwrap_or(ConfigDialect::MindSpore);
+    let bytes = read_config_file(&path).ok();
+    let dialect = bytes
+        .as_deref()
+        .map_or(ConfigDialect::MindSpore, ConfigDialect::detect);
+    if let (Some(b), false) = (bytes.as_deref(), dialect.runs()) {
+        return cann::check(&path, dialect, b, out, err);
+    }
     // msprobe's lines name the file: its users run one config per job and grep logs.
     let prefix = match dialect {
-        ConfigDialect::Msprobe => format!("{}: ", path.display()),
         ConfigDialect::MindSpore => String::new(),
+        _ => format!("{}: ", path.display()),
     };
     match DumpPlan::load(&path, env, &opts) {
         Ok(v) => {

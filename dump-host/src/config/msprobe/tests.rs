@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::ConfigDialect;
 
 fn errors(text: &str) -> Vec<(String, String)> {
     match MsprobeConfig::from_json_str(text) {

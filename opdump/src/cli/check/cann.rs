@@ -1,0 +1,86 @@
+//! `opdump check` on CANN's `acl.json` and torchair's `dump_config` options: every error at
+//! once with CANN's codes, and what the config asks CANN to dump.
+
+use std::io::Write;
+use std::path::Path;
+
+use dump_host::config::{
+    ConfigDialect, Diagnostics,
+    acl::{AclDumpKind, check_acl},
+    torchair::check_torchair,
+};
+use serde_json::{Value, json};
+
+use crate::cli::outcome::{Failure, Outcome, Verdict};
+
+/// Checks `bytes` (the file at `path`, detected as `dialect`): the summary as JSON on `out`,
+/// warnings and errors on `err`.
+pub(super) fn check(
+    path: &Path,
+    dialect: ConfigDialect,
+    bytes: &[u8],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Outcome {
+    let doc: Value = serde_json::from_slice(bytes).map_err(|e| {
+        Failure::Invalid(format!(
+            "{}: not JSON ({e}); a {} is a JSON object",
+            path.display(),
+            dialect.describe()
+        ))
+    })?;
+    let checked = match dialect {
+        ConfigDialect::AclJson => check_acl(&doc).map(|a| {
+            let kind = match a.kind {
+                AclDumpKind::None => "none",
+                AclDumpKind::Exception => "exception",
+                AclDumpKind::Overflow => "overflow",
+                AclDumpKind::Operators => "operators",
+            };
+            let summary = json!({"dialect": "acl.json", "dump": kind,
+                "stats_only": a.stats_only, "watcher": a.watcher});
+            (summary, a.warnings, format!("dump: {kind}"))
+        }),
+        _ => check_torchair(&doc).map(|t| {
+            let summary = json!({"dialect": "torchair", "enable_dump": t.enabled,
+                "ge_dump_path_suffix": t.dump_path_suffix});
+            let what = if t.enabled {
+                "dump enabled"
+            } else {
+                "dump disabled"
+            };
+            (summary, t.warnings, what.to_owned())
+        }),
+    };
+    let print = |d: &Diagnostics, err: &mut dyn Write| {
+        for item in d.all() {
+            let _ = writeln!(err, "{}: {item}", path.display());
+        }
+    };
+    match checked {
+        Ok((summary, warnings, what)) => {
+            let _ = writeln!(out, "{summary:#}");
+            print(&warnings, err);
+            let n = warnings.warnings().count();
+            let _ = writeln!(
+                err,
+                "ok: {} is a valid {} ({what}; {n} warning{}); the Dumper does not run from it \
+                 yet",
+                path.display(),
+                dialect.describe(),
+                if n == 1 { "" } else { "s" }
+            );
+            Ok(Verdict::Clean)
+        }
+        Err(d) => {
+            print(&d, err);
+            let n = d.errors().count();
+            Err(Failure::Invalid(format!(
+                "{} has {n} error{} ({}): not a valid dump config",
+                path.display(),
+                if n == 1 { "" } else { "s" },
+                dialect.describe()
+            )))
+        }
+    }
+}
