@@ -63,13 +63,15 @@ fn dumper_with(
         .map_err(|e| e.to_string())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median of `v` (the upper one of an even count).
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-struct StepTracer<'a> {
-    step: &'a dump_host::Step,
+/// The demo's tracer that dumps every kernel the step selects.
+pub(super) struct StepTracer<'a> {
+    pub(super) step: &'a dump_host::Step,
 }
 
 impl Tracer for StepTracer<'_> {
@@ -93,7 +95,8 @@ impl Tracer for StepTracer<'_> {
     }
 }
 
-fn scratch(tag: &str) -> Result<PathBuf, String> {
+/// An empty scratch directory for `tag` under the temp dir.
+pub(super) fn scratch(tag: &str) -> Result<PathBuf, String> {
     let d = std::env::temp_dir().join(format!("opdump-bench-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;

@@ -10,9 +10,13 @@
 use std::{collections::HashMap, fmt::Write as _, path::PathBuf, time::Instant};
 
 use dump_host::{DumpOptions, Dumper, TensorRef, config::FlightRecorder};
-use opdump::demo::{LeNet, NoTrace, Tracer, View};
+use opdump::demo::{LeNet, NoTrace};
 
-use super::{Opts, Row, target_dir};
+use super::{
+    Opts, Row,
+    dump::{StepTracer, median, scratch},
+    target_dir,
+};
 
 fn config(root: &str, saved: &str) -> Vec<u8> {
     format!(
@@ -38,43 +42,6 @@ fn open(
     }
     b.open_json(config(&root.to_string_lossy(), saved))
         .map_err(|e| e.to_string())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-struct StepTracer<'a> {
-    step: &'a dump_host::Step,
-}
-
-impl Tracer for StepTracer<'_> {
-    fn wants(&mut self, op: &str, name: &str) -> bool {
-        self.step.kernel(op, name).is_some()
-    }
-    fn kernel(&mut self, op: &str, name: &str, ins: &[View<'_>], outs: &[View<'_>]) {
-        if let Some(k) = self.step.kernel(op, name) {
-            for (i, v) in ins.iter().enumerate() {
-                let _ = k.input(i as u32, TensorRef::host(v.dtype, v.shape, v.data));
-            }
-            for (i, v) in outs.iter().enumerate() {
-                let _ = k.output(i as u32, TensorRef::host(v.dtype, v.shape, v.data));
-            }
-        }
-    }
-    fn parameter(&mut self, name: &str, v: View<'_>) {
-        let _ = self
-            .step
-            .parameter(name, TensorRef::host(v.dtype, v.shape, v.data));
-    }
-}
-
-fn scratch(tag: &str) -> Result<PathBuf, String> {
-    let d = std::env::temp_dir().join(format!("opdump-bench-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
-    Ok(d)
 }
 
 struct Metric {

@@ -16,14 +16,13 @@
 use std::{collections::HashMap, fmt::Write as _, path::Path, time::Instant};
 
 use dump_host::{DumpOptions, Dumper, TensorRef};
-use opdump::demo::{LeNet, NoTrace, Tracer, View};
+use opdump::demo::{LeNet, NoTrace};
 
-use super::{Opts, Row, target_dir};
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+use super::{
+    Opts, Row,
+    dump::{StepTracer, median, scratch},
+    target_dir,
+};
 
 fn open(text: String) -> Result<Dumper, String> {
     open_with(text, DumpOptions::default())
@@ -65,36 +64,6 @@ fn mindspore(root: &Path) -> Result<Dumper, String> {
             "e2e_dump_settings": {{"enable": true}}}}"#,
         root.display()
     ))
-}
-
-struct StepTracer<'a> {
-    step: &'a dump_host::Step,
-}
-
-impl Tracer for StepTracer<'_> {
-    fn wants(&mut self, op: &str, name: &str) -> bool {
-        self.step.kernel(op, name).is_some()
-    }
-    fn kernel(&mut self, op: &str, name: &str, ins: &[View<'_>], outs: &[View<'_>]) {
-        if let Some(k) = self.step.kernel(op, name) {
-            for (i, v) in ins.iter().enumerate() {
-                let _ = k.input(i as u32, TensorRef::host(v.dtype, v.shape, v.data));
-            }
-            for (i, v) in outs.iter().enumerate() {
-                let _ = k.output(i as u32, TensorRef::host(v.dtype, v.shape, v.data));
-            }
-        }
-    }
-    /// Parameters are left out of both dumps: msprobe's layout has no place for a tensor
-    /// outside a call, and the two dumps must hold the same tensors.
-    fn parameter(&mut self, _name: &str, _v: View<'_>) {}
-}
-
-fn scratch(tag: &str) -> Result<std::path::PathBuf, String> {
-    let d = std::env::temp_dir().join(format!("opdump-bench-msprobe-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
-    Ok(d)
 }
 
 /// The group-commit interval measured beside publishing every call.
