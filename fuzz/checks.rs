@@ -34,9 +34,11 @@ pub const TARGETS: [(&str, Check); 7] = [
 /// and the Dumper share) agree; an accepted config has no error, its effective JSON parses to
 /// the same config; a rejected one says why.
 pub fn config_json(data: &[u8]) {
-    if ConfigDialect::detect(data) == ConfigDialect::Msprobe {
+    match ConfigDialect::detect(data) {
         // The Dumper reads it with msprobe's rules (the msprobe_config target checks them).
-        return msprobe_config(data);
+        ConfigDialect::Msprobe => return msprobe_config(data),
+        d @ (ConfigDialect::AclJson | ConfigDialect::Torchair) => return cann_config(data, d),
+        ConfigDialect::MindSpore => {}
     }
     let env: HashMap<String, String> = [
         ("MS_DIAGNOSTIC_DATA_PATH".to_owned(), "/tmp/fuzz".to_owned()),
@@ -75,6 +77,35 @@ pub fn config_json(data: &[u8]) {
             (v, p) => panic!("check and Dumper disagree on {device}: {v:?} vs {p:?}"),
         }
     }
+}
+
+/// CANN's `acl.json` and torchair's `dump_config`: the checks never panic, a rejected config
+/// says why (acl.json's errors each carry CANN's `EP000x` code), and the Dumper refuses both.
+pub fn cann_config(data: &[u8], dialect: ConfigDialect) {
+    let Ok(doc) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return;
+    };
+    let checked = match dialect {
+        ConfigDialect::AclJson => dump_host::config::acl::check_acl(&doc).map(|a| a.warnings),
+        _ => dump_host::config::torchair::check_torchair(&doc).map(|t| t.warnings),
+    };
+    match checked {
+        Ok(w) => assert!(!w.has_errors(), "accepted with errors: {w}"),
+        Err(d) => {
+            assert!(d.has_errors(), "rejected without an error: {d}");
+            if dialect == ConfigDialect::AclJson {
+                for e in d.errors() {
+                    assert!(e.message.starts_with("EP000"), "no CANN code: {e}");
+                }
+            }
+        }
+    }
+    let env: HashMap<String, String> = HashMap::new();
+    assert!(
+        DumpPlan::from_json(data.to_vec(), &env, &DumpOptions::default()).is_err(),
+        "the Dumper ran from a {}",
+        dialect.describe()
+    );
 }
 
 /// msprobe's `config.json`: the reader never panics; an accepted config has no error, its

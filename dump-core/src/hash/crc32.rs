@@ -1,10 +1,10 @@
-//! CRC-32 (ISO-HDLC, the zlib/Ethernet CRC) of wire frames and of msprobe's `md5` values, without `std` and without tables
-//! built at run time: the 256-entry table is computed by a `const fn` at compile time (1 KiB of
-//! flash on a microcontroller).
+//! CRC-32 (ISO-HDLC, the zlib/Ethernet CRC) of wire frames and of msprobe's `md5` values,
+//! without `std` and without tables built at run time: the 256-entry table is computed by a
+//! `const fn` at compile time (1 KiB of flash on a microcontroller).
 //!
 //! Parameters: polynomial `0x04C11DB7` (reflected `0xEDB88320`), initial value `0xFFFFFFFF`,
 //! input and output reflected, final XOR `0xFFFFFFFF`; check value of `b"123456789"` is
-//! `0xCBF43926`. For frames up to [`super::MAX_FRAME_LEN`] bytes it detects every error of
+//! `0xCBF43926`. For frames up to `wire::MAX_FRAME_LEN` bytes it detects every error of
 //! one or two bits, every odd number of flipped bits and every burst of up to 32 bits; any
 //! other corruption passes unnoticed with probability 2^-32.
 
