@@ -67,7 +67,10 @@ impl Variant {
             }
             Some(d) => {
                 let step = d.begin_step();
-                self.net.step(&mut StepTracer { step: &step });
+                self.net.step(&mut StepTracer {
+                    step: &step,
+                    parameters: true,
+                });
                 step.finish().map_err(|e| e.to_string())?;
             }
         }
@@ -260,11 +263,17 @@ pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
         for n in 1..=tries {
             for _ in 0..2 {
                 let step = d.begin_step();
-                net.step(&mut StepTracer { step: &step });
+                net.step(&mut StepTracer {
+                    step: &step,
+                    parameters: true,
+                });
                 step.finish().map_err(|e| e.to_string())?;
             }
             let step = d.begin_step();
-            net.step(&mut StepTracer { step: &step });
+            net.step(&mut StepTracer {
+                step: &step,
+                parameters: true,
+            });
             d.trigger("bench");
             let t = Instant::now();
             step.finish().map_err(|e| e.to_string())?;

@@ -124,7 +124,10 @@ pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
         let dumped = |d: &mut Dumper, net: &mut LeNet| -> Result<f64, String> {
             let t = Instant::now();
             let step = d.begin_step();
-            net.step(&mut StepTracer { step: &step });
+            net.step(&mut StepTracer {
+                step: &step,
+                parameters: false,
+            });
             step.finish().map_err(|e| e.to_string())?;
             Ok(t.elapsed().as_secs_f64() * 1e3)
         };
