@@ -375,42 +375,54 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         vs_numpy: None,
     });
 
-    // Output.
-    println!("\nDumper benchmarks");
+    print_metrics(
+        "Dumper benchmarks",
+        48,
+        "dump.csv",
+        m.iter().map(|x| {
+            let ratio = x
+                .baseline
+                .filter(|_| x.unit != "ms" || x.name.contains("statistic dump"))
+                .map(|b| x.value / b);
+            (x.name, x.value, x.unit, x.baseline, ratio)
+        }),
+    )
+}
+
+fn bytemuck_cast(v: &[f32]) -> &[u8] {
+    bytemuck::cast_slice(v)
+}
+
+/// Prints `title` and `lines` (name, value, unit, baseline, the ratio to show) as a table whose
+/// name column is `width` wide, and writes them to `target/bench-stats/{file}` as csv: the
+/// output every Dumper-level bench group (dump, flight, msprobe) shares.
+pub(super) fn print_metrics<'a>(
+    title: &str,
+    width: usize,
+    file: &str,
+    lines: impl IntoIterator<Item = (&'a str, f64, &'a str, Option<f64>, Option<f64>)>,
+) -> Result<(), String> {
+    println!("\n{title}");
     println!(
-        "{:<48} {:>12} {:>5} {:>12} {:>8}",
+        "{:<width$} {:>12} {:>5} {:>12} {:>8}",
         "metric", "value", "unit", "baseline", "ratio"
     );
     let mut csv = String::from("metric,value,unit,baseline,ratio\n");
-    for x in &m {
-        let ratio = x
-            .baseline
-            .filter(|_| x.unit != "ms" || x.name.contains("statistic dump"))
-            .map(|b| x.value / b);
+    for (name, value, unit, baseline, ratio) in lines {
         println!(
-            "{:<48} {:>12.3} {:>5} {:>12} {:>8}",
-            x.name,
-            x.value,
-            x.unit,
-            x.baseline.map_or("-".into(), |b| format!("{b:.3}")),
+            "{name:<width$} {value:>12.3} {unit:>5} {:>12} {:>8}",
+            baseline.map_or("-".into(), |b| format!("{b:.3}")),
             ratio.map_or("-".into(), |r| format!("{r:.2}x"))
         );
         let _ = writeln!(
             csv,
-            "{},{:.4},{},{},{}",
-            x.name,
-            x.value,
-            x.unit,
-            x.baseline.map_or(String::new(), |b| format!("{b:.4}")),
+            "{},{value:.4},{unit},{},{}",
+            name.replace(',', ";"),
+            baseline.map_or(String::new(), |b| format!("{b:.4}")),
             ratio.map_or(String::new(), |r| format!("{r:.4}"))
         );
     }
     let dir = target_dir().join("bench-stats");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("dump.csv"), csv).map_err(|e| e.to_string())?;
-    Ok(())
-}
-
-fn bytemuck_cast(v: &[f32]) -> &[u8] {
-    bytemuck::cast_slice(v)
+    std::fs::write(dir.join(file), csv).map_err(|e| e.to_string())
 }

@@ -7,15 +7,14 @@
 //! Prints its own table and writes `target/bench-stats/flight.csv` (`metric,value,unit,
 //! baseline,ratio`).
 
-use std::{collections::HashMap, fmt::Write as _, path::PathBuf, time::Instant};
+use std::{collections::HashMap, path::PathBuf, time::Instant};
 
 use dump_host::{DumpOptions, Dumper, TensorRef, config::FlightRecorder};
 use opdump::demo::{LeNet, NoTrace};
 
 use super::{
     Opts, Row,
-    dump::{StepTracer, median, scratch},
-    target_dir,
+    dump::{StepTracer, median, print_metrics, scratch},
 };
 
 fn config(root: &str, saved: &str) -> Vec<u8> {
@@ -309,34 +308,13 @@ pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
         let _ = std::fs::remove_dir_all(r);
     }
 
-    println!("\nFlight recorder benchmarks ({rounds} interleaved rounds, medians)");
-    println!(
-        "{:<62} {:>10} {:>5} {:>10} {:>8}",
-        "metric", "value", "unit", "baseline", "ratio"
-    );
-    let mut csv = String::from("metric,value,unit,baseline,ratio\n");
-    for x in &m {
-        let ratio = x.baseline.map(|b| x.value / b);
-        println!(
-            "{:<62} {:>10.3} {:>5} {:>10} {:>8}",
-            x.name,
-            x.value,
-            x.unit,
-            x.baseline.map_or("-".into(), |b| format!("{b:.3}")),
-            ratio.map_or("-".into(), |r| format!("{r:.2}x"))
-        );
-        let _ = writeln!(
-            csv,
-            "{},{:.4},{},{},{}",
-            x.name.replace(',', ";"),
-            x.value,
-            x.unit,
-            x.baseline.map_or(String::new(), |b| format!("{b:.4}")),
-            ratio.map_or(String::new(), |r| format!("{r:.4}"))
-        );
-    }
-    let dir = target_dir().join("bench-stats");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("flight.csv"), csv).map_err(|e| e.to_string())?;
-    Ok(())
+    print_metrics(
+        &format!("Flight recorder benchmarks ({rounds} interleaved rounds, medians)"),
+        62,
+        "flight.csv",
+        m.iter().map(|x| {
+            let ratio = x.baseline.map(|b| x.value / b);
+            (x.name.as_str(), x.value, x.unit, x.baseline, ratio)
+        }),
+    )
 }

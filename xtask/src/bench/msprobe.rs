@@ -13,15 +13,14 @@
 //! Prints its table and writes `target/bench-stats/msprobe.csv`
 //! (`metric,value,unit,baseline,ratio`).
 
-use std::{collections::HashMap, fmt::Write as _, path::Path, time::Instant};
+use std::{collections::HashMap, path::Path, time::Instant};
 
 use dump_host::{DumpOptions, Dumper, TensorRef};
 use opdump::demo::{LeNet, NoTrace};
 
 use super::{
     Opts, Row,
-    dump::{StepTracer, median, scratch},
-    target_dir,
+    dump::{StepTracer, median, print_metrics, scratch},
 };
 
 fn open(text: String) -> Result<Dumper, String> {
@@ -273,37 +272,16 @@ pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
     let _ = d.close();
     let _ = std::fs::remove_dir_all(&root);
 
-    println!("\nmsprobe layout benchmarks");
-    println!(
-        "{:<52} {:>10} {:>5} {:>10} {:>8}",
-        "metric", "value", "unit", "baseline", "ratio"
-    );
-    let mut csv = String::from("metric,value,unit,baseline,ratio\n");
-    for x in &m {
-        let ratio = x
-            .baseline
-            .filter(|_| !x.name.contains("no dump"))
-            .map(|b| x.value / b);
-        println!(
-            "{:<52} {:>10.3} {:>5} {:>10} {:>8}",
-            x.name,
-            x.value,
-            x.unit,
-            x.baseline.map_or("-".into(), |b| format!("{b:.3}")),
-            ratio.map_or("-".into(), |r| format!("{r:.2}x"))
-        );
-        let _ = writeln!(
-            csv,
-            "{},{:.4},{},{},{}",
-            x.name,
-            x.value,
-            x.unit,
-            x.baseline.map_or(String::new(), |b| format!("{b:.4}")),
-            ratio.map_or(String::new(), |r| format!("{r:.4}"))
-        );
-    }
-    let dir = target_dir().join("bench-stats");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("msprobe.csv"), csv).map_err(|e| e.to_string())?;
-    Ok(())
+    print_metrics(
+        "msprobe layout benchmarks",
+        52,
+        "msprobe.csv",
+        m.iter().map(|x| {
+            let ratio = x
+                .baseline
+                .filter(|_| !x.name.contains("no dump"))
+                .map(|b| x.value / b);
+            (x.name, x.value, x.unit, x.baseline, ratio)
+        }),
+    )
 }
