@@ -21,7 +21,7 @@
 #[allow(dead_code)]
 mod net;
 
-use crate::cross;
+use crate::toolchain;
 use dump_core::{
     DType,
     hash::md5,
@@ -54,12 +54,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if let Some(a) = args.first() {
         return Err(format!("agent-qemu takes no arguments (got `{a}`)"));
     }
-    let root = cross::workspace_root();
+    let root = toolchain::workspace_root();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    cross::check_target_installed()?;
-    cross::check_qemu()?;
+    toolchain::check_target_installed()?;
+    toolchain::check_qemu()?;
     let firmware = root.join("firmware");
-    cross::run_step(
+    toolchain::run_step(
         &cargo,
         &firmware,
         &["build", "--release", "--bin", "agent"].map(String::from),
@@ -183,11 +183,11 @@ fn run_qemu(dir: &Path, elf: &Path) -> Result<String, String> {
     println!(
         "agent-qemu: ({}) {} {} {}",
         dir.display(),
-        cross::QEMU,
+        toolchain::QEMU,
         args.join(" "),
         elf.display()
     );
-    let mut child = Command::new(cross::QEMU)
+    let mut child = Command::new(toolchain::QEMU)
         .args(args)
         .arg(elf)
         .current_dir(dir)
@@ -195,7 +195,7 @@ fn run_qemu(dir: &Path, elf: &Path) -> Result<String, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", cross::QEMU))?;
+        .map_err(|e| format!("cannot start {}: {e}", toolchain::QEMU))?;
     let mut stdout = child.stdout.take().ok_or("no qemu stdout")?;
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -487,7 +487,7 @@ pub fn fuzz(args: &[String]) -> Result<(), String> {
             .parse()
             .map_err(|_| format!("wire-fuzz takes a number of mutated frames (got `{a}`)"))?,
     };
-    let root = cross::workspace_root();
+    let root = toolchain::workspace_root();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let args = [
         "test",

@@ -21,6 +21,7 @@ mod cross;
 mod hardening;
 mod node_suite;
 mod test;
+mod toolchain;
 
 use std::process::ExitCode;
 

@@ -34,7 +34,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::cross::workspace_root;
+use crate::toolchain::workspace_root;
 
 /// The outcome of one test on one runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -379,7 +379,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let opdump = match &o.opdump {
         Some(p) => p.clone(),
         None => {
-            crate::cross::run_step(
+            crate::toolchain::run_step(
                 std::ffi::OsStr::new(&std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())),
                 &root,
                 &[

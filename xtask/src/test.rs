@@ -37,7 +37,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             }
         }
     }
-    let root = crate::cross::workspace_root();
+    let root = crate::toolchain::workspace_root();
     let mut env: Vec<(String, String)> = Vec::new();
     if install {
         install_prerequisites(&root, &mut env)?;
