@@ -124,34 +124,25 @@ pub fn g(v: f64) -> GBuf {
         out.push_all(b"inf");
         return out;
     }
-    // core's exact `{:e}` formatting rounds the exact binary value correctly (ties to even),
-    // as glibc does in the default rounding mode, so its six digits are %g's six digits.
-    let mut s = Scratch {
-        buf: [0; 32],
-        len: 0,
+    let (digits, x) = match six_digits(v.abs()) {
+        Some((q, x)) => {
+            let mut d = [b'0'; PRECISION as usize];
+            let mut q = q;
+            for slot in d.iter_mut().rev() {
+                *slot = b'0' + (q % 10) as u8;
+                q /= 10;
+            }
+            (d, x)
+        }
+        None => match six_digits_core(v.abs()) {
+            Some(d) => d,
+            None => {
+                // Unreachable: `d.ddddde-ddd` is at most 12 bytes.
+                out.push_all(b"nan");
+                return out;
+            }
+        },
     };
-    if write!(s, "{:.5e}", v.abs()).is_err() {
-        // Unreachable: `d.ddddde-ddd` is at most 12 bytes.
-        out.push_all(b"nan");
-        return out;
-    }
-    let text = &s.buf[..s.len];
-    // text = "d.ddddde<exp>"; exp is "-?[0-9]+".
-    let mut digits = [b'0'; PRECISION as usize];
-    digits[0] = text[0];
-    digits[1..].copy_from_slice(&text[2..2 + (PRECISION as usize - 1)]);
-    let exp_text = &text[2 + PRECISION as usize..];
-    let (neg_exp, exp_digits) = match exp_text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, exp_text),
-    };
-    let mut x: i32 = 0;
-    for &d in exp_digits {
-        x = x * 10 + i32::from(d - b'0');
-    }
-    if neg_exp {
-        x = -x;
-    }
 
     // Significant digits after stripping trailing zeros (at least one).
     let mut nd = digits.len();
@@ -195,6 +186,115 @@ pub fn g(v: f64) -> GBuf {
         out.push(b'0' + (ax % 10) as u8);
     }
     out
+}
+
+/// `10^k` for `k` in `0..=38` (all fit a `u128`).
+const POW10: [u128; 39] = {
+    let mut t = [1u128; 39];
+    let mut k = 1;
+    while k < 39 {
+        t[k] = t[k - 1] * 10;
+        k += 1;
+    }
+    t
+};
+
+/// The six significant digits of finite `a > 0` rounded as `printf` rounds them (the exact
+/// binary value, ties to even), as `(q, x)` with `q` in `100000..1000000` and
+/// `a ≈ q · 10^(x - 5)`; `None` where the exact arithmetic would not fit a `u128` (values
+/// below about `1e-17` or above about `1e38`, and subnormals), which [`six_digits_core`]
+/// handles.
+///
+/// `a = m · 2^e` exactly; with `k = 5 - x`, `a · 10^k` is the ratio of two integers (`m · 10^k`
+/// over `2^-e`, or `m · 2^e` over `10^-k`), whose quotient and remainder give the digits and
+/// the rounding without any floating-point step.
+fn six_digits(a: f64) -> Option<(u32, i32)> {
+    let bits = a.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    if biased == 0 || biased == 0x7ff {
+        return None;
+    }
+    let m = u128::from((bits & ((1u64 << 52) - 1)) | (1u64 << 52));
+    let e = biased - 1075;
+    // a is in [2^p, 2^(p+1)), so floor(log10 a) is floor(p·log10 2) or one more.
+    let p = e + 52;
+    let mut x = (p * 78_913) >> 18;
+    for _ in 0..2 {
+        let k = 5 - x;
+        let (num, den_shift, den) = if k >= 0 {
+            let k = usize::try_from(k).ok()?;
+            let num = m.checked_mul(*POW10.get(k)?)?;
+            if e >= 0 {
+                (num.checked_shl(e as u32).filter(|n| n >> e == num)?, 0, 1)
+            } else {
+                (num, (-e) as u32, 1)
+            }
+        } else {
+            let j = usize::try_from(-k).ok()?;
+            let ten = *POW10.get(j)?;
+            if e >= 0 {
+                let num = m.checked_shl(e as u32).filter(|n| n >> e == m)?;
+                (num, 0, ten)
+            } else {
+                let den = ten.checked_shl((-e) as u32).filter(|d| d >> (-e) == ten)?;
+                (m, 0, den)
+            }
+        };
+        let (t, round_up) = if den_shift > 0 {
+            if den_shift >= 128 {
+                return None;
+            }
+            let t = num >> den_shift;
+            let r = num & ((1u128 << den_shift) - 1);
+            let half = 1u128 << (den_shift - 1);
+            (t, r > half || (r == half && t & 1 == 1))
+        } else {
+            let (t, r) = (num / den, num % den);
+            // 2r < 2·den <= 2·10^38 < 2^128.
+            let twice = r * 2;
+            (t, twice > den || (twice == den && t & 1 == 1))
+        };
+        if t >= 1_000_000 {
+            x += 1; // the estimate was one low
+            continue;
+        }
+        if t < 100_000 {
+            return None; // not reachable for a correct estimate; leave it to core
+        }
+        let q = t as u32 + u32::from(round_up);
+        return Some(if q == 1_000_000 {
+            (100_000, x + 1)
+        } else {
+            (q, x)
+        });
+    }
+    None
+}
+
+/// [`six_digits`] through core's exact `{:.5e}` formatting (which also rounds the exact
+/// binary value, ties to even): six ASCII digits and the decimal exponent. Slower (a bignum
+/// fallback), used where the `u128` arithmetic does not reach.
+fn six_digits_core(a: f64) -> Option<([u8; PRECISION as usize], i32)> {
+    let mut s = Scratch {
+        buf: [0; 32],
+        len: 0,
+    };
+    write!(s, "{:.5e}", a).ok()?;
+    let text = &s.buf[..s.len];
+    // text = "d.ddddde<exp>"; exp is "-?[0-9]+".
+    let mut digits = [b'0'; PRECISION as usize];
+    digits[0] = text[0];
+    digits[1..].copy_from_slice(&text[2..2 + (PRECISION as usize - 1)]);
+    let exp_text = &text[2 + PRECISION as usize..];
+    let (neg_exp, exp_digits) = match exp_text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, exp_text),
+    };
+    let mut x: i32 = 0;
+    for &d in exp_digits {
+        x = x * 10 + i32::from(d - b'0');
+    }
+    Some((digits, if neg_exp { -x } else { x }))
 }
 
 /// An `f64` that displays as C `printf("%g")` (see [`g`]).
@@ -419,6 +519,50 @@ mod tests {
         }
         for x in v {
             check(x);
+        }
+    }
+
+    #[test]
+    fn exact_ties_round_to_even_as_c_does() {
+        // Integers of seven or more digits ending in 5 (exact in binary) are ties at the sixth
+        // digit; so are their binary fractions such as 1.5 · 2^-k scaled into six digits.
+        for v in [
+            1_234_565.0,
+            1_234_575.0,
+            9_999_995.0,
+            10_000_005.0,
+            123_456_500.0,
+            2_500_000_000_000_000.0,
+            0.5,
+            1.5,
+            2.5,
+            1_000_000.5,
+            999_999.5,
+            99_999.95,
+            0.000_012_345_65,
+        ] {
+            check(v);
+            check(-v);
+        }
+        for n in 1_000_000u64..1_002_000 {
+            check(n as f64 * 10.0 + 5.0);
+            check((n as f64 * 10.0 + 5.0) / 1024.0);
+        }
+    }
+
+    #[test]
+    fn fast_digits_agree_with_core_where_both_apply() {
+        let mut rng = Rng(0x0005_eed0_f6d1_2026);
+        for _ in 0..2_000_000 {
+            let b = rng.next();
+            let mant = (b >> 11) as f64 / (1u64 << 53) as f64;
+            // 1e-16 ..= 1e31: the range the u128 path must cover (statistics live there).
+            let e = (b % 47) as i32 - 16;
+            let v = (1.0 + 9.0 * mant) * 10f64.powi(e);
+            let (q, x) = six_digits(v).unwrap_or_else(|| panic!("no fast digits for {v:e}"));
+            let (d, cx) = six_digits_core(v).expect("core formats it");
+            let cq = d.iter().fold(0u32, |a, &c| a * 10 + u32::from(c - b'0'));
+            assert_eq!((q, x), (cq, cx), "{v:e}");
         }
     }
 

@@ -1,6 +1,8 @@
 //! CRC-32 (ISO-HDLC, the zlib/Ethernet CRC) of wire frames and of msprobe's `md5` values,
 //! without `std` and without tables built at run time: the 256-entry table is computed by a
-//! `const fn` at compile time (1 KiB of flash on a microcontroller).
+//! `const fn` at compile time (1 KiB of flash on a microcontroller). With the `std` feature
+//! (a host) it reads eight bytes per step through eight such tables ("slicing by 8", 8 KiB,
+//! also built at compile time), about five times the bytewise speed; the result is the same.
 //!
 //! Parameters: polynomial `0x04C11DB7` (reflected `0xEDB88320`), initial value `0xFFFFFFFF`,
 //! input and output reflected, final XOR `0xFFFFFFFF`; check value of `b"123456789"` is
@@ -28,6 +30,53 @@ const TABLE: [u32; 256] = {
     t
 };
 
+/// `SLICES[k][b]`: the register update for byte `b` followed by `k` zero bytes, so eight
+/// bytes fold in with eight independent lookups.
+#[cfg(feature = "std")]
+const SLICES: [[u32; 256]; 8] = {
+    let mut t = [[0u32; 256]; 8];
+    t[0] = TABLE;
+    let mut k = 1;
+    while k < 8 {
+        let mut i = 0;
+        while i < 256 {
+            let prev = t[k - 1][i];
+            t[k][i] = (prev >> 8) ^ TABLE[(prev & 0xff) as usize];
+            i += 1;
+        }
+        k += 1;
+    }
+    t
+};
+
+/// Folds `bytes` into the register `c` one byte at a time.
+fn bytewise(mut c: u32, bytes: &[u8]) -> u32 {
+    for &b in bytes {
+        c = TABLE[usize::from((c as u8) ^ b)] ^ (c >> 8);
+    }
+    c
+}
+
+/// Folds `bytes` into `c` eight bytes per step, the tail bytewise.
+#[cfg(feature = "std")]
+fn sliced(mut c: u32, bytes: &[u8]) -> u32 {
+    let mut chunks = bytes.chunks_exact(8);
+    for w in &mut chunks {
+        let lo = c ^ u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        let hi = u32::from_le_bytes([w[4], w[5], w[6], w[7]]);
+        let t = &SLICES;
+        c = t[7][(lo & 0xff) as usize]
+            ^ t[6][((lo >> 8) & 0xff) as usize]
+            ^ t[5][((lo >> 16) & 0xff) as usize]
+            ^ t[4][(lo >> 24) as usize]
+            ^ t[3][(hi & 0xff) as usize]
+            ^ t[2][((hi >> 8) & 0xff) as usize]
+            ^ t[1][((hi >> 16) & 0xff) as usize]
+            ^ t[0][(hi >> 24) as usize];
+    }
+    bytewise(c, chunks.remainder())
+}
+
 /// A running CRC-32, fed in pieces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Crc32 {
@@ -48,11 +97,14 @@ impl Crc32 {
 
     /// Feeds `bytes`.
     pub fn update(&mut self, bytes: &[u8]) {
-        let mut c = self.state;
-        for &b in bytes {
-            c = TABLE[usize::from((c as u8) ^ b)] ^ (c >> 8);
+        #[cfg(feature = "std")]
+        {
+            self.state = sliced(self.state, bytes);
         }
-        self.state = c;
+        #[cfg(not(feature = "std"))]
+        {
+            self.state = bytewise(self.state, bytes);
+        }
     }
 
     /// The CRC of everything fed.
@@ -100,6 +152,14 @@ mod tests {
         let data: std::vec::Vec<u8> = (0..600u32).map(|i| (i * 7 + i / 5) as u8).collect();
         for n in [0, 1, 3, 64, 255, 600] {
             assert_eq!(crc32(&data[..n]), slow(&data[..n]));
+        }
+        // Every length around the eight-byte steps, at every alignment, both ways.
+        for start in 0..8 {
+            for n in 0..40 {
+                let d = &data[start..start + n];
+                assert_eq!(crc32(d), slow(d), "start {start} len {n}");
+                assert_eq!(!bytewise(!0, d), slow(d), "bytewise start {start} len {n}");
+            }
         }
         for cut in [0, 1, 17, 300, 600] {
             let mut c = Crc32::new();
