@@ -4,6 +4,9 @@
 //! takes the type dumps the value onnx.reference computes; one that does not is a clean error
 //! naming the input and the type. ORT tests need `ORT_DYLIB_PATH` (skip without, fail in CI).
 
+// Every test here runs a runtime: without one (`--no-default-features`) there is nothing to run.
+#![cfg(any(feature = "tract", feature = "ort", feature = "candle"))]
+
 #[path = "../../adapters/testsupport/onnx_fixtures.rs"]
 mod support;
 

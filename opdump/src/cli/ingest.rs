@@ -8,11 +8,15 @@
 //! is on disk. Torn, corrupt, duplicated, reordered and over-long frames are reported on
 //! stderr with their byte offsets and skipped; the good frames around them are kept.
 
+mod serial;
+
 use std::{
     collections::HashMap,
     io::{Read, Write},
     net::TcpListener,
     path::PathBuf,
+    sync::{Arc, atomic::AtomicBool},
+    time::Duration,
 };
 
 use dump_core::wire::{Decoder, Event, Frame, Io, ProblemKind, StatRecord};
@@ -27,9 +31,11 @@ use super::{
 /// Arguments of `opdump ingest`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Where the agent's frames come from: a file (a saved stream, or a serial device such as
-    /// /dev/ttyACM0, read as a file), `-` for stdin, or `tcp://HOST:PORT` to listen there and
-    /// accept one sender (port 0: any free port; the address is printed on stderr).
+    /// Where the agent's frames come from: a file (a saved stream), a serial device such as
+    /// /dev/ttyACM0 or /dev/ttyUSB0 (switched to raw mode for the run and restored after; the
+    /// stream ends on a hang-up, after --idle seconds of silence, or on Ctrl-C), `-` for stdin,
+    /// or `tcp://HOST:PORT` to listen there and accept one sender (port 0: any free port; the
+    /// address is printed on stderr).
     pub source: String,
     /// The MindSpore data_dump.json deciding what is written: iteration, kernels,
     /// input_output, statistic_category. saved_data must be "statistic" (or "full": rows only).
@@ -38,6 +44,14 @@ pub struct Args {
     /// Where to write the dump (replaces the config's `path`).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// A serial SOURCE's line speed in baud (e.g. 115200); without it the device keeps its
+    /// current speed. Only for a serial device.
+    #[arg(long, value_name = "BAUD")]
+    pub baud: Option<u32>,
+    /// A serial SOURCE's stream ends after this many seconds without a byte (e.g. 5); without
+    /// it the stream ends on a hang-up or Ctrl-C. Only for a serial device.
+    #[arg(long, value_name = "SECONDS")]
+    pub idle: Option<f64>,
 }
 
 /// What one ingest saw.
@@ -258,8 +272,21 @@ fn describe(kind: ProblemKind, len: u64) -> String {
     format!("{what}, {len} bytes skipped")
 }
 
-/// Opens SOURCE; for `tcp://`, listens and accepts one sender (the address on `err`).
-fn open_source(source: &str, err: &mut dyn Write) -> Result<Box<dyn Read>, String> {
+/// Opens SOURCE; for `tcp://`, listens and accepts one sender (the address on `err`); a
+/// terminal is switched to raw mode ([`serial`]), with Ctrl-C ending its stream cleanly.
+fn open_source(args: &Args, err: &mut dyn Write) -> Result<Box<dyn Read>, String> {
+    let source = args.source.as_str();
+    let serial_only =
+        |what: &str| format!("{what} applies to a serial device; {source} is not a terminal");
+    let is_file = source != "-" && !source.starts_with("tcp://");
+    if !is_file {
+        if args.baud.is_some() {
+            return Err(serial_only("--baud"));
+        }
+        if args.idle.is_some() {
+            return Err(serial_only("--idle"));
+        }
+    }
     if source == "-" {
         return Ok(Box::new(std::io::stdin()));
     }
@@ -278,9 +305,44 @@ fn open_source(source: &str, err: &mut dyn Write) -> Result<Box<dyn Read>, Strin
         let _ = writeln!(err, "opdump ingest: sender {peer} connected");
         return Ok(Box::new(s));
     }
-    std::fs::File::open(source)
-        .map(|f| Box::new(f) as Box<dyn Read>)
-        .map_err(|e| format!("cannot open {source}: {e}"))
+    let idle = match args.idle {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(format!(
+                "--idle {s}: expected seconds greater than 0 and at most 86400"
+            ));
+        }
+    };
+    let file = std::fs::File::open(source).map_err(|e| format!("cannot open {source}: {e}"))?;
+    if !serial::is_terminal(&file) {
+        if args.baud.is_some() {
+            return Err(serial_only("--baud"));
+        }
+        if idle.is_some() {
+            return Err(serial_only("--idle"));
+        }
+        return Ok(Box::new(file));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    // Ctrl-C ends the stream (the step in progress is written) instead of killing the run. A
+    // failure to install only loses that: the default Ctrl-C still stops the process.
+    let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::Relaxed));
+    let opts = serial::SerialOptions {
+        baud: args.baud,
+        idle,
+    };
+    let reader = serial::SerialReader::open(file, source, opts, stop)?;
+    let _ = writeln!(
+        err,
+        "opdump ingest: reading serial device {source} in raw mode{}{}",
+        args.baud.map(|b| format!(", {b} baud")).unwrap_or_default(),
+        idle.map(|d| format!(", ending after {} s of silence", d.as_secs_f64()))
+            .unwrap_or_else(|| ", until it hangs up or Ctrl-C".to_owned())
+    );
+    let _ = err.flush();
+    Ok(Box::new(reader))
 }
 
 /// Runs `ingest`: the summary on `out`, each stream problem on `err` with its byte offset;
@@ -337,7 +399,7 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         .plan()
         .map(|p| p.root.display().to_string())
         .unwrap_or_default();
-    let mut reader = match open_source(&args.source, err) {
+    let mut reader = match open_source(args, err) {
         Ok(r) => r,
         Err(m) => {
             return Err(Failure::Invalid(m.to_string()));
