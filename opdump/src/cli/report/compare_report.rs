@@ -121,3 +121,115 @@ fn within_nodes(cmp: &Comparison) -> Vec<WithinNode> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use dump_read::compare::{Tolerances, compare};
+
+    use super::*;
+    use crate::cli::report::{test_dumps as td, text};
+
+    /// A and B with 25 one-element kernels; B's values differ at `diverge` (the folder is
+    /// removed once both are read).
+    fn dumps(tag: &str, diverge: &[usize]) -> (Dump, Dump) {
+        let root = td::fresh(tag);
+        let a = td::stat_dump(
+            &root.join("a"),
+            &(0..25).map(|i| td::add_row(i, 1.0)).collect::<Vec<_>>(),
+        );
+        let b = td::stat_dump(
+            &root.join("b"),
+            &(0..25)
+                .map(|i| td::add_row(i, if diverge.contains(&i) { 2.0 } else { 1.0 }))
+                .collect::<Vec<_>>(),
+        );
+        let both = (Dump::open(&a).unwrap(), Dump::open(&b).unwrap());
+        let _ = std::fs::remove_dir_all(&root);
+        both
+    }
+
+    fn build<'a>(a: &'a Dump, b: &'a Dump, all: bool) -> CompareReport<'a> {
+        let cmp = compare(a, b, &Tolerances::default(), 1, &|_, _| {});
+        CompareReport::new(a, b, cmp, all)
+    }
+
+    #[test]
+    fn the_table_lists_the_first_20_and_every_divergent_pair() {
+        let (a, b) = dumps("listed", &[22, 3]);
+        let r = build(&a, &b, false);
+        assert_eq!(r.cmp.pairs.len(), 25);
+        assert_eq!(r.diverged, 2);
+        let first = r.first.as_ref().expect("a divergent pair");
+        assert_eq!(
+            a.tensors[r.cmp.pairs[first.pair].a].id.op_name,
+            "Default_Add-op3"
+        );
+        assert_eq!(first.onnx_node, None, "no graphs/*.ir, no ONNX node");
+        let want: Vec<usize> = (0..20).chain([22]).collect();
+        assert_eq!(r.listed, want);
+        assert_eq!(r.hidden(), 4);
+        assert!(r.noted.is_empty() && r.within.is_empty() && r.within_tensors == 0);
+
+        let (a, b) = dumps("listed-all", &[22]);
+        let r = build(&a, &b, true);
+        assert_eq!(r.listed, (0..25).collect::<Vec<_>>());
+        assert_eq!(r.hidden(), 0);
+    }
+
+    #[test]
+    fn the_text_renderer_shows_what_the_report_lists_and_nothing_else() {
+        let (a, b) = dumps("render", &[22]);
+        let mut r = build(&a, &b, false);
+        // The renderer reads `listed` as it stands: it does not choose the rows again.
+        r.listed = vec![7, 22];
+        let mut out = Vec::new();
+        text::compare(&r, &mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        let rows: Vec<&str> = s
+            .lines()
+            .filter(|l| l.contains("  Default_Add-op"))
+            .collect();
+        assert_eq!(rows.len(), 2, "{s}");
+        assert!(rows[0].trim_start().starts_with("7 name"), "{s}");
+        assert!(rows[1].ends_with("Default_Add-op22  DIVERGED"), "{s}");
+        assert!(
+            s.contains("  ... 23 more pairs within tolerance (--all lists them)"),
+            "{s}"
+        );
+        assert!(s.contains("first divergent operator: rank 0 iteration 0 graph 0: Add Default_Add-op22 output.0"), "{s}");
+    }
+
+    #[test]
+    fn tensors_inside_a_decomposed_onnx_node_are_counted_per_node() {
+        let root = td::fresh("within");
+        let (a, b) = (root.join("a"), root.join("b"));
+        // A: tract turned ONNX node fc1 into EinSum + Add; B ran it as one Gemm.
+        td::graph(
+            &a,
+            "  %0(h) = EinSum(%para1_x)\n      # Fullname with scope: (Default/fc1-ab/EinSum-op0)\n      # In file tract node #10 \"fc1.ab\" (EinSum); onnx node \"fc1\" decomposed; outputs none\n  %1(y) = Add(%0)\n      # Fullname with scope: (Default/fc1/Add-op1)\n      # In file tract node #13 \"fc1\" (Add); onnx node \"fc1\" decomposed; outputs 0->0\n",
+        );
+        td::npy(&a, "EinSum", "fc1-ab_EinSum-op0", 10, &[1.0, 2.0]);
+        td::npy(&a, "Add", "fc1_Add-op1", 11, &[2.0, 3.0]);
+        td::graph(
+            &b,
+            "  %0(y) = Gemm(%para1_x)\n      # Fullname with scope: (Default/fc1/Gemm-op0)\n      # In file onnx node #0 \"fc1\" (Gemm)\n",
+        );
+        td::npy(&b, "Gemm", "fc1_Gemm-op0", 10, &[2.0, 3.5]);
+        let (a, b) = (Dump::open(&a).unwrap(), Dump::open(&b).unwrap());
+        let r = build(&a, &b, false);
+        let _ = std::fs::remove_dir_all(&root);
+        assert_eq!(r.cmp.pairs.len(), 1);
+        assert_eq!(r.within_tensors, 1);
+        assert_eq!(r.within.len(), 1);
+        assert_eq!(
+            (
+                r.within[0].node.as_str(),
+                r.within[0].in_a,
+                r.within[0].in_b
+            ),
+            ("fc1", 1, 0)
+        );
+        let first = r.first.as_ref().expect("3.5 vs 3 diverges");
+        assert_eq!(first.onnx_node.as_deref(), Some("fc1"));
+    }
+}

@@ -160,3 +160,112 @@ impl<'a> InspectReport<'a> {
         self.ins.stats[i].clone().unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use dump_read::inspect::inspect;
+
+    use super::*;
+    use crate::cli::report::{test_dumps as td, text};
+
+    fn train(name: &str) -> Dump {
+        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/train")
+            .join(name);
+        Dump::open(&d).unwrap()
+    }
+
+    #[test]
+    fn a_diverging_training_dump_gives_roles_trends_and_peaks() {
+        let dump = train("diverging");
+        let ins = inspect(&dump, 1, &|_, _| {});
+        let r = InspectReport::new(Path::new("diverging"), &dump, ins, 5);
+        assert!(r.found());
+        let f = r
+            .ins
+            .first_nonfinite
+            .as_ref()
+            .expect("the head's gradient overflows");
+        assert_eq!(r.roles[f.kernel].role, Role::Gradient);
+        assert_eq!(r.roles[f.kernel].parameter.as_deref(), Some("head_weight"));
+        assert_eq!(
+            (r.roles.len(), r.peaks.len()),
+            (r.ins.kernels.len(), r.ins.kernels.len())
+        );
+        assert_eq!(r.trends.len(), r.ins.parameters.len());
+        assert_eq!(r.flagged, 6, "every parameter explodes");
+        for (p, t) in r.ins.parameters.iter().zip(&r.trends) {
+            let finite: Vec<f64> = p
+                .grad_norm
+                .iter()
+                .flatten()
+                .copied()
+                .filter(|v| v.is_finite())
+                .collect();
+            assert_eq!(
+                t.grad_max,
+                finite.iter().copied().reduce(f64::max),
+                "{}",
+                p.name
+            );
+            assert_eq!(t.grad_first, p.grad_norm.iter().flatten().next().copied());
+        }
+        // A kernel's peak is its largest output l2norm, inputs left out.
+        let (n, k) = r
+            .ins
+            .kernels
+            .iter()
+            .enumerate()
+            .find(|(_, k)| k.op_type == "Conv2d")
+            .unwrap();
+        let outs: Vec<f64> = k
+            .tensors
+            .iter()
+            .filter(|&&i| dump.tensors[i].id.io == Io::Output)
+            .filter_map(|&i| r.ins.stats[i].as_ref().and_then(|s| s.l2norm))
+            .collect();
+        assert_eq!(
+            r.peaks[n].l2norm,
+            outs.iter().copied().reduce(f64::max).unwrap()
+        );
+
+        let healthy = train("healthy");
+        let ins = inspect(&healthy, 1, &|_, _| {});
+        let r = InspectReport::new(Path::new("healthy"), &healthy, ins, 5);
+        assert!(!r.found() && !r.tensor_apart);
+        assert_eq!(r.flagged, 0);
+    }
+
+    #[test]
+    fn a_nan_only_an_input_holds_is_reported_apart_and_rendered_from_the_report() {
+        let root = td::fresh("nan-input");
+        let d = td::stat_dump(
+            &root,
+            &[
+                "Relu,Default_Relu-op0,0,0,5,output,0,12,float32,\"(3)\",3,1,2,0".into(),
+                "LSTM,Default_LSTM-op1,0,0,10,input,0,12,float32,\"(3)\",nan,nan,nan,1".into(),
+                "LSTM,Default_LSTM-op1,0,0,12,output,0,12,float32,\"(3)\",0.5,-0.5,0.7,0".into(),
+            ],
+        );
+        let dump = Dump::open(&d).unwrap();
+        let ins = inspect(&dump, 1, &|_, _| {});
+        let _ = std::fs::remove_dir_all(&root);
+        let mut r = InspectReport::new(&d, &dump, ins, 5);
+        assert!(r.found() && r.tensor_apart);
+        assert!(r.ins.first_nonfinite.is_none());
+        assert_eq!(
+            r.peaks.iter().map(|p| p.l2norm).collect::<Vec<_>>(),
+            [2.0, 0.7]
+        );
+        let mut out = Vec::new();
+        text::inspect(&r, &mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.contains("first non-finite tensor in run order: rank 0 iteration 0 graph 0: LSTM Default_LSTM-op1 input.0"), "{s}");
+        // The renderer follows the report's fields; it does not decide again.
+        r.tensor_apart = false;
+        let mut out = Vec::new();
+        text::inspect(&r, &mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(!s.contains("first non-finite tensor in run order"), "{s}");
+    }
+}

@@ -16,6 +16,8 @@ pub mod json;
 pub mod output;
 pub mod progress;
 pub mod svg;
+#[cfg(test)]
+mod test_dumps;
 pub mod text;
 pub mod words;
 
