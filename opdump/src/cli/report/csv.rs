@@ -1,12 +1,13 @@
-//! `compare --csv`: one row per pair, under a stable header (documented in `compare`'s module
-//! docs and the README); fields with a comma, quote or newline are quoted (RFC 4180).
+//! csv output: `compare --csv` (one row per pair, under a stable header documented in
+//! `compare`'s module docs and the README; fields with a comma, quote or newline are quoted,
+//! RFC 4180) and `stats` (statistic.csv rows as dump-stats writes them).
 
 use std::io::{self, Write};
 
 use dump_core::compare::PairMetrics;
 use dump_read::compare::PairOutcome;
 
-use super::{compare_report::CompareReport, g, words::reasons};
+use super::{compare_report::CompareReport, g, stats_report::StatsReport, words::reasons};
 
 /// The `--csv` header.
 pub const COMPARE_HEADER: &str = "rank,iteration,graph,op_type,op_name,io,slot,b_op_name,rule,dtype,shape,kind,diverged,cosine,max_abs_error,max_rel_error,ratio_over_0.001,ratio_over_0.005,not_close,max_ulp,nonfinite_mismatch,a_max,a_min,a_avg,a_l2norm,b_max,b_min,b_avg,b_l2norm,reason";
@@ -68,6 +69,20 @@ pub fn compare(r: &CompareReport<'_>, out: &mut dyn Write) -> io::Result<()> {
         ];
         let row: Vec<String> = cells.iter().map(|c| field(c)).collect();
         writeln!(out, "{}", row.join(","))?;
+    }
+    Ok(())
+}
+
+/// `stats`: the header (unless left out) and each file's row, in command-line order; files
+/// without a row (empty, or failed) are skipped.
+pub fn stats(r: &StatsReport, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(h) = &r.header {
+        out.write_all(h.as_bytes())?;
+    }
+    for f in &r.files {
+        if let Ok(Some(row)) = &f.row {
+            out.write_all(row.as_bytes())?;
+        }
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
-//! Rendering for `inspect` and `compare`. Each command builds one report value
-//! ([`InspectReport`], [`CompareReport`]) that holds everything an output needs; one renderer
+//! Rendering for `inspect`, `compare` and `stats`. Each command builds one report value
+//! ([`inspect_report::InspectReport`], [`compare_report::CompareReport`],
+//! [`stats_report::StatsReport`]) that holds everything an output needs; one renderer
 //! per format takes it: [`text`] (the terminal report, warnings and the stderr summary),
-//! [`json`] (`--json`), [`csv`] (compare's `--csv`) and [`html`] (`--html`: one page with
+//! [`json`] (`--json`), [`csv`] (compare's `--csv`, stats' rows) and [`html`] (`--html`: one page with
 //! [`svg`] plots). The renderers format; they never derive a finding again. Around them:
 //! wordings and table cells shared by several formats ([`words`], [`cells`]), progress on
 //! stderr, and output files written whole (temp file + rename; Ctrl-C removes the temp file,
@@ -15,6 +16,7 @@ pub mod inspect_report;
 pub mod json;
 pub mod output;
 pub mod progress;
+pub mod stats_report;
 pub mod svg;
 #[cfg(test)]
 mod test_dumps;

@@ -1,5 +1,5 @@
 //! The terminal renderers: `inspect`'s and `compare`'s report, their warnings and the one
-//! summary line on stderr. Each takes the command's report value and a writer.
+//! summary line on stderr; `stats`' messages. Each takes the command's report value and a writer.
 
 use std::io::{self, Write};
 
@@ -15,6 +15,7 @@ use super::{
     g, human_bytes,
     inspect_report::InspectReport,
     opt_g,
+    stats_report::StatsReport,
     words::{note, origin_words, reasons, role_words, who, within_count},
 };
 
@@ -363,4 +364,24 @@ fn compare_text(r: &CompareReport<'_>) -> String {
         }
     }
     s
+}
+
+/// `stats`' messages, per file in command-line order: the reader's warning, then a note for an
+/// empty tensor or the error of a file that could not be summarised.
+pub fn stats_messages(r: &StatsReport, err: &mut dyn Write) -> io::Result<()> {
+    for f in &r.files {
+        if let Some(w) = &f.warning {
+            writeln!(err, "warning: {w}")?;
+        }
+        match &f.row {
+            Ok(Some(_)) => {}
+            Ok(None) => writeln!(
+                err,
+                "note: {}: empty tensor, no row (MindSpore writes none)",
+                f.path.display()
+            )?,
+            Err(m) => writeln!(err, "error: {}: {m}", f.path.display())?,
+        }
+    }
+    Ok(())
 }
