@@ -217,16 +217,6 @@ impl Tracer for DumpTracer<'_> {
     }
 }
 
-pub(crate) fn absolute(p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_owned()
-    } else {
-        std::env::current_dir()
-            .map(|d| d.join(p))
-            .unwrap_or_else(|_| p.to_owned())
-    }
-}
-
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
@@ -429,27 +419,4 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         );
     }
     Ok(Verdict::Clean)
-}
-
-/// `text` with its dump root set to `root`: `common_dump_settings.path` (MindSpore) or
-/// `dump_path` (msprobe).
-pub(crate) fn with_path(text: &str, root: &Path) -> Result<String, String> {
-    let mut v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
-    let root = serde_json::Value::String(root.to_string_lossy().into_owned());
-    if dump_host::config::ConfigDialect::detect(text.as_bytes())
-        == dump_host::config::ConfigDialect::Msprobe
-    {
-        // msprobe's config.json: the root is `dump_path`.
-        v.as_object_mut()
-            .ok_or("the config is not a JSON object")?
-            .insert("dump_path".into(), root);
-    } else {
-        let common = v
-            .get_mut("common_dump_settings")
-            .and_then(|c| c.as_object_mut())
-            .ok_or("no common_dump_settings object")?;
-        common.insert("path".into(), root);
-    }
-    serde_json::to_string_pretty(&v).map_err(|e| e.to_string())
 }

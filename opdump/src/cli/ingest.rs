@@ -23,8 +23,8 @@ use dump_core::wire::{Decoder, Event, Frame, Io, ProblemKind, StatRecord};
 use dump_host::{Dumper, Step, config::Env};
 
 use super::{
-    demo::{absolute, with_path},
     events::EventQueue,
+    open_dump::{absolute, with_path},
     outcome::{Failure, Outcome, Verdict},
 };
 

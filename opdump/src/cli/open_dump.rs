@@ -1,4 +1,6 @@
-//! Opening the Dumper of `demo` and `run`: config text, and the dump root `--out` names.
+//! Opening the Dumper of `demo` and `run`: config text, and the dump root `--out` names. Its
+//! path helpers ([`absolute`], [`with_path`]) also serve `ingest`, which opens its Dumper
+//! itself.
 //!
 //! MindSpore's rule for a config's `path` (absolute; only letters, digits, `-`, `_` and `/`)
 //! stays on the `path` key of a config file, where MindSpore applies it. A command-line
@@ -14,8 +16,6 @@ use dump_host::{
     config::Env,
     diag::{Event, EventSink},
 };
-
-use super::demo::{absolute, with_path};
 
 /// The `path` the config is validated with when `--out` replaces it (MindSpore's rules
 /// accept it; it is never written to).
@@ -62,4 +62,38 @@ pub(crate) fn open(
         .events(events)
         .open_plan(planned.plan)
         .map_err(|e| e.to_string())
+}
+
+/// `p` made absolute against the current folder (unchanged when that cannot be read).
+pub(crate) fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_owned()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_owned())
+    }
+}
+
+/// `text` with its dump root set to `root`: `common_dump_settings.path` (MindSpore) or
+/// `dump_path` (msprobe).
+pub(crate) fn with_path(text: &str, root: &Path) -> Result<String, String> {
+    let mut v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let root = serde_json::Value::String(root.to_string_lossy().into_owned());
+    if dump_host::config::ConfigDialect::detect(text.as_bytes())
+        == dump_host::config::ConfigDialect::Msprobe
+    {
+        // msprobe's config.json: the root is `dump_path`.
+        v.as_object_mut()
+            .ok_or("the config is not a JSON object")?
+            .insert("dump_path".into(), root);
+    } else {
+        let common = v
+            .get_mut("common_dump_settings")
+            .and_then(|c| c.as_object_mut())
+            .ok_or("no common_dump_settings object")?;
+        common.insert("path".into(), root);
+    }
+    serde_json::to_string_pretty(&v).map_err(|e| e.to_string())
 }

@@ -47,8 +47,16 @@ use dump_stats::{
     csv::{Io, RowMeta, data_size, header_string, row_string},
 };
 
-use super::outcome::{Failure, Outcome, Verdict};
 use dump_stats::names::{TensorFileName, sanitize};
+
+use super::{
+    outcome::{Failure, Outcome, Verdict},
+    report::{
+        csv,
+        stats_report::{FileRow, StatsReport},
+        text,
+    },
+};
 
 /// Arguments of `opdump stats`.
 #[derive(Debug, clap::Args)]
@@ -134,21 +142,27 @@ impl Named {
     }
 }
 
-/// One file's row (`Ok(None)` for an empty tensor) from its summary, or an error message.
+/// One file's row (`Ok(None)` for an empty tensor) and the reader's warning, from its
+/// summary; or an error message.
 fn file_row(
     named: &Named,
     sum: Result<FileSummary, dump_read::Error>,
     cats: &CategorySet,
-    err: &mut dyn Write,
-) -> Result<Option<String>, String> {
+) -> (Option<String>, Result<Option<String>, String>) {
+    let sum = match sum {
+        Ok(s) => s,
+        Err(e) => return (None, Err(e.reason())),
+    };
+    let row = row_of(named, &sum, cats);
+    (sum.warning, row)
+}
+
+/// The statistic.csv row of one summarised file (`None` for an empty tensor).
+fn row_of(named: &Named, sum: &FileSummary, cats: &CategorySet) -> Result<Option<String>, String> {
     let parsed = named.parsed();
-    let sum = sum.map_err(|e| e.reason())?;
-    if let Some(w) = &sum.warning {
-        let _ = writeln!(err, "warning: {w}");
-    }
     let elems = sum.shape.iter().product::<usize>();
     let report_dtype = sum.dtype;
-    let stats = sum.stats;
+    let stats = &sum.stats;
     let size = data_size(report_dtype, elems).unwrap_or(0);
     let (op_type, op_name);
     let meta = match &parsed {
@@ -185,16 +199,13 @@ fn file_row(
             }
         }
     };
-    row_string(&meta, cats, &stats).map_err(|e| e.to_string())
+    row_string(&meta, cats, stats).map_err(|e| e.to_string())
 }
 
-/// One file's row (or error) and the warnings written while reading it.
-type FileResult = (Result<Option<String>, String>, Vec<u8>);
-
-/// [`file_row`] of every file, results in input order. The files are streamed in bounded
-/// chunks on all cores by [`dump_read::summarize_npy_many`]: with md5 asked for, each thread
-/// hashes up to 16 files at once in the lanes of a multi-buffer MD5 engine.
-fn summarise_all(files: &[PathBuf], cats: &CategorySet) -> Vec<FileResult> {
+/// [`file_row`] of every file, in input order. The files are streamed in bounded chunks on
+/// all cores by [`dump_read::summarize_npy_many`]: with md5 asked for, each thread hashes up
+/// to 16 files at once in the lanes of a multi-buffer MD5 engine.
+fn summarise_all(files: &[PathBuf], cats: &CategorySet) -> Vec<FileRow> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let names: Vec<Named> = files.iter().map(|p| Named::of(p)).collect();
     let jobs: Vec<(PathBuf, Option<DType>)> = files
@@ -203,19 +214,24 @@ fn summarise_all(files: &[PathBuf], cats: &CategorySet) -> Vec<FileResult> {
         .map(|(p, n)| (p.clone(), n.parsed().map(|t| t.dtype)))
         .collect();
     let sums = summarize_npy_many(&jobs, Hashes::for_categories(cats), threads);
-    names
+    files
         .iter()
+        .zip(&names)
         .zip(sums)
-        .map(|(named, sum)| {
-            let mut notes = Vec::new();
-            let r = file_row(named, sum, cats, &mut notes);
-            (r, notes)
+        .map(|((path, named), sum)| {
+            let (warning, row) = file_row(named, sum, cats);
+            FileRow {
+                path: path.clone(),
+                warning,
+                row,
+            }
         })
         .collect()
 }
 
-/// Runs `stats`: the rows on `out`, each file's error on `err` as it is found; a
-/// [`Failure::Invalid`] counting the files that could not be summarised, if any.
+/// Runs `stats`: builds its [`StatsReport`] and renders it, the header and rows on `out`, each
+/// file's warning, note or error on `err` in command-line order; a [`Failure::Invalid`]
+/// counting the files that could not be summarised, if any.
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     let cats = if args.all {
         all_categories()
@@ -229,39 +245,21 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
             }
         }
     };
-    if !args.no_header {
-        let _ = out.write_all(header_string(&cats).as_bytes());
-    }
     // Files are summarised on all cores (each streamed in bounded chunks); rows and messages
     // come out in command-line order.
-    let results = summarise_all(&args.files, &cats);
-    let mut failed = 0usize;
-    for (path, (result, notes)) in args.files.iter().zip(results) {
-        let _ = err.write_all(&notes);
-        match result {
-            Ok(Some(row)) => {
-                let _ = out.write_all(row.as_bytes());
-            }
-            Ok(None) => {
-                let _ = writeln!(
-                    err,
-                    "note: {}: empty tensor, no row (MindSpore writes none)",
-                    path.display()
-                );
-            }
-            Err(m) => {
-                failed += 1;
-                let _ = writeln!(err, "error: {}: {m}", path.display());
-            }
-        }
-    }
-    if failed > 0 {
-        Err(Failure::Invalid(format!(
+    let r = StatsReport {
+        header: (!args.no_header).then(|| header_string(&cats)),
+        files: summarise_all(&args.files, &cats),
+    };
+    // Terminal output is best effort: a closed pipe does not change the outcome.
+    let _ = csv::stats(&r, out);
+    let _ = text::stats_messages(&r, err);
+    match r.failed() {
+        0 => Ok(Verdict::Clean),
+        failed => Err(Failure::Invalid(format!(
             "{failed} of {} file(s) could not be summarised",
-            args.files.len()
-        )))
-    } else {
-        Ok(Verdict::Clean)
+            r.files.len()
+        ))),
     }
 }
 

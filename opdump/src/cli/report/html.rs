@@ -1,206 +1,30 @@
 //! One self-contained HTML page (no network, no external file): line plots drawn as inline
-//! SVG, a marker on the operator of interest, and a table that sorts on a header click.
-//!
-//! The SVG is written by hand: each plot is a few polylines over the run order, which needs
-//! none of a plotting crate's machinery.
+//! SVG ([`super::svg`]), a marker on the operator of interest, and a table that sorts on a
+//! header click. [`inspect`] and [`compare`] render their report value as such a page.
 
 use std::fmt::Write as _;
 
-/// One line of a plot.
-pub struct Series {
-    /// Legend text.
-    pub name: String,
-    /// One value per position; non-finite (or, on a log scale, non-positive) values leave a gap.
-    pub values: Vec<f64>,
-    /// CSS colour.
-    pub color: &'static str,
-}
+use dump_core::compare::PairMetrics;
+use dump_read::{
+    compare::PairOutcome,
+    train::{
+        EXPLODING_GROWTH, EXPLODING_UPDATE, FROZEN_UPDATE, ParameterTrend, VANISHING_DECAY,
+        VANISHING_NORM,
+    },
+};
 
-/// A plot along the run order.
-pub struct Plot {
-    /// Title.
-    pub title: String,
-    /// Lines.
-    pub series: Vec<Series>,
-    /// A position to mark (the first divergent or non-finite operator) and its label.
-    pub mark: Option<(usize, String)>,
-    /// Log10 y axis.
-    pub log: bool,
-}
-
-/// `&`, `<`, `>`, `"` and `'` escaped.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
-const W: f64 = 960.0;
-const H: f64 = 240.0;
-const PAD_L: f64 = 70.0;
-const PAD_R: f64 = 10.0;
-const PAD_T: f64 = 24.0;
-const PAD_B: f64 = 24.0;
-
-/// Most points a line gets: longer series are reduced to the largest finite value of each of
-/// this many buckets (a spike stays visible), so a page for a million tensors stays small.
-pub const MAX_POINTS: usize = 2000;
+use super::{
+    cells::{TREND_HEAD, metric_cells, trend_cells},
+    compare_report::CompareReport,
+    esc, g,
+    inspect_report::InspectReport,
+    opt_g,
+    svg::{Plot, Series, svg},
+    words::{origin_words, reasons, role_words, who, within_count},
+};
 
 /// Most table rows a page holds (`--json` and `--csv` have every row).
 pub const MAX_ROWS: usize = 20_000;
-
-/// `values` reduced to at most [`MAX_POINTS`] bucket maxima (NaN for a bucket with no finite
-/// value), and the bucket size.
-fn reduce(values: &[f64]) -> (Vec<f64>, usize) {
-    let per = values.len().div_ceil(MAX_POINTS).max(1);
-    if per == 1 {
-        return (values.to_vec(), 1);
-    }
-    let out = values
-        .chunks(per)
-        .map(|c| {
-            c.iter()
-                .copied()
-                .filter(|v| v.is_finite())
-                .fold(f64::NAN, |m, v| if m.is_nan() { v } else { m.max(v) })
-        })
-        .collect();
-    (out, per)
-}
-
-/// The plot as an `<svg>` element.
-pub fn svg(p: &Plot) -> String {
-    let reduced: Vec<(Vec<f64>, usize)> = p.series.iter().map(|s| reduce(&s.values)).collect();
-    let per = reduced.iter().map(|r| r.1).max().unwrap_or(1);
-    let p = &Plot {
-        title: if per > 1 {
-            format!("{} (max of every {per})", p.title)
-        } else {
-            p.title.clone()
-        },
-        series: p
-            .series
-            .iter()
-            .zip(reduced)
-            .map(|(s, (values, _))| Series {
-                name: s.name.clone(),
-                values,
-                color: s.color,
-            })
-            .collect(),
-        mark: p.mark.as_ref().map(|(i, t)| (i / per, t.clone())),
-        log: p.log,
-    };
-    let y_of = |v: f64| -> Option<f64> {
-        if !v.is_finite() || (p.log && v <= 0.0) {
-            None
-        } else if p.log {
-            Some(v.log10())
-        } else {
-            Some(v)
-        }
-    };
-    let n = p.series.iter().map(|s| s.values.len()).max().unwrap_or(0);
-    let ys: Vec<f64> = p
-        .series
-        .iter()
-        .flat_map(|s| s.values.iter().filter_map(|&v| y_of(v)))
-        .collect();
-    let (mut lo, mut hi) = ys
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    if !lo.is_finite() {
-        (lo, hi) = (0.0, 1.0);
-    }
-    if hi - lo < 1e-12 {
-        hi = lo + 1.0;
-    }
-    let sx = |i: usize| PAD_L + (W - PAD_L - PAD_R) * (i as f64) / ((n.max(2) - 1) as f64);
-    let sy = |v: f64| PAD_T + (H - PAD_T - PAD_B) * (1.0 - (v - lo) / (hi - lo));
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img"><rect width="{W}" height="{H}" fill="#fff"/><text x="{PAD_L}" y="16" font-size="13" font-family="sans-serif">{}</text>"##,
-        esc(&p.title)
-    );
-    let label = |v: f64| {
-        if p.log {
-            super::g(10f64.powf(v))
-        } else {
-            super::g(v)
-        }
-    };
-    let _ = write!(
-        s,
-        r##"<line x1="{PAD_L}" y1="{t}" x2="{PAD_L}" y2="{b}" stroke="#888"/><line x1="{PAD_L}" y1="{b}" x2="{r}" y2="{b}" stroke="#888"/><text x="4" y="{t2}" font-size="11" font-family="monospace">{}</text><text x="4" y="{b}" font-size="11" font-family="monospace">{}</text>"##,
-        esc(&label(hi)),
-        esc(&label(lo)),
-        t = PAD_T,
-        b = H - PAD_B,
-        r = W - PAD_R,
-        t2 = PAD_T + 10.0,
-    );
-    if let Some((i, text)) = &p.mark {
-        let x = sx(*i);
-        let _ = write!(
-            s,
-            r##"<line class="mark" x1="{x:.1}" y1="{PAD_T}" x2="{x:.1}" y2="{b}" stroke="#d00" stroke-width="2" stroke-dasharray="4 3"/><text x="{tx:.1}" y="{ty}" font-size="11" fill="#d00" font-family="sans-serif">{}</text>"##,
-            esc(text),
-            b = H - PAD_B,
-            tx = (x + 4.0).min(W - 200.0),
-            ty = H - 8.0,
-        );
-    }
-    for (k, ser) in p.series.iter().enumerate() {
-        let mut seg: Vec<(f64, f64)> = Vec::new();
-        let flush = |seg: &mut Vec<(f64, f64)>, s: &mut String| {
-            if let [(x, y)] = seg[..] {
-                let _ = write!(
-                    s,
-                    r#"<circle r="2" cx="{x:.1}" cy="{y:.1}" fill="{}"/>"#,
-                    ser.color
-                );
-            } else if seg.len() > 1 {
-                let pts: Vec<String> = seg.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
-                let _ = write!(
-                    s,
-                    r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
-                    ser.color,
-                    pts.join(" ")
-                );
-            }
-            seg.clear();
-        };
-        for (i, &v) in ser.values.iter().enumerate() {
-            match y_of(v) {
-                Some(y) => seg.push((sx(i), sy(y))),
-                None => flush(&mut seg, &mut s),
-            }
-        }
-        flush(&mut seg, &mut s);
-        let ly = PAD_T + 12.0 * k as f64 + 4.0;
-        let _ = write!(
-            s,
-            r#"<text x="{lx}" y="{ly}" font-size="11" fill="{}" font-family="sans-serif">{}</text>"#,
-            ser.color,
-            esc(&ser.name),
-            lx = W - 260.0,
-        );
-    }
-    s.push_str("</svg>");
-    s
-}
 
 const SORT_JS: &str = r#"
 document.querySelectorAll('table.sortable th').forEach(function (th, col) {
@@ -305,34 +129,295 @@ tr.hl td{{background:#fdd}} .sum{{font-size:14px;margin-bottom:12px}} svg{{displ
     s
 }
 
+/// Colours of the parameters' lines, in turn.
+const COLORS: [&str; 8] = [
+    "#1f5fbf", "#d62728", "#2a8f2a", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+];
+
+/// `inspect --html`: per-kernel output l2norm and max|x| along the run order, the first
+/// non-finite kernel marked, the parameters' trends of a training dump, and a sortable table
+/// of every tensor.
+pub fn inspect(r: &InspectReport<'_>) -> String {
+    let (dump, ins) = (r.dump, &r.ins);
+    let mark = ins.first_nonfinite.as_ref().map(|f| {
+        (
+            f.kernel,
+            format!("first non-finite: {}", ins.kernels[f.kernel].op_name),
+        )
+    });
+    let plots = [
+        Plot {
+            title: "output l2norm per kernel (run order, log scale)".into(),
+            series: vec![Series {
+                name: "l2norm".into(),
+                values: r.peaks.iter().map(|p| p.l2norm).collect(),
+                color: "#1f5fbf",
+            }],
+            mark: mark.clone(),
+            log: true,
+        },
+        Plot {
+            title: "output max|x| per kernel (run order, log scale)".into(),
+            series: vec![Series {
+                name: "max|x|".into(),
+                values: r.peaks.iter().map(|p| p.max_abs).collect(),
+                color: "#2a8f2a",
+            }],
+            mark,
+            log: true,
+        },
+    ];
+    let head = [
+        "#",
+        "rank",
+        "iteration",
+        "op_type",
+        "op_name",
+        "role",
+        "io",
+        "dtype",
+        "shape",
+        "max",
+        "min",
+        "l2norm",
+        "nan",
+        "inf",
+    ];
+    let mut rows = Vec::new();
+    let mut hl = None;
+    for (n, k) in ins.kernels.iter().enumerate() {
+        for &i in &k.tensors {
+            let t = &dump.tensors[i];
+            let st = r.stats(i);
+            if ins.first_nonfinite.as_ref().is_some_and(|f| f.tensor == i) {
+                hl = Some(rows.len());
+            }
+            rows.push(vec![
+                n.to_string(),
+                t.rank.to_string(),
+                t.iteration.to_string(),
+                t.id.op_type.clone(),
+                t.id.op_name.clone(),
+                r.roles[n].role.as_str().to_owned(),
+                t.io_slot(),
+                t.dtype.name().to_owned(),
+                format!("{:?}", t.shape),
+                opt_g(st.max),
+                opt_g(st.min),
+                opt_g(st.l2norm),
+                st.nan.map_or("-".into(), |v| v.to_string()),
+                st.pos_inf
+                    .zip(st.neg_inf)
+                    .map_or("-".into(), |(p, m)| (p + m).to_string()),
+            ]);
+        }
+    }
+    let summary = match &ins.first_nonfinite {
+        Some(f) => format!(
+            "<b>First non-finite operator:</b> {} ({})",
+            esc(&who(dump, f.tensor)),
+            esc(&role_words(&r.roles[f.kernel]))
+        ),
+        None => match &ins.first_nonfinite_tensor {
+            Some(t) => format!(
+                "<b>First non-finite tensor:</b> {} ({}; {}); every kernel output is finite.",
+                esc(&who(dump, t.tensor)),
+                esc(&role_words(&r.roles[t.kernel])),
+                esc(&origin_words(&t.origin))
+            ),
+            None => "Every tensor is finite.".into(),
+        },
+    };
+    page_with(
+        &format!("opdump inspect {}", dump.root.display()),
+        &summary,
+        &plots,
+        &trends(r),
+        &head,
+        &rows,
+        hl,
+    )
+}
+
+/// The parameters' gradient norms and update ratios over the steps (log plots, one line per
+/// parameter) and their table; empty without a training dump.
+fn trends(r: &InspectReport<'_>) -> String {
+    let params = &r.ins.parameters;
+    if params.is_empty() {
+        return String::new();
+    }
+    let plot = |title: &str, f: fn(&ParameterTrend) -> &[Option<f64>]| Plot {
+        title: title.into(),
+        series: params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Series {
+                name: p.name.clone(),
+                values: f(p).iter().map(|v| v.unwrap_or(f64::NAN)).collect(),
+                color: COLORS[i % COLORS.len()],
+            })
+            .collect(),
+        mark: None,
+        log: true,
+    };
+    let mut s = String::from("<h2>Parameters over the dumped steps</h2>");
+    s += &svg(&plot("gradient l2norm per step (log scale)", |p| {
+        &p.grad_norm
+    }));
+    s += &svg(&plot("update ratio |dw|/|w| per step (log scale)", |p| {
+        &p.update_ratio
+    }));
+    let rows: Vec<Vec<String>> = params
+        .iter()
+        .zip(&r.trends)
+        .map(|(p, f)| trend_cells(p, f))
+        .collect();
+    s += &table(&TREND_HEAD, &rows);
+    s += &format!(
+        "<p>exploding: a non-finite gradient norm or update ratio, growth to {}x the first \
+         norm, or a ratio of {} or more; frozen: every ratio at most {} (or every norm 0); \
+         vanishing: the last norm at most {} or at most {}x the largest before it.</p><h2>Tensors</h2>",
+        g(EXPLODING_GROWTH),
+        g(EXPLODING_UPDATE),
+        g(FROZEN_UPDATE),
+        g(VANISHING_NORM),
+        g(VANISHING_DECAY),
+    );
+    s
+}
+
+/// `compare --html`: per-pair cosine, max relative error and both runs' l2norm along A's run
+/// order, the first divergent pair marked, and a sortable table of every pair.
+pub fn compare(r: &CompareReport<'_>) -> String {
+    let (a, cmp) = (r.a, &r.cmp);
+    let metric = |f: fn(&PairMetrics) -> f64| -> Vec<f64> {
+        cmp.pairs
+            .iter()
+            .map(|p| match &p.outcome {
+                PairOutcome::Elements(m) => f(m),
+                _ => f64::NAN,
+            })
+            .collect()
+    };
+    let first = r.first.as_ref().map(|f| f.pair);
+    let mark = first.map(|i| {
+        (
+            i,
+            format!("first divergent: {}", a.tensors[cmp.pairs[i].a].id.op_name),
+        )
+    });
+    let plots = [
+        Plot {
+            title: "both runs' l2norm per pair (A's run order, log scale)".into(),
+            series: vec![
+                Series {
+                    name: "A l2norm".into(),
+                    values: cmp
+                        .pairs
+                        .iter()
+                        .map(|p| p.stats_a.l2norm.unwrap_or(f64::NAN))
+                        .collect(),
+                    color: "#1f5fbf",
+                },
+                Series {
+                    name: "B l2norm".into(),
+                    values: cmp
+                        .pairs
+                        .iter()
+                        .map(|p| p.stats_b.l2norm.unwrap_or(f64::NAN))
+                        .collect(),
+                    color: "#e08a00",
+                },
+            ],
+            mark: mark.clone(),
+            log: true,
+        },
+        Plot {
+            title: "max relative error per pair (log scale)".into(),
+            series: vec![Series {
+                name: "max rel error".into(),
+                values: metric(|m| m.max_rel),
+                color: "#b0302a",
+            }],
+            mark: mark.clone(),
+            log: true,
+        },
+        Plot {
+            title: "cosine similarity per pair".into(),
+            series: vec![Series {
+                name: "cosine".into(),
+                values: metric(|m| m.cosine()),
+                color: "#2a8f2a",
+            }],
+            mark,
+            log: false,
+        },
+    ];
+    let head = [
+        "#",
+        "rule",
+        "iteration",
+        "op_type",
+        "op_name",
+        "io",
+        "cosine",
+        "max_abs",
+        "max_rel",
+        ">0.001",
+        ">0.005",
+        "max_ulp",
+        "diverged",
+    ];
+    let rows: Vec<Vec<String>> = cmp
+        .pairs
+        .iter()
+        .enumerate()
+        .map(|(n, p)| {
+            let t = &a.tensors[p.a];
+            let [c0, c1, c2, c3, c4, c5] = metric_cells(p);
+            vec![
+                n.to_string(),
+                p.rule.as_str().into(),
+                t.iteration.to_string(),
+                t.id.op_type.clone(),
+                t.id.op_name.clone(),
+                t.io_slot(),
+                c0,
+                c1,
+                c2,
+                c3,
+                c4,
+                c5,
+                if p.diverged() {
+                    reasons(p)
+                } else {
+                    String::new()
+                },
+            ]
+        })
+        .collect();
+    let summary = format!(
+        "A: {} &nbsp; B: {}<br>{} pairs, {} only in A, {} only in B{}<br>{}",
+        esc(&a.root.display().to_string()),
+        esc(&r.b.root.display().to_string()),
+        cmp.pairs.len(),
+        cmp.only_in_a.len(),
+        cmp.only_in_b.len(),
+        within_count(r.within_tensors),
+        match first {
+            Some(i) => format!(
+                "<b>First divergent operator:</b> {}",
+                esc(&who(a, cmp.pairs[i].a))
+            ),
+            None => "Every pair is within tolerance.".into(),
+        }
+    );
+    page("opdump compare", &summary, &plots, &head, &rows, first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn long_series_are_reduced_keeping_spikes() {
-        let mut v = vec![1.0; 10 * MAX_POINTS];
-        v[12_345] = 1e6;
-        let (r, per) = reduce(&v);
-        assert_eq!((r.len(), per), (MAX_POINTS, 10));
-        assert_eq!(r[1234], 1e6);
-        let p = Plot {
-            title: "t".into(),
-            series: vec![Series {
-                name: "s".into(),
-                values: v,
-                color: "#000",
-            }],
-            mark: Some((12_345, "m".into())),
-            log: true,
-        };
-        let svg = svg(&p);
-        assert!(
-            svg.contains("(max of every 10)") && svg.len() < 100_000,
-            "{}",
-            svg.len()
-        );
-    }
 
     #[test]
     fn svg_has_lines_gaps_and_the_mark() {

@@ -1,12 +1,27 @@
-//! JSON pieces shared by `inspect --json` and `compare --json`. Non-finite numbers are strings
-//! (`"nan"`, `"inf"`, `"-inf"`), since JSON has no such numbers.
+//! `--json`: [`inspect`] and [`compare`] write their report value as one JSON object, from the
+//! pieces below (a tensor's identity, statistics, metrics, a pair). Non-finite numbers are
+//! strings (`"nan"`, `"inf"`, `"-inf"`), since JSON has no such numbers.
+
+use std::io::{self, Write};
 
 use dump_core::compare::PairMetrics;
 use dump_read::{
     Dump, Stats,
     compare::{PairOutcome, PairResult},
+    inspect::Origin,
+    train::{
+        EXPLODING_GROWTH, EXPLODING_UPDATE, FROZEN_UPDATE, ParameterTrend, VANISHING_DECAY,
+        VANISHING_NORM,
+    },
 };
+use dump_stats::Io;
 use serde_json::{Map, Value, json};
+
+use super::{
+    compare_report::CompareReport,
+    inspect_report::{InspectReport, KernelRole},
+    words::{note, reason},
+};
 
 /// A float as JSON: a number when finite, else `"nan"`, `"inf"` or `"-inf"`.
 pub fn num(v: f64) -> Value {
@@ -95,18 +110,182 @@ pub fn pair(a: &Dump, b: &Dump, p: &PairResult) -> Value {
         PairOutcome::Statistics { rel } => json!({"kind": "statistics", "rel_diff": {
             "max": rel[0].map(num), "min": rel[1].map(num), "avg": rel[2].map(num), "l2norm": rel[3].map(num)}}),
         PairOutcome::Digest { equal } => json!({"kind": "digest", "equal": equal}),
-        PairOutcome::Mismatch(m) => json!({"kind": "mismatch", "message": super::reason(m)}),
+        PairOutcome::Mismatch(m) => json!({"kind": "mismatch", "message": reason(m)}),
     };
     json!({
         "a": tensor(a, p.a),
         "b": tensor(b, p.b),
         "rule": p.rule.as_str(),
         "diverged": p.diverged(),
-        "reasons": p.reasons.iter().map(super::reason).collect::<Vec<_>>(),
-        "notes": p.notes.iter().map(super::note).collect::<Vec<_>>(),
+        "reasons": p.reasons.iter().map(reason).collect::<Vec<_>>(),
+        "notes": p.notes.iter().map(note).collect::<Vec<_>>(),
         "tolerance": {"rtol": num(p.tolerance.rtol), "atol": num(p.tolerance.atol)},
         "outcome": outcome,
         "stats_a": stats(&p.stats_a),
         "stats_b": stats(&p.stats_b),
     })
+}
+
+/// `role`, and `parameter` when the kernel belongs to one, into a JSON object.
+fn role_into(m: &mut Map<String, Value>, k: &KernelRole) {
+    m.insert("role".into(), json!(k.role.as_str()));
+    if let Some(p) = &k.parameter {
+        m.insert("parameter".into(), json!(p));
+    }
+}
+
+/// One parameter's series and verdict.
+fn trend(p: &ParameterTrend) -> Value {
+    let series = |v: &[Option<f64>]| -> Vec<Value> {
+        v.iter().map(|x| x.map_or(Value::Null, num)).collect()
+    };
+    json!({
+        "rank": p.rank,
+        "parameter": p.name,
+        "steps": p.steps,
+        "grad_norm": series(&p.grad_norm),
+        "update_ratio": series(&p.update_ratio),
+        "weight_norm": series(&p.weight_norm),
+        "growth_per_step": num(p.growth_per_step),
+        "first_nonfinite_step": p.first_nonfinite_step,
+        "exploding_from": p.exploding_from,
+        "verdict": p.verdict.as_str(),
+    })
+}
+
+/// `inspect --json`: the report as one object, pretty-printed, and a newline.
+pub fn inspect(r: &InspectReport<'_>, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{:#}", inspect_value(r))
+}
+
+/// The object `inspect --json` prints (keys `first_nonfinite`, `first_nonfinite_tensor`,
+/// `growth`, `parameters`, ...).
+fn inspect_value(r: &InspectReport<'_>) -> Value {
+    let (dump, ins) = (r.dump, &r.ins);
+    let first = match &ins.first_nonfinite {
+        None => Value::Null,
+        Some(f) => {
+            let mut m = Map::new();
+            tensor_id_into(&mut m, dump, f.tensor);
+            m.insert("basis".into(), json!(f.basis.as_str()));
+            role_into(&mut m, &r.roles[f.kernel]);
+            m.insert("inputs_dumped".into(), json!(f.inputs_dumped));
+            m.insert("stats".into(), stats(&r.stats(f.tensor)));
+            let inputs: Vec<Value> = ins.kernels[f.kernel]
+                .tensors
+                .iter()
+                .filter(|&&i| dump.tensors[i].id.io == Io::Input)
+                .map(|&i| json!({"slot": dump.tensors[i].id.slot, "stats": stats(&r.stats(i))}))
+                .collect();
+            m.insert("inputs".into(), json!(inputs));
+            Value::Object(m)
+        }
+    };
+    let first_tensor = ins
+        .first_nonfinite_tensor
+        .as_ref()
+        .map_or(Value::Null, |t| {
+            let mut m = Map::new();
+            tensor_id_into(&mut m, dump, t.tensor);
+            m.insert("origin".into(), json!(t.origin.as_str()));
+            role_into(&mut m, &r.roles[t.kernel]);
+            if let Origin::KernelInput { producer: Some(p) } = &t.origin {
+                m.insert("producer".into(), json!(p));
+            }
+            m.insert("stats".into(), stats(&r.stats(t.tensor)));
+            Value::Object(m)
+        });
+    json!({
+        "root": dump.root.display().to_string(),
+        "layout": dump.dialect,
+        "tensors": dump.tensors.len(),
+        "kernels": ins.kernels.len(),
+        "iterations": ins.iterations.iter().map(|i| json!({
+            "rank": i.rank, "iteration": i.iteration, "kernels": i.kernels,
+            "tensors": i.tensors, "bytes": i.bytes})).collect::<Vec<_>>(),
+        "first_nonfinite": first,
+        "first_nonfinite_tensor": first_tensor,
+        "growth": ins.growth.iter().take(r.top).map(|gr| {
+            let k = &ins.kernels[gr.kernel];
+            json!({"rank": k.rank, "iteration": k.iteration, "graph": k.graph,
+                "op_type": k.op_type, "op_name": k.op_name,
+                "max_abs_ratio": num(gr.max_abs_ratio), "l2norm_ratio": num(gr.l2norm_ratio)})
+        }).collect::<Vec<_>>(),
+        "parameters": ins.parameters.iter().map(trend).collect::<Vec<_>>(),
+        "parameter_thresholds": {
+            "exploding_growth": EXPLODING_GROWTH, "exploding_update": EXPLODING_UPDATE,
+            "frozen_update": FROZEN_UPDATE, "vanishing_norm": VANISHING_NORM,
+            "vanishing_decay": VANISHING_DECAY},
+        "oddities": ins.oddities.iter().map(|o| {
+            let mut m = Map::new();
+            tensor_id_into(&mut m, dump, o.tensor);
+            m.insert("what".into(), json!(o.what));
+            Value::Object(m)
+        }).collect::<Vec<_>>(),
+        "problems": dump.problems.iter().map(|p| json!({
+            "path": p.path.display().to_string(), "message": p.message})).collect::<Vec<_>>(),
+        "errors": ins.errors.iter().map(|(i, m)| {
+            let mut o = Map::new();
+            tensor_id_into(&mut o, dump, *i);
+            o.insert("message".into(), json!(m));
+            Value::Object(o)
+        }).collect::<Vec<_>>(),
+    })
+}
+
+/// `compare --json`: the report as one object, pretty-printed, and a newline.
+pub fn compare(r: &CompareReport<'_>, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{:#}", compare_value(r))
+}
+
+/// The object `compare --json` prints (keys `pairs`, `matched`, `only_in_a`, `only_in_b`,
+/// `within_a`, `within_b`, `first_divergent`, ...).
+fn compare_value(r: &CompareReport<'_>) -> Value {
+    let (a, b, cmp) = (r.a, r.b, &r.cmp);
+    let first = match &r.first {
+        None => Value::Null,
+        Some(f) => {
+            let p = &cmp.pairs[f.pair];
+            let mut m = Map::new();
+            tensor_id_into(&mut m, a, p.a);
+            m.insert("b_op_name".into(), json!(b.tensors[p.b].id.op_name));
+            m.insert("onnx_node".into(), json!(f.onnx_node));
+            m.insert("rule".into(), json!(p.rule.as_str()));
+            m.insert(
+                "reasons".into(),
+                json!(p.reasons.iter().map(reason).collect::<Vec<_>>()),
+            );
+            if let PairOutcome::Elements(mm) = &p.outcome {
+                m.insert("metrics".into(), metrics(mm));
+            }
+            m.insert("stats_a".into(), stats(&p.stats_a));
+            m.insert("stats_b".into(), stats(&p.stats_b));
+            Value::Object(m)
+        }
+    };
+    json!({
+        "a": a.root.display().to_string(),
+        "b": b.root.display().to_string(),
+        "matched": cmp.pairs.len(),
+        "diverged": r.diverged,
+        "first_divergent": first,
+        "only_in_a": cmp.only_in_a.iter().map(|&i| tensor(a, i)).collect::<Vec<_>>(),
+        "only_in_b": cmp.only_in_b.iter().map(|&i| tensor(b, i)).collect::<Vec<_>>(),
+        "within_a": within(a, &cmp.within_a),
+        "within_b": within(b, &cmp.within_b),
+        "pairs": cmp.pairs.iter().map(|p| pair(a, b, p)).collect::<Vec<_>>(),
+    })
+}
+
+/// Tensors inside decomposed ONNX nodes: each tensor's identity with `onnx_node`.
+fn within(d: &Dump, list: &[(usize, String)]) -> Vec<Value> {
+    list.iter()
+        .map(|(i, node)| {
+            let mut t = tensor(d, *i);
+            if let Value::Object(m) = &mut t {
+                m.insert("onnx_node".into(), json!(node));
+            }
+            t
+        })
+        .collect()
 }

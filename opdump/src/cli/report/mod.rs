@@ -1,11 +1,27 @@
-//! Rendering for `inspect` and `compare`: the terminal table, JSON, the HTML page with SVG
-//! plots, progress on stderr, and output files written whole (temp file + rename; Ctrl-C
-//! removes the temp file, so no partial output file is ever left).
+//! Rendering for `inspect`, `compare` and `stats`. Each command builds one report value
+//! ([`inspect_report::InspectReport`], [`compare_report::CompareReport`],
+//! [`stats_report::StatsReport`]) that holds everything an output needs; one renderer
+//! per format takes it: [`text`] (the terminal report, warnings and the stderr summary),
+//! [`json`] (`--json`), [`csv`] (compare's `--csv`, stats' rows) and [`html`] (`--html`: one page with
+//! [`svg`] plots). The renderers format; they never derive a finding again. Around them:
+//! wordings and table cells shared by several formats ([`words`], [`cells`]), progress on
+//! stderr, and output files written whole (temp file + rename; Ctrl-C removes the temp file,
+//! so no partial output file is ever left).
 
+pub mod cells;
+pub mod compare_report;
+pub mod csv;
 pub mod html;
+pub mod inspect_report;
 pub mod json;
 pub mod output;
 pub mod progress;
+pub mod stats_report;
+pub mod svg;
+#[cfg(test)]
+mod test_dumps;
+pub mod text;
+pub mod words;
 
 /// `1.5 KiB`, `3.2 MiB`.
 pub fn human_bytes(b: u64) -> String {
@@ -33,57 +49,18 @@ pub fn opt_g(v: Option<f64>) -> String {
     v.map(g).unwrap_or_else(|| "-".into())
 }
 
-/// `rank 0 iteration 1 graph 0: ReLU Default_..._ReLU-op0 output.0`: tensor `i` of `dump`.
-pub fn who(dump: &dump_read::Dump, i: usize) -> String {
-    let t = &dump.tensors[i];
-    format!(
-        "rank {} iteration {} graph {}: {} {} {}",
-        t.rank,
-        t.iteration,
-        t.graph,
-        t.id.op_type,
-        t.id.op_name,
-        t.io_slot()
-    )
-}
-
-/// Why a pair diverges, in words (the terminal table, `--json`, `--csv` and `--html` all use
-/// this one wording).
-pub fn reason(d: &dump_read::compare::Divergence) -> String {
-    use dump_read::compare::Divergence as D;
-    match d {
-        D::DTypes { a, b } => format!("dtypes differ: {a} vs {b}"),
-        D::Shapes { a, b } => format!("shapes differ: {a:?} vs {b:?}"),
-        D::Unreadable(e) => e.clone(),
-        D::NonfinitePositions(n) => format!("NaN/Inf positions differ at {n} elements"),
-        D::NotClose {
-            not_close,
-            count,
-            tolerance,
-            max_abs,
-            max_rel,
-        } => format!(
-            "{not_close} of {count} elements outside |a-b| <= {:e} + {:e}*|b| (max abs error {max_abs:e}, max rel error {max_rel:e})",
-            tolerance.atol, tolerance.rtol
-        ),
-        D::Statistic { name, a, b } => format!("{name} differs: {a} vs {b}"),
-        D::Digests { a, b } => format!("digests differ: {a} vs {b}"),
-        D::NothingToCompare => {
-            "nothing to compare: no files on both sides, no common statistic or digest".into()
+/// `&`, `<`, `>`, `"` and `'` escaped.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
         }
     }
-}
-
-/// A note on how a pair was compared, worded.
-pub fn note(n: &dump_read::compare::Note) -> String {
-    match n {
-        dump_read::compare::Note::Reshaped { a, b } => {
-            format!("shapes {a:?} and {b:?} differ only in dimensions of size 1: compared by value")
-        }
-    }
-}
-
-/// Every reason of `p`, worded, `; `-separated.
-pub fn reasons(p: &dump_read::compare::PairResult) -> String {
-    p.reasons.iter().map(reason).collect::<Vec<_>>().join("; ")
+    o
 }

@@ -1,0 +1,107 @@
+//! The report's wordings that more than one renderer uses: a tensor's identity, why a pair
+//! diverges, how it was compared, what a kernel is in a training step, where the first
+//! non-finite tensor comes from.
+
+use dump_read::{
+    Dump,
+    compare::{Divergence, Note, PairResult},
+    inspect::Origin,
+    train::Role,
+};
+
+use super::inspect_report::KernelRole;
+
+/// `rank 0 iteration 1 graph 0: ReLU Default_..._ReLU-op0 output.0`: tensor `i` of `dump`.
+pub fn who(dump: &Dump, i: usize) -> String {
+    let t = &dump.tensors[i];
+    format!(
+        "rank {} iteration {} graph {}: {} {} {}",
+        t.rank,
+        t.iteration,
+        t.graph,
+        t.id.op_type,
+        t.id.op_name,
+        t.io_slot()
+    )
+}
+
+/// Why a pair diverges, in words (the terminal table, `--json`, `--csv` and `--html` all use
+/// this one wording).
+pub fn reason(d: &Divergence) -> String {
+    use Divergence as D;
+    match d {
+        D::DTypes { a, b } => format!("dtypes differ: {a} vs {b}"),
+        D::Shapes { a, b } => format!("shapes differ: {a:?} vs {b:?}"),
+        D::Unreadable(e) => e.clone(),
+        D::NonfinitePositions(n) => format!("NaN/Inf positions differ at {n} elements"),
+        D::NotClose {
+            not_close,
+            count,
+            tolerance,
+            max_abs,
+            max_rel,
+        } => format!(
+            "{not_close} of {count} elements outside |a-b| <= {:e} + {:e}*|b| (max abs error {max_abs:e}, max rel error {max_rel:e})",
+            tolerance.atol, tolerance.rtol
+        ),
+        D::Statistic { name, a, b } => format!("{name} differs: {a} vs {b}"),
+        D::Digests { a, b } => format!("digests differ: {a} vs {b}"),
+        D::NothingToCompare => {
+            "nothing to compare: no files on both sides, no common statistic or digest".into()
+        }
+    }
+}
+
+/// A note on how a pair was compared, worded.
+pub fn note(n: &Note) -> String {
+    match n {
+        Note::Reshaped { a, b } => {
+            format!("shapes {a:?} and {b:?} differ only in dimensions of size 1: compared by value")
+        }
+    }
+}
+
+/// Every reason of `p`, worded, `; `-separated.
+pub fn reasons(p: &PairResult) -> String {
+    p.reasons.iter().map(reason).collect::<Vec<_>>().join("; ")
+}
+
+/// Where the first non-finite tensor comes from, in words.
+pub fn origin_words(o: &Origin) -> String {
+    match o {
+        Origin::KernelOutput => "an output of this kernel".into(),
+        Origin::Parameter => "a graph input or weight (Parameter)".into(),
+        Origin::KernelInput { producer: Some(p) } => format!(
+            "an input of this kernel, produced by {p} (graphs/*.ir), whose outputs were not \
+             dumped or are finite"
+        ),
+        Origin::KernelInput { producer: None } => "an input of this kernel that no dumped \
+             tensor before it explains: a graph input, a weight, a constant, or the output of \
+             a kernel that was not dumped"
+            .into(),
+    }
+}
+
+/// What a kernel is in a training step, in words: `a gradient (of parameter conv1_weight)`.
+pub fn role_words(k: &KernelRole) -> String {
+    let what = match k.role {
+        Role::Activation => "a forward activation",
+        Role::Gradient => "a gradient",
+        Role::Parameter => "a parameter (its value after the step)",
+        Role::Optimizer => "the optimizer's update or state",
+    };
+    match &k.parameter {
+        Some(p) if k.role != Role::Parameter => format!("{what} (of parameter {p})"),
+        _ => what.to_owned(),
+    }
+}
+
+/// `, N inside ONNX nodes the dumps compute differently` when the node rule left `n` tensors
+/// within nodes (nothing when `n` is 0).
+pub fn within_count(n: usize) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(", {n} inside ONNX nodes the dumps compute differently")
+    }
+}
