@@ -66,6 +66,7 @@ fn trigger(root: &Path) -> serde_json::Value {
     serde_json::from_str(&t).unwrap()
 }
 
+#[cfg(feature = "tract")]
 fn fixture(p: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/onnx")
@@ -177,6 +178,7 @@ fn demo_stop_at_nonfinite_prints_the_kernel_and_exits_1() {
 }
 
 #[test]
+#[cfg(feature = "tract")] // `opdump run` with its default runtime
 fn run_stop_at_nonfinite_names_the_log_node() {
     let tmp = Tmp::new("run-stop");
     let out = tmp.s();
@@ -214,6 +216,7 @@ fn run_stop_at_nonfinite_names_the_log_node() {
 }
 
 #[test]
+#[cfg(feature = "tract")] // `opdump run` with its default runtime
 fn run_with_a_recorder_and_no_nan_writes_nothing() {
     let tmp = Tmp::new("run-quiet");
     let out = tmp.s();
@@ -291,6 +294,7 @@ fn the_nan_goes_into_the_chosen_kernel_and_the_trigger_names_it() {
 }
 
 #[test]
+#[cfg(feature = "tract")] // `opdump run` with its default runtime
 fn run_set_dump_marks_kernels_for_dump_mode_2() {
     let tmp = Tmp::new("set-dump");
     std::fs::create_dir_all(&tmp.0).unwrap();
@@ -351,6 +355,7 @@ fn run_set_dump_marks_kernels_for_dump_mode_2() {
 }
 
 #[test]
+#[cfg(feature = "tract")] // `opdump run` with its default runtime
 fn run_exception_dump_writes_the_inputs_of_the_node_that_fails() {
     let tmp = Tmp::new("exception");
     std::fs::create_dir_all(&tmp.0).unwrap();
