@@ -9,6 +9,7 @@
 
 #[cfg(feature = "adapters")]
 mod adapters;
+mod anchor;
 mod compare;
 mod convert;
 mod cuda;
@@ -34,7 +35,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `msprobe`, `compare`, `convert`, `ingest`, `adapters`, `train`, `cuda`).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `msprobe`, `compare`, `convert`, `ingest`, `adapters`, `train`, `cuda`, `anchor`; `anchor` runs only when named).
     pub only: Option<Vec<String>>,
 }
 
@@ -125,13 +126,13 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--only" => {
                 let v = it.next().ok_or(
-                    "--only needs a list: stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda",
+                    "--only needs a list: stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda,anchor",
                 )?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda,anchor]"
                         .into(),
                 );
             }
@@ -204,6 +205,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
             }
             println!("train group skipped (builds candle in release): run `{HOW}`");
         }
+    }
+    // Polygraphy, onnxruntime and torch from PyPI: only when asked for by name.
+    if opts
+        .only
+        .as_ref()
+        .is_some_and(|o| o.iter().any(|g| g == "anchor"))
+    {
+        anchor::run(&opts, &mut rows)?;
     }
     if opts.device.as_deref() == Some("cuda") && opts.wants("cuda") {
         cuda::run(&opts, &mut rows)?;
