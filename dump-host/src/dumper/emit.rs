@@ -27,12 +27,11 @@ use dump_stats::{
 use rows::{RowStats, RowTensor};
 
 use super::{
-    TensorRef,
     flight::{Counts, Recorder, StepRecord},
     msprobe::Entry,
     out::Out,
     plan::DumpPlan,
-    tensor::Source,
+    tensor::{Source, TensorRef},
 };
 use crate::{Error, layout::Io};
 

@@ -65,6 +65,7 @@ mod plan;
 mod quota;
 mod row_sink;
 mod session;
+mod shared;
 mod state;
 mod step;
 mod tensor;
@@ -77,8 +78,6 @@ mod trigger;
 use std::sync::Arc;
 
 use dump_core::iteration::IterationSpec;
-use dump_npy::WriteOptions;
-use dump_stats::engine::Engine;
 
 pub use builder::DumperBuilder;
 pub use element::Element;
@@ -90,75 +89,13 @@ pub use step::{Kernel, Step};
 pub use tensor::{DeviceTensor, TensorRef};
 pub use trigger::TriggerHandle;
 
+use shared::Shared;
+
 use crate::{
     Error,
     diag::{EmptyReason, Event, EventSink},
-    layout::{DumpTree, open_layout},
-    writer::Writer,
+    layout::DumpTree,
 };
-
-/// The state of an enabled Dumper, shared with its [`Step`]s, its [`Session`] handles and its
-/// [`TriggerHandle`]s: the plan and the parts (see the module docs).
-pub(crate) struct Shared {
-    pub(crate) plan: DumpPlan,
-    /// Where everything goes: tree, tables, tensor files, metadata.
-    pub(crate) out: out::Out,
-    /// Host statistics.
-    pub(crate) engine: Engine,
-    /// Closed, recording, overflow count, watching.
-    pub(crate) state: state::DumpState,
-    /// The flight recorder (`opdump.flight_recorder`): steps held in memory, written on a
-    /// trigger.
-    pub(crate) recorder: Option<flight::Recorder>,
-    /// msprobe's per-step documents.
-    pub(crate) docs: msprobe::StepDocs,
-    /// The step [`Dumper::save`] and [`Session::save`] write into.
-    pub(crate) session: session::SessionStep,
-    /// Where warnings go (never printed directly).
-    pub(crate) events: EventSink,
-}
-
-impl Shared {
-    /// One tensor's way out (see [`emit::Emit`]).
-    pub(crate) fn emit(&self) -> emit::Emit<'_> {
-        emit::Emit {
-            plan: &self.plan,
-            out: &self.out,
-            engine: &self.engine,
-            recorder: self.recorder.as_ref(),
-            watching: self.state.watching(),
-        }
-    }
-
-    /// Saves go to step `iteration` of `graph` from now on (see [`session::SessionStep`]).
-    fn session_moves_to(&self, graph: u32, iteration: u64, active: bool) {
-        self.session.moves_to(
-            &self.docs,
-            (&self.plan, &self.out),
-            (graph, iteration, active),
-        );
-    }
-
-    /// Releases a [`Step`]'s hold on msprobe's document of step `iteration`.
-    pub(crate) fn release_step_doc(
-        &self,
-        iteration: u64,
-        doc: Arc<std::sync::Mutex<msprobe::StepDoc>>,
-    ) {
-        self.docs.release((&self.plan, &self.out), iteration, doc);
-    }
-
-    /// Arms a user trigger of the flight recorder (see [`TriggerHandle::trigger`]).
-    pub(crate) fn arm_trigger(&self, reason: &str) -> bool {
-        match &self.recorder {
-            Some(r) if !self.state.is_closed() => {
-                r.arm(reason);
-                true
-            }
-            _ => false,
-        }
-    }
-}
 
 /// What a dump produced, returned by [`Dumper::close`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -198,6 +135,8 @@ pub struct Dumper {
     graphs: graphs::Graphs,
     /// A step was begun since the last [`step`](Dumper::step).
     begun_since_step: bool,
+    /// The step saves go into (shared with the [`Session`] handles).
+    session: Arc<session::SessionStep>,
 }
 
 impl std::fmt::Debug for Dumper {
@@ -223,6 +162,7 @@ impl Dumper {
             steps: (0, 0),
             graphs: Default::default(),
             begun_since_step: false,
+            session: Default::default(),
         }
     }
 
@@ -244,43 +184,7 @@ impl Dumper {
             path: plan.root.clone(),
             message,
         })?;
-        let layout = open_layout(&plan);
-        let header = layout.stat_header(&plan.categories);
-        let writer = Writer::with_events(&plan.writer, events.clone());
-        let errors = writer.error_log();
-        let out = out::Out {
-            tree: tree::OutputTree::new(layout, Arc::clone(&errors)),
-            tables: row_sink::RowSink::new(header, Arc::clone(&errors)),
-            meta: metadata::Metadata::new(
-                plan.config_bytes.clone(),
-                (plan.device.as_str(), &plan.ms_version),
-                errors,
-            ),
-            files: tensor_files::TensorFiles::new(
-                writer,
-                plan.disk_budget_bytes,
-                WriteOptions::new().with_bf16(plan.bf16),
-                events.clone(),
-            ),
-        };
-        let watching =
-            plan.flight.is_some() || plan.on_nonfinite != crate::config::NonFinitePolicy::Continue;
-        let shared = Shared {
-            out,
-            engine: Engine::with_available_parallelism(),
-            state: state::DumpState::new(watching),
-            recorder: plan
-                .flight
-                .map(|settings| flight::Recorder::new(settings, events.clone())),
-            docs: msprobe::StepDocs::default(),
-            session: session::SessionStep::default(),
-            events,
-            plan,
-        };
-        if shared.recorder.is_none() {
-            // The flight recorder writes it with its first trigger.
-            shared.out.meta.write_metadata(&shared.out.tree);
-        }
+        let shared = Shared::start(plan, events);
         let mut d = Dumper {
             iteration: shared.plan.iteration.clone(),
             next_step: shared.plan.initial_iteration,
@@ -290,11 +194,10 @@ impl Dumper {
             steps: (0, 0),
             graphs: Default::default(),
             begun_since_step: false,
+            session: Default::default(),
         };
         let first = d.next_step;
-        if let Some(s) = &d.shared {
-            s.session_moves_to(0, first, d.step_active(first));
-        }
+        d.session_moves_to(first, d.step_active(first));
         d.graph = 0;
         Ok(d)
     }
@@ -401,9 +304,7 @@ impl Dumper {
         self.steps.0 += 1;
         self.steps.1 += u64::from(active);
         self.begun_since_step = true;
-        if let Some(s) = &self.shared {
-            s.session_moves_to(self.graph, n, active);
-        }
+        self.session_moves_to(n, active);
         Step::new(self.shared.clone(), self.graph, n, active)
     }
 
@@ -594,14 +495,8 @@ impl Dumper {
         if let Some(r) = &s.recorder {
             r.close(&s.out); // an armed user trigger writes what the recorder holds
         }
-        s.session.end(&s.docs, (&s.plan, &s.out));
-        s.state.close();
-        // Rows are pushed by the calling threads only (never by writer jobs), so the batch is
-        // complete here; its failures are taken with the writer's below.
-        s.out.flush_rows();
-        let flushed = s.out.files.flush();
-        s.out.tables.close();
-        s.out.files.release_buffers();
+        self.session.end(&s.docs, (&s.plan, &s.out));
+        let flushed = s.close();
         let mut report = self.progress();
         report.unused_kernels = s
             .plan

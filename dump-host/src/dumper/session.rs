@@ -43,16 +43,18 @@
 use std::sync::{Arc, Mutex};
 
 use super::{
-    Dumper, Shared, Step, TensorRef,
+    Dumper, Step, TensorRef,
     msprobe::{StepDoc, StepDocs},
     out::Out,
     plan::DumpPlan,
+    shared::Shared,
 };
 use crate::Error;
 
 /// The part of a Dumper that knows where saves go: the step most recently begun (or the one
 /// [`Dumper::step`] moved to), and the session's own [`Step`] of that number once a save
-/// needed it.
+/// needed it. Owned by the [`Dumper`] and its [`Session`] handles (never by the state its
+/// steps share: it holds a step itself).
 #[derive(Default)]
 pub(crate) struct SessionStep {
     current: Mutex<Current>,
@@ -74,6 +76,8 @@ struct Current {
 #[derive(Clone, Default)]
 pub struct Session {
     shared: Option<Arc<Shared>>,
+    /// The Dumper's session step.
+    step: Arc<SessionStep>,
 }
 
 impl std::fmt::Debug for Session {
@@ -108,7 +112,7 @@ impl Session {
     /// Dumps `t` under `name` into the current step (see [`Dumper::save`]).
     pub fn save(&self, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
         match &self.shared {
-            Some(s) => s.session.save(
+            Some(s) => self.step.save(
                 |graph, iteration, active| Step::new(Some(Arc::clone(s)), graph, iteration, active),
                 name,
                 t,
@@ -199,6 +203,15 @@ impl SessionStep {
 }
 
 impl Dumper {
+    /// Saves go to step `iteration` of the current graph from now on (see
+    /// [`SessionStep::moves_to`]).
+    pub(super) fn session_moves_to(&self, iteration: u64, active: bool) {
+        if let Some(s) = &self.shared {
+            let at = (self.graph, iteration, active);
+            self.session.moves_to(&s.docs, (&s.plan, &s.out), at);
+        }
+    }
+
     /// Kernels are dumped from now on (the default; msprobe's `debugger.start()`).
     pub fn start(&self) {
         self.session().start();
@@ -216,6 +229,7 @@ impl Dumper {
     pub fn session(&self) -> Session {
         Session {
             shared: self.shared.clone(),
+            step: Arc::clone(&self.session),
         }
     }
 
@@ -237,12 +251,12 @@ impl Dumper {
         let Some(s) = self.shared.clone() else {
             return Ok(());
         };
-        let ended = s.session.end_step();
+        let ended = self.session.end_step();
         if !self.begun_since_step {
             self.next_step += 1;
         }
         self.begun_since_step = false;
-        s.session_moves_to(self.graph, self.next_step, self.step_active(self.next_step));
+        self.session_moves_to(self.next_step, self.step_active(self.next_step));
         ended?;
         s.out.files.take_errors()
     }

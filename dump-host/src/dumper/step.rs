@@ -12,10 +12,11 @@ use std::{
 use dump_core::{DType, Summary, stats::summarize};
 
 use super::{
-    Shared, TensorRef,
     emit::{Owner, To},
     flight::{NonFiniteAt, StepRecord},
     msprobe::{Call, Entry, StepDoc},
+    shared::Shared,
+    tensor::TensorRef,
 };
 use crate::{
     Error,

@@ -2,7 +2,7 @@
 
 use std::sync::Weak;
 
-use super::Shared;
+use super::shared::Shared;
 
 /// Fires a Dumper's flight recorder from any thread: what
 /// [`Dumper::trigger`](crate::Dumper::trigger) does, without a borrow of the Dumper. Cheap to

@@ -7,7 +7,7 @@ use dump_stats::device::{DeviceError, DeviceStatistics, StatsRequest};
 
 use crate::{
     DumpOptions, Dumper, TensorRef,
-    dumper::{DeviceTensor, Shared},
+    dumper::{DeviceTensor, shared::Shared},
     writer::{DEFAULT_DIRECT_WRITE_BYTES, WriterConfig},
 };
 
