@@ -36,7 +36,7 @@ use super::{
 use crate::{Error, layout::Io};
 
 /// A tensor's way out: the parts of the Dumper that one tensor's dump touches, borrowed for
-/// the call ([`crate::dumper::Shared::emit`] makes one).
+/// the call ([`crate::dumper::shared::Shared::emit`] makes one).
 pub(crate) struct Emit<'a> {
     /// What to dump and how.
     pub(crate) plan: &'a DumpPlan,

@@ -23,13 +23,13 @@
 //! threads); `.npy` files below [`WriterConfig::direct_write_bytes`](crate::writer::WriterConfig)
 //! (8 MiB) are copied and written by background threads through a byte-bounded queue, larger
 //! ones on the calling thread straight from the caller's memory.
-
 //!
 //! # The parts
 //!
-//! A Dumper's state is a few parts, each a struct in its own file that owns its fields and
-//! the methods on them; [`Shared`] (what a [`Step`], a [`Session`] and a [`TriggerHandle`]
-//! hold) composes them, and code that needs two parts takes both as arguments:
+//! A Dumper's state is a few parts, each a struct in its own file that owns its (private)
+//! fields and the methods on them. [`shared::Shared`] (shared.rs: what every [`Step`] and
+//! [`TriggerHandle`] holds) composes the plan and most of them; code that needs two parts
+//! takes both as arguments instead of reaching through one big object:
 //!
 //! - the output parts, together an [`out::Out`]: [`tree::OutputTree`] (the plan's output
 //!   layout, the directories made and their once-per-step check, the per-tensor timestamps),
@@ -43,14 +43,16 @@
 //! - [`flight::Recorder`]: the flight recorder (steps held in memory, written on a trigger
 //!   through an `&Out`);
 //! - [`msprobe::StepDocs`]: msprobe's per-step documents (`dump.json` and its side files);
-//! - [`session::SessionStep`]: the step that [`Dumper::save`] writes into;
-//! - [`graphs::Graphs`]: the graphs described to the Dumper (owned by the [`Dumper`] itself).
+//! - owned by the [`Dumper`] itself: [`graphs::Graphs`] (the graphs described to it) and
+//!   [`session::SessionStep`] (the step [`Dumper::save`] writes into, shared with the
+//!   [`Session`] handles: it holds a [`Step`], so it never sits inside the state steps
+//!   share).
 //!
 //! One tensor's way out is [`emit::Emit`]: the plan, the output parts, the statistics engine
 //! and the flight recorder, borrowed for the call. The graph description ([`crate::graph`])
 //! writes no file; [`metadata::Metadata`] writes its files. Imports run one way: the parts
-//! import nothing of `emit`, `flight` or `msprobe`; `emit` imports the flight recorder's
-//! record and msprobe's entry.
+//! import nothing of `emit`, `flight` or `msprobe`; `flight` and `msprobe` write through
+//! [`out::Out`]; `emit` imports the flight recorder's record and msprobe's entry.
 
 mod builder;
 mod element;
