@@ -1,15 +1,14 @@
 //! One tensor out. [`route`] decides how a tensor is dumped — a pure function of a few facts
-//! ([`Facts`]), tested as a table — and the callers here gather the facts and run the route.
-//! What each route writes lives in a file named after it: `.npy` output of host bytes
-//! ([`npy_out`]), `statistic.csv` rows ([`rows`]), streamed device tensors ([`stream`]), the
-//! timestamp, directory and file name ([`files`]).
+//! ([`Facts`]), tested as a table — and [`Emit`], the tensor's way out, gathers the facts and
+//! runs the route through the Dumper's parts: the output parts ([`Out`]: tree, tables, tensor
+//! files, metadata), the plan, the statistics engine and the flight recorder. What each route
+//! computes lives in a file named after it: `statistic.csv` rows ([`rows`]), streamed device
+//! tensors ([`stream`]), rows of statistics computed elsewhere ([`precomputed`]).
 //!
 //! The Dumper never names a device: a device tensor is a [`DeviceTensor`], whose layout (a
 //! device format with its host shape) and statistics (asked with the plan's request:
 //! precision, categories, semantics) come from the tensor itself.
 
-mod files;
-mod npy_out;
 mod precomputed;
 mod rows;
 mod stream;
@@ -22,17 +21,34 @@ use dump_core::DType;
 use dump_stats::{
     Hashes,
     device::{DeviceTensor, Layout, StatsKind},
+    engine::Engine,
 };
 
-pub(crate) use files::FILE_MODE;
 use rows::{RowStats, RowTensor};
 
 use super::{
-    Shared, TensorRef,
-    flight::{Counts, StepRecord},
-    tensor::Source,
+    flight::{Counts, Recorder, StepRecord},
+    msprobe::Entry,
+    out::Out,
+    plan::DumpPlan,
+    tensor::{Source, TensorRef},
 };
 use crate::{Error, layout::Io};
+
+/// A tensor's way out: the parts of the Dumper that one tensor's dump touches, borrowed for
+/// the call ([`crate::dumper::shared::Shared::emit`] makes one).
+pub(crate) struct Emit<'a> {
+    /// What to dump and how.
+    pub(crate) plan: &'a DumpPlan,
+    /// Where it goes.
+    pub(crate) out: &'a Out,
+    /// Host statistics (large tensors split over its threads).
+    pub(crate) engine: &'a Engine,
+    /// The flight recorder, which holds rows and copies instead of the disk.
+    pub(crate) recorder: Option<&'a Recorder>,
+    /// Outputs are checked for NaN/Inf.
+    pub(crate) watching: bool,
+}
 
 /// Where one tensor's outputs go — a directory, and the flight recorder's record of the step
 /// when it holds them instead of the disk — and what its statistics said.
@@ -68,7 +84,7 @@ pub(crate) struct Owner<'a> {
     pub io: Io,
     pub slot: u32,
     /// The call entry gathering this kernel's tensors (msprobe's layout).
-    pub entry: Option<&'a std::sync::Mutex<super::msprobe::Entry>>,
+    pub entry: Option<&'a std::sync::Mutex<Entry>>,
 }
 
 impl<'a> Owner<'a> {
@@ -207,7 +223,7 @@ impl<'a> DeviceView<'a> {
     }
 }
 
-impl Shared {
+impl Emit<'_> {
     /// Dumps one tensor into `dir` according to the plan.
     pub(crate) fn emit(&self, to: &To<'_>, who: Owner<'_>, t: &TensorRef<'_>) -> Result<(), Error> {
         match t.source {
@@ -226,7 +242,7 @@ impl Shared {
             complex: dtype.is_complex(),
             statistics: p.saved_data.statistics(),
             tensors: p.saved_data.tensors(),
-            files_stopped: self.quota.is_stopped(),
+            files_stopped: self.out.files.quota().is_stopped(),
             device,
             device_stats: p.device_stats,
             device_rows: p.stats_kind() == StatsKind::Device,
@@ -234,8 +250,7 @@ impl Shared {
             sample: self.sampled(dtype, elems),
             converted: false,
             // Held by the flight recorder: copied into memory, never streamed to a file.
-            direct: to.held.is_none()
-                && (self.writer.is_sync() || len >= self.writer.budget().limit()),
+            direct: to.held.is_none() && self.out.files.written_by_caller(len),
         }
     }
 
@@ -305,10 +320,7 @@ impl Shared {
             None => (shape, elems),
         };
         let len = dtype.storage_bytes(n).unwrap_or(0);
-        let opts = dump_npy::WriteOptions::new().with_bf16(self.plan.bf16);
-        if let Ok(layout) = dump_npy::NpyLayout::new(dtype, shape, len, opts) {
-            self.quota.reserve(layout.file_len() as u64);
-        }
+        self.out.files.refuse(dtype, shape, len);
         Ok(())
     }
 
@@ -328,7 +340,7 @@ impl Shared {
             return Ok(());
         }
         let t = RowTensor {
-            ts: self.timestamp(),
+            ts: self.out.tree.timestamp(),
             dtype: v.dtype,
             shape: v.shape,
             data_size: len,
@@ -367,8 +379,8 @@ impl Shared {
             Some(s) => s,
             None => shape,
         };
-        let ts = self.timestamp();
-        let name = self.file_name(who, format, dtype, ts);
+        let ts = self.out.tree.timestamp();
+        let name = self.out.tree.tensor_file(who.id(ts), format, dtype);
         if self.ensure(to).is_err() {
             return Ok(()); // recorded; returned at step end / close
         }
@@ -378,14 +390,15 @@ impl Shared {
         // The file is validated and counted first (a bad tensor is an error value, not a failed
         // write); the row is computed before the bytes go to the writer, so a private copy
         // (device tensor, strided gather) can be handed over without copying it again.
+        let Out { tables, files, .. } = self.out;
         let npy = if self.plan.saved_data.tensors() {
-            self.prepare_npy(to.dir, name, dtype, shape, bytes.len())?
+            files.prepare(tables, to.dir, name, (dtype, shape), bytes.len())?
         } else {
             None
         };
         let row = self.row_or_watch(to, who, (ts, dtype, shape), &bytes, elems);
         if let Some(npy) = npy {
-            self.write_npy(npy, bytes);
+            files.write(npy, bytes);
         }
         row.map_err(|message| who.error(message))
     }
@@ -433,19 +446,14 @@ impl Shared {
     ) -> Result<(), Error> {
         if self.plan.saved_data.tensors() {
             // Validated now, as for a file written at once: a bad tensor is an error value.
-            dump_npy::NpyLayout::new(
-                dtype,
-                shape,
-                bytes.len(),
-                dump_npy::WriteOptions::new().with_bf16(self.plan.bf16),
-            )
-            .map_err(|e| who.error(e.to_string()))?;
+            dump_npy::NpyLayout::new(dtype, shape, bytes.len(), self.out.files.opts())
+                .map_err(|e| who.error(e.to_string()))?;
         }
         let row = self.row_or_watch(to, who, (ts, dtype, shape), &bytes, elems);
         if self.plan.saved_data.tensors()
-            && let Some(r) = &self.recorder
+            && let Some(r) = self.recorder
         {
-            r.hold_npy(self, rec, name, (dtype, shape), bytes);
+            r.hold_npy(rec, name, (dtype, shape), bytes);
         }
         row.map_err(|message| who.error(message))
     }
@@ -454,7 +462,7 @@ impl Shared {
     pub(crate) fn ensure(&self, to: &To<'_>) -> Result<(), ()> {
         match to.held {
             Some(_) => Ok(()),
-            None => self.ensure_dir(to.dir),
+            None => self.out.tree.ensure_dir(to.dir),
         }
     }
 

@@ -1,94 +1,136 @@
-//! Files written once: `.dump_metadata/`, the graph files, the execution-order csv files,
-//! kernel-argument json.
+//! [`Metadata`]: the part of a Dumper that writes the files a dump holds once —
+//! `.dump_metadata/`, the graph files (`graphs/*.ir`, `*.pb`, from the graph's own
+//! description), the execution-order tables, kernel-argument json — and remembers which
+//! constants were dumped (once per graph and name).
 
-use std::{collections::BTreeMap, path::Path};
+use std::{
+    collections::{BTreeMap, HashSet},
+    path::Path,
+    sync::{Arc, Mutex},
+};
 
 use serde::Serialize;
 
-use super::{Shared, emit::FILE_MODE};
+use super::{row_sink::RowSink, tree::OutputTree};
 use crate::{
+    graph::Graph,
     layout::{NAME_MAX, sanitize, short_name},
-    writer::write_bytes_atomic,
+    writer::{ErrorLog, FILE_MODE, write_bytes_atomic},
 };
 
-impl Shared {
-    /// Writes `graphs/ms_output_trace_code_graph_{id}.ir` and `.pb` and the execution order;
-    /// failures are recorded in the writer's error log like every other write.
-    pub(crate) fn write_graph(&self, id: u32, graph: &crate::graph::Graph) {
-        self.write_execution_order(id, &graph.execution_order());
-        let dir = self.layout.graphs_dir();
-        if self.ensure_dir(&dir).is_err() {
+/// The once-written files of one Dumper. Failures are recorded in the writer's error log like
+/// every other write.
+pub(crate) struct Metadata {
+    /// `.dump_metadata/`'s files: `data_dump.json` (the config's bytes) and `config.json`.
+    files: [(&'static str, Vec<u8>); 2],
+    /// Constants dumped, by graph and name.
+    constants: Mutex<HashSet<(u32, String)>>,
+    errors: Arc<ErrorLog>,
+}
+
+impl Metadata {
+    /// The metadata of a dump of `config` (the config file's bytes) for `device_target`
+    /// running MindSpore `ms_version`; failures recorded in `errors`.
+    pub(crate) fn new(
+        config: Vec<u8>,
+        (device_target, ms_version): (&str, &str),
+        errors: Arc<ErrorLog>,
+    ) -> Self {
+        let config_json =
+            format!("{{\"device_target\":\"{device_target}\",\"ms_version\":\"{ms_version}\"}}");
+        Metadata {
+            files: [
+                ("data_dump.json", config),
+                ("config.json", config_json.into_bytes()),
+            ],
+            constants: Mutex::new(HashSet::new()),
+            errors,
+        }
+    }
+
+    /// `true` the first time constant `name` of graph `graph` is asked for (MindSpore dumps a
+    /// constant once per graph).
+    pub(crate) fn first_constant(&self, graph: u32, name: &str) -> bool {
+        self.constants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((graph, name.to_owned()))
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) {
+        if let Err(e) = write_bytes_atomic(path, FILE_MODE, bytes) {
+            self.errors.record(path.to_owned(), e);
+        }
+    }
+
+    /// `.dump_metadata/data_dump.json` (byte copy of the config) and `config.json`; existing
+    /// files are kept, like MindSpore.
+    pub(crate) fn write_metadata(&self, tree: &OutputTree) {
+        let dir = tree.layout().metadata_dir();
+        if tree.ensure_dir(&dir).is_err() {
+            return;
+        }
+        for (name, bytes) in &self.files {
+            let p = dir.join(name);
+            if !p.exists() {
+                self.write(&p, bytes);
+            }
+        }
+    }
+
+    /// Writes `graphs/ms_output_trace_code_graph_{id}.ir` and `.pb` and the execution order.
+    pub(crate) fn write_graph(&self, tree: &OutputTree, id: u32, graph: &Graph) {
+        self.write_execution_order(tree, id, &graph.execution_order());
+        let dir = tree.layout().graphs_dir();
+        if tree.ensure_dir(&dir).is_err() {
             return;
         }
         let stem = format!("ms_output_trace_code_graph_{id}");
         for (ext, bytes) in [("ir", graph.to_ir().into_bytes()), ("pb", graph.to_pb())] {
-            let p = dir.join(format!("{stem}.{ext}"));
-            if let Err(e) = write_bytes_atomic(&p, FILE_MODE, &bytes) {
-                self.writer.errors().record(p, e);
-            }
-        }
-    }
-}
-
-impl Shared {
-    /// `.dump_metadata/data_dump.json` (byte copy of the config) and `config.json`; existing
-    /// files are kept, like MindSpore.
-    pub(crate) fn write_metadata(&self) {
-        let dir = self.layout.metadata_dir();
-        if self.ensure_dir(&dir).is_err() {
-            return;
-        }
-        let config = format!(
-            "{{\"device_target\":\"{}\",\"ms_version\":\"{}\"}}",
-            self.plan.device.as_str(),
-            self.plan.ms_version
-        );
-        for (name, bytes) in [
-            ("data_dump.json", self.plan.config_bytes.as_slice()),
-            ("config.json", config.as_bytes()),
-        ] {
-            let p = dir.join(name);
-            if p.exists() {
-                continue;
-            }
-            if let Err(e) = write_bytes_atomic(&p, FILE_MODE, bytes) {
-                self.writer.errors().record(p, e);
-            }
+            self.write(&dir.join(format!("{stem}.{ext}")), &bytes);
         }
     }
 
     /// `execution_order/ms_execution_order_graph_{g}.csv`, rewritten.
-    pub(crate) fn write_execution_order(&self, graph: u32, names: &[&str]) {
-        let dir = self.layout.execution_order_dir();
-        if self.ensure_dir(&dir).is_err() {
+    pub(crate) fn write_execution_order(&self, tree: &OutputTree, graph: u32, names: &[&str]) {
+        let dir = tree.layout().execution_order_dir();
+        if tree.ensure_dir(&dir).is_err() {
             return;
         }
         let mut text = String::from("NodeExecutionOrder-FullNameWithScope\n");
         for n in names {
             push_order_line(&mut text, n);
         }
-        let p = self.layout.execution_order_csv(graph);
-        if let Err(e) = write_bytes_atomic(&p, FILE_MODE, text.as_bytes()) {
-            self.writer.errors().record(p, e);
-        }
+        self.write(&tree.layout().execution_order_csv(graph), text.as_bytes());
     }
 
-    /// Appends a dumped step to `ms_global_execution_order_graph_{g}.csv`.
-    pub(crate) fn append_global_order(&self, graph: u32, step: u64) {
-        let dir = self.layout.execution_order_dir();
-        if self.ensure_dir(&dir).is_err() {
+    /// Appends a dumped step to `ms_global_execution_order_graph_{g}.csv` (through `tables`).
+    pub(crate) fn append_global_order(
+        &self,
+        tree: &OutputTree,
+        tables: &RowSink,
+        graph: u32,
+        step: u64,
+    ) {
+        let dir = tree.layout().execution_order_dir();
+        if tree.ensure_dir(&dir).is_err() {
             return;
         }
-        let p = self.layout.global_execution_order_csv(graph);
-        if let Err(e) = self.csv.append(&p, "", &format!("{step}\n"), FILE_MODE) {
-            self.writer.errors().record(p, e);
-        }
+        let p = tree.layout().global_execution_order_csv(graph);
+        tables.append_line(&p, &format!("{step}\n"));
     }
 
     /// `{dir}/{T}.{S}.json` with MindSpore's formatting: 4-space indent, sorted keys, no
-    /// trailing newline; `null` when there are no arguments.
-    pub(crate) fn write_kernel_args(&self, dir: &Path, full_name: &str, args: &[(&str, &str)]) {
-        if self.ensure_dir(dir).is_err() {
+    /// trailing newline; `null` when there are no arguments. A name too long for the file
+    /// system gets a short one, listed in `mapping.csv` through `tables`.
+    pub(crate) fn write_kernel_args(
+        &self,
+        (tree, tables): (&OutputTree, &RowSink),
+        dir: &Path,
+        full_name: &str,
+        args: &[(&str, &str)],
+    ) {
+        if tree.ensure_dir(dir).is_err() {
             return;
         }
         // MindSpore: T = the type part of the name, S = the name with `.` and `/` made `_`;
@@ -99,22 +141,12 @@ impl Shared {
             // Too long for the file system: a short name, listed in mapping.csv like a long
             // .npy name.
             let short = kernel_args_short_name(&file);
-            let map = dir.join("mapping.csv");
-            if let Err(e) = self
-                .csv
-                .append(&map, "", &format!("{short},{file}\n"), FILE_MODE)
-            {
-                self.writer.errors().record(map, e);
-            }
+            tables.append_line(&dir.join("mapping.csv"), &format!("{short},{file}\n"));
             short
         } else {
             file
         };
-        let text = kernel_args_json(args);
-        let p = dir.join(file);
-        if let Err(e) = write_bytes_atomic(&p, FILE_MODE, text.as_bytes()) {
-            self.writer.errors().record(p, e);
-        }
+        self.write(&dir.join(file), kernel_args_json(args).as_bytes());
     }
 }
 

@@ -23,89 +23,81 @@
 //! threads); `.npy` files below [`WriterConfig::direct_write_bytes`](crate::writer::WriterConfig)
 //! (8 MiB) are copied and written by background threads through a byte-bounded queue, larger
 //! ones on the calling thread straight from the caller's memory.
+//!
+//! # The parts
+//!
+//! A Dumper's state is a few parts, each a struct in its own file that owns its (private)
+//! fields and the methods on them. [`shared::Shared`] (shared.rs: what every [`Step`] and
+//! [`TriggerHandle`] holds) composes the plan and most of them; code that needs two parts
+//! takes both as arguments instead of reaching through one big object:
+//!
+//! - the output parts, together an [`out::Out`]: [`tree::OutputTree`] (the plan's output
+//!   layout, the directories made and their once-per-step check, the per-tensor timestamps),
+//!   [`row_sink::RowSink`] (`statistic.csv` rows batched per step, the tables' header, the
+//!   one-line tables `mapping.csv` and the global execution order, the row count),
+//!   [`tensor_files::TensorFiles`] (`.npy` files: the bounded writer, its copy buffers, the
+//!   disk budget of [`quota`]) and [`metadata::Metadata`] (the files written once:
+//!   `.dump_metadata/`, graph files, execution orders, kernel arguments; the constants
+//!   dumped);
+//! - [`state::DumpState`]: closed, recording (start / stop), overflow mode's count, watching;
+//! - [`flight::Recorder`]: the flight recorder (steps held in memory, written on a trigger
+//!   through an `&Out`);
+//! - [`msprobe::StepDocs`]: msprobe's per-step documents (`dump.json` and its side files);
+//! - owned by the [`Dumper`] itself: [`graphs::Graphs`] (the graphs described to it) and
+//!   [`session::SessionStep`] (the step [`Dumper::save`] writes into, shared with the
+//!   [`Session`] handles: it holds a [`Step`], so it never sits inside the state steps
+//!   share).
+//!
+//! One tensor's way out is [`emit::Emit`]: the plan, the output parts, the statistics engine
+//! and the flight recorder, borrowed for the call. The graph description ([`crate::graph`])
+//! writes no file; [`metadata::Metadata`] writes its files. Imports run one way: the parts
+//! import nothing of `emit`, `flight` or `msprobe`; `flight` and `msprobe` write through
+//! [`out::Out`]; `emit` imports the flight recorder's record and msprobe's entry.
 
 mod builder;
 mod element;
 mod emit;
 mod flight;
+mod graphs;
 mod metadata;
 mod msprobe;
 mod open;
+mod out;
 mod plan;
 mod quota;
+mod row_sink;
 mod session;
+mod shared;
+mod state;
 mod step;
 mod tensor;
+mod tensor_files;
 #[cfg(test)]
 mod tests;
+mod tree;
+mod trigger;
 
-use std::{
-    collections::{HashMap, HashSet},
-    path::PathBuf,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, AtomicU64, Ordering},
-    },
-};
+use std::sync::Arc;
 
 use dump_core::iteration::IterationSpec;
-use dump_stats::engine::Engine;
 
 pub use builder::DumperBuilder;
 pub use element::Element;
-pub use flight::{NonFiniteAt, TriggerHandle};
+pub use flight::NonFiniteAt;
 pub use open::DumpOptions;
 pub use plan::{DumpPlan, MS_VERSION, Planned};
 pub use session::Session;
 pub use step::{Kernel, Step};
 pub use tensor::{DeviceTensor, TensorRef};
+pub use trigger::TriggerHandle;
 
-use quota::DiskQuota;
+use shared::Shared;
 
 use crate::{
     Error,
     diag::{EmptyReason, Event, EventSink},
-    layout::{DumpTree, OutputLayout, open_layout},
-    writer::{BufferPool, CsvAppender, RowBatch, Writer},
+    layout::DumpTree,
 };
-
-pub(crate) struct Shared {
-    pub(crate) plan: DumpPlan,
-    /// Where everything goes: the output layout of the plan's dialect.
-    pub(crate) layout: Box<dyn OutputLayout>,
-    pub(crate) writer: Writer,
-    pub(crate) pool: Arc<BufferPool>,
-    pub(crate) csv: CsvAppender,
-    /// Statistic rows waiting for the end of their step (one append per file per step).
-    pub(crate) row_batch: RowBatch,
-    pub(crate) csv_header: String,
-    pub(crate) engine: Engine,
-    /// Directories made, with the row-flush epoch in which each was last checked to exist.
-    pub(crate) dirs: Mutex<HashMap<PathBuf, u64>>,
-    /// Counts row flushes: a directory is checked once per epoch (once per step).
-    pub(crate) dir_epoch: AtomicU64,
-    pub(crate) constants: Mutex<HashSet<(u32, String)>>,
-    pub(crate) last_ts: AtomicU64,
-    pub(crate) overflowed: AtomicU64,
-    pub(crate) rows: AtomicU64,
-    pub(crate) quota: DiskQuota,
-    /// Where warnings go (never printed directly).
-    pub(crate) events: EventSink,
-    /// Set by [`Dumper::close`]: steps still held by the runtime dump nothing more.
-    pub(crate) closed: AtomicBool,
-    /// The flight recorder (`opdump.flight_recorder`): steps held in memory, written on a
-    /// trigger.
-    pub(crate) recorder: Option<flight::Recorder>,
-    /// Whether outputs are checked for NaN/Inf (a flight recorder, or a policy other than
-    /// continue).
-    pub(crate) watching: bool,
-    /// Kernels are dumped (cleared by [`Dumper::stop`], set by [`Dumper::start`]).
-    pub(crate) recording: AtomicBool,
-    /// msprobe's per-step state, by step number, while a [`Step`] of that number lives.
-    pub(crate) docs: Mutex<std::collections::HashMap<u64, Arc<Mutex<msprobe::StepDoc>>>>,
-    /// The step [`Dumper::save`] and [`Session::save`] write into.
-    pub(crate) session: Mutex<session::SessionStep>,
-}
 
 /// What a dump produced, returned by [`Dumper::close`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -142,9 +134,11 @@ pub struct Dumper {
     /// Steps begun, and those of them `iteration` selected (for the "nothing dumped" warning).
     steps: (u64, u64),
     /// Graphs described with [`begin_graph_with`](Dumper::begin_graph_with).
-    graphs: crate::graph::files::Graphs,
+    graphs: graphs::Graphs,
     /// A step was begun since the last [`step`](Dumper::step).
     begun_since_step: bool,
+    /// The step saves go into (shared with the [`Session`] handles).
+    session: Arc<session::SessionStep>,
 }
 
 impl std::fmt::Debug for Dumper {
@@ -170,6 +164,7 @@ impl Dumper {
             steps: (0, 0),
             graphs: Default::default(),
             begun_since_step: false,
+            session: Default::default(),
         }
     }
 
@@ -191,38 +186,7 @@ impl Dumper {
             path: plan.root.clone(),
             message,
         })?;
-        let layout = open_layout(&plan);
-        let csv_header = layout.stat_header(&plan.categories);
-        let writer = Writer::with_events(&plan.writer, events.clone());
-        let pool = Arc::new(writer.pool());
-        let shared = Shared {
-            layout,
-            writer,
-            pool,
-            csv: CsvAppender::new(),
-            row_batch: RowBatch::default(),
-            csv_header,
-            engine: Engine::with_available_parallelism(),
-            dirs: Mutex::new(HashMap::new()),
-            dir_epoch: AtomicU64::new(0),
-            constants: Mutex::new(HashSet::new()),
-            last_ts: AtomicU64::new(0),
-            overflowed: AtomicU64::new(0),
-            rows: AtomicU64::new(0),
-            quota: DiskQuota::new(plan.disk_budget_bytes),
-            events,
-            closed: AtomicBool::new(false),
-            recorder: plan.flight.map(flight::Recorder::new),
-            watching: plan.flight.is_some()
-                || plan.on_nonfinite != crate::config::NonFinitePolicy::Continue,
-            recording: AtomicBool::new(true),
-            docs: Mutex::new(Default::default()),
-            session: Mutex::new(session::SessionStep::default()),
-            plan,
-        };
-        if shared.recorder.is_none() {
-            shared.write_metadata(); // the flight recorder writes it with its first trigger
-        }
+        let shared = Shared::start(plan, events);
         let mut d = Dumper {
             iteration: shared.plan.iteration.clone(),
             next_step: shared.plan.initial_iteration,
@@ -232,11 +196,10 @@ impl Dumper {
             steps: (0, 0),
             graphs: Default::default(),
             begun_since_step: false,
+            session: Default::default(),
         };
         let first = d.next_step;
-        if let Some(s) = &d.shared {
-            s.session_moves_to(0, first, d.step_active(first));
-        }
+        d.session_moves_to(first, d.step_active(first));
         d.graph = 0;
         Ok(d)
     }
@@ -265,7 +228,10 @@ impl Dumper {
                         .orders
                         .insert(graph_id, names);
                 }
-                None => s.write_execution_order(graph_id, execution_order),
+                None => s
+                    .out
+                    .meta
+                    .write_execution_order(&s.out.tree, graph_id, execution_order),
             }
         }
         Ok(())
@@ -300,7 +266,7 @@ impl Dumper {
                     d.orders.remove(&graph_id);
                     d.graphs.insert(graph_id, graph.clone());
                 }
-                None => s.write_graph(graph_id, graph),
+                None => s.out.meta.write_graph(&s.out.tree, graph_id, graph),
             }
         }
         Ok(())
@@ -340,9 +306,7 @@ impl Dumper {
         self.steps.0 += 1;
         self.steps.1 += u64::from(active);
         self.begun_since_step = true;
-        if let Some(s) = &self.shared {
-            s.session_moves_to(self.graph, n, active);
-        }
+        self.session_moves_to(n, active);
         Step::new(self.shared.clone(), self.graph, n, active)
     }
 
@@ -375,7 +339,8 @@ impl Dumper {
             return None;
         }
         let (begun, active) = self.steps;
-        let failures = s.writer.errors().total();
+        let errors = s.out.files.writer().errors();
+        let failures = errors.total();
         Some(if begun == 0 {
             EmptyReason::NoStep
         } else if active == 0 {
@@ -389,7 +354,7 @@ impl Dumper {
             EmptyReason::WritesFailed {
                 selected_steps: active,
                 failures,
-                first: s.writer.errors().first().unwrap_or_default(),
+                first: errors.first().unwrap_or_default(),
             }
         } else if s.plan.kernels.selects_all() {
             EmptyReason::NoTensor {
@@ -413,12 +378,7 @@ impl Dumper {
         if !s.plan.saved_data.tensors() || s.plan.msprobe.is_some() {
             return Ok(());
         }
-        let first = s
-            .constants
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert((graph_id, name.to_owned()));
-        if !first {
+        if !s.out.meta.first_constant(graph_id, name) {
             return Ok(()); // once per graph, like MindSpore
         }
         let who = emit::Owner {
@@ -428,9 +388,10 @@ impl Dumper {
             slot: 0,
             entry: None,
         };
-        let dir = s.layout.constants_dir(graph_id);
+        let dir = s.out.tree.layout().constants_dir(graph_id);
         let held = s.recorder.as_ref().map(|r| r.constants(graph_id, &dir));
-        s.emit(&emit::To::new(&dir, held.as_deref()), who, &t)
+        s.emit()
+            .emit(&emit::To::new(&dir, held.as_deref()), who, &t)
     }
 
     /// Fires the flight recorder: when the step in progress ends (or at
@@ -490,21 +451,24 @@ impl Dumper {
 
     /// The background writer (its byte budget and error log); `None` when disabled.
     pub fn writer(&self) -> Option<&crate::writer::Writer> {
-        self.shared.as_deref().map(|s| &s.writer)
+        self.shared.as_deref().map(|s| s.out.files.writer())
     }
 
     /// Files, bytes and rows written so far.
     pub fn progress(&self) -> DumpReport {
         match &self.shared {
             None => DumpReport::default(),
-            Some(s) => DumpReport {
-                files: s.writer.written().files(),
-                bytes: s.writer.written().bytes(),
-                rows: s.rows.load(Ordering::Relaxed),
-                skipped_files: s.quota.refused_files(),
-                skipped_bytes: s.quota.refused_bytes(),
-                unused_kernels: Vec::new(),
-            },
+            Some(s) => {
+                let files = &s.out.files;
+                DumpReport {
+                    files: files.writer().written().files(),
+                    bytes: files.writer().written().bytes(),
+                    rows: s.out.tables.written(),
+                    skipped_files: files.quota().refused_files(),
+                    skipped_bytes: files.quota().refused_bytes(),
+                    unused_kernels: Vec::new(),
+                }
+            }
         }
     }
 
@@ -514,8 +478,8 @@ impl Dumper {
         match &self.shared {
             None => Ok(()),
             Some(s) => {
-                s.flush_rows();
-                s.writer.flush().map_err(Error::Write)
+                s.out.flush_rows();
+                s.out.files.flush()
             }
         }
     }
@@ -531,16 +495,10 @@ impl Dumper {
             return Ok(DumpReport::default());
         };
         if let Some(r) = &s.recorder {
-            r.close(s); // an armed user trigger writes what the recorder holds
+            r.close(&s.out); // an armed user trigger writes what the recorder holds
         }
-        s.end_session();
-        s.closed.store(true, Ordering::Release);
-        // Rows are pushed by the calling threads only (never by writer jobs), so the batch is
-        // complete here; its failures are taken with the writer's below.
-        s.flush_rows();
-        let flushed = s.writer.flush();
-        s.csv.close_all();
-        s.pool.clear();
+        self.session.end(&s.docs, (&s.plan, &s.out));
+        let flushed = s.close();
         let mut report = self.progress();
         report.unused_kernels = s
             .plan
@@ -562,7 +520,7 @@ impl Dumper {
                 written_bytes: report.bytes,
             });
         }
-        flushed.map_err(Error::Write)?;
+        flushed?;
         Ok(report)
     }
 }

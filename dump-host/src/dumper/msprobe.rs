@@ -2,7 +2,7 @@
 //! runtime's kernels ([`Namer`]: level, `scope` and `list` filters, per-step call counters),
 //! one `dump.json` entry per call gathered from its tensors ([`Entry`]), the crash-safe
 //! `dump.json` ([`journal`]) and, at the end of the step, `construct.json` and `stack.json`
-//! ([`StepDoc`]).
+//! ([`StepDoc`]); [`StepDocs`], the part of a Dumper that holds each live step's document.
 //!
 //! Names. A kernel whose full name ends in a cell segment of its own type —
 //! `Default/features/conv1-Conv2d/Conv2d-op3`, as `dump_candle::Dumped` names a module, or
@@ -14,14 +14,20 @@
 
 pub(crate) mod journal;
 
-use std::{collections::HashMap, fmt::Write as _, path::Path, sync::atomic::Ordering};
+use std::{
+    collections::HashMap,
+    fmt::Write as _,
+    path::Path,
+    sync::{Arc, Mutex},
+};
 
 use serde_json::{Map, Value};
 
-use super::Shared;
+use super::{out::Out, plan::DumpPlan};
 use crate::{
     config::{MsprobeConfig, MsprobeLevel},
-    layout::Io,
+    layout::{Io, MsprobeLayout},
+    writer::{FILE_MODE, WriteFailure, write_bytes_atomic},
 };
 use journal::Journal;
 
@@ -239,7 +245,13 @@ pub(crate) struct StepDoc {
 
 impl StepDoc {
     /// Appends call `call`'s entry to the step's `dump.json` (created with the first entry).
-    pub(crate) fn commit(&mut self, s: &Shared, step: u64, call: Call, entry: Entry) {
+    pub(crate) fn commit(
+        &mut self,
+        (plan, out): (&DumpPlan, &Out),
+        step: u64,
+        call: Call,
+        entry: Entry,
+    ) {
         self.namer.committed(&call.kernel);
         if self.failed {
             return;
@@ -249,28 +261,28 @@ impl StepDoc {
         self.pending.push((member, call, tensors));
         let due = self
             .last_commit
-            .is_none_or(|t| t.elapsed() >= s.plan.msprobe_commit_interval);
+            .is_none_or(|t| t.elapsed() >= plan.msprobe_commit_interval);
         if due {
-            self.publish(s, step);
+            self.publish((plan, out), step);
         }
     }
 
     /// Writes the pending members to the step's `dump.json` (created with the first).
-    pub(crate) fn publish(&mut self, s: &Shared, step: u64) {
+    pub(crate) fn publish(&mut self, (plan, out): (&DumpPlan, &Out), step: u64) {
         if self.pending.is_empty() || self.failed {
             return;
         }
-        let Some(layout) = s.msprobe_layout() else {
+        let Some(layout) = msprobe_layout(plan) else {
             return;
         };
         let dir = layout.rank_dir(step);
         let members: Vec<&str> = self.pending.iter().map(|(m, _, _)| m.as_str()).collect();
         let r = (|| {
             if self.journal.is_none() {
-                if s.ensure_dir(&dir).is_err() {
+                if out.tree.ensure_dir(&dir).is_err() {
                     return Err(None);
                 }
-                let header = header(s, &dir);
+                let header = header(plan, &dir);
                 self.journal = Some(Journal::create(&dir, header.as_bytes()).map_err(Some)?);
             }
             match self.journal.as_mut() {
@@ -282,7 +294,7 @@ impl StepDoc {
         match r {
             Ok(()) => {
                 for (_, call, tensors) in self.pending.drain(..) {
-                    s.rows.fetch_add(tensors, Ordering::Relaxed);
+                    out.tables.count(tensors);
                     self.calls.push(call);
                 }
             }
@@ -290,7 +302,7 @@ impl StepDoc {
                 self.failed = true;
                 self.pending.clear();
                 if let Some(e) = e {
-                    s.writer.errors().record(dir.join("dump.json"), e);
+                    out.files.writer().errors().record(dir.join("dump.json"), e);
                 }
             }
         }
@@ -299,46 +311,40 @@ impl StepDoc {
     /// Ends the step: closes `dump.json`, writes `construct.json` and `stack.json` — on a
     /// writer thread: removing the stale twin frees its blocks, which takes milliseconds on
     /// ext4, and dump.json is already complete.
-    pub(crate) fn finish(&mut self, s: &Shared, step: u64) {
+    pub(crate) fn finish(&mut self, (plan, out): (&DumpPlan, &Out), step: u64) {
         // What waits for a group commit goes in now, on the caller's thread: the step's
         // dump.json is complete when the step is.
-        self.publish(s, step);
+        self.publish((plan, out), step);
         let Some(j) = self.journal.take() else {
             return;
         };
-        let Some(layout) = s.msprobe_layout() else {
+        let Some(layout) = msprobe_layout(plan) else {
             return;
         };
         let dir = layout.rank_dir(step);
-        let level = s
-            .plan
-            .msprobe
-            .as_ref()
-            .map_or(MsprobeLevel::L1, |m| m.level);
+        let level = plan.msprobe.as_ref().map_or(MsprobeLevel::L1, |m| m.level);
         let construct = pretty(&construct(&self.calls, level));
         let stack = pretty(&stack(&self.calls));
         let cost = construct.len() + stack.len();
-        let job = move || -> Result<(), crate::writer::WriteFailure> {
-            let fail =
-                |path: std::path::PathBuf| move |error| crate::writer::WriteFailure { path, error };
+        let job = move || -> Result<(), WriteFailure> {
+            let fail = |path: std::path::PathBuf| move |error| WriteFailure { path, error };
             j.close().map_err(fail(dir.join("dump.json")))?;
             for (name, text) in [("construct.json", construct), ("stack.json", stack)] {
                 let p = dir.join(name);
-                crate::writer::write_bytes_atomic(&p, super::emit::FILE_MODE, text.as_bytes())
-                    .map_err(fail(p))?;
+                write_bytes_atomic(&p, FILE_MODE, text.as_bytes()).map_err(fail(p))?;
             }
             Ok(())
         };
-        s.writer.submit(cost, Box::new(job));
+        out.files.writer().submit(cost, Box::new(job));
     }
 }
 
 /// The document up to `"data": {`, msprobe's top-level keys in its order.
-fn header(s: &Shared, dir: &Path) -> String {
-    let m = s.plan.msprobe.as_ref();
+fn header(plan: &DumpPlan, dir: &Path) -> String {
+    let m = plan.msprobe.as_ref();
     let task = m.map_or("statistics", |m| m.task.as_str());
     let level = m.map_or("L1", |m| m.level.as_str());
-    let data_dir = if s.plan.saved_data.tensors() {
+    let data_dir = if plan.saved_data.tensors() {
         Value::String(dir.join("dump_tensor_data").to_string_lossy().into_owned())
     } else {
         Value::Null
@@ -403,9 +409,23 @@ fn pretty(v: &Value) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-impl Shared {
+/// The msprobe layout, when the plan writes msprobe's layout.
+fn msprobe_layout(plan: &DumpPlan) -> Option<MsprobeLayout> {
+    plan.msprobe
+        .as_ref()
+        .map(|_| MsprobeLayout::from_plan(plan))
+}
+
+/// msprobe's per-step state of one Dumper, by step number, while a [`crate::Step`] (or the
+/// session) of that number lives.
+#[derive(Default)]
+pub(crate) struct StepDocs {
+    docs: Mutex<HashMap<u64, Arc<Mutex<StepDoc>>>>,
+}
+
+impl StepDocs {
     /// The msprobe state of step `iteration`, shared by every [`crate::Step`] of that number.
-    pub(crate) fn step_doc(&self, iteration: u64) -> std::sync::Arc<std::sync::Mutex<StepDoc>> {
+    pub(crate) fn get(&self, iteration: u64) -> Arc<Mutex<StepDoc>> {
         self.docs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -414,36 +434,29 @@ impl Shared {
             .clone()
     }
 
-    /// A [`crate::Step`] of number `iteration` is done with `doc`: the last one closes the
-    /// step's dump.json and writes its side files.
-    pub(crate) fn release_step_doc(
+    /// A holder of step `iteration`'s `doc` is done with it: the last one closes the step's
+    /// dump.json and writes its side files; another publishes what it finished.
+    pub(crate) fn release(
         &self,
+        (plan, out): (&DumpPlan, &Out),
         iteration: u64,
-        doc: std::sync::Arc<std::sync::Mutex<StepDoc>>,
+        doc: Arc<Mutex<StepDoc>>,
     ) {
         let mut docs = self.docs.lock().unwrap_or_else(|e| e.into_inner());
         // One reference in the map, one here: this was the last step of that number.
-        let last = std::sync::Arc::strong_count(&doc) == 2;
+        let last = Arc::strong_count(&doc) == 2;
         if last {
             docs.remove(&iteration);
         }
         drop(docs);
         let mut d = doc.lock().unwrap_or_else(|e| e.into_inner());
         if last {
-            d.finish(self, iteration);
+            d.finish((plan, out), iteration);
         } else {
             // Another holder (the session) keeps the document open; what this step
             // finished is in dump.json now all the same.
-            d.publish(self, iteration);
+            d.publish((plan, out), iteration);
         }
-    }
-
-    /// The msprobe layout, when the plan writes msprobe's layout.
-    pub(crate) fn msprobe_layout(&self) -> Option<crate::layout::MsprobeLayout> {
-        self.plan
-            .msprobe
-            .as_ref()
-            .map(|_| crate::layout::MsprobeLayout::from_plan(&self.plan))
     }
 }
 

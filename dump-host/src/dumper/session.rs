@@ -40,22 +40,35 @@
 //! # }
 //! ```
 
-use std::sync::{Arc, atomic::Ordering};
+use std::sync::{Arc, Mutex};
 
-use super::{Dumper, Shared, Step, TensorRef};
+use super::{
+    Dumper, Step, TensorRef,
+    msprobe::{StepDoc, StepDocs},
+    out::Out,
+    plan::DumpPlan,
+    shared::Shared,
+};
 use crate::Error;
 
-/// Where saves go: the step most recently begun (or the one [`Dumper::step`] moved to), and
-/// the session's own [`Step`] of that number once a save needed it.
+/// The part of a Dumper that knows where saves go: the step most recently begun (or the one
+/// [`Dumper::step`] moved to), and the session's own [`Step`] of that number once a save
+/// needed it. Owned by the [`Dumper`] and its [`Session`] handles (never by the state its
+/// steps share: it holds a step itself).
 #[derive(Default)]
 pub(crate) struct SessionStep {
+    current: Mutex<Current>,
+}
+
+#[derive(Default)]
+struct Current {
     graph: u32,
     iteration: u64,
     active: bool,
     step: Option<Step>,
     /// msprobe's layout: the session holds the current step's document open, so a save after
     /// the adapter's step finished appends to the same dump.json.
-    doc: Option<Arc<std::sync::Mutex<super::msprobe::StepDoc>>>,
+    doc: Option<Arc<Mutex<StepDoc>>>,
 }
 
 /// A handle on a Dumper's session (`start`, `stop`, `save`), `Clone + Send + Sync`: for code
@@ -63,6 +76,8 @@ pub(crate) struct SessionStep {
 #[derive(Clone, Default)]
 pub struct Session {
     shared: Option<Arc<Shared>>,
+    /// The Dumper's session step.
+    step: Arc<SessionStep>,
 }
 
 impl std::fmt::Debug for Session {
@@ -78,41 +93,49 @@ impl Session {
     /// Kernels are dumped from now on (the default).
     pub fn start(&self) {
         if let Some(s) = &self.shared {
-            s.recording.store(true, Ordering::Relaxed);
+            s.state.set_recording(true);
         }
     }
 
     /// Kernels are rejected from now on, until [`start`](Session::start).
     pub fn stop(&self) {
         if let Some(s) = &self.shared {
-            s.recording.store(false, Ordering::Relaxed);
+            s.state.set_recording(false);
         }
     }
 
     /// Whether kernels are dumped now (`false` for a disabled Dumper).
     pub fn is_recording(&self) -> bool {
-        self.shared
-            .as_ref()
-            .is_some_and(|s| s.recording.load(Ordering::Relaxed))
+        self.shared.as_ref().is_some_and(|s| s.state.is_recording())
     }
 
     /// Dumps `t` under `name` into the current step (see [`Dumper::save`]).
     pub fn save(&self, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
         match &self.shared {
-            Some(s) => Shared::save(s, name, t),
+            Some(s) => self.step.save(
+                |graph, iteration, active| Step::new(Some(Arc::clone(s)), graph, iteration, active),
+                name,
+                t,
+            ),
             None => Ok(()),
         }
     }
 }
 
-impl Shared {
-    /// Dumps `t` as output 0 of a kernel named `name` (op type `name`) in the session's step.
-    fn save(this: &Arc<Shared>, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
-        let mut st = this.session.lock().unwrap_or_else(|e| e.into_inner());
+impl SessionStep {
+    /// Dumps `t` as output 0 of a kernel named `name` (op type `name`) in the session's step,
+    /// made by `new_step` (graph, iteration, active) at the first save.
+    fn save(
+        &self,
+        new_step: impl FnOnce(u32, u64, bool) -> Step,
+        name: &str,
+        t: TensorRef<'_>,
+    ) -> Result<(), Error> {
+        let mut st = self.current.lock().unwrap_or_else(|e| e.into_inner());
         let (graph, iteration, active) = (st.graph, st.iteration, st.active);
         let step = st
             .step
-            .get_or_insert_with(|| Step::new(Some(Arc::clone(this)), graph, iteration, active));
+            .get_or_insert_with(|| new_step(graph, iteration, active));
         match step.kernel(name, name) {
             Some(k) => {
                 k.output(0, t)?;
@@ -123,12 +146,17 @@ impl Shared {
     }
 
     /// Saves go to step `iteration` of `graph` from now on; the session's step of the
-    /// previous number (if a save made one) is finished, and its document released (closed
-    /// when no [`Step`] of that number is left).
-    pub(crate) fn session_moves_to(&self, graph: u32, iteration: u64, active: bool) {
-        let doc = (active && self.plan.msprobe.is_some()).then(|| self.step_doc(iteration));
+    /// previous number (if a save made one) is finished, and its document (of `docs`)
+    /// released (closed when no [`Step`] of that number is left).
+    pub(crate) fn moves_to(
+        &self,
+        docs: &StepDocs,
+        (plan, out): (&DumpPlan, &Out),
+        (graph, iteration, active): (u32, u64, bool),
+    ) {
+        let doc = (active && plan.msprobe.is_some()).then(|| docs.get(iteration));
         let (old_step, old_doc, old_iteration) = {
-            let mut st = self.session.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = self.current.lock().unwrap_or_else(|e| e.into_inner());
             let old_iteration = st.iteration;
             st.graph = graph;
             st.iteration = iteration;
@@ -143,26 +171,26 @@ impl Shared {
         // Dumper::step or close.
         drop(old_step);
         if let Some(d) = old_doc {
-            self.release_step_doc(old_iteration, d);
+            docs.release((plan, out), old_iteration, d);
         }
     }
 
     /// At close: finishes the session's step and releases its document.
-    pub(crate) fn end_session(&self) {
+    pub(crate) fn end(&self, docs: &StepDocs, (plan, out): (&DumpPlan, &Out)) {
         let (step, doc, iteration) = {
-            let mut st = self.session.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = self.current.lock().unwrap_or_else(|e| e.into_inner());
             (st.step.take(), st.doc.take(), st.iteration)
         };
         drop(step);
         if let Some(d) = doc {
-            self.release_step_doc(iteration, d);
+            docs.release((plan, out), iteration, d);
         }
     }
 
     /// Finishes the session's step (if a save made one); its result.
-    pub(crate) fn end_session_step(&self) -> Result<(), Error> {
+    pub(crate) fn end_step(&self) -> Result<(), Error> {
         let step = self
-            .session
+            .current
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .step
@@ -175,6 +203,15 @@ impl Shared {
 }
 
 impl Dumper {
+    /// Saves go to step `iteration` of the current graph from now on (see
+    /// [`SessionStep::moves_to`]).
+    pub(super) fn session_moves_to(&self, iteration: u64, active: bool) {
+        if let Some(s) = &self.shared {
+            let at = (self.graph, iteration, active);
+            self.session.moves_to(&s.docs, (&s.plan, &s.out), at);
+        }
+    }
+
     /// Kernels are dumped from now on (the default; msprobe's `debugger.start()`).
     pub fn start(&self) {
         self.session().start();
@@ -192,6 +229,7 @@ impl Dumper {
     pub fn session(&self) -> Session {
         Session {
             shared: self.shared.clone(),
+            step: Arc::clone(&self.session),
         }
     }
 
@@ -213,17 +251,14 @@ impl Dumper {
         let Some(s) = self.shared.clone() else {
             return Ok(());
         };
-        let ended = s.end_session_step();
+        let ended = self.session.end_step();
         if !self.begun_since_step {
             self.next_step += 1;
         }
         self.begun_since_step = false;
-        s.session_moves_to(self.graph, self.next_step, self.step_active(self.next_step));
+        self.session_moves_to(self.next_step, self.step_active(self.next_step));
         ended?;
-        match s.writer.errors().take() {
-            (0, _) => Ok(()),
-            (count, failures) => Err(Error::Write(crate::writer::WriteErrors { count, failures })),
-        }
+        s.out.files.take_errors()
     }
 }
 

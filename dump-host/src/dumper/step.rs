@@ -12,10 +12,11 @@ use std::{
 use dump_core::{DType, Summary, stats::summarize};
 
 use super::{
-    Shared, TensorRef,
     emit::{Owner, To},
     flight::{NonFiniteAt, StepRecord},
     msprobe::{Call, Entry, StepDoc},
+    shared::Shared,
+    tensor::TensorRef,
 };
 use crate::{
     Error,
@@ -91,9 +92,9 @@ impl Step {
         iteration: u64,
         active: bool,
     ) -> Self {
-        let dir = shared
-            .as_deref()
-            .map_or_else(PathBuf::new, |s| s.layout.iteration_dir(graph, iteration));
+        let dir = shared.as_deref().map_or_else(PathBuf::new, |s| {
+            s.out.tree.layout().iteration_dir(graph, iteration)
+        });
         let held = shared
             .as_deref()
             .filter(|s| active && s.recorder.is_some())
@@ -101,7 +102,7 @@ impl Step {
         let doc = shared
             .as_deref()
             .filter(|s| active && s.plan.msprobe.is_some())
-            .map(|s| s.step_doc(iteration));
+            .map(|s| s.docs.get(iteration));
         Step {
             shared,
             graph,
@@ -177,13 +178,13 @@ impl Step {
     /// The shared state when this step dumps: active, and the Dumper not closed.
     fn live(&self) -> Option<&Shared> {
         let s = self.shared.as_deref().filter(|_| self.active)?;
-        (!s.closed.load(Ordering::Acquire)).then_some(s)
+        (!s.state.is_closed()).then_some(s)
     }
 
     /// [`live`](Step::live), and recording (between [`crate::Dumper::start`] and
     /// [`stop`](crate::Dumper::stop)).
     fn recording(&self) -> Option<&Shared> {
-        self.live().filter(|s| s.recording.load(Ordering::Relaxed))
+        self.live().filter(|s| s.state.is_recording())
     }
 
     /// `Some` when kernel `full_name` (primitive `op_type`) is to be dumped this step. Cheap when
@@ -197,7 +198,7 @@ impl Step {
             OpDebugMode::Exception => return None,
             OpDebugMode::Overflow => {
                 let n = s.plan.overflow_number as u64;
-                if n != 0 && s.overflowed.load(Ordering::Relaxed) >= n {
+                if n != 0 && s.state.overflowed() >= n {
                     return None;
                 }
             }
@@ -260,7 +261,7 @@ impl Step {
             entry: None,
         };
         let to = self.to();
-        s.emit(&to, who, &t)?;
+        s.emit().emit(&to, who, &t)?;
         self.after(s, &to, who)
     }
 
@@ -275,7 +276,7 @@ impl Step {
         let Some(s) = self.shared.as_deref() else {
             return Ok(());
         };
-        if s.plan.op_debug_mode != OpDebugMode::Exception || s.closed.load(Ordering::Acquire) {
+        if s.plan.op_debug_mode != OpDebugMode::Exception || s.state.is_closed() {
             return Ok(());
         }
         self.used.store(true, Ordering::Relaxed);
@@ -287,7 +288,7 @@ impl Step {
                 slot: slot as u32,
                 entry: None,
             };
-            s.emit(&To::new(&self.dir, None), who, t)?;
+            s.emit().emit(&To::new(&self.dir, None), who, t)?;
         }
         Ok(())
     }
@@ -304,20 +305,17 @@ impl Step {
         self.finish_doc();
         let held = self.held.take();
         let Some(s) = self.live() else { return Ok(()) };
-        s.flush_rows();
+        s.out.flush_rows();
         if let Some(rec) = held {
             if let Some(r) = &s.recorder {
-                r.end_step(s, rec);
+                r.end_step(&s.out, rec);
             }
         } else if self.used.load(Ordering::Relaxed)
             && s.plan.op_debug_mode != OpDebugMode::Exception
         {
-            s.append_global_order(self.graph, self.iteration);
+            s.out.append_global_order(self.graph, self.iteration);
         }
-        match s.writer.errors().take() {
-            (0, _) => Ok(()),
-            (count, failures) => Err(Error::Write(crate::writer::WriteErrors { count, failures })),
-        }
+        s.out.files.take_errors()
     }
 }
 
@@ -337,13 +335,13 @@ impl Drop for Step {
     fn drop(&mut self) {
         self.finish_doc();
         if let Some(s) = self.live() {
-            s.flush_rows();
+            s.out.flush_rows();
         }
         let Some(rec) = self.held.take() else { return };
         if let Some(s) = self.live()
             && let Some(r) = &s.recorder
         {
-            r.end_step(s, rec);
+            r.end_step(&s.out, rec);
         }
     }
 }
@@ -468,7 +466,7 @@ impl Kernel<'_> {
             ));
         }
         let to = self.step.to();
-        self.shared.emit_summary(&to, who, t, summary, md5)?;
+        self.shared.emit().emit_summary(&to, who, t, summary, md5)?;
         self.step.after(self.shared, &to, who)
     }
 
@@ -485,6 +483,7 @@ impl Kernel<'_> {
             (Some(rec), Some(r)) => r.hold_args(rec, self.full_name, args),
             _ => self
                 .shared
+                .out
                 .write_kernel_args(&self.step.dir, self.full_name, args),
         }
     }
@@ -509,7 +508,7 @@ impl Kernel<'_> {
         }
         let who = self.owner(io, slot);
         let to = self.step.to();
-        self.shared.emit(&to, who, t)?;
+        self.shared.emit().emit(&to, who, t)?;
         self.step.after(self.shared, &to, who)
     }
 
@@ -543,7 +542,7 @@ impl Kernel<'_> {
             return Ok(());
         }
         let n = s.plan.overflow_number as u64;
-        let before = s.overflowed.fetch_add(1, Ordering::Relaxed);
+        let before = s.state.count_overflow();
         if n != 0 && before >= n {
             return Ok(());
         }
@@ -552,7 +551,7 @@ impl Kernel<'_> {
             let who = self.owner(t.io, t.slot);
             let r = TensorRef::host(t.dtype, &t.shape, &t.bytes).with_format(&t.format);
             // I/O errors are recorded in the writer's log; others are returned.
-            if let Err(e) = s.emit(&To::new(&self.step.dir, None), who, &r) {
+            if let Err(e) = s.emit().emit(&To::new(&self.step.dir, None), who, &r) {
                 first = first.and(Err(e));
             }
         }
@@ -569,8 +568,9 @@ impl Drop for Kernel<'_> {
             // A call that reported no tensor (asked for and dropped, or not overflowed in
             // overflow mode) writes no entry and keeps its name for the next ask.
             if entry.tensors() > 0 {
+                let s = self.shared;
                 doc.lock().unwrap_or_else(|e| e.into_inner()).commit(
-                    self.shared,
+                    (&s.plan, &s.out),
                     self.step.iteration,
                     call,
                     entry,

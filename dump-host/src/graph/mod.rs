@@ -26,7 +26,6 @@
 //! assert_eq!(g.producer("relu1_out"), Some((0, 0)));
 //! ```
 
-pub(crate) mod files;
 mod ir;
 mod pb;
 mod useless;

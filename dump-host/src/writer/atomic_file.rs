@@ -17,6 +17,9 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 /// file under a final name.
 pub const TMP_PREFIX: &str = ".opdump-tmp.";
 
+/// Mode bits of every file opdump writes (MindSpore: read-only for the owner).
+pub(crate) const FILE_MODE: u32 = 0o400;
+
 /// Fresh names tried before giving up when temporary names exist already.
 const TMP_TRIES: u32 = 16;
 

@@ -215,6 +215,12 @@ impl Writer {
         &self.errors
     }
 
+    /// The failure log itself, for the parts of a Dumper that record their own failures in
+    /// it (directories, statistic rows, metadata files).
+    pub(crate) fn error_log(&self) -> Arc<ErrorLog> {
+        Arc::clone(&self.errors)
+    }
+
     /// Files complete on disk (counted by the jobs that wrote them, after the rename).
     pub fn written(&self) -> &Arc<Tally> {
         &self.written

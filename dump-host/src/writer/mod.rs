@@ -16,7 +16,7 @@ mod row_batch;
 mod tally;
 
 pub use atomic_file::TMP_PREFIX;
-pub(crate) use atomic_file::{write_atomic, write_bytes_atomic};
+pub(crate) use atomic_file::{FILE_MODE, write_atomic, write_bytes_atomic};
 pub(crate) use budget::Budget;
 pub(crate) use csv_append::CsvAppender;
 pub use csv_append::OPEN_FILES;

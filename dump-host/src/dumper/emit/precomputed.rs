@@ -1,15 +1,15 @@
 //! Rows of statistics computed elsewhere — a device agent's [`Summary`] and MD5 — written with
-//! the same row code as host bytes ([`Shared::append_row`]), so a row made from a tensor's
+//! the same row code as host bytes ([`Emit::append_row`]), so a row made from a tensor's
 //! summary is byte-identical to the row the Dumper writes for the tensor itself (timestamps
 //! aside: each row gets the Dumper's own).
 
 use dump_core::{DType, Summary};
 use dump_stats::{TensorStats, device::StatsKind};
 
-use super::{Owner, RowStats, RowTensor, To};
-use crate::{Error, dumper::Shared};
+use super::{Emit, Owner, RowStats, RowTensor, To};
+use crate::Error;
 
-impl Shared {
+impl Emit<'_> {
     /// The row of a tensor of `dtype` and `shape` whose statistics are `summary` (and `md5` of
     /// its bytes, when known). No row for an empty or complex tensor (as for host bytes); an
     /// error when the plan asks for something the summary cannot give.
@@ -72,7 +72,7 @@ impl Shared {
             return Ok(()); // recorded; returned at step end / close
         }
         let t = RowTensor {
-            ts: self.timestamp(),
+            ts: self.out.tree.timestamp(),
             dtype,
             shape,
             data_size,

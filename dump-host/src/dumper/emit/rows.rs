@@ -2,8 +2,6 @@
 //! Ascend device semantics when the plan asks for them), or a device's own statistics, appended
 //! in one write each.
 
-use std::sync::atomic::Ordering;
-
 use dump_core::DType;
 use dump_stats::{
     Hashes, TensorStats,
@@ -11,8 +9,7 @@ use dump_stats::{
     engine::TensorRef as StatsTensor,
 };
 
-use super::{FILE_MODE, Owner, To};
-use crate::dumper::Shared;
+use super::{Emit, Owner, To};
 
 /// The statistics of one csv row: host semantics, or Ascend device semantics (spec §7).
 pub(super) use crate::layout::RowValues as RowStats;
@@ -29,7 +26,7 @@ pub(super) struct RowTensor<'a> {
     pub(super) crc32: Option<u32>,
 }
 
-impl Shared {
+impl Emit<'_> {
     /// The row of host bytes `bytes` (`elems` elements), in the semantics the plan asks for.
     pub(super) fn stat_row(
         &self,
@@ -41,7 +38,9 @@ impl Shared {
     ) -> Result<(), String> {
         let t = RowTensor {
             crc32: self
-                .layout
+                .out
+                .tree
+                .layout()
                 .wants_crc32()
                 .then(|| dump_core::hash::crc32::crc32(bytes)),
             ..t
@@ -107,8 +106,8 @@ impl Shared {
         t: RowTensor<'_>,
         stats: RowStats<'_>,
     ) -> Result<(), String> {
-        let row = self
-            .layout
+        let layout = self.out.tree.layout();
+        let row = layout
             .stat_row(
                 crate::layout::RowTensor {
                     id: who.id(t.ts),
@@ -124,7 +123,7 @@ impl Shared {
         let Some(row) = row else {
             return Ok(());
         };
-        if self.layout.per_kernel_entries() {
+        if layout.per_kernel_entries() {
             // Gathered into the call's entry, counted when the entry is in dump.json. A
             // tensor of no call (a constant, a parameter) has no place in dump.json.
             if let Some(e) = who.entry {
@@ -134,39 +133,16 @@ impl Shared {
             }
             return Ok(());
         }
-        let path = self.layout.statistic_csv(to.dir);
-        if let (Some(rec), Some(r)) = (to.held, &self.recorder) {
+        let path = layout.statistic_csv(to.dir);
+        if let (Some(rec), Some(r)) = (to.held, self.recorder) {
             r.hold_row(rec, path, row);
             return Ok(());
         }
         // Batched: the step's rows for this file go out together at the end of the step.
-        if self.row_batch.push(&path, &row) {
-            self.flush_rows();
-        }
+        self.out.tables.push(&self.out.tree, &path, &row);
         Ok(())
     }
 
-    /// Appends every pending statistic row to its file (one write per file) and starts a new
-    /// directory-check epoch. Rows are counted once they are in the file, never before;
-    /// failures go to the writer's error list with the number of rows lost.
-    pub(crate) fn flush_rows(&self) {
-        let done = self.row_batch.flush(&self.csv, &self.csv_header, FILE_MODE);
-        self.rows.fetch_add(done.rows, Ordering::Relaxed);
-        for (path, e, lost) in done.failed {
-            let e = std::io::Error::new(
-                e.kind(),
-                format!(
-                    "{e} ({lost} statistic row{} lost)",
-                    if lost == 1 { "" } else { "s" }
-                ),
-            );
-            self.writer.errors().record(path, e);
-        }
-        self.dir_epoch.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-impl Shared {
     /// Device statistics (Ascend semantics) carry no NaN counts: a watched output whose max,
     /// min, avg or l2norm is NaN or infinite is noted with the counts those cells show (at
     /// least one of each kind seen).

@@ -11,17 +11,17 @@ use dump_stats::{
     device::{DeviceError, DeviceTensor},
 };
 
-use super::{DeviceView, FILE_MODE, Owner, To, npy_out::NpyOut, rows::RowStats, rows::RowTensor};
+use super::{DeviceView, Emit, Owner, To, rows::RowStats, rows::RowTensor};
 use crate::{
     Error,
-    dumper::Shared,
-    writer::{WriteFailure, write_atomic},
+    dumper::tensor_files::NpyOut,
+    writer::{FILE_MODE, WriteFailure, write_atomic},
 };
 
 /// Bytes of the buffer bf16, int4 and uint1 are widened through (one `write` each).
 const WIDEN_SCRATCH: usize = 1 << 20;
 
-impl Shared {
+impl Emit<'_> {
     /// Streams `v` (`elems` elements, `len` bytes) into its file and, when statistics are
     /// saved, its row. A device failure is the tensor's error and leaves no file.
     pub(super) fn stream(
@@ -34,13 +34,13 @@ impl Shared {
     ) -> Result<(), Error> {
         let bad = |message: String| who.error(message);
         let p = &self.plan;
-        let ts = self.timestamp();
-        let name = self.file_name(who, v.format, v.dtype, ts);
-        let dir = to.dir;
+        let ts = self.out.tree.timestamp();
+        let name = self.out.tree.tensor_file(who.id(ts), v.format, v.dtype);
         if self.ensure(to).is_err() {
             return Ok(()); // recorded; returned at step end / close
         }
-        let npy = self.prepare_npy(dir, name, v.dtype, v.shape, len)?;
+        let files = &self.out.files;
+        let npy = files.prepare(&self.out.tables, to.dir, name, (v.dtype, v.shape), len)?;
         let rows = p.saved_data.statistics();
         // Statistics are also computed (without a row) when the output is watched.
         let mut stats = if rows || self.watches(who, v.dtype) {
@@ -62,7 +62,7 @@ impl Shared {
         };
         let mut device_error = None;
         match npy {
-            Some(out) => self.writer.run_direct(|| {
+            Some(out) => files.writer().run_direct(|| {
                 let written = write_atomic(&out.path, FILE_MODE, |f| {
                     stream_npy(f, &out, v.device, len, &mut feed).map_err(|e| match e {
                         StreamError::Write(e) => e,
@@ -76,7 +76,7 @@ impl Shared {
                     // A device failure is the tensor's error (below), not a write failure.
                     Err(_) if device_error.is_some() => Ok(()),
                     Ok(()) => {
-                        self.writer.written().add(out.file_len);
+                        files.writer().written().add(out.file_len);
                         Ok(())
                     }
                     r => r.map_err(|error| WriteFailure {

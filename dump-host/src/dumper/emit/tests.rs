@@ -7,7 +7,7 @@ use dump_stats::device::{DeviceError, DeviceStatistics, StatsRequest};
 
 use crate::{
     DumpOptions, Dumper, TensorRef,
-    dumper::{DeviceTensor, Shared},
+    dumper::{DeviceTensor, shared::Shared},
     writer::{DEFAULT_DIRECT_WRITE_BYTES, WriterConfig},
 };
 
@@ -59,7 +59,10 @@ fn shared(d: &Dumper) -> Arc<Shared> {
 
 /// (jobs queued to the writer threads, writes run on the caller's thread).
 fn counts(s: &Shared) -> (u64, u64) {
-    (s.writer.queued_jobs(), s.writer.inline_jobs())
+    (
+        s.out.files.writer().queued_jobs(),
+        s.out.files.writer().inline_jobs(),
+    )
 }
 
 const SMALL: usize = 4 << 10; // 16 KiB of f32
@@ -113,15 +116,15 @@ fn large_host_tensors_are_written_directly_small_ones_copied_and_queued() {
     let half = npy_of(&dir, "Half").expect("Half written");
     assert_eq!((half.descr.as_str(), half.data.len()), ("<f4", LARGE * 8));
     step.finish().unwrap();
-    let budget_peak = s.writer.budget().peak();
+    let budget_peak = s.out.files.writer().budget().peak();
     assert!(
         (SMALL * 4..LARGE * 4).contains(&budget_peak),
         "only the small copy went through the budget ({budget_peak})"
     );
     assert!(
-        (SMALL * 4..LARGE * 4).contains(&s.pool.idle_bytes()),
+        (SMALL * 4..LARGE * 4).contains(&s.out.files.pool().idle_bytes()),
         "only the small copy buffer was pooled ({})",
-        s.pool.idle_bytes()
+        s.out.files.pool().idle_bytes()
     );
     let report = d.close().unwrap();
     assert_eq!(
@@ -217,9 +220,13 @@ fn a_device_copy_is_handed_to_the_writer_without_another_copy() {
         "device copy beyond the budget written directly"
     );
     step.finish().unwrap();
-    assert_eq!(s.pool.idle_bytes(), 0, "no pooled copy buffer was used");
+    assert_eq!(
+        s.out.files.pool().idle_bytes(),
+        0,
+        "no pooled copy buffer was used"
+    );
     assert!(
-        s.writer.budget().peak() >= LARGE * 4,
+        s.out.files.writer().budget().peak() >= LARGE * 4,
         "the queued copy held budget"
     );
     let report = d.close().unwrap();
@@ -442,7 +449,7 @@ fn a_sampled_device_copy_holds_only_the_sample() {
     drop(k);
     assert_eq!(counts(&s), (1, 0), "the sample is queued");
     step.finish().unwrap();
-    let peak = s.writer.budget().peak();
+    let peak = s.out.files.writer().budget().peak();
     assert!(
         peak < 1024,
         "budget charged for the 64-byte sample, not the copy ({peak})"
@@ -457,10 +464,13 @@ fn a_sampled_device_copy_holds_only_the_sample() {
 fn a_handed_over_buffer_is_charged_for_its_allocation() {
     let mut v = vec![7u8; 1 << 16];
     v.truncate(64);
-    let (v, cost) = super::npy_out::hand_over(v);
+    let (v, cost) = crate::dumper::tensor_files::hand_over(v);
     assert_eq!(v, [7u8; 64]);
     assert!(v.capacity() < 1 << 16, "the rest of the copy is freed");
-    assert_eq!(cost, v.capacity() + super::npy_out::JOB_OVERHEAD);
+    assert_eq!(
+        cost,
+        v.capacity() + crate::dumper::tensor_files::JOB_OVERHEAD
+    );
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The flight recorder: every step's statistics computed as usual, kept with the wanted
 //! kernels' tensors (host copies) in memory for the last N steps, and written only when a
 //! trigger fires — a watched output going non-finite, or the user
-//! ([`Dumper::trigger`](crate::Dumper::trigger), [`TriggerHandle`]) — in the plan's layout,
+//! ([`Dumper::trigger`](crate::Dumper::trigger), [`TriggerHandle`](crate::TriggerHandle)) — in
+//! the plan's layout,
 //! followed by `trigger.json` (docs/flight-recorder.md).
 //!
 //! Cost on the producer: a row is formatted as usual and pushed on the step's list (one
@@ -20,7 +21,7 @@ mod write;
 use std::{
     collections::{BTreeMap, VecDeque},
     sync::{
-        Arc, Mutex, Weak,
+        Arc, Mutex,
         atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
     },
 };
@@ -29,8 +30,11 @@ pub(crate) use nonfinite::Counts;
 pub use nonfinite::NonFiniteAt;
 pub(crate) use record::{Fired, Growth, Held, HeldNpy, StepRecord};
 
-use super::Shared;
-use crate::{config::FlightRecorder, diag::Event};
+use super::out::Out;
+use crate::{
+    config::FlightRecorder,
+    diag::{Event, EventSink},
+};
 
 /// Files of a graph the Dumper writes once (execution order, graph description) and the
 /// metadata, held until the first trigger writes.
@@ -64,10 +68,13 @@ pub(crate) struct Recorder {
     /// The l2norm of each output (by kernel, then slot) in the last `steps` steps, for the
     /// `l2norm_growth` rule (empty when the rule is off).
     history: Mutex<std::collections::HashMap<String, Vec<VecDeque<f64>>>>,
+    /// Where its warnings and its report of each write go.
+    events: EventSink,
 }
 
 impl Recorder {
-    pub(crate) fn new(settings: FlightRecorder) -> Self {
+    /// A recorder with `settings`, reporting to `events`.
+    pub(crate) fn new(settings: FlightRecorder, events: EventSink) -> Self {
         Recorder {
             settings,
             ring: Mutex::new(VecDeque::new()),
@@ -84,6 +91,7 @@ impl Recorder {
             }),
             writing: Mutex::new(()),
             history: Mutex::new(std::collections::HashMap::new()),
+            events,
         }
     }
 
@@ -200,7 +208,6 @@ impl Recorder {
     /// Holds a tensor file of step `rec`: `bytes` copied (or taken, when already ours).
     pub(crate) fn hold_npy(
         &self,
-        s: &Shared,
         rec: &StepRecord,
         name: String,
         (dtype, shape): (dump_core::DType, &[usize]),
@@ -214,7 +221,7 @@ impl Recorder {
             }
             std::borrow::Cow::Borrowed(b) => {
                 // Room first, so that the copy itself never takes the process past the budget.
-                self.make_room(s, rec, len as u64);
+                self.make_room(rec, len as u64);
                 let mut v = self.buffer(len);
                 v.extend_from_slice(b);
                 v
@@ -233,7 +240,7 @@ impl Recorder {
                 len,
             }));
         }
-        self.make_room(s, rec, 0);
+        self.make_room(rec, 0);
     }
 
     /// Holds a statistic row of step `rec`.
@@ -257,7 +264,7 @@ impl Recorder {
 
     /// Brings the bytes held, plus `incoming` about to be, back under the budget: spares
     /// first, then the ring's steps oldest first, then the earliest tensors of `current`.
-    fn make_room(&self, s: &Shared, current: &StepRecord, incoming: u64) {
+    fn make_room(&self, current: &StepRecord, incoming: u64) {
         let budget = self.settings.budget_bytes;
         let over =
             |held: &AtomicU64| (held.load(Ordering::Relaxed) + incoming).saturating_sub(budget);
@@ -296,7 +303,7 @@ impl Recorder {
             self.held.fetch_sub(freed, Ordering::Relaxed);
         }
         if let_go && !self.budget_said.swap(true, Ordering::Relaxed) {
-            s.events.emit(&Event::FlightBudgetReached {
+            self.events.emit(&Event::FlightBudgetReached {
                 budget_bytes: budget,
                 steps: self.settings.steps,
                 step: current.iteration,
@@ -343,18 +350,18 @@ impl Recorder {
 
     /// A step ends: written with the ring when it (or the user) fired, else kept in the ring
     /// (the oldest step leaving it, its buffers kept as spares).
-    pub(crate) fn end_step(&self, s: &Shared, rec: Arc<StepRecord>) {
+    pub(crate) fn end_step(&self, out: &Out, rec: Arc<StepRecord>) {
         let fired = rec.lock().fired.take().or_else(|| self.take_user());
         match fired {
-            Some(f) => self.fire(s, Some(rec), f),
+            Some(f) => self.fire(out, Some(rec), f),
             None => self.keep(rec),
         }
     }
 
     /// The Dumper closes: a user trigger still armed writes the ring.
-    pub(crate) fn close(&self, s: &Shared) {
+    pub(crate) fn close(&self, out: &Out) {
         if let Some(f) = self.take_user() {
-            self.fire(s, None, f);
+            self.fire(out, None, f);
         }
     }
 
@@ -387,7 +394,7 @@ impl Recorder {
 
     /// A trigger fired: writes the ring and `current` (unless `max_triggers` have written),
     /// then `trigger.json`; the ring starts again empty.
-    fn fire(&self, s: &Shared, current: Option<Arc<StepRecord>>, fired: Fired) {
+    fn fire(&self, out: &Out, current: Option<Arc<StepRecord>>, fired: Fired) {
         let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
         let step = current
             .as_ref()
@@ -401,7 +408,7 @@ impl Recorder {
             .unwrap_or(0);
         if !self.may_write() {
             if !self.exhausted_said.swap(true, Ordering::Relaxed) {
-                s.events.emit(&Event::FlightTriggersExhausted {
+                self.events.emit(&Event::FlightTriggersExhausted {
                     max_triggers: self.settings.max_triggers,
                     kind: fired.kind(),
                     step,
@@ -421,41 +428,8 @@ impl Recorder {
             .collect();
         steps.extend(current);
         let constants = self.all_constants();
-        let freed = write::write(s, self, (&constants, &steps), &fired, n);
+        let freed = write::write(out, self, (&constants, &steps), &fired, n);
         self.held
             .fetch_sub(freed.min(self.held_bytes()), Ordering::Relaxed);
-    }
-}
-
-/// Fires a Dumper's flight recorder from any thread: what
-/// [`Dumper::trigger`](crate::Dumper::trigger) does, without a borrow of the Dumper. Cheap to
-/// clone; does nothing once the Dumper is gone.
-#[derive(Clone, Debug, Default)]
-pub struct TriggerHandle(pub(crate) Weak<Shared>);
-
-impl TriggerHandle {
-    /// Arms a user trigger with `reason` (for example `"loss spike: 9.1 > 3 × mean"`): when
-    /// the step in progress ends (or the Dumper closes), the flight recorder writes the steps
-    /// it holds and that step, and `trigger.json` says `"kind": "user"` with the reason.
-    /// Returns `false` when there is no flight recorder (or the Dumper is gone). A second
-    /// call before the step ends is ignored.
-    pub fn trigger(&self, reason: &str) -> bool {
-        match self.0.upgrade() {
-            Some(s) => s.arm_trigger(reason),
-            None => false,
-        }
-    }
-}
-
-impl Shared {
-    /// See [`TriggerHandle::trigger`].
-    pub(crate) fn arm_trigger(&self, reason: &str) -> bool {
-        match &self.recorder {
-            Some(r) if !self.closed.load(Ordering::Acquire) => {
-                r.arm(reason);
-                true
-            }
-            _ => false,
-        }
     }
 }

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use super::{Fired, Held, NonFiniteAt, Recorder, StepRecord};
 use crate::{
     diag::Event,
-    dumper::{Shared, emit::FILE_MODE},
-    writer::write_bytes_atomic,
+    dumper::out::Out,
+    writer::{FILE_MODE, write_bytes_atomic},
 };
 
 /// What writing one record produced.
@@ -24,7 +24,7 @@ struct Written {
 
 /// Writes `steps` (oldest first) for trigger number `n`; returns the bytes of copies freed.
 pub(super) fn write(
-    s: &Shared,
+    out: &Out,
     r: &Recorder,
     (constants, steps): (&[Arc<StepRecord>], &[Arc<StepRecord>]),
     fired: &Fired,
@@ -32,24 +32,25 @@ pub(super) fn write(
 ) -> u64 {
     let started = std::time::Instant::now();
     let deferred = std::mem::take(&mut *r.deferred.lock().unwrap_or_else(|e| e.into_inner()));
+    let (tree, meta) = (&out.tree, &out.meta);
     if deferred.metadata {
-        s.write_metadata();
+        meta.write_metadata(tree);
     }
     for (g, order) in &deferred.orders {
         let names: Vec<&str> = order.iter().map(String::as_str).collect();
-        s.write_execution_order(*g, &names);
+        meta.write_execution_order(tree, *g, &names);
     }
     for (g, graph) in &deferred.graphs {
-        s.write_graph(*g, graph);
+        meta.write_graph(tree, *g, graph);
     }
     let mut total = Written::default();
     for c in constants {
-        let w = write_record(s, c);
+        let w = write_record(out, c);
         total.bytes_freed += w.bytes_freed;
     }
     let mut first_nonfinite: Option<NonFiniteAt> = None;
     for rec in steps {
-        let w = write_record(s, rec);
+        let w = write_record(out, rec);
         total.tensors += w.tensors;
         total.dropped += w.dropped;
         total.bytes_freed += w.bytes_freed;
@@ -58,10 +59,10 @@ pub(super) fn write(
         }
     }
     // Every tensor file renamed into place before trigger.json says the write is complete.
-    s.writer.budget().wait_idle();
-    let path = s.layout.trigger_file(n);
+    out.files.writer().budget().wait_idle();
+    let path = tree.layout().trigger_file(n);
     let doc = trigger_json(
-        s,
+        tree.layout().root(),
         r,
         steps,
         fired,
@@ -70,13 +71,14 @@ pub(super) fn write(
         started,
     );
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
-    if s.ensure_dir(path.parent().unwrap_or(s.layout.root()))
+    if tree
+        .ensure_dir(path.parent().unwrap_or(tree.layout().root()))
         .is_ok()
         && let Err(e) = write_bytes_atomic(&path, FILE_MODE, text.as_bytes())
     {
-        s.writer.errors().record(path.clone(), e);
+        out.files.writer().errors().record(path.clone(), e);
     }
-    s.events.emit(&Event::FlightRecorderWrote {
+    r.events.emit(&Event::FlightRecorderWrote {
         trigger_file: path,
         kind: fired.kind(),
         what: fired.what(),
@@ -88,7 +90,7 @@ pub(super) fn write(
 }
 
 /// Writes one held step (or the constants) and empties it.
-fn write_record(s: &Shared, rec: &StepRecord) -> Written {
+fn write_record(out: &Out, rec: &StepRecord) -> Written {
     let (entries, used, dropped, bytes) = {
         let mut r = rec.lock();
         let e = std::mem::take(&mut r.entries);
@@ -105,7 +107,7 @@ fn write_record(s: &Shared, rec: &StepRecord) -> Written {
     if entries.is_empty() {
         return w;
     }
-    if s.ensure_dir(&rec.dir).is_err() {
+    if out.tree.ensure_dir(&rec.dir).is_err() {
         return w; // recorded in the writer's log
     }
     let mut tables: BTreeMap<PathBuf, String> = BTreeMap::new();
@@ -117,35 +119,29 @@ fn write_record(s: &Shared, rec: &StepRecord) -> Written {
                 bytes.truncate(n.len);
                 // Refused by the disk budget (reported once), or a tensor the npy encoder
                 // rejects (checked when it was held): its row is written all the same.
-                if let Ok(Some(out)) = s.prepare_npy(&rec.dir, n.name, n.dtype, &n.shape, n.len) {
+                let file = (n.dtype, n.shape.as_slice());
+                if let Ok(Some(npy)) = out
+                    .files
+                    .prepare(&out.tables, &rec.dir, n.name, file, n.len)
+                {
                     w.tensors += 1;
-                    s.write_npy(out, std::borrow::Cow::Owned(bytes));
+                    out.files.write(npy, std::borrow::Cow::Owned(bytes));
                 }
             }
             Held::Args { kernel, args } => {
                 let args: Vec<(&str, &str)> =
                     args.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                s.write_kernel_args(&rec.dir, &kernel, &args);
+                out.write_kernel_args(&rec.dir, &kernel, &args);
             }
         }
     }
     for (csv, rows) in tables {
-        let n = rows.lines().count() as u64;
-        let done = if csv.exists() {
-            // A table already written (constants of an earlier write): rows appended whole.
-            s.csv.append(&csv, &s.csv_header, &rows, FILE_MODE)
-        } else {
-            write_bytes_atomic(&csv, FILE_MODE, (s.csv_header.clone() + &rows).as_bytes())
-        };
-        match done {
-            Ok(()) => {
-                s.rows.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            }
-            Err(e) => s.writer.errors().record(csv, e),
-        }
+        // A table already written (constants of an earlier write) gets its rows appended
+        // whole.
+        out.tables.write_table(&csv, &rows);
     }
     if rec.is_step && used {
-        s.append_global_order(rec.graph, rec.iteration);
+        out.append_global_order(rec.graph, rec.iteration);
     }
     w
 }
@@ -165,7 +161,7 @@ fn nonfinite_json(at: &NonFiniteAt) -> Value {
 }
 
 fn trigger_json(
-    s: &Shared,
+    root: &std::path::Path,
     r: &Recorder,
     steps: &[Arc<StepRecord>],
     fired: &Fired,
@@ -207,7 +203,7 @@ fn trigger_json(
         "steps_written": steps.iter().map(|x| json!({
             "graph": x.graph,
             "step": x.iteration,
-            "dir": x.dir.strip_prefix(s.layout.root()).unwrap_or(&x.dir),
+            "dir": x.dir.strip_prefix(root).unwrap_or(&x.dir),
         })).collect::<Vec<_>>(),
         "tensor_files": total.tensors,
         "tensors_let_go": total.dropped,

@@ -239,9 +239,7 @@ impl Journal {
         {
             use std::os::unix::fs::PermissionsExt;
             let f = &self.twins[self.current];
-            f.set_permissions(std::fs::Permissions::from_mode(
-                super::super::emit::FILE_MODE,
-            ))?;
+            f.set_permissions(std::fs::Permissions::from_mode(crate::writer::FILE_MODE))?;
         }
         Ok(())
     }

@@ -1,7 +1,9 @@
-//! The `.npy` output of a tensor held in host memory: validated, reserved against the disk
-//! budget, named and counted ([`prepare_npy`](Shared::prepare_npy)), then written
-//! ([`write_npy`](Shared::write_npy)): a private copy is queued as is, borrowed bytes are copied
-//! into a pooled buffer and queued, or written on the caller's thread when too large to copy.
+//! [`TensorFiles`]: the part of a Dumper that writes `.npy` files — the bounded background
+//! writer, the pool of copy buffers its budget covers, and the disk budget. A file is
+//! validated, reserved against the disk budget, named and counted first
+//! ([`prepare`](TensorFiles::prepare)), then written ([`write`](TensorFiles::write)): a private
+//! copy is queued as is, borrowed bytes are copied into a pooled buffer and queued, or written
+//! on the caller's thread when too large to copy.
 
 use std::{
     borrow::Cow,
@@ -12,12 +14,15 @@ use std::{
 use dump_core::DType;
 use dump_npy::WriteOptions;
 
-use super::FILE_MODE;
+use super::{
+    quota::{DiskQuota, Reservation},
+    row_sink::RowSink,
+};
 use crate::{
     Error,
-    dumper::{Shared, quota::Reservation},
+    diag::{Event, EventSink},
     layout::{NAME_MAX, short_name},
-    writer::{WriteFailure, write_atomic},
+    writer::{BufferPool, FILE_MODE, WriteFailure, Writer, write_atomic},
 };
 
 /// Budget charged for a queued file beyond its data bytes (header, path, shape).
@@ -25,26 +30,88 @@ pub(super) const JOB_OVERHEAD: usize = 256;
 
 /// An `.npy` file named, validated and counted, waiting for its bytes.
 pub(crate) struct NpyOut {
-    pub(super) path: PathBuf,
-    pub(super) dtype: DType,
-    pub(super) shape: Vec<usize>,
-    pub(super) opts: WriteOptions,
+    pub(crate) path: PathBuf,
+    pub(crate) dtype: DType,
+    pub(crate) shape: Vec<usize>,
+    pub(crate) opts: WriteOptions,
     /// Bytes of the whole file (counted in the report once it is written).
-    pub(super) file_len: u64,
+    pub(crate) file_len: u64,
 }
 
-impl Shared {
-    /// names it (long names through `mapping.csv`) and counts it;
-    /// [`write_npy`](Shared::write_npy) writes it. `None` when the disk budget refuses it.
-    pub(crate) fn prepare_npy(
+/// The tensor files of one Dumper.
+pub(crate) struct TensorFiles {
+    writer: Writer,
+    pool: Arc<BufferPool>,
+    quota: DiskQuota,
+    /// How every `.npy` is encoded (the plan's bf16 spelling).
+    opts: WriteOptions,
+    events: EventSink,
+}
+
+impl TensorFiles {
+    /// Files written by `writer`, under a disk budget of `disk_budget` bytes, encoded with
+    /// `opts`; the disk budget's warning goes to `events`.
+    pub(crate) fn new(
+        writer: Writer,
+        disk_budget: Option<u64>,
+        opts: WriteOptions,
+        events: EventSink,
+    ) -> Self {
+        TensorFiles {
+            pool: Arc::new(writer.pool()),
+            writer,
+            quota: DiskQuota::new(disk_budget),
+            opts,
+            events,
+        }
+    }
+
+    /// The background writer (its byte budget, error log and tallies).
+    pub(crate) fn writer(&self) -> &Writer {
+        &self.writer
+    }
+
+    /// The pool of copy buffers.
+    #[cfg(test)]
+    pub(crate) fn pool(&self) -> &BufferPool {
+        &self.pool
+    }
+
+    /// The disk budget (what it refused).
+    pub(crate) fn quota(&self) -> &DiskQuota {
+        &self.quota
+    }
+
+    /// How every `.npy` is encoded.
+    pub(crate) fn opts(&self) -> WriteOptions {
+        self.opts
+    }
+
+    /// Whether a file of `len` bytes is written on the caller's thread anyway (a synchronous
+    /// writer, or more than the writer's memory budget can hold).
+    pub(crate) fn written_by_caller(&self, len: usize) -> bool {
+        self.writer.is_sync() || len >= self.writer.budget().limit()
+    }
+
+    /// Counts a file the disk budget refuses (tensors only), without touching its bytes.
+    pub(crate) fn refuse(&self, dtype: DType, shape: &[usize], len: usize) {
+        if let Ok(layout) = dump_npy::NpyLayout::new(dtype, shape, len, self.opts) {
+            self.quota.reserve(layout.file_len() as u64);
+        }
+    }
+
+    /// Validates, reserves, names (a name longer than the file system allows gets a short
+    /// one, listed in `dir`'s `mapping.csv` through `tables`) and counts file `name` of `dir`;
+    /// [`write`](TensorFiles::write) writes it. `None` when the disk budget refuses it.
+    pub(crate) fn prepare(
         &self,
+        tables: &RowSink,
         dir: &Path,
         name: String,
-        dtype: DType,
-        shape: &[usize],
+        (dtype, shape): (DType, &[usize]),
         len: usize,
     ) -> Result<Option<NpyOut>, Error> {
-        let opts = WriteOptions::new().with_bf16(self.plan.bf16);
+        let opts = self.opts;
         let layout =
             dump_npy::NpyLayout::new(dtype, shape, len, opts).map_err(|e| Error::Tensor {
                 kernel: dir.join(&name).display().to_string(),
@@ -56,31 +123,23 @@ impl Shared {
         if let Reservation::Refused { first } = self.quota.reserve(file_len) {
             if first {
                 let (limit, file_bytes) = (self.quota.limit().unwrap_or(0), file_len);
-                let e = crate::diag::Event::DiskBudgetReached {
+                self.events.emit(&Event::DiskBudgetReached {
                     limit,
                     file: name,
                     file_bytes,
-                };
-                self.events.emit(&e);
+                });
             }
             return Ok(None);
         }
         let file_name = if name.len() > NAME_MAX {
             let short = short_name(&name);
-            let map = dir.join("mapping.csv");
-            if let Err(e) = self
-                .csv
-                .append(&map, "", &format!("{short},{name}\n"), FILE_MODE)
-            {
-                self.writer.errors().record(map, e);
-            }
+            tables.append_line(&dir.join("mapping.csv"), &format!("{short},{name}\n"));
             short
         } else {
             name
         };
-        let path = dir.join(file_name);
         Ok(Some(NpyOut {
-            path,
+            path: dir.join(file_name),
             dtype,
             shape: shape.to_vec(),
             opts,
@@ -92,7 +151,7 @@ impl Shared {
     /// thread when the writer says the tensor is too large to copy
     /// ([`Writer::writes_direct`](crate::writer::Writer::writes_direct)), otherwise copied into
     /// a pooled buffer and queued. Failures are recorded by the writer either way.
-    pub(crate) fn write_npy(&self, out: NpyOut, bytes: Cow<'_, [u8]>) {
+    pub(crate) fn write(&self, out: NpyOut, bytes: Cow<'_, [u8]>) {
         let NpyOut {
             path,
             dtype,
@@ -142,6 +201,24 @@ impl Shared {
                 );
             }
         }
+    }
+
+    /// Waits for every queued file; the failures since the last flush.
+    pub(crate) fn flush(&self) -> Result<(), Error> {
+        self.writer.flush().map_err(Error::Write)
+    }
+
+    /// The failures recorded since they were last taken, as an error (at a step's end).
+    pub(crate) fn take_errors(&self) -> Result<(), Error> {
+        match self.writer.errors().take() {
+            (0, _) => Ok(()),
+            (count, failures) => Err(Error::Write(crate::writer::WriteErrors { count, failures })),
+        }
+    }
+
+    /// Lets the idle copy buffers go (at the Dumper's close).
+    pub(crate) fn release_buffers(&self) {
+        self.pool.clear();
     }
 }
 

@@ -1,9 +1,11 @@
-//! The graphs a [`crate::Dumper`] keeps (for the graph files it writes and the kernels it
-//! checks against them), and the useless-output policy read with the first one.
+//! [`Graphs`]: the part of a [`crate::Dumper`] that keeps the graphs described to it (for
+//! [`Dumper::graph`](crate::Dumper::graph) and to write each description's files once), and
+//! the useless-output policy read with the first one. The graphs themselves are pure
+//! description ([`crate::graph`]); their files are written by [`super::metadata`].
 
 use std::collections::BTreeMap;
 
-use super::{Graph, UselessOutputs};
+use crate::graph::{Graph, UselessOutputs};
 
 /// The graphs described to a Dumper, and the useless-output policy read when the first one was.
 #[derive(Debug, Default)]

@@ -1,0 +1,106 @@
+//! [`RowSink`]: the part of a Dumper that appends lines to tables — `statistic.csv` rows
+//! batched per step ([`RowBatch`]), the tables' header, and the one-line appends of
+//! `mapping.csv` and the global execution order — through one [`CsvAppender`], and counts the
+//! rows that reached their files.
+
+use std::{
+    path::Path,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use super::tree::OutputTree;
+use crate::writer::{CsvAppender, ErrorLog, FILE_MODE, RowBatch, write_bytes_atomic};
+
+/// The tables of one Dumper. Failures go to the writer's error log (with the number of rows
+/// lost); rows are counted once they are in their file, never before.
+pub(crate) struct RowSink {
+    csv: CsvAppender,
+    /// Statistic rows waiting for the end of their step (one append per file per step).
+    batch: RowBatch,
+    /// The statistic table's header (the layout's, for the plan's categories).
+    header: String,
+    /// Rows in their files (statistic rows, and msprobe's tensor objects in dump.json).
+    written: AtomicU64,
+    errors: Arc<ErrorLog>,
+}
+
+impl RowSink {
+    /// Tables headed by `header`; failures recorded in `errors`.
+    pub(crate) fn new(header: String, errors: Arc<ErrorLog>) -> Self {
+        RowSink {
+            csv: CsvAppender::new(),
+            batch: RowBatch::default(),
+            header,
+            written: AtomicU64::new(0),
+            errors,
+        }
+    }
+
+    /// Queues a statistic row (a whole line) for the table at `path`; the batch goes out at
+    /// the end of the step, or at once when it has grown large (`tree`'s epoch moves then).
+    pub(crate) fn push(&self, tree: &OutputTree, path: &Path, row: &str) {
+        if self.batch.push(path, row) {
+            self.flush(tree);
+        }
+    }
+
+    /// Appends every pending statistic row to its file (one write per file) and starts a new
+    /// directory-check epoch of `tree`. Failures go to the error log with the rows lost.
+    pub(crate) fn flush(&self, tree: &OutputTree) {
+        let done = self.batch.flush(&self.csv, &self.header, FILE_MODE);
+        self.count(done.rows);
+        for (path, e, lost) in done.failed {
+            let e = std::io::Error::new(
+                e.kind(),
+                format!(
+                    "{e} ({lost} statistic row{} lost)",
+                    if lost == 1 { "" } else { "s" }
+                ),
+            );
+            self.errors.record(path, e);
+        }
+        tree.next_epoch();
+    }
+
+    /// Appends `line` (ending in `\n`) to the headerless table at `path` (`mapping.csv`, the
+    /// global execution order); a failure is recorded.
+    pub(crate) fn append_line(&self, path: &Path, line: &str) {
+        if let Err(e) = self.csv.append(path, "", line, FILE_MODE) {
+            self.errors.record(path.to_owned(), e);
+        }
+    }
+
+    /// Writes `rows` (whole lines) into the statistic table at `path` at once: appended when
+    /// the table exists, else a new table with its header through a temporary name. Counted
+    /// when written; a failure is recorded.
+    pub(crate) fn write_table(&self, path: &Path, rows: &str) {
+        let n = rows.lines().count() as u64;
+        let done = if path.exists() {
+            self.csv.append(path, &self.header, rows, FILE_MODE)
+        } else {
+            write_bytes_atomic(path, FILE_MODE, (self.header.clone() + rows).as_bytes())
+        };
+        match done {
+            Ok(()) => self.count(n),
+            Err(e) => self.errors.record(path.to_owned(), e),
+        }
+    }
+
+    /// Counts `n` rows that reached their file by another way (msprobe's dump.json).
+    pub(crate) fn count(&self, n: u64) {
+        self.written.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Rows in their files so far.
+    pub(crate) fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+
+    /// Closes every open table (at the Dumper's close, after the last flush).
+    pub(crate) fn close(&self) {
+        self.csv.close_all();
+    }
+}
