@@ -48,9 +48,9 @@
 use dump_core::DType;
 
 use crate::convert::{
-    Shape, bytes_of, c1hwncoc0, c1hwncoc0::c1hwncoc0_shape, fractal_nz,
-    fractal_nz::fractal_nz_shape, fractal_z, fractal_z::fractal_z_shape, fractal_z_3d, nc1hwc0,
-    nc1hwc0::nc1hwc0_shape, ndc1hwc0, ndc1hwc0::ndc1hwc0_shape, nhwc,
+    Shape, bytes_of, c1hwncoc0, fractal_nz, fractal_nz::fractal_nz_shape, fractal_z,
+    fractal_z::fractal_z_shape, fractal_z_3d, nc1hwc0, nc1hwc0::nc1hwc0_shape, ndc1hwc0,
+    ndc1hwc0::ndc1hwc0_shape, nhwc,
 };
 use crate::to_host::{
     c0_of, check_c1hwncoc0, check_fractal_z_3d, exact5, expect_dims, last_dims, pad4, rank_err,
@@ -337,7 +337,7 @@ impl HostBlocks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::convert::c1hwncoc0::nchw_to_c1hwncoc0;
+    use crate::convert::c1hwncoc0::{c1hwncoc0_shape, nchw_to_c1hwncoc0};
     use crate::convert::fractal_nz::nd_to_fractal_nz;
     use crate::convert::fractal_z::nchw_to_fractal_z;
     use crate::convert::fractal_z_3d::{fractal_z_3d_shape, ncdhw_to_fractal_z_3d};

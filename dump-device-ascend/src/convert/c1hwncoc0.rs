@@ -13,6 +13,23 @@
 //! size (16 for float16 and float32); here C0 and Co come from the device shape, which must
 //! have Co = C0 ([`Error::DiagonalBlock`] otherwise). msaccucmp has no converter for this
 //! format (spec `cann-dump.md` §6).
+//!
+//! ```
+//! use dump_device_ascend::convert::c1hwncoc0::{c1hwncoc0_shape, c1hwncoc0_to_nchw};
+//!
+//! // int8 NCHW (2, 3, 1, 1) with C0 = 4: two 4 × 4 blocks, (n = 0) then (n = 1), each with
+//! // its three channels on the diagonal; 9 marks padding, which is never read.
+//! assert_eq!(c1hwncoc0_shape([2, 3, 1, 1], 4)?, [1, 1, 1, 2, 4, 4]);
+//! #[rustfmt::skip]
+//! let device = [
+//!     1, 9, 9, 9,  9, 2, 9, 9,  9, 9, 3, 9,  9, 9, 9, 9,
+//!     4, 9, 9, 9,  9, 5, 9, 9,  9, 9, 6, 9,  9, 9, 9, 9u8,
+//! ];
+//! let mut nchw = [0u8; 6];
+//! assert_eq!(c1hwncoc0_to_nchw(&device, 1, [2, 3, 1, 1], 4, &mut nchw)?, 6);
+//! assert_eq!(nchw, [1, 2, 3, 4, 5, 6]);
+//! # Ok::<(), dump_device_ascend::Error>(())
+//! ```
 
 use super::transpose::by_elem_size;
 use super::{blocks, bytes_of, check_elem, prepare};
