@@ -11,10 +11,16 @@
 //! | `NHWC` | one image `(H, W, C)` | `(C, H, W)` |
 //! | `NC1HWC0` | one `(n, c1)`: `(H, W, C0)` | the `min(C0, C − c1·C0)` channel planes |
 //! | `FRACTAL_NZ` | one matrix of the batch: `(N1, M1, M0, N0)` | `(M, N)` |
-//! | `FRACTAL_Z` | the whole tensor (each output channel draws on every block row) | NCHW |
+//! | `NC1HWC0_C04` | as `NC1HWC0`, C0 = 4 | as `NC1HWC0` |
+//! | `NDC1HWC0` | one image `(D, C1, H, W, C0)` | `(C, D, H, W)` |
+//! | `FRACTAL_Z`, `FRACTAL_Z_3D` | the whole tensor (each output channel draws on every block row) | NCHW / NCDHW |
+//! | `C1HWNCoC0`, N = 1 | one `c1`: `(H, W, 1, C0, C0)` | the `min(C0, C − c1·C0)` channel planes |
+//! | `C1HWNCoC0`, N > 1 | the whole tensor (each image draws on every `c1`) | NCHW |
 //!
-//! A block larger than the caller's limit is [`Error::BlockTooLarge`] (only `FRACTAL_Z`, or an
-//! absurd image / matrix, gets there).
+//! A block larger than the caller's limit is [`Error::BlockTooLarge`] (only the whole-tensor
+//! formats, or an absurd image / matrix, get there). `C1HWNCoC0` is C0 times the size of its
+//! host tensor (all but the diagonal of each `C0 × C0` block is padding), so its N = 1 case (a
+//! depthwise convolution's weights) goes one `c1` at a time.
 //!
 //! ```
 //! use dump_core::DType;
@@ -42,11 +48,13 @@
 use dump_core::DType;
 
 use crate::convert::{
-    Shape, bytes_of, fractal_nz, fractal_nz::fractal_nz_shape, fractal_z,
+    Shape, bytes_of, c1hwncoc0, fractal_nz, fractal_nz::fractal_nz_shape, fractal_z,
     fractal_z::fractal_z_shape, fractal_z_3d, nc1hwc0, nc1hwc0::nc1hwc0_shape, ndc1hwc0,
     ndc1hwc0::ndc1hwc0_shape, nhwc,
 };
-use crate::to_host::{c0_of, check_fractal_z_3d, exact5, expect_dims, last_dims, pad4, rank_err};
+use crate::to_host::{
+    c0_of, check_c1hwncoc0, check_fractal_z_3d, exact5, expect_dims, last_dims, pad4, rank_err,
+};
 use crate::{Blocks, Error, Format};
 
 /// Block size for host layouts (plain copies): 1 MiB.
@@ -83,6 +91,12 @@ enum Kind {
     FractalZ3d {
         host: [usize; 5],
         b: Blocks,
+    },
+    /// N = 1: one block per `c1`, its `valid` channels; N > 1: one block, the whole tensor.
+    C1hwncoc0 {
+        host: [usize; 4],
+        c0: usize,
+        per_c1: bool,
     },
 }
 
@@ -216,6 +230,23 @@ impl HostBlocks {
                 let dst = bytes_of(&host, elem)?;
                 plan(Kind::FractalZ3d { host, b }, &host, 1, src, dst)
             }
+            Format::C1hwncoc0 => {
+                let host = pad4(format, host_shape)?;
+                let c0 = check_c1hwncoc0(format, host, dev)?;
+                let [n, c, h, w] = host;
+                let per_c1 = n == 1;
+                let (count, src, dst) = if per_c1 {
+                    let c1 = c.div_ceil(c0);
+                    let src = bytes_of(&[h, w, c0, c0], elem)?;
+                    let dst = bytes_of(&[c0.min(c), h, w], elem)?;
+                    (c1, src, dst)
+                } else {
+                    (1, bytes_of(dev, elem)?, bytes_of(&host, elem)?)
+                };
+                let kind = Kind::C1hwncoc0 { host, c0, per_c1 };
+                plan(kind, &host, count, src, dst)
+            }
+            // The host layouts returned above.
             other => Err(Error::UnsupportedFormat(other)),
         }
     }
@@ -288,6 +319,17 @@ impl HostBlocks {
             Kind::FractalZ3d { host, b } => {
                 fractal_z_3d::fractal_z_3d_to_ncdhw(src, elem, host, b, dst)
             }
+            Kind::C1hwncoc0 {
+                host: [_, c, h, w],
+                c0,
+                per_c1: true,
+            } => {
+                let valid = c.saturating_sub(i * c0).min(c0);
+                c1hwncoc0::c1hwncoc0_to_nchw(src, elem, [1, valid, h, w], c0, dst)
+            }
+            Kind::C1hwncoc0 { host, c0, .. } => {
+                c1hwncoc0::c1hwncoc0_to_nchw(src, elem, host, c0, dst)
+            }
         }
     }
 }
@@ -295,6 +337,7 @@ impl HostBlocks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::convert::c1hwncoc0::{c1hwncoc0_shape, nchw_to_c1hwncoc0};
     use crate::convert::fractal_nz::nd_to_fractal_nz;
     use crate::convert::fractal_z::nchw_to_fractal_z;
     use crate::convert::fractal_z_3d::{fractal_z_3d_shape, ncdhw_to_fractal_z_3d};
@@ -309,7 +352,7 @@ mod tests {
     #[test]
     fn blocks_concatenate_to_what_to_host_gives() {
         let b = Blocks::default_for(DType::Float16).unwrap();
-        let cases: [(Format, &[usize]); 8] = [
+        let cases: [(Format, &[usize]); 11] = [
             (Format::Nhwc, &[2, 5, 3, 2]),
             (Format::Nc1hwc0, &[2, 35, 3, 2]),
             (Format::FractalZ, &[17, 5, 3, 2]),
@@ -318,6 +361,9 @@ mod tests {
             (Format::Nc1hwc0C04, &[2, 7, 3, 2]),
             (Format::Ndc1hwc0, &[2, 19, 3, 2, 2]),
             (Format::FractalZ3d, &[17, 5, 2, 3, 2]),
+            (Format::C1hwncoc0, &[1, 35, 3, 2]),
+            (Format::C1hwncoc0, &[3, 19, 3, 2]),
+            (Format::C1hwncoc0, &[1, 16, 2, 1]),
         ];
         for (format, host) in cases {
             let count: usize = host.iter().product();
@@ -353,6 +399,10 @@ mod tests {
                     ncdhw_to_fractal_z_3d(&src, 2, host.try_into().unwrap(), b, &mut dev).unwrap(),
                     Shape::new(&fractal_z_3d_shape(host.try_into().unwrap(), b).unwrap()).unwrap(),
                 ),
+                Format::C1hwncoc0 => (
+                    nchw_to_c1hwncoc0(&src, 2, h4(host), 16, &mut dev).unwrap(),
+                    Shape::new(&c1hwncoc0_shape(h4(host), 16).unwrap()).unwrap(),
+                ),
                 _ => {
                     dev[..src.len()].copy_from_slice(&src);
                     (src.len(), Shape::new(host).unwrap())
@@ -379,7 +429,65 @@ mod tests {
             }
             assert_eq!(at, n, "{format}: blocks cover the device bytes");
             assert_eq!(got, want, "{format}");
+            if format == Format::C1hwncoc0 {
+                // N = 1 goes one c1 at a time; N > 1 needs the whole tensor.
+                let c1 = host[1].div_ceil(16);
+                let want = if host[0] == 1 { c1 } else { 1 };
+                assert_eq!(p.count(), want, "{host:?}");
+            }
         }
+    }
+
+    /// A C1HWNCoC0 tensor whose one block exceeds the limit is refused (N > 1: the whole
+    /// tensor), while with N = 1 only one c1 slice has to fit.
+    #[test]
+    fn c1hwncoc0_blocks_under_a_limit() {
+        // N = 2, C = 40, H = W = 4, f16: the device tensor is 3·16·2·256·2 = 49152 bytes.
+        let e = HostBlocks::new(
+            Format::C1hwncoc0,
+            DType::Float16,
+            &[3, 4, 4, 2, 16, 16],
+            &[2, 40, 4, 4],
+            40_000,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            Error::BlockTooLarge {
+                format: Format::C1hwncoc0,
+                bytes: 49152,
+                limit: 40_000
+            }
+        );
+        // N = 1: one c1 is 16·256·2 = 8192 bytes.
+        let p = HostBlocks::new(
+            Format::C1hwncoc0,
+            DType::Float16,
+            &[3, 4, 4, 1, 16, 16],
+            &[1, 40, 4, 4],
+            8192,
+        )
+        .unwrap();
+        assert_eq!(
+            (p.count(), p.src_bytes(2), p.max_dst_bytes()),
+            (3, 8192, 512)
+        );
+        let e = HostBlocks::new(
+            Format::C1hwncoc0,
+            DType::Float16,
+            &[3, 4, 4, 1, 8, 16],
+            &[1, 40, 4, 4],
+            1 << 20,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            Error::DiagonalBlock {
+                format: Format::C1hwncoc0,
+                co: 8,
+                c0: 16
+            }
+        );
     }
 
     #[test]

@@ -42,6 +42,16 @@ pub enum Error {
         /// The size given.
         actual: usize,
     },
+    /// A `C1HWNCoC0` device shape whose Co axis (4) differs from its C0 axis (5): the layout
+    /// puts each channel on the diagonal of a square `C0 × C0` block.
+    DiagonalBlock {
+        /// The device format (`C1HWNCoC0`).
+        format: Format,
+        /// Co, device shape axis 4.
+        co: usize,
+        /// C0, device shape axis 5.
+        c0: usize,
+    },
     /// A block size (C0, N0 or M0) of zero.
     ZeroBlock {
         /// `"C0"`, `"N0"` or `"M0"`.
@@ -63,7 +73,8 @@ pub enum Error {
     },
     /// A size computation overflowed `usize`.
     Overflow,
-    /// A conversion from this device format to the host layout is not implemented.
+    /// A conversion from this device format to the host layout is not implemented (every
+    /// [`Format`] has one today; the variant stays for formats added later).
     UnsupportedFormat(Format),
     /// The statistics layer (`dump-stats`) rejected the tensor.
     Stats(dump_stats::Error),
@@ -118,10 +129,14 @@ impl From<dump_stats::Error> for Error {
 impl core::fmt::Display for Error {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            Error::UnknownFormat => f.write_str(
-                "unknown device format (expected DefaultFormat, ND, NCHW, NHWC, NC1HWC0, \
-                 FRACTAL_Z or FRACTAL_NZ)",
-            ),
+            Error::UnknownFormat => {
+                f.write_str("unknown device format (expected one of")?;
+                for (i, format) in Format::ALL.iter().enumerate() {
+                    let sep = if i == 0 { " " } else { ", " };
+                    write!(f, "{sep}{format}")?;
+                }
+                f.write_str(", or FracZ)")
+            }
             Error::PackedDType(d) => write!(
                 f,
                 "dtype {d} is packed (sub-byte); device-format conversion needs whole-byte elements"
@@ -152,6 +167,11 @@ impl core::fmt::Display for Error {
                 f,
                 "{format}: device shape axis {axis} is {actual}, but the host shape implies {expected}"
             ),
+            Error::DiagonalBlock { format, co, c0 } => write!(
+                f,
+                "{format}: device shape axis 4 (Co) is {co} but axis 5 (C0) is {c0}; Co must \
+                 equal C0 (each channel sits on the diagonal of a C0 x C0 block)"
+            ),
             Error::ZeroBlock { block } => write!(f, "block size {block} must be at least 1"),
             Error::LengthMismatch { expected, actual } => write!(
                 f,
@@ -162,11 +182,9 @@ impl core::fmt::Display for Error {
                 "destination buffer too small: need {needed} bytes, have {available}"
             ),
             Error::Overflow => f.write_str("tensor size overflows usize"),
-            Error::UnsupportedFormat(x) => write!(
-                f,
-                "no conversion from device format {x} to the host layout (supported: \
-                 NC1HWC0, FRACTAL_Z, NHWC, FRACTAL_NZ, and the host formats)"
-            ),
+            Error::UnsupportedFormat(x) => {
+                write!(f, "no conversion from device format {x} to the host layout")
+            }
             Error::Stats(e) => write!(f, "statistics: {e}"),
             Error::BlockTooLarge {
                 format,

@@ -33,11 +33,14 @@ pub enum Format {
     Ndc1hwc0,
     /// `FRACTAL_Z_3D`: 3-D convolution weights, `(D·C1·H·W, N1, N0, C0)` for NCDHW.
     FractalZ3d,
+    /// `C1HWNCoC0`: `(C1, H, W, N, Co, C0)` for an NCHW host shape, Co = C0, each channel on
+    /// the diagonal of a `Co × C0` block.
+    C1hwncoc0,
 }
 
 impl Format {
     /// Every format, in declaration order.
-    pub const ALL: [Format; 10] = [
+    pub const ALL: [Format; 11] = [
         Format::Default,
         Format::Nd,
         Format::Nchw,
@@ -48,6 +51,7 @@ impl Format {
         Format::Nc1hwc0C04,
         Format::Ndc1hwc0,
         Format::FractalZ3d,
+        Format::C1hwncoc0,
     ];
 
     /// The name MindSpore uses in kernel info and dump file names (`NC1HWC0`, `FRACTAL_Z`, …).
@@ -63,6 +67,7 @@ impl Format {
             Format::Nc1hwc0C04 => "NC1HWC0_C04",
             Format::Ndc1hwc0 => "NDC1HWC0",
             Format::FractalZ3d => "FRACTAL_Z_3D",
+            Format::C1hwncoc0 => "C1HWNCoC0",
         }
     }
 
@@ -81,7 +86,9 @@ impl Format {
 
     /// The `aclFormat` value (`ACL_FORMAT_NCHW = 0`, `NHWC = 1`, `ND = 2`, `NC1HWC0 = 3`,
     /// `FRACTAL_Z = 4`, `NC1HWC0_C04 = 12`, `FRACTAL_NZ = 29`, `NDC1HWC0 = 32`,
-    /// `FRACTAL_Z_3D = 33`); `DefaultFormat` is `ND`.
+    /// `FRACTAL_Z_3D = 33`); `DefaultFormat` is `ND`. `C1HWNCoC0` is not in the public
+    /// `aclFormat` list: it gets 25, its number in GE's `ge::Format` and in the `OutputFormat`
+    /// of CANN dump files.
     pub const fn acl_format(self) -> i32 {
         match self {
             Format::Default | Format::Nd => 2,
@@ -93,6 +100,7 @@ impl Format {
             Format::Nc1hwc0C04 => 12,
             Format::Ndc1hwc0 => 32,
             Format::FractalZ3d => 33,
+            Format::C1hwncoc0 => 25,
         }
     }
 
@@ -135,6 +143,9 @@ mod tests {
     fn acl_values() {
         assert_eq!(Format::Nc1hwc0.acl_format(), 3);
         assert_eq!(Format::FractalNz.acl_format(), 29);
+        assert_eq!(Format::C1hwncoc0.acl_format(), 25);
+        assert_eq!(Format::parse("C1HWNCoC0"), Ok(Format::C1hwncoc0));
+        assert_eq!(Format::parse("C1HWNCOC0"), Err(Error::UnknownFormat));
         assert_eq!(Format::Default.acl_format(), Format::Nd.acl_format());
         assert!(Format::Nchw.is_host_layout());
         assert!(!Format::Nhwc.is_host_layout());

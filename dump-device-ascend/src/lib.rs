@@ -1,8 +1,10 @@
 //! `dump-device-ascend`: Ascend NPU support for opdump.
 //!
 //! - [`convert`] and [`to_host`](mod@to_host): device-format conversion for `trans_flag` (spec §4.2):
-//!   `NC1HWC0`, `FRACTAL_Z`, `NHWC` and `FRACTAL_NZ` to the host layout, allocation-free into
-//!   caller buffers, `no_std`. [`dump_view`] is what the Dumper calls per tensor.
+//!   `NC1HWC0` (and `_C04`), `NDC1HWC0`, `FRACTAL_Z`, `FRACTAL_Z_3D`, `C1HWNCoC0`, `NHWC` and
+//!   `FRACTAL_NZ` to the host layout, allocation-free into caller buffers, `no_std`.
+//!   [`dump_view`] is what the Dumper calls per tensor; [`blocked`] does the same block by
+//!   block for readers that stream a tensor.
 //! - [`device_stats`]: MindSpore's device-statistic semantics (spec §7) on the host (the
 //!   "simulated backend"), built on `dump-stats`' precision model, so users without an NPU can
 //!   predict what `stat_calc_mode: "device"` will write.

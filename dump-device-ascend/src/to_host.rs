@@ -40,9 +40,10 @@
 //! ```
 
 use crate::convert::{
-    Shape, bytes_of, fractal_nz, fractal_nz::fractal_nz_shape, fractal_z,
-    fractal_z::fractal_z_shape, fractal_z_3d, fractal_z_3d::fractal_z_3d_shape, nc1hwc0,
-    nc1hwc0::nc1hwc0_shape, ndc1hwc0, ndc1hwc0::ndc1hwc0_shape, nhwc,
+    Shape, bytes_of, c1hwncoc0, c1hwncoc0::c1hwncoc0_shape, fractal_nz,
+    fractal_nz::fractal_nz_shape, fractal_z, fractal_z::fractal_z_shape, fractal_z_3d,
+    fractal_z_3d::fractal_z_3d_shape, nc1hwc0, nc1hwc0::nc1hwc0_shape, ndc1hwc0,
+    ndc1hwc0::ndc1hwc0_shape, nhwc,
 };
 use crate::{Blocks, Error, Format};
 use dump_core::DType;
@@ -179,6 +180,12 @@ pub fn to_host<'a>(t: &DeviceTensor<'a>, dst: &'a mut [u8]) -> Result<DumpView<'
             expect_dims(t.format, &want, dev)?;
             fractal_nz::fractal_nz_to_nd(t.data, elem, t.host_shape, b, dst)?
         }
+        Format::C1hwncoc0 => {
+            let host = pad4(t.format, t.host_shape)?;
+            let c0 = check_c1hwncoc0(t.format, host, dev)?;
+            c1hwncoc0::c1hwncoc0_to_nchw(t.data, elem, host, c0, dst)?
+        }
+        // The host layouts returned above.
         other => return Err(Error::UnsupportedFormat(other)),
     };
     let dst: &'a [u8] = dst;
@@ -262,6 +269,21 @@ pub(crate) fn check_fractal_z_3d(
         expect_dims(format, &[rows, n1, n0, c0], dev)?;
     }
     Ok(b)
+}
+
+/// Checks a `C1HWNCoC0` device shape `(C1, H, W, N, Co, C0)` against its NCHW host shape and
+/// returns C0 (its last axis); Co (axis 4) must equal it.
+pub(crate) fn check_c1hwncoc0(
+    format: Format,
+    host: [usize; 4],
+    dev: &[usize],
+) -> Result<usize, Error> {
+    let [co, c0] = last_dims::<2>(format, dev, 6)?;
+    if co != c0 {
+        return Err(Error::DiagonalBlock { format, co, c0 });
+    }
+    expect_dims(format, &c1hwncoc0_shape(host, c0)?, dev)?;
+    Ok(c0)
 }
 
 pub(crate) fn pad4(format: Format, host: &[usize]) -> Result<[usize; 4], Error> {
@@ -529,6 +551,115 @@ mod tests {
         );
     }
 
+    /// C1HWNCoC0 takes C0 from its device shape (any dtype: fp32 with 16, int8 with 32), pads
+    /// a low-rank host shape as NC1HWC0 does, and refuses a device shape whose Co is not C0
+    /// (naming both) or whose axes are not what the host shape implies (naming the axis).
+    #[test]
+    fn c1hwncoc0_shapes_and_refusals() {
+        use crate::convert::c1hwncoc0::{c1hwncoc0_shape, nchw_to_c1hwncoc0};
+        for (dtype, elem, c0) in [(DType::Float32, 4, 16), (DType::Int8, 1, 32)] {
+            let host = [3usize, 21, 2, 3];
+            let src = elems(host.iter().product(), elem);
+            let dshape = c1hwncoc0_shape(host, c0).unwrap();
+            let mut dev = vec![0u8; dshape.iter().product::<usize>() * elem];
+            nchw_to_c1hwncoc0(&src, elem, host, c0, &mut dev).unwrap();
+            let t = tensor(Format::C1hwncoc0, dtype, &dshape, &host, &dev);
+            let mut out = vec![0u8; src.len()];
+            let v = dump_view(true, &t, &mut out).unwrap();
+            assert_eq!((v.data, v.format_name), (&src[..], "DefaultFormat"));
+            let k = keep_device(&t).unwrap();
+            assert_eq!((k.format_name, k.shape), ("C1HWNCoC0", &dshape[..]));
+        }
+        // A depthwise weight's bias-like (C) host shape is (1, C, 1, 1).
+        let mut dev = [0u8; 16];
+        dev[0] = 7;
+        dev[5] = 8;
+        dev[3] = 99;
+        let t = tensor(
+            Format::C1hwncoc0,
+            DType::Int8,
+            &[1, 1, 1, 1, 4, 4],
+            &[2],
+            &dev,
+        );
+        let mut out = [0u8; 2];
+        assert_eq!(to_host(&t, &mut out).unwrap().data, &[7, 8]);
+
+        let mut out = vec![0u8; 4096];
+        let dev = vec![0u8; 2 * 2 * 3 * 3 * 1024];
+        let t = tensor(
+            Format::C1hwncoc0,
+            DType::Float16,
+            &[2, 2, 3, 3, 8, 16],
+            &[3, 21, 2, 3],
+            &dev[..2 * 2 * 3 * 3 * 8 * 16 * 2],
+        );
+        let e = to_host(&t, &mut out).unwrap_err();
+        assert_eq!(
+            e,
+            Error::DiagonalBlock {
+                format: Format::C1hwncoc0,
+                co: 8,
+                c0: 16
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "C1HWNCoC0: device shape axis 4 (Co) is 8 but axis 5 (C0) is 16; Co must equal C0 \
+             (each channel sits on the diagonal of a C0 x C0 block)"
+        );
+        // N (axis 3) is 2 where the host shape says 3.
+        let t = tensor(
+            Format::C1hwncoc0,
+            DType::Float16,
+            &[2, 2, 3, 2, 16, 16],
+            &[3, 21, 2, 3],
+            &dev[..2 * 2 * 3 * 2 * 256 * 2],
+        );
+        assert_eq!(
+            to_host(&t, &mut out).unwrap_err(),
+            Error::Dim {
+                format: Format::C1hwncoc0,
+                axis: 3,
+                expected: 3,
+                actual: 2
+            }
+        );
+        // C1 (axis 0) is 2 where C = 21 and C0 = 32 give 1.
+        let t = tensor(
+            Format::C1hwncoc0,
+            DType::Int8,
+            &[2, 2, 3, 3, 32, 32],
+            &[3, 21, 2, 3],
+            &dev[..2 * 2 * 3 * 3 * 1024],
+        );
+        assert_eq!(
+            to_host(&t, &mut out).unwrap_err(),
+            Error::Dim {
+                format: Format::C1hwncoc0,
+                axis: 0,
+                expected: 1,
+                actual: 2
+            }
+        );
+        let t = tensor(
+            Format::C1hwncoc0,
+            DType::Int8,
+            &[1, 1, 1, 4, 4],
+            &[2],
+            &dev[..16],
+        );
+        assert!(matches!(
+            to_host(&t, &mut out),
+            Err(Error::Rank {
+                shape: "device",
+                expected: 6,
+                actual: 5,
+                ..
+            })
+        ));
+    }
+
     /// fp32 FRACTAL_NZ with C0 = 8 (the newer `FRACTAL_NZ_C0_8` layout): C0 comes from the
     /// device shape, not from the dtype default.
     #[test]
@@ -577,7 +708,7 @@ mod tests {
         /// an error, never panics (also with zero-sized and huge axes).
         #[test]
         fn never_panics(
-            fmt in 0usize..7,
+            fmt in 0usize..Format::ALL.len(),
             dtype in proptest::sample::select(DType::ALL.to_vec()),
             dev in proptest::collection::vec(
                 proptest::prop_oneof![0usize..40, proptest::strategy::Just(usize::MAX / 3)], 0..7),

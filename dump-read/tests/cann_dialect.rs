@@ -113,11 +113,16 @@ fn every_readable_tensor_has_numpys_statistics() {
         );
     }
 
-    // Read as stored, with a problem: NDC1HWC0 without the original shape its converter
-    // needs, an unknown format.
+    // Read as stored, with a problem: NDC1HWC0 and C1HWNCoC0 without the original shape
+    // their converters need, an unknown format.
     let why = |needle: &str| d.problems.iter().any(|p| p.message.contains(needle));
     assert!(
         why("output.3: format NDC1HWC0 without an original_shape: read as stored"),
+        "{:?}",
+        d.problems
+    );
+    assert!(
+        why("output.6: format C1HWNCoC0 without an original_shape: read as stored"),
         "{:?}",
         d.problems
     );

@@ -141,13 +141,20 @@ fn formats_are_converted_to_nchw_and_nhwc_with_msaccucmp_names() {
     let w = conv_host("input.1", Format::FractalZ, &[8, 3, 2, 2]);
     let (_, s, b) = npy(&out.join(format!("{CONV}.input.1.8x3x2x2.npy")));
     assert_eq!((s, b), (vec![8, 3, 2, 2], w));
-    // Formats without a converter: written as stored, and said so.
+    // A format without a converter, and a convertible one (C1HWNCoC0) without the
+    // original_shape it needs: written as stored, and said so.
+    assert!(out.join(format!("{CONV}.output.4.4.npy")).exists());
+    assert!(
+        stderr(&o).contains("output.4: format OutputFormat(50) has no converter"),
+        "{}",
+        stderr(&o)
+    );
     assert!(
         out.join(format!("{CONV}.output.6.1x1x1x1x16x16.npy"))
             .exists()
     );
     assert!(
-        stderr(&o).contains("output.6: format C1HWNCoC0 has no converter"),
+        stderr(&o).contains("output.6: format C1HWNCoC0 without an original_shape"),
         "{}",
         stderr(&o)
     );

@@ -4,7 +4,7 @@
 //! size (`elem`: 1, 2, 4, 8 or 16 bytes, the sizes of every whole-byte
 //! [`DType`](dump_core::DType)), so one routine
 //! serves all dtypes. Host shapes are row-major (C order). Converting *to* the host layout
-//! drops the padding of the last C0 / N0 / M0 block; converting *from* it (the forward
+//! drops the padding of the last C0 / N0 / M0 block (and C1HWNCoC0's off-diagonal elements); converting *from* it (the forward
 //! direction, which tests and simulators use to make device data) writes zeros there.
 //!
 //! | device format | host layout | module |
@@ -16,6 +16,7 @@
 //! | `NC1HWC0_C04` | `NCHW` | [`nc1hwc0`] with C0 = 4 |
 //! | `NDC1HWC0` | `NCDHW` | [`ndc1hwc0`] |
 //! | `FRACTAL_Z_3D` | `NCDHW` (3-D weights) | [`fractal_z_3d`] |
+//! | `C1HWNCoC0` | `NCHW` (each channel on the diagonal of a `C0 × C0` block) | [`c1hwncoc0`] |
 //!
 //! Each function checks the source length against the shape (exactly) and the destination
 //! length (at least), and returns the number of bytes written. Shape products that overflow
@@ -24,6 +25,7 @@
 //! [`to_host()`](crate::to_host()) picks the right conversion for the Dumper from a device format,
 //! a device shape and a host shape.
 
+pub mod c1hwncoc0;
 pub mod fractal_nz;
 pub mod fractal_z;
 pub mod fractal_z_3d;

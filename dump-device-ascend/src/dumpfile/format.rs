@@ -106,8 +106,9 @@ impl CannFormat {
     }
 
     /// This crate's [`Format`] for the layouts it knows (`NCHW`, `NHWC`, `ND`, `NC1HWC0`,
-    /// `FRACTAL_Z`, `FRACTAL_NZ`, the same numbers as `aclFormat`); `None` for the others,
-    /// which [`crate::convert`] cannot convert yet.
+    /// `FRACTAL_Z`, `NC1HWC0_C04`, `C1HWNCoC0`, `FRACTAL_NZ`, `NDC1HWC0`, `FRACTAL_Z_3D`: the
+    /// numbers of [`Format::acl_format`]); `None` for the others, which [`crate::convert`]
+    /// cannot convert.
     pub fn format(self) -> Option<Format> {
         Format::ALL
             .iter()
@@ -153,5 +154,6 @@ mod tests {
             assert_eq!(c.name(), Some(back.name()));
         }
         assert_eq!(CannFormat::NCDHW.format(), None);
+        assert_eq!(CannFormat(25).format(), Some(Format::C1hwncoc0));
     }
 }

@@ -8,11 +8,12 @@
 //!   terminal.
 //! - Every file is streamed: the header is parsed, then each payload is read in 1 MiB pieces
 //!   (device formats block by block: one `(n, c1)` of NC1HWC0, one matrix of FRACTAL_NZ, the
-//!   whole tensor only for FRACTAL_Z, at most 64 MiB) and written as it is read, so memory is
-//!   bounded whatever the file's size.
+//!   whole tensor only for FRACTAL_Z, FRACTAL_Z_3D and C1HWNCoC0 with N > 1, at most 64 MiB)
+//!   and written as it is read, so memory is bounded whatever the file's size.
 //! - Without `--format` the payloads are written as stored (device layout and shape), as
-//!   msaccucmp's parse mode does. `--format NCHW` / `ND` converts NC1HWC0, FRACTAL_Z and
-//!   FRACTAL_NZ to the host layout of `original_shape` (and NHWC to NCHW for NCHW);
+//!   msaccucmp's parse mode does. `--format NCHW` / `ND` converts NC1HWC0 (and `_C04`),
+//!   NDC1HWC0, FRACTAL_Z, FRACTAL_Z_3D, C1HWNCoC0 and FRACTAL_NZ to the host layout of
+//!   `original_shape` (and NHWC to NCHW for NCHW);
 //!   `--format NHWC` converts to NCHW and then to channels-last. Formats without a converter
 //!   are written in their device format, with a warning.
 //! - `--layout msaccucmp` (default; spec §6): `B.{input|output}.{i}.npy`, with `--format`
@@ -82,9 +83,10 @@ pub struct Args {
     /// The output directory (created).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Convert device formats (NC1HWC0, FRACTAL_Z, FRACTAL_NZ; NHWC for NCHW) to this host
-    /// layout; without it tensors are written as stored. Formats with no converter are
-    /// written as stored, with a warning.
+    /// Convert device formats (NC1HWC0, NC1HWC0_C04, NDC1HWC0, FRACTAL_Z, FRACTAL_Z_3D,
+    /// C1HWNCoC0, FRACTAL_NZ; NHWC for NCHW) to this host layout, the shape of each tensor's
+    /// original_shape; without it tensors are written as stored. Formats with no converter,
+    /// or without an original_shape, are written as stored, with a warning.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<Target>,
     /// Output names and directories: msaccucmp's flat names, or MindSpore's tree with

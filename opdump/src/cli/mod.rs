@@ -103,8 +103,8 @@ pub enum Command {
     /// Convert Ascend CANN dump files ({op_type}.{op_name}.{task}.{stream}.{timestamp}) to
     /// .npy, streamed and in parallel: msaccucmp's `convert` without the CANN toolkit.
     ///
-    /// Directories are walked; device formats (NC1HWC0, FRACTAL_Z, FRACTAL_NZ) are converted
-    /// with --format; --layout mindspore writes MindSpore's tree and statistic.csv so that
+    /// Directories are walked; device formats (NC1HWC0, FRACTAL_Z, FRACTAL_NZ, C1HWNCoC0, ...:
+    /// see --format) are converted with --format; --layout mindspore writes MindSpore's tree and statistic.csv so that
     /// inspect and compare read the result. Exit code 2 if any file failed (each error names
     /// the file and the byte offset), 0 otherwise.
     Convert(convert::Args),
