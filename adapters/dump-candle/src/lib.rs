@@ -79,6 +79,10 @@ pub use candle_nn;
 #[cfg(feature = "onnx")]
 pub use candle_onnx;
 pub use convert::{dtype_of, host_tensor, with_tensor_ref};
+/// dump-onnx, whose `OnnxRuntime` trait [`CandleRunner`] implements (feature `onnx`;
+/// re-exported so users need no second dependency).
+#[cfg(feature = "onnx")]
+pub use dump_onnx;
 pub use dumped::{Dumped, DumpedT, op_type_of};
 pub use error::{Error, EvalCause, NodeAt};
 #[cfg(feature = "onnx")]

@@ -43,6 +43,9 @@ mod runner;
 mod runtime;
 mod values;
 
+/// dump-onnx, whose `OnnxRuntime` trait this crate's runner implements (re-exported so
+/// users need no second dependency).
+pub use dump_onnx;
 pub use env::{DYLIB_VAR, environment, library_path};
 pub use error::Error;
 /// The `ort` version this adapter is built against (re-exported so users need no second pin).

@@ -55,6 +55,9 @@ mod tensor;
 use core::fmt;
 
 pub use dtype::dtype_of;
+/// dump-onnx, whose `OnnxRuntime` trait this crate's runner implements (re-exported so
+/// users need no second dependency).
+pub use dump_onnx;
 pub use origin::OnnxNodes;
 pub use run::TractDump;
 pub use runner::TractRunner;
