@@ -17,6 +17,31 @@ use crate::{Error, OnnxNodes, TractDump, dtype_of, host_tensor, tensor::tensor_r
 
 /// An ONNX model loaded by tract; after [`prepare`](TractRunner::prepare), its typed plan
 /// (one kernel per ONNX node, as `into_typed` builds it) and dump state.
+///
+/// Through the runtime trait, as `opdump run` drives it:
+///
+/// ```
+/// use dump_tract::{TractRunner, dump_onnx::{HostTensor, LoadOptions, OnnxRuntime}};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/onnx/add2.onnx");
+/// let mut r = TractRunner::load(model.as_ref(), &LoadOptions::default())?;
+/// let (a, b) = (1.5f32.to_le_bytes().repeat(6), 2.0f32.to_le_bytes().repeat(6));
+/// let inputs = r.inputs().into_iter().zip([a, b]).map(|(d, data)| HostTensor {
+///     name: d.name,
+///     dtype: d.dtype.expect("float32"),
+///     shape: d.shape.expect("[2, 3]"),
+///     data,
+/// });
+/// r.set_inputs(inputs.collect())?;
+/// let mut dumper = dump_host::Dumper::disabled(); // or Dumper::from_env()
+/// r.step(&mut dumper)?;
+/// let out = r.outputs()?;
+/// assert_eq!(out[0].shape, [2, 3]);
+/// assert_eq!(out[0].data, 5.25f32.to_le_bytes().repeat(6)); // y = (a + b) * a
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct TractRunner {
     graph_id: u32,
