@@ -24,7 +24,7 @@ use dump_host::{
     config::{Env, FlightRecorder, NonFinitePolicy, SavedData},
     diag::{Event, EventSink},
 };
-use dump_onnx::{DeclaredInput as Declared, HostTensor as Feed, LoadOptions};
+use dump_onnx::{DeclaredInput, HostTensor, LoadOptions};
 
 use super::{
     demo::{categories_json, default_config},
@@ -95,7 +95,7 @@ fn describe(dtype: Option<DType>, shape: Option<&[usize]>) -> String {
 }
 
 /// [`describe`] for a declared input, naming an ONNX type without a dump dtype.
-fn declared_type(d: &Declared) -> String {
+fn declared_type(d: &DeclaredInput) -> String {
     describe_as(
         d.dtype
             .map(|t| t.to_string())
@@ -117,7 +117,7 @@ fn describe_as(dtype: Option<String>, shape: Option<&[usize]>) -> String {
 /// bfloat16; `<V1` as int4 (ml_dtypes' one value per byte, its low nibble, packed two per byte,
 /// low nibble first). Anything else (float8, uint4, a model that declares no type) is an
 /// error saying what the file may hold and what opdump reads.
-fn resolve_opaque(npy: &mut dump_npy::NpyFile, d: &Declared) -> Result<(), String> {
+fn resolve_opaque(npy: &mut dump_npy::NpyFile, d: &DeclaredInput) -> Result<(), String> {
     let holds = match npy.descr.as_str() {
         "<f1" | "|f1" => "ml_dtypes' float8_e5m2",
         d if d.ends_with('2') => "ml_dtypes' bfloat16",
@@ -155,9 +155,9 @@ fn resolve_opaque(npy: &mut dump_npy::NpyFile, d: &Declared) -> Result<(), Strin
 }
 
 /// Reads `--input NAME=FILE.npy` values and checks them against the declared inputs.
-fn read_feeds(specs: &[String], declared: &[Declared]) -> Result<Vec<Feed>, Failure> {
+fn read_feeds(specs: &[String], declared: &[DeclaredInput]) -> Result<Vec<HostTensor>, Failure> {
     let names: Vec<&str> = declared.iter().map(|d| d.name.as_str()).collect();
-    let mut feeds: Vec<Option<Feed>> = vec![None; declared.len()];
+    let mut feeds: Vec<Option<HostTensor>> = vec![None; declared.len()];
     for spec in specs {
         let Some((name, file)) = spec.split_once('=') else {
             return Err(Failure::Invalid(format!(
@@ -196,7 +196,7 @@ fn read_feeds(specs: &[String], declared: &[Declared]) -> Result<Vec<Feed>, Fail
                 describe(d.dtype, d.shape.as_deref())
             )));
         }
-        feeds[i] = Some(Feed {
+        feeds[i] = Some(HostTensor {
             name: name.to_owned(),
             dtype: npy.dtype,
             shape: npy.shape,
@@ -238,7 +238,7 @@ impl SplitMix {
 }
 
 /// Random values for every declared input: floats in [-1, 1), integers in 0..10, booleans.
-fn random_feeds(declared: &[Declared], seed: u64) -> Result<Vec<Feed>, Failure> {
+fn random_feeds(declared: &[DeclaredInput], seed: u64) -> Result<Vec<HostTensor>, Failure> {
     let mut rng = SplitMix(seed);
     declared
         .iter()
@@ -273,7 +273,7 @@ fn random_feeds(declared: &[Declared], seed: u64) -> Result<Vec<Feed>, Failure> 
                     }
                 }
             }
-            Ok(Feed {
+            Ok(HostTensor {
                 name: d.name.clone(),
                 dtype,
                 shape,
