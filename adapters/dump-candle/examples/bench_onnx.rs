@@ -14,11 +14,11 @@
 
 use std::{collections::HashMap, path::PathBuf, time::Instant};
 
-use dump_candle::{candle_core::Tensor, candle_onnx, convert::host_tensor, onnx::OnnxRunner};
+use dump_candle::{CandleRunner, candle_core::Tensor, candle_onnx, host_tensor};
 use dump_core::DType;
 use dump_host::{DumpOptions, Dumper};
 use dump_onnx::Model;
-use dump_ort::{OrtRunner, host_value, ort};
+use dump_ort::{OrtRunner, ort};
 
 type Res<T> = Result<T, String>;
 
@@ -158,7 +158,7 @@ fn candle_rows(file: &str, steps: usize) -> Res<Vec<(String, f64)>> {
         feed.insert(name, t);
     }
     let plain = candle_onnx::read_file(fixture(file)).map_err(|e| e.to_string())?;
-    let mut runner = OnnxRunner::new(bytes, 0).map_err(|e| e.to_string())?;
+    let mut runner = CandleRunner::new(bytes, 0).map_err(|e| e.to_string())?;
     rows(
         "candle-onnx",
         steps,
@@ -186,7 +186,7 @@ fn ort_rows(
     let model = Model::parse(bytes.clone()).map_err(|e| e.to_string())?;
     let mut feed = Vec::new();
     for (name, shape, data) in inputs(&model, file)? {
-        let v = host_value(DType::Float32, &shape, &data).map_err(|e| e.to_string())?;
+        let v = dump_ort::host_tensor(DType::Float32, &shape, &data).map_err(|e| e.to_string())?;
         feed.push((name, v));
     }
     let mut plain = Session::builder(env)
@@ -195,7 +195,7 @@ fn ort_rows(
         .map_err(|e| e.to_string())?
         .commit_from_memory(&bytes)
         .map_err(|e| e.to_string())?;
-    let mut runner = OrtRunner::new(env, bytes, 0).map_err(|e| e.to_string())?;
+    let mut runner = OrtRunner::new(bytes, 0).map_err(|e| e.to_string())?;
     rows(
         "ort",
         steps,

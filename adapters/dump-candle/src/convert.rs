@@ -48,9 +48,26 @@ pub(crate) fn unsupported_reason(t: &Tensor) -> Option<String> {
 }
 
 /// Calls `f` with `t` as a [`TensorRef`] borrowing candle's storage (held read-locked for
-/// the call). `None` when the tensor's dtype or device has no mapping
-/// (`unsupported_reason` says why).
-pub fn with_tensor_ref<R>(t: &Tensor, f: impl FnOnce(TensorRef<'_>) -> R) -> Option<R> {
+/// the call), or says why it cannot ([`Error::Unsupported`](crate::Error::Unsupported): a
+/// dtype or device with no dump mapping).
+pub fn with_tensor_ref<R>(
+    t: &Tensor,
+    f: impl FnOnce(TensorRef<'_>) -> R,
+) -> Result<R, crate::Error> {
+    if let Some(why) = unsupported_reason(t) {
+        return Err(crate::Error::Unsupported(why));
+    }
+    tensor_view(t, f).ok_or_else(|| {
+        crate::Error::Unsupported(format!(
+            "a candle {:?} tensor of shape {:?} whose storage has no dump view is skipped",
+            t.dtype(),
+            t.dims()
+        ))
+    })
+}
+
+/// `f` over `t`'s storage; `None` when there is no view of it.
+fn tensor_view<R>(t: &Tensor, f: impl FnOnce(TensorRef<'_>) -> R) -> Option<R> {
     let (storage, layout) = t.storage_and_layout();
     match &*storage {
         Storage::Cpu(cpu) => {
@@ -97,11 +114,9 @@ pub(crate) fn dump_tensor(
         }
     });
     match done {
-        Some(r) => r,
-        None => {
-            if let Some(why) = unsupported_reason(t) {
-                diagnostics.insert(why);
-            }
+        Ok(r) => r,
+        Err(why) => {
+            diagnostics.insert(why.to_string());
             Ok(())
         }
     }
@@ -189,7 +204,11 @@ mod tests {
     #[test]
     fn eight_bit_floats_are_unsupported() {
         let t = Tensor::zeros(4, candle_core::DType::F8E4M3, &Device::Cpu).unwrap();
-        assert!(with_tensor_ref(&t, |_| ()).is_none());
+        let e = with_tensor_ref(&t, |_| ()).unwrap_err().to_string();
+        assert!(
+            e.contains("F8E4M3") && e.contains("no MindSpore dtype"),
+            "{e}"
+        );
         assert!(unsupported_reason(&t).unwrap().contains("F8E4M3"));
     }
 }

@@ -10,13 +10,9 @@ pub enum Error {
     Dump(dump_host::Error),
     /// candle failed while running the model (the ONNX evaluator).
     Candle(candle_core::Error),
-    /// A tensor cannot be handed to the Dumper: its dtype or device has no dump mapping.
-    Unsupported {
-        /// The kernel (full scope name) the tensor belongs to.
-        kernel: String,
-        /// What is not supported and what is.
-        message: String,
-    },
+    /// A tensor cannot be handed to the Dumper: its dtype or device has no dump mapping
+    /// (what is not supported and what is).
+    Unsupported(String),
     /// The model cannot be dumped as given (the ONNX evaluator: no graph, a node without
     /// outputs, a missing input).
     Model(String),
@@ -70,7 +66,7 @@ impl fmt::Display for Error {
         match self {
             Error::Dump(e) => write!(f, "dump: {e}"),
             Error::Candle(e) => write!(f, "candle: {e}"),
-            Error::Unsupported { kernel, message } => write!(f, "{kernel}: {message}"),
+            Error::Unsupported(m) => f.write_str(m),
             Error::Model(m) => write!(f, "model: {m}"),
             Error::Eval { node, cause } => {
                 let verb = match **cause {

@@ -11,8 +11,10 @@
 //!   themselves (`Parameter`), the update Δw with ‖Δw‖/‖w‖, and the optimizer's state
 //!   ([`OptimizerState`]); [`Training`] is the same for loops that call the optimizer
 //!   themselves;
-//! * with feature `onnx`, `onnx::OnnxRunner` runs a candle-onnx model with every node's
-//!   inputs and outputs dumped in graph order.
+//! * with feature `onnx`, `CandleRunner` runs an ONNX model through candle-onnx with every
+//!   node's inputs and outputs dumped in graph order (dump-onnx's shared driver); it is one
+//!   of the three `dump_onnx::OnnxRuntime`s, beside dump-tract's `TractRunner` and
+//!   dump-ort's `OrtRunner`.
 //!
 //! A [`Tracer`] runs each step: it begins the Dumper's step, installs it for the calling
 //! thread while your closure runs, and keeps the graph's execution order. CPU tensors are
@@ -63,7 +65,9 @@ mod error;
 mod eval;
 mod graph;
 #[cfg(feature = "onnx")]
-pub mod onnx;
+mod onnx;
+#[cfg(feature = "onnx")]
+mod runtime;
 mod trace;
 mod train;
 
@@ -74,7 +78,14 @@ pub use candle_nn;
 /// The candle-onnx version the ONNX evaluator runs (feature `onnx`).
 #[cfg(feature = "onnx")]
 pub use candle_onnx;
+pub use convert::{dtype_of, host_tensor, with_tensor_ref};
+/// dump-onnx, whose `OnnxRuntime` trait [`CandleRunner`] implements (feature `onnx`;
+/// re-exported so users need no second dependency).
+#[cfg(feature = "onnx")]
+pub use dump_onnx;
 pub use dumped::{Dumped, DumpedT, op_type_of};
 pub use error::{Error, EvalCause, NodeAt};
+#[cfg(feature = "onnx")]
+pub use onnx::CandleRunner;
 pub use trace::{Tracer, tap};
 pub use train::{DumpedOptimizer, OptimizerState, Training};

@@ -1,37 +1,40 @@
-//! Runs an ONNX model through candle-onnx with every node dumped (feature `onnx`).
+//! [`CandleRunner`]: an ONNX model run through candle-onnx with every node dumped (feature
+//! `onnx`).
 //!
 //! candle-onnx evaluates the graph node by node but only returns the graph's outputs, so the
-//! model is rewritten once ([`dump_onnx::with_outputs`]) to make every node output a graph
-//! output; after each evaluation [`dump_onnx::OnnxDump`] reports the nodes in graph order,
-//! each with its input and output tensors (candle's buffers, borrowed), the weights once per
-//! graph as constants and the graph inputs as Parameters.
+//! model goes through dump-onnx's shared driver ([`dump_onnx::ExposedModel`]): it is
+//! rewritten once to make every node output a graph output, and after each evaluation the
+//! nodes are reported in graph order, each with its input and output tensors (candle's
+//! buffers, borrowed), the weights once per graph as constants and the graph inputs as
+//! Parameters.
 //!
 //! Kernels are named `Default/{node name}/{op type}-op{n}`, the names dump-ort and
 //! dump-tract give the same model, and the graph description carries the ONNX value names,
 //! so dumps of one model by different runtimes line up.
 
-use std::{
-    collections::{BTreeSet, HashMap},
-    path::Path,
-};
+use std::{collections::HashMap, path::Path};
 
 use candle_core::Tensor;
-use dump_host::{Dumper, TensorRef};
-use dump_onnx::{Lookup, Model, OnnxDump, Values};
+use dump_host::Dumper;
+use dump_onnx::{ExposedModel, Hand, Lookup, Model, OnnxDump};
 use prost::Message;
 
 use crate::{Error, convert};
 
 /// A candle-onnx model prepared for dumped runs.
 #[derive(Debug)]
-pub struct OnnxRunner {
-    dump: OnnxDump,
+pub struct CandleRunner {
+    model: ExposedModel,
     exposed: candle_onnx::onnx::ModelProto,
+    /// The inputs [`OnnxRuntime::set_inputs`](dump_onnx::OnnxRuntime::set_inputs) fixed.
+    pub(crate) fed: HashMap<String, Tensor>,
+    /// The outputs of the last [`OnnxRuntime::step`](dump_onnx::OnnxRuntime::step).
+    pub(crate) last: HashMap<String, Tensor>,
 }
 
-impl OnnxRunner {
+impl CandleRunner {
     /// Prepares `bytes` (an `.onnx` file) for graph `graph_id`; external data is looked up
-    /// relative to the current folder ([`from_file`](OnnxRunner::from_file) looks beside the
+    /// relative to the current folder ([`from_file`](CandleRunner::from_file) looks beside the
     /// model).
     pub fn new(bytes: Vec<u8>, graph_id: u32) -> Result<Self, Error> {
         Self::build(bytes, Path::new("."), graph_id)
@@ -44,11 +47,7 @@ impl OnnxRunner {
     pub fn from_file(path: &Path, graph_id: u32) -> Result<Self, Error> {
         let bytes =
             std::fs::read(path).map_err(|e| Error::Model(format!("{}: {e}", path.display())))?;
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        Self::build(bytes, dir, graph_id)
+        Self::build(bytes, dump_onnx::model_dir(path), graph_id)
     }
 
     fn build(bytes: Vec<u8>, dir: &Path, graph_id: u32) -> Result<Self, Error> {
@@ -56,33 +55,23 @@ impl OnnxRunner {
             .map_err(|e| Error::Model(e.to_string()))?;
         drop(bytes);
         let model = Model::parse(inlined).map_err(|e| Error::Model(e.to_string()))?;
-        let declared: BTreeSet<&str> = model
-            .graph
-            .outputs
-            .iter()
-            .map(|o| o.name.as_str())
-            .collect();
-        let extra: Vec<&str> = model
-            .graph
-            .nodes
-            .iter()
-            .flat_map(|n| n.outputs.iter())
-            .map(String::as_str)
-            .filter(|o| !o.is_empty() && !declared.contains(o))
-            .collect();
-        let rewritten = dump_onnx::with_outputs(model.bytes(), &extra)
+        let model = ExposedModel::new(model, graph_id);
+        let rewritten = model
+            .exposed_bytes()
             .map_err(|e| Error::Model(e.to_string()))?;
         let exposed = candle_onnx::onnx::ModelProto::decode(rewritten.as_slice())
             .map_err(|e| Error::Model(format!("candle-onnx cannot read the model: {e}")))?;
-        Ok(OnnxRunner {
-            dump: OnnxDump::new(model, graph_id),
+        Ok(CandleRunner {
+            model,
             exposed,
+            fed: HashMap::new(),
+            last: HashMap::new(),
         })
     }
 
     /// The model's dump state: graph description, execution order, diagnostics.
     pub fn dump(&self) -> &OnnxDump {
-        &self.dump
+        self.model.dump()
     }
 
     /// Runs one step: evaluates the model on `inputs` (by graph input name), dumps every node
@@ -96,39 +85,21 @@ impl OnnxRunner {
         dumper: &mut Dumper,
         inputs: HashMap<String, Tensor>,
     ) -> Result<HashMap<String, Tensor>, Error> {
-        if let Some(m) = self.dump.missing_inputs(|n| inputs.contains_key(n)) {
-            return Err(Error::Model(m));
-        }
+        self.model
+            .check_inputs(|n| inputs.contains_key(n))
+            .map_err(|e| Error::Model(e.to_string()))?;
         let mut values = crate::eval::evaluate(&self.exposed, &inputs)?;
         values.extend(inputs);
-        self.dump.dump_step(dumper, &CandleValues(&values))?;
-        let mut out = HashMap::new();
-        for o in &self.dump.model().graph.outputs {
-            if let Some(t) = values.remove(&o.name) {
-                out.insert(o.name.clone(), t);
-            }
-        }
-        Ok(out)
+        self.model.dump_values(dumper, &values, view)?;
+        Ok(self.model.take_outputs(|name| values.remove(name)))
     }
 }
 
-/// One evaluation's candle tensors by value name.
-struct CandleValues<'a>(&'a HashMap<String, Tensor>);
-
-impl Values for CandleValues<'_> {
-    fn with_value(
-        &self,
-        name: &str,
-        f: &mut dyn FnMut(TensorRef<'_>) -> Result<(), dump_host::Error>,
-    ) -> Lookup {
-        let Some(t) = self.0.get(name) else {
-            return Lookup::Missing;
-        };
-        match convert::with_tensor_ref(t, f) {
-            Some(r) => Lookup::Done(r),
-            None => Lookup::Unsupported(
-                convert::unsupported_reason(t).unwrap_or_else(|| format!("{name}: no dump view")),
-            ),
-        }
+/// Shows one candle tensor of an evaluation to the Dumper (dump-onnx's
+/// [`View`](dump_onnx::View)).
+fn view(t: &Tensor, hand: &mut Hand<'_>) -> Lookup {
+    match convert::with_tensor_ref(t, hand) {
+        Ok(r) => Lookup::Done(r),
+        Err(e) => Lookup::Unsupported(e.to_string()),
     }
 }

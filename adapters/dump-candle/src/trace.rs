@@ -203,7 +203,7 @@ pub(crate) fn report_failed(op_type: &str, prefix: &str, input: &Tensor) {
         let name = format!("{prefix}{n}");
         a.record(n, &name, op_type, &[input], &[]);
         let done = convert::with_tensor_ref(input, |r| a.step.kernel_failed(op_type, &name, &[r]));
-        if let Some(Err(e)) = done {
+        if let Ok(Err(e)) = done {
             a.error.borrow_mut().get_or_insert(Error::Dump(e));
         }
     });
@@ -249,14 +249,12 @@ impl Active<'_> {
 
     fn parameter(&self, name: &str, t: &Tensor) {
         match convert::with_tensor_ref(t, |r| self.step.parameter(name, r)) {
-            Some(Ok(())) => {}
-            Some(Err(e)) => {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
                 self.error.borrow_mut().get_or_insert(Error::Dump(e));
             }
-            None => {
-                if let Some(why) = convert::unsupported_reason(t) {
-                    self.diagnostics.borrow_mut().insert(why);
-                }
+            Err(why) => {
+                self.diagnostics.borrow_mut().insert(why.to_string());
             }
         }
     }

@@ -187,7 +187,7 @@ fn l2(t: &Tensor) -> Result<f64> {
             .ok()
             .map(|s| s.map_or(0.0, |s| s.l2norm()))
     });
-    match host.flatten() {
+    match host.ok().flatten() {
         Some(v) => Ok(v),
         None => t
             .to_dtype(candle_core::DType::F64)?

@@ -8,7 +8,7 @@ mod support;
 use std::collections::HashMap;
 
 use candle_core::Tensor;
-use dump_candle::{convert::host_tensor, onnx::OnnxRunner};
+use dump_candle::{CandleRunner, host_tensor};
 use support::*;
 
 fn candle_inputs(model: &str) -> HashMap<String, Tensor> {
@@ -18,9 +18,9 @@ fn candle_inputs(model: &str) -> HashMap<String, Tensor> {
         .collect()
 }
 
-fn run(tmp: &Tmp, model: &str, common: &str, steps: usize) -> OnnxRunner {
+fn run(tmp: &Tmp, model: &str, common: &str, steps: usize) -> CandleRunner {
     let mut d = dumper(&tmp.0, common);
-    let mut r = OnnxRunner::new(model_bytes(model), 0).unwrap();
+    let mut r = CandleRunner::new(model_bytes(model), 0).unwrap();
     for _ in 0..steps {
         r.run(&mut d, candle_inputs(model)).unwrap();
     }
@@ -69,7 +69,7 @@ fn bf16_cast_is_refused_by_candle_onnx_with_its_error() {
     // Dumper is left usable (nothing half-dumped).
     let tmp = Tmp::new("bf16");
     let mut d = dumper(&tmp.0, r#", "saved_data": "tensor""#);
-    let mut r = OnnxRunner::new(model_bytes("cast_bf16"), 0).unwrap();
+    let mut r = CandleRunner::new(model_bytes("cast_bf16"), 0).unwrap();
     let e = r.run(&mut d, candle_inputs("cast_bf16")).unwrap_err();
     assert!(e.to_string().contains("Bfloat16"), "{e}");
     d.close().unwrap();
@@ -80,10 +80,10 @@ fn bf16_cast_is_refused_by_candle_onnx_with_its_error() {
 fn missing_inputs_and_bad_models_are_clear_errors() {
     let tmp = Tmp::new("errors");
     let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
-    let mut r = OnnxRunner::new(model_bytes("cnn"), 0).unwrap();
+    let mut r = CandleRunner::new(model_bytes("cnn"), 0).unwrap();
     let e = r.run(&mut d, HashMap::new()).unwrap_err().to_string();
     assert!(e.contains("missing input x"), "{e}");
-    let e = OnnxRunner::new(b"not a model".to_vec(), 0)
+    let e = CandleRunner::new(b"not a model".to_vec(), 0)
         .unwrap_err()
         .to_string();
     assert!(e.contains("not a valid ONNX model"), "{e}");
@@ -93,7 +93,7 @@ fn missing_inputs_and_bad_models_are_clear_errors() {
 fn stop_at_the_first_nan_returns_the_log_kernel() {
     let tmp = Tmp::new("stop");
     let mut d = stopping_dumper(&tmp.0, 2);
-    let mut r = OnnxRunner::new(model_bytes("nan_source"), 0).unwrap();
+    let mut r = CandleRunner::new(model_bytes("nan_source"), 0).unwrap();
     let (shape, v) = finite_nan_source_input();
     let finite: HashMap<String, Tensor> = [(
         "x".to_owned(),
@@ -126,7 +126,7 @@ fn save_kernel_args_writes_the_onnx_attributes() {
         .options(dump_host::DumpOptions::default())
         .open_json(text.into_bytes())
         .unwrap();
-    let mut r = OnnxRunner::new(model_bytes("cnn"), 0).unwrap();
+    let mut r = CandleRunner::new(model_bytes("cnn"), 0).unwrap();
     r.run(&mut d, candle_inputs("cnn")).unwrap();
     d.close().unwrap();
     let dir = tmp.rank().join("Net/0/0");

@@ -8,13 +8,18 @@ use core::fmt;
 pub enum Error {
     /// `libonnxruntime` could not be found or loaded.
     Library(String),
-    /// ONNX Runtime failed (session creation, a run).
+    /// ONNX Runtime failed (a run, a value it could not make).
     Ort(ort::Error),
+    /// ONNX Runtime cannot load the model (session creation failed: an operator it lacks,
+    /// an IR version it does not read).
+    Load(ort::Error),
     /// The Dumper failed (a write error, a config problem).
     Dump(dump_host::Error),
-    /// The model or its inputs cannot be used: not ONNX, a missing input, a value ONNX
-    /// Runtime does not return as a CPU tensor.
+    /// The model or its inputs cannot be used: a missing input, a value ONNX Runtime does
+    /// not return as a CPU tensor, an input of a type it has no tensors of.
     Model(String),
+    /// The model cannot be read (not ONNX, external data that cannot be read).
+    Onnx(dump_onnx::Error),
 }
 
 impl fmt::Display for Error {
@@ -22,8 +27,10 @@ impl fmt::Display for Error {
         match self {
             Error::Library(m) => write!(f, "ONNX Runtime library: {m}"),
             Error::Ort(e) => write!(f, "ONNX Runtime: {e}"),
+            Error::Load(e) => write!(f, "ONNX Runtime cannot load this model: {e}"),
             Error::Dump(e) => write!(f, "dump: {e}"),
             Error::Model(m) => write!(f, "model: {m}"),
+            Error::Onnx(e) => write!(f, "model: {e}"),
         }
     }
 }
@@ -31,8 +38,9 @@ impl fmt::Display for Error {
 impl core::error::Error for Error {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
-            Error::Ort(e) => Some(e),
+            Error::Ort(e) | Error::Load(e) => Some(e),
             Error::Dump(e) => Some(e),
+            Error::Onnx(e) => Some(e),
             _ => None,
         }
     }
@@ -58,6 +66,6 @@ impl From<ort::Error<ort::session::builder::SessionBuilder>> for Error {
 
 impl From<dump_onnx::Error> for Error {
     fn from(e: dump_onnx::Error) -> Self {
-        Error::Model(e.to_string())
+        Error::Onnx(e)
     }
 }

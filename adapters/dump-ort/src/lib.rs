@@ -24,11 +24,11 @@
 //! use dump_host::Dumper;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let env = dump_ort::environment()?; // ORT_DYLIB_PATH=/path/to/libonnxruntime.so
-//! let mut runner = dump_ort::OrtRunner::new(&env, std::fs::read("model.onnx")?, 0)?;
+//! // ORT_DYLIB_PATH=/path/to/libonnxruntime.so (loaded once per process: `environment()`)
+//! let mut runner = dump_ort::OrtRunner::from_file("model.onnx".as_ref(), 0)?;
 //! let mut dumper = Dumper::from_env()?; // MINDSPORE_DUMP_CONFIG
 //! let x = [0f32; 64];
-//! let input = dump_ort::host_value(dump_core::DType::Float32, &[1, 1, 8, 8], bytemuck::cast_slice(&x))?;
+//! let input = dump_ort::host_tensor(dump_core::DType::Float32, &[1, 1, 8, 8], bytemuck::cast_slice(&x))?;
 //! let outputs = runner.run(&mut dumper, &[("x".into(), input)])?;
 //! dumper.close()?;
 //! # drop(outputs);
@@ -40,11 +40,15 @@
 mod env;
 mod error;
 mod runner;
+mod runtime;
 mod values;
 
+/// dump-onnx, whose `OnnxRuntime` trait this crate's runner implements (re-exported so
+/// users need no second dependency).
+pub use dump_onnx;
 pub use env::{DYLIB_VAR, environment, library_path};
 pub use error::Error;
 /// The `ort` version this adapter is built against (re-exported so users need no second pin).
 pub use ort;
 pub use runner::OrtRunner;
-pub use values::{dtype_of, host_value, with_value_ref};
+pub use values::{dtype_of, host_tensor, with_tensor_ref};

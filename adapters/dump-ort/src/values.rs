@@ -1,11 +1,9 @@
 //! ONNX Runtime values as [`TensorRef`]s (CPU tensors borrowed in place) and host tensors as
 //! ONNX Runtime inputs.
 
-use std::collections::HashMap;
-
 use dump_core::DType;
 use dump_host::TensorRef;
-use dump_onnx::{Lookup, Values};
+use dump_onnx::{Hand, HostTensor, Lookup};
 use ort::{
     memory::Allocator,
     value::{DynTensor, DynTensorValueType, DynValue, TensorElementType, ValueRef, ValueType},
@@ -64,11 +62,12 @@ fn element_type(d: DType) -> Option<TensorElementType> {
 
 /// Calls `f` with `v` as a host [`TensorRef`] borrowing ONNX Runtime's buffer, or says why
 /// it cannot ([`Error::Model`]: not a tensor, no MindSpore dtype, not in CPU memory).
-pub fn with_value_ref<R>(v: &DynValue, f: impl FnOnce(TensorRef<'_>) -> R) -> Result<R, Error> {
-    with_value_ref_inner(v, f).map_err(Error::Model)
+pub fn with_tensor_ref<R>(v: &DynValue, f: impl FnOnce(TensorRef<'_>) -> R) -> Result<R, Error> {
+    tensor_ref(v, f).map_err(Error::Model)
 }
 
-fn with_value_ref_inner<R>(v: &DynValue, f: impl FnOnce(TensorRef<'_>) -> R) -> Result<R, String> {
+/// [`with_tensor_ref`] with the reason it cannot as text: a diagnostic line, not an error.
+fn tensor_ref<R>(v: &DynValue, f: impl FnOnce(TensorRef<'_>) -> R) -> Result<R, String> {
     let ValueType::Tensor { ty, shape, .. } = v.dtype() else {
         return Err(format!(
             "{} values are not tensors and are skipped",
@@ -108,7 +107,7 @@ fn with_value_ref_inner<R>(v: &DynValue, f: impl FnOnce(TensorRef<'_>) -> R) -> 
 
 /// A host tensor (little-endian bytes in C order) as an ONNX Runtime input value (one copy,
 /// into memory ONNX Runtime allocates).
-pub fn host_value(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<DynValue, Error> {
+pub fn host_tensor(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<DynValue, Error> {
     let ty = element_type(dtype)
         .ok_or_else(|| Error::Model(format!("{dtype} inputs are not supported")))?;
     let need = shape
@@ -132,23 +131,20 @@ pub fn host_value(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<DynValu
     Ok(t.into_dyn())
 }
 
-/// One run's values by name: the inputs fed and the outputs returned.
-pub(crate) struct RunValues<'a> {
-    pub(crate) values: HashMap<&'a str, ValueRef<'a>>,
+/// Shows one value of a run to the Dumper (dump-onnx's [`View`](dump_onnx::View)).
+pub(crate) fn view(v: &ValueRef<'_>, hand: &mut Hand<'_>) -> Lookup {
+    match tensor_ref(v, hand) {
+        Ok(r) => Lookup::Done(r),
+        Err(why) => Lookup::Unsupported(why),
+    }
 }
 
-impl Values for RunValues<'_> {
-    fn with_value(
-        &self,
-        name: &str,
-        f: &mut dyn FnMut(TensorRef<'_>) -> Result<(), dump_host::Error>,
-    ) -> Lookup {
-        match self.values.get(name) {
-            None => Lookup::Missing,
-            Some(v) => match with_value_ref_inner(v, f) {
-                Ok(r) => Lookup::Done(r),
-                Err(why) => Lookup::Unsupported(why),
-            },
-        }
-    }
+/// Value `name` copied to the host (a CPU tensor of a dtype opdump has).
+pub(crate) fn to_host(name: &str, v: &DynValue) -> Result<HostTensor, Error> {
+    with_tensor_ref(v, |t| HostTensor {
+        name: name.to_owned(),
+        dtype: t.dtype(),
+        shape: t.shape().to_vec(),
+        data: t.host_bytes().unwrap_or_default().to_vec(),
+    })
 }

@@ -8,25 +8,28 @@
 #[path = "../../testsupport/onnx_fixtures.rs"]
 mod support;
 
-use dump_ort::{OrtRunner, environment, host_value, ort::environment::Environment};
+use dump_ort::{OrtRunner, environment, host_tensor};
 use support::*;
 
-/// The ONNX Runtime environment, or `None` (the reason printed) when the library is not
+/// Whether ONNX Runtime loads; `false` (the reason printed) when the library is not
 /// available outside CI; on CI a missing library fails the test.
-fn env() -> Option<Environment> {
-    onnx_runtime_available().then(|| environment().expect("ONNX Runtime loads"))
+fn available() -> bool {
+    onnx_runtime_available()
+        && environment()
+            .map(drop)
+            .map_or_else(|e| panic!("{e}"), |()| true)
 }
 
 fn ort_inputs(model: &str) -> Vec<(String, dump_ort::ort::value::DynValue)> {
     inputs(model)
         .into_iter()
-        .map(|(name, f)| (name, host_value(f.dtype, &f.shape, &f.data).unwrap()))
+        .map(|(name, f)| (name, host_tensor(f.dtype, &f.shape, &f.data).unwrap()))
         .collect()
 }
 
-fn run(env: &Environment, tmp: &Tmp, model: &str, common: &str, steps: usize) -> OrtRunner {
+fn run(tmp: &Tmp, model: &str, common: &str, steps: usize) -> OrtRunner {
     let mut d = dumper(&tmp.0, common);
-    let mut r = OrtRunner::new(env, model_bytes(model), 0).unwrap();
+    let mut r = OrtRunner::new(model_bytes(model), 0).unwrap();
     let ins = ort_inputs(model);
     for _ in 0..steps {
         r.run(&mut d, &ins).unwrap();
@@ -37,9 +40,11 @@ fn run(env: &Environment, tmp: &Tmp, model: &str, common: &str, steps: usize) ->
 
 #[test]
 fn cnn_two_full_steps_pass_the_adapter_check() {
-    let Some(env) = env() else { return };
+    if !available() {
+        return;
+    }
     let tmp = Tmp::new("cnn");
-    let r = run(&env, &tmp, "cnn", r#", "saved_data": "full""#, 2);
+    let r = run(&tmp, "cnn", r#", "saved_data": "full""#, 2);
     let diags: Vec<&str> = r.dump().diagnostics().collect();
     assert!(diags.is_empty(), "{diags:?}");
     check_full_dump("cnn", &tmp.rank(), r.dump().graph(), 2);
@@ -47,20 +52,24 @@ fn cnn_two_full_steps_pass_the_adapter_check() {
 
 #[test]
 fn nan_hunt_dumps_the_log_kernel_and_what_follows_it_only() {
-    let Some(env) = env() else { return };
+    if !available() {
+        return;
+    }
     let tmp = Tmp::new("nan");
     let common = r#", "saved_data": "tensor", "op_debug_mode": 3"#;
-    let r = run(&env, &tmp, "nan_source", common, 1);
+    let r = run(&tmp, "nan_source", common, 1);
     check_nan_hunt(&tmp.rank(), r.dump().graph());
 }
 
 #[test]
 fn f16_and_bf16_cast_pairs_match_the_reference() {
-    let Some(env) = env() else { return };
+    if !available() {
+        return;
+    }
     for model in ["cast_f16", "cast_bf16"] {
         let tmp = Tmp::new(model);
         let common = r#", "saved_data": "tensor", "input_output": 2"#;
-        let r = run(&env, &tmp, model, common, 1);
+        let r = run(&tmp, model, common, 1);
         let dir = tmp.rank().join("Net/0/0");
         for n in &r.dump().graph().nodes {
             let value = &n.outputs[0].value;
@@ -73,33 +82,37 @@ fn f16_and_bf16_cast_pairs_match_the_reference() {
 
 #[test]
 fn missing_inputs_and_bad_models_are_clear_errors() {
-    let Some(env) = env() else { return };
+    if !available() {
+        return;
+    }
     let tmp = Tmp::new("errors");
     let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
-    let mut r = OrtRunner::new(&env, model_bytes("cnn"), 0).unwrap();
+    let mut r = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
     let e = r.run(&mut d, &[]).unwrap_err().to_string();
     assert!(e.contains("missing input x"), "{e}");
-    let e = OrtRunner::new(&env, b"not a model".to_vec(), 0)
+    let e = OrtRunner::new(b"not a model".to_vec(), 0)
         .unwrap_err()
         .to_string();
     assert!(e.contains("not a valid ONNX model"), "{e}");
     // A wrong shape is ONNX Runtime's error, naming the input.
-    let x = host_value(dump_core::DType::Float32, &[1, 1, 2, 2], &[0; 16]).unwrap();
+    let x = host_tensor(dump_core::DType::Float32, &[1, 1, 2, 2], &[0; 16]).unwrap();
     let e = r.run(&mut d, &[("x".into(), x)]).unwrap_err().to_string();
     assert!(e.contains("x"), "{e}");
 }
 
 #[test]
 fn stop_at_the_first_nan_returns_the_log_kernel() {
-    let Some(env) = env() else { return };
+    if !available() {
+        return;
+    }
     let tmp = Tmp::new("stop");
     let mut d = stopping_dumper(&tmp.0, 2);
-    let mut r = OrtRunner::new(&env, model_bytes("nan_source"), 0).unwrap();
+    let mut r = OrtRunner::new(model_bytes("nan_source"), 0).unwrap();
     let (shape, v) = finite_nan_source_input();
     let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
     let finite = vec![(
         "x".to_owned(),
-        host_value(dump_core::DType::Float32, &shape, &bytes).unwrap(),
+        host_tensor(dump_core::DType::Float32, &shape, &bytes).unwrap(),
     )];
     for _ in 0..3 {
         r.run(&mut d, &finite).unwrap();

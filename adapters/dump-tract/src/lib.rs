@@ -49,13 +49,18 @@ mod describe;
 mod dtype;
 mod origin;
 mod run;
+mod runner;
 mod tensor;
 
 use core::fmt;
 
 pub use dtype::dtype_of;
+/// dump-onnx, whose `OnnxRuntime` trait this crate's runner implements (re-exported so
+/// users need no second dependency).
+pub use dump_onnx;
 pub use origin::OnnxNodes;
 pub use run::TractDump;
+pub use runner::TractRunner;
 pub use tensor::host_tensor;
 /// The tract version this adapter is built against (re-exported so users need no second pin).
 pub use tract_onnx;
@@ -71,10 +76,31 @@ pub enum Error {
     Tract(tract_onnx::prelude::TractError),
     /// The Dumper failed (a write error, a config problem).
     Dump(dump_host::Error),
-    /// Host data cannot become a tract tensor (byte count, dtype tract lacks).
+    /// Host data cannot become a tract tensor (byte count, dtype tract lacks), or a
+    /// [`TractRunner`] used out of order.
     Tensor {
         /// What is wrong.
         message: String,
+    },
+    /// tract cannot load the model (an operator or attribute it does not read).
+    Load(tract_onnx::prelude::TractError),
+    /// tract cannot load the model: a graph input has an ONNX type tract has no tensors of.
+    InputType {
+        /// The graph input.
+        input: String,
+        /// Its ONNX element type (`BFLOAT16`).
+        onnx_type: &'static str,
+    },
+    /// tract cannot type or plan the model for the inputs given.
+    Plan(tract_onnx::prelude::TractError),
+    /// The file is not an ONNX model tract or dump-onnx can read.
+    Onnx(dump_onnx::Error),
+    /// The model file cannot be read.
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        cause: std::io::Error,
     },
 }
 
@@ -84,11 +110,29 @@ impl fmt::Display for Error {
             Error::Tract(e) => write!(f, "tract: {e:#}"),
             Error::Dump(e) => write!(f, "dump: {e}"),
             Error::Tensor { message } => write!(f, "tensor: {message}"),
+            Error::Load(e) => write!(f, "tract cannot load this model: {e:#}"),
+            Error::InputType { input, onnx_type } => write!(
+                f,
+                "tract cannot load this model: input {input:?} is {onnx_type}, a type tract has \
+                 no tensors of (run it with --runtime ort)"
+            ),
+            Error::Plan(e) => write!(f, "tract cannot run this model: {e:#}"),
+            Error::Onnx(e) => write!(f, "{e}"),
+            Error::Io { path, cause } => write!(f, "{}: {cause}", path.display()),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Dump(e) => Some(e),
+            Error::Onnx(e) => Some(e),
+            Error::Io { cause, .. } => Some(cause),
+            _ => None,
+        }
+    }
+}
 
 impl From<dump_host::Error> for Error {
     fn from(e: dump_host::Error) -> Self {

@@ -4,16 +4,12 @@
 //! Inputs come from `--input NAME=FILE.npy` (repeatable) or, with none, are deterministic
 //! pseudo-random values of the model's declared types and shapes (the seed is printed and can
 //! be set with `--seed`). The config is `--config` or the demo's embedded one.
-//! A runtime plugs in through the private `Runner` trait; `tract` is `tract::TractRunner`.
-
-#[cfg(feature = "candle")]
-mod candle;
-#[cfg(feature = "ort")]
-mod ort;
-#[cfg(feature = "tract")]
-mod tract;
+//! A runtime plugs in as a `dump_onnx::OnnxRuntime` (dump-tract's `TractRunner`, dump-candle's
+//! `CandleRunner`, dump-ort's `OrtRunner`), registered in `runtimes.rs` with its name, cargo
+//! feature and constructor; this command sees only the trait.
 
 mod contain;
+mod runtimes;
 
 use std::{
     io::Write,
@@ -24,10 +20,11 @@ use std::{
 
 use dump_core::DType;
 use dump_host::{
-    DumpOptions, Dumper,
+    DumpOptions,
     config::{Env, FlightRecorder, NonFinitePolicy, SavedData},
     diag::{Event, EventSink},
 };
+use dump_onnx::{DeclaredInput, HostTensor, LoadOptions};
 
 use super::{
     demo::{categories_json, default_config},
@@ -93,102 +90,12 @@ pub struct Args {
     pub set_dump: Vec<String>,
 }
 
-/// One model input as the runtime declares it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Declared {
-    /// Input name.
-    pub(crate) name: String,
-    /// Element type, when the model fixes it.
-    pub(crate) dtype: Option<DType>,
-    /// Dimensions, when the model fixes all of them.
-    pub(crate) shape: Option<Vec<usize>>,
-    /// The ONNX element type's name when it has no dump dtype (`FLOAT8E4M3FN`).
-    pub(crate) onnx_type: Option<&'static str>,
-}
-
-/// One input value: C-order little-endian bytes.
-#[derive(Clone, Debug)]
-pub(crate) struct Feed {
-    /// Input name.
-    pub(crate) name: String,
-    /// Element type.
-    pub(crate) dtype: DType,
-    /// Dimensions.
-    pub(crate) shape: Vec<usize>,
-    /// Bytes.
-    #[cfg_attr(
-        not(any(feature = "tract", feature = "candle", feature = "ort")),
-        allow(dead_code)
-    )]
-    pub(crate) data: Vec<u8>,
-}
-
-/// A model loaded by one runtime.
-pub(crate) trait Runner {
-    /// The runtime's name (`tract`).
-    fn name(&self) -> &'static str;
-    /// The model's inputs in order.
-    fn declared(&self) -> Vec<Declared>;
-    /// Fixes the inputs (one feed per declared input, in order) and prepares the plan.
-    fn prepare(&mut self, feeds: Vec<Feed>) -> Result<(), Failure>;
-    /// Runs one step with every kernel dumped; returns the kernels run.
-    fn step(&mut self, dumper: &mut Dumper) -> Result<usize, Failure>;
-    /// Tensors the runtime could not dump (unsupported types), one line each.
-    fn diagnostics(&self) -> Vec<String>;
-}
-
-/// Loads `model` with `runtime`.
-#[cfg_attr(
-    not(any(feature = "tract", feature = "candle", feature = "ort")),
-    allow(unused_variables)
-)]
-fn load(runtime: Runtime, model: &Path) -> Result<Box<dyn Runner>, Failure> {
-    match runtime {
-        #[cfg(feature = "tract")]
-        Runtime::Tract => Ok(Box::new(tract::TractRunner::load(model)?)),
-        #[cfg(not(feature = "tract"))]
-        Runtime::Tract => Err(Failure::Invalid(
-            "this opdump was built without the tract runtime (cargo feature `tract`)".into(),
-        )),
-        #[cfg(feature = "candle")]
-        Runtime::Candle => Ok(Box::new(candle::CandleRunner::load(model)?)),
-        #[cfg(not(feature = "candle"))]
-        Runtime::Candle => Err(Failure::Invalid(
-            "this opdump was built without the candle runtime (cargo feature `candle`)".into(),
-        )),
-        #[cfg(feature = "ort")]
-        Runtime::Ort => Ok(Box::new(ort::OrtModel::load(model)?)),
-        #[cfg(not(feature = "ort"))]
-        Runtime::Ort => Err(Failure::Invalid(
-            "this opdump was built without the ONNX Runtime runner (cargo feature `ort`)".into(),
-        )),
-    }
-}
-
-/// The inputs an ONNX model declares (candle and ORT runners read the model themselves).
-#[cfg(any(feature = "candle", feature = "ort"))]
-fn onnx_declared(m: &dump_onnx::Model) -> Vec<Declared> {
-    m.graph
-        .inputs
-        .iter()
-        .map(|i| Declared {
-            name: i.name.clone(),
-            dtype: i.dtype(),
-            shape: i.fixed_shape(),
-            onnx_type: i
-                .elem_type
-                .filter(|_| i.dtype().is_none())
-                .map(dump_onnx::type_name),
-        })
-        .collect()
-}
-
 fn describe(dtype: Option<DType>, shape: Option<&[usize]>) -> String {
     describe_as(dtype.map(|d| d.to_string()), shape)
 }
 
 /// [`describe`] for a declared input, naming an ONNX type without a dump dtype.
-fn declared_type(d: &Declared) -> String {
+fn declared_type(d: &DeclaredInput) -> String {
     describe_as(
         d.dtype
             .map(|t| t.to_string())
@@ -210,7 +117,7 @@ fn describe_as(dtype: Option<String>, shape: Option<&[usize]>) -> String {
 /// bfloat16; `<V1` as int4 (ml_dtypes' one value per byte, its low nibble, packed two per byte,
 /// low nibble first). Anything else (float8, uint4, a model that declares no type) is an
 /// error saying what the file may hold and what opdump reads.
-fn resolve_opaque(npy: &mut dump_npy::NpyFile, d: &Declared) -> Result<(), String> {
+fn resolve_opaque(npy: &mut dump_npy::NpyFile, d: &DeclaredInput) -> Result<(), String> {
     let holds = match npy.descr.as_str() {
         "<f1" | "|f1" => "ml_dtypes' float8_e5m2",
         d if d.ends_with('2') => "ml_dtypes' bfloat16",
@@ -248,9 +155,9 @@ fn resolve_opaque(npy: &mut dump_npy::NpyFile, d: &Declared) -> Result<(), Strin
 }
 
 /// Reads `--input NAME=FILE.npy` values and checks them against the declared inputs.
-fn read_feeds(specs: &[String], declared: &[Declared]) -> Result<Vec<Feed>, Failure> {
+fn read_feeds(specs: &[String], declared: &[DeclaredInput]) -> Result<Vec<HostTensor>, Failure> {
     let names: Vec<&str> = declared.iter().map(|d| d.name.as_str()).collect();
-    let mut feeds: Vec<Option<Feed>> = vec![None; declared.len()];
+    let mut feeds: Vec<Option<HostTensor>> = vec![None; declared.len()];
     for spec in specs {
         let Some((name, file)) = spec.split_once('=') else {
             return Err(Failure::Invalid(format!(
@@ -289,7 +196,7 @@ fn read_feeds(specs: &[String], declared: &[Declared]) -> Result<Vec<Feed>, Fail
                 describe(d.dtype, d.shape.as_deref())
             )));
         }
-        feeds[i] = Some(Feed {
+        feeds[i] = Some(HostTensor {
             name: name.to_owned(),
             dtype: npy.dtype,
             shape: npy.shape,
@@ -331,7 +238,7 @@ impl SplitMix {
 }
 
 /// Random values for every declared input: floats in [-1, 1), integers in 0..10, booleans.
-fn random_feeds(declared: &[Declared], seed: u64) -> Result<Vec<Feed>, Failure> {
+fn random_feeds(declared: &[DeclaredInput], seed: u64) -> Result<Vec<HostTensor>, Failure> {
     let mut rng = SplitMix(seed);
     declared
         .iter()
@@ -366,7 +273,7 @@ fn random_feeds(declared: &[Declared], seed: u64) -> Result<Vec<Feed>, Failure> 
                     }
                 }
             }
-            Ok(Feed {
+            Ok(HostTensor {
                 name: d.name.clone(),
                 dtype,
                 shape,
@@ -430,13 +337,30 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     run_inner(args, env, out, err).map(|()| Verdict::Clean)
 }
 
-/// `--stop-at-nonfinite` stopped the run at `at`.
-#[cfg_attr(
-    not(any(feature = "tract", feature = "candle", feature = "ort")),
-    allow(dead_code)
-)]
-pub(crate) fn stopped(at: dump_host::NonFiniteAt) -> Failure {
-    Failure::Stopped(format!("stopped at the first non-finite output: {at}"))
+/// What a runtime's error means for the command: `--stop-at-nonfinite`'s stop, bad input
+/// (the model file, an input, the environment: exit 2) or a runtime or dump failure (exit 1).
+/// Errors loading or preparing `model` name it, except an input's (which names the input)
+/// and a runtime that could not start (which names its library).
+fn failure(e: dump_onnx::Error, model: Option<&Path>) -> Failure {
+    if let Some(at) = e.non_finite() {
+        return Failure::Stopped(format!("stopped at the first non-finite output: {at}"));
+    }
+    let text = match model {
+        Some(p)
+            if !matches!(
+                e,
+                dump_onnx::Error::Input { .. } | dump_onnx::Error::Setup(_)
+            ) =>
+        {
+            format!("{}: {e}", p.display())
+        }
+        _ => e.to_string(),
+    };
+    if e.blames_caller() {
+        Failure::Invalid(text)
+    } else {
+        Failure::Failed(text)
+    }
 }
 
 /// A runtime call with its panic contained: a panic becomes [`Failure::Failed`] naming the
@@ -466,10 +390,11 @@ fn run_inner(
     std::fs::File::open(&args.model)
         .map_err(|e| Failure::Invalid(format!("{}: {e}", args.model.display())))?;
     let runtime = format!("{:?}", args.runtime).to_lowercase();
+    let load = runtimes::constructor(args.runtime)?;
     let mut runner = guarded(&runtime, "loading the model", || {
-        load(args.runtime, &args.model)
+        load(&args.model, &LoadOptions::graph(0)).map_err(|e| failure(e, Some(&args.model)))
     })?;
-    let declared = runner.declared();
+    let declared = runner.inputs();
     let feeds = if args.inputs.is_empty() {
         random_feeds(&declared, args.seed)?
     } else {
@@ -485,7 +410,9 @@ fn run_inner(
         .map(|f| format!("{} {} {:?}", f.name, f.dtype, f.shape))
         .collect();
     guarded(runner.name(), "preparing the model", || {
-        runner.prepare(feeds)
+        runner
+            .set_inputs(feeds)
+            .map_err(|e| failure(e, Some(&args.model)))
     })?;
     let mut opts = DumpOptions::from_env(env).map_err(|e| Failure::Invalid(e.to_string()))?;
     if let Some(steps) = args.flight_recorder {
@@ -533,7 +460,7 @@ fn run_inner(
         let t = Instant::now();
         let name = runner.name();
         match guarded(name, &format!("running step {n}"), || {
-            runner.step(&mut dumper)
+            runner.step(&mut dumper).map_err(|e| failure(e, None))
         }) {
             Ok(kernels) => {
                 let ms = t.elapsed().as_secs_f64() * 1e3;

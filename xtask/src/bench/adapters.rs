@@ -1,7 +1,10 @@
 //! Runtime adapter benchmarks (issue 14): the step time of a tract model through dump-tract
 //! without dump, with the adapter but dumping disabled, with a statistic-only dump (default
 //! categories), with a tensor dump, and with a `kernels` filter that rejects every kernel; plus
-//! the cost of one rejected kernel (`Step::kernel` on the plan's real kernel names).
+//! the cost of one rejected kernel (`Step::kernel` on the plan's real kernel names). One more
+//! mode runs the statistic dump through `dump_tract::TractRunner` as a
+//! `dump_onnx::OnnxRuntime` (what `opdump run` drives): its ratio beside the `TractDump` one
+//! is the cost of the runtime trait.
 //!
 //! Models: the fixture `tests/fixtures/onnx/cnn.onnx` and `large.onnx` (a conv stack whose
 //! undumped step takes tens of ms). Prints a table and writes
@@ -11,7 +14,8 @@ use std::{collections::HashMap, fmt::Write as _, path::PathBuf, time::Instant};
 
 use dump_host::{DumpOptions, Dumper};
 use dump_tract::{
-    TractDump,
+    TractDump, TractRunner,
+    dump_onnx::{HostTensor, LoadOptions, OnnxRuntime},
     tract_onnx::{self, prelude::*},
 };
 
@@ -88,6 +92,43 @@ fn scratch(tag: &str) -> PathBuf {
 enum Mode {
     Plain,
     Adapter(Box<(Dumper, TractDump, Option<PathBuf>)>),
+    Runtime(Box<(Dumper, Box<dyn OnnxRuntime>, Option<PathBuf>)>),
+}
+
+impl Mode {
+    /// The Dumper and dump root of a dumping mode.
+    fn dumper(&mut self) -> Option<(&mut Dumper, &Option<PathBuf>)> {
+        match self {
+            Mode::Plain => None,
+            Mode::Adapter(a) => Some((&mut a.0, &a.2)),
+            Mode::Runtime(r) => Some((&mut r.0, &r.2)),
+        }
+    }
+}
+
+/// `file` as `opdump run` loads it (`TractRunner` behind the runtime trait) with `inputs`.
+fn runtime(file: &str, inputs: &TVec<TValue>) -> Result<Box<dyn OnnxRuntime>, String> {
+    let mut r: Box<dyn OnnxRuntime> = Box::new(
+        TractRunner::load(&fixture(file), &LoadOptions::default()).map_err(|e| e.to_string())?,
+    );
+    let names: Vec<String> = r.inputs().into_iter().map(|d| d.name).collect();
+    let feeds = inputs
+        .iter()
+        .zip(names)
+        .map(|(t, name)| {
+            let bytes = t
+                .as_plain_ram()
+                .ok_or_else(|| format!("{file}: input {name} is not in plain memory"))?;
+            Ok(HostTensor {
+                name,
+                dtype: dump_core::DType::Float32,
+                shape: t.shape().to_vec(),
+                data: bytes.as_bytes().to_vec(),
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    r.set_inputs(feeds).map_err(|e| e.to_string())?;
+    Ok(r)
 }
 
 /// One model's rows: (mode, median ms). The modes take turns step by step (each round in a
@@ -127,6 +168,12 @@ fn model_rows(file: &str, steps: usize) -> Result<Vec<(String, f64)>, String> {
             Mode::Adapter(Box::new((d, TractDump::new(&plan, 0), Some(root)))),
         ));
     }
+    let root = scratch(&format!("{}-runtime", file.trim_end_matches(".onnx")));
+    let d = dumper(&root, "statistic", 0, "[]")?;
+    modes.push((
+        "OnnxRuntime::step, statistic dump".into(),
+        Mode::Runtime(Box::new((d, runtime(file, &inputs)?, Some(root)))),
+    ));
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     let mut order: Vec<usize> = (0..modes.len()).collect();
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -152,6 +199,11 @@ fn model_rows(file: &str, steps: usize) -> Result<Vec<(String, f64)>, String> {
                         .map(drop)
                         .map_err(|e| anyhow_like(&e))
                 }
+                Mode::Runtime(r) => {
+                    r.1.step(&mut r.0)
+                        .map(drop)
+                        .map_err(|e| TractError::msg(e.to_string()))
+                }
             }
             .map_err(|e| e.to_string())?;
             let elapsed = t.elapsed();
@@ -159,9 +211,9 @@ fn model_rows(file: &str, steps: usize) -> Result<Vec<(String, f64)>, String> {
             // next mode's step, so one mode's background writes (the writer's, then the
             // kernel's write-back) never slow another's (the step time is what the runtime
             // waits for; queued writes overlap its later steps).
-            if let Mode::Adapter(a) = mode {
-                a.0.flush().map_err(|e| e.to_string())?;
-                if a.2.is_some() {
+            if let Some((d, root)) = mode.dumper() {
+                d.flush().map_err(|e| e.to_string())?;
+                if root.is_some() {
                     let _ = std::process::Command::new("sync").status();
                 }
             }
@@ -172,12 +224,16 @@ fn model_rows(file: &str, steps: usize) -> Result<Vec<(String, f64)>, String> {
     }
     let mut out = Vec::new();
     for ((name, mode), t) in modes.into_iter().zip(times) {
-        if let Mode::Adapter(a) = mode {
-            let (mut d, _, root) = *a;
+        let (d, root) = match mode {
+            Mode::Plain => (None, None),
+            Mode::Adapter(a) => (Some(a.0), a.2),
+            Mode::Runtime(r) => (Some(r.0), r.2),
+        };
+        if let Some(mut d) = d {
             d.close().map_err(|e| e.to_string())?;
-            if let Some(r) = root {
-                let _ = std::fs::remove_dir_all(r);
-            }
+        }
+        if let Some(r) = root {
+            let _ = std::fs::remove_dir_all(r);
         }
         out.push((name, median(t)));
     }

@@ -1,0 +1,139 @@
+//! [`ExposedModel`]: the driver shared by runtimes that evaluate a whole ONNX graph and hand
+//! back only its outputs (ONNX Runtime, candle-onnx). It exposes every node output: the model
+//! is rewritten once so that each node output the graph does not already return becomes a
+//! graph output ([`with_outputs`](crate::with_outputs)); the runtime evaluates the rewritten
+//! model; after each evaluation its values (every value by name, the inputs fed included)
+//! are collected into one step of the Dumper by [`OnnxDump`] (nodes in graph order, weights
+//! once as constants, graph inputs as Parameters), and the model's own outputs are picked
+//! out for the caller.
+//!
+//! A runtime plugs in its value type and one function that shows a value to the Dumper
+//! ([`View`]); everything else is here.
+
+use std::{
+    borrow::Borrow,
+    collections::{BTreeSet, HashMap},
+    hash::Hash,
+};
+
+use dump_host::{Dumper, TensorRef};
+
+use crate::{Error, Lookup, Model, OnnxDump, Values, with_outputs};
+
+/// What a runtime's value is handed to: a kernel's input or output, a Parameter.
+pub type Hand<'f> = dyn FnMut(TensorRef<'_>) -> Result<(), dump_host::Error> + 'f;
+
+/// Shows one runtime value to the Dumper: calls `hand` with it as a [`TensorRef`] (borrowing
+/// the runtime's buffer) and returns [`Lookup::Done`] with the answer, or
+/// [`Lookup::Unsupported`] with why it cannot be dumped (its type or device).
+pub type View<V> = fn(&V, &mut Hand<'_>) -> Lookup;
+
+/// An ONNX model with every node output exposed as a graph output, and its dump state.
+#[derive(Debug)]
+pub struct ExposedModel {
+    dump: OnnxDump,
+    /// Node outputs that are not graph outputs, in graph order: appended as outputs.
+    exposed: Vec<String>,
+}
+
+impl ExposedModel {
+    /// Prepares `model` as graph `graph_id`: the node outputs it does not return are listed
+    /// for exposing.
+    pub fn new(model: Model, graph_id: u32) -> Self {
+        let declared: BTreeSet<&str> = model
+            .graph
+            .outputs
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect();
+        let exposed = model
+            .graph
+            .nodes
+            .iter()
+            .flat_map(|n| n.outputs.iter())
+            .filter(|o| !o.is_empty() && !declared.contains(o.as_str()))
+            .cloned()
+            .collect();
+        ExposedModel {
+            dump: OnnxDump::new(model, graph_id),
+            exposed,
+        }
+    }
+
+    /// The model's bytes with every node output a graph output: what the runtime evaluates.
+    pub fn exposed_bytes(&self) -> Result<Vec<u8>, Error> {
+        self.rewrite(self.dump.model().bytes())
+    }
+
+    /// `bytes` (this model, or the same model with its data inlined) with every node output
+    /// a graph output.
+    pub fn rewrite(&self, bytes: &[u8]) -> Result<Vec<u8>, Error> {
+        let names: Vec<&str> = self.exposed.iter().map(String::as_str).collect();
+        with_outputs(bytes, &names)
+    }
+
+    /// The node outputs appended as graph outputs, in graph order.
+    pub fn exposed(&self) -> &[String] {
+        &self.exposed
+    }
+
+    /// The model's dump state: graph description, execution order, diagnostics.
+    pub fn dump(&self) -> &OnnxDump {
+        &self.dump
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Model {
+        self.dump.model()
+    }
+
+    /// [`Error::Model`] naming every graph input `has` lacks and what the model expects.
+    pub fn check_inputs(&self, has: impl Fn(&str) -> bool) -> Result<(), Error> {
+        match self.dump.missing_inputs(has) {
+            Some(m) => Err(Error::Model(m)),
+            None => Ok(()),
+        }
+    }
+
+    /// Dumps one evaluation as the Dumper's next step ([`OnnxDump::dump_step`]): `values`
+    /// holds every value the runtime returned and the inputs it was fed, by value name, each
+    /// shown to the Dumper through `view`.
+    pub fn dump_values<K, V>(
+        &mut self,
+        dumper: &mut Dumper,
+        values: &HashMap<K, V>,
+        view: View<V>,
+    ) -> Result<(), dump_host::Error>
+    where
+        K: Borrow<str> + Hash + Eq,
+    {
+        self.dump.dump_step(dumper, &ByName { values, view })
+    }
+
+    /// The model's declared outputs, each taken by name with `take` (from the evaluation's
+    /// values); an output the runtime did not return is left out.
+    pub fn take_outputs<V>(&self, mut take: impl FnMut(&str) -> Option<V>) -> HashMap<String, V> {
+        self.dump
+            .model()
+            .graph
+            .outputs
+            .iter()
+            .filter_map(|o| take(&o.name).map(|v| (o.name.clone(), v)))
+            .collect()
+    }
+}
+
+/// One evaluation's values by name, shown through a runtime's [`View`].
+struct ByName<'a, K, V> {
+    values: &'a HashMap<K, V>,
+    view: View<V>,
+}
+
+impl<K: Borrow<str> + Hash + Eq, V> Values for ByName<'_, K, V> {
+    fn with_value(&self, name: &str, f: &mut Hand<'_>) -> Lookup {
+        match self.values.get(name) {
+            Some(v) => (self.view)(v, f),
+            None => Lookup::Missing,
+        }
+    }
+}
