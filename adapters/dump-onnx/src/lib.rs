@@ -32,6 +32,7 @@ mod error;
 mod expose;
 mod inline;
 mod model;
+mod scope;
 mod step;
 pub mod wire;
 
@@ -40,4 +41,7 @@ pub use error::Error;
 pub use expose::with_outputs;
 pub use inline::{MAX_INLINE_MODEL, inline_data};
 pub use model::{Dim, Graph, Initializer, Model, Node, ValueInfo, dtype, onnx_code, type_name};
+pub use scope::{
+    CLASS_HIERARCHY, NAME_SCOPES, REWRITE_RULE, TorchScope, node_rows, python_str_list,
+};
 pub use step::{Lookup, OnnxDump, Values};

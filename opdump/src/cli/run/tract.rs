@@ -138,7 +138,11 @@ impl Runner for TractRunner {
                 .map_err(|e| self.cannot(e))?;
             self.inputs.push(t.into_tvalue());
         }
-        let onnx = OnnxNodes::of(&model);
+        // The ONNX op types and torch scopes tract does not keep, for the source rows.
+        let rows = std::fs::read(&self.path)
+            .ok()
+            .and_then(|b| dump_onnx::node_rows(&b).ok());
+        let onnx = OnnxNodes::of(&model).with_rows(rows.unwrap_or_default());
         let plan = model
             .into_typed()
             .and_then(|m| m.into_runnable())
