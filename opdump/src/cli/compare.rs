@@ -42,7 +42,7 @@ use std::{io::Write, path::PathBuf};
 use dump_core::{DType, compare::Tolerance};
 use dump_read::{
     Dump,
-    compare::{Comparison, PairOutcome, PairResult, PairRule, Tolerances, compare},
+    compare::{Comparison, Mapping, PairOutcome, PairResult, PairRule, Tolerances, compare_with},
 };
 use serde_json::{Map, Value, json};
 
@@ -72,7 +72,7 @@ pub struct Args {
     #[arg(value_name = "B")]
     pub b: PathBuf,
     /// Print one JSON object (keys pairs, matched, only_in_a, only_in_b, within_a, within_b,
-    /// first_divergent).
+    /// fused_a, fused_b, nearest_a, nearest_b, first_divergent).
     #[arg(long)]
     pub json: bool,
     /// Also write one csv row per pair to FILE.
@@ -98,6 +98,12 @@ pub struct Args {
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// A mapping file (JSON, or YAML when named .yaml/.yml) of A's names to B's, tried before
+    /// the automatic rules: {"exact": {"A name": "B name"}, "prefix": {"A prefix": "B
+    /// prefix"}, "regex": {"A regex": "B name with $1"}}. B's name is an op name, an ONNX
+    /// node, an ONNX value or an FX call (conv2d_5). See docs/msprobe.md.
+    #[arg(long, value_name = "FILE")]
+    pub mapping: Option<PathBuf>,
 }
 
 fn tolerances(args: &Args) -> Result<Tolerances, String> {
@@ -147,6 +153,10 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
         report::output::install_interrupt_handler();
     }
     let tol = tolerances(args).map_err(Failure::Invalid)?;
+    let mapping = match &args.mapping {
+        Some(p) => Some(Mapping::load(p).map_err(|e| Failure::Invalid(format!("--mapping: {e}")))?),
+        None => None,
+    };
     // Both sides are opened before either error is returned, so a user sees both at once.
     let (a, b) = match (Dump::open(&args.a), Dump::open(&args.b)) {
         (Ok(a), Ok(b)) => (a, b),
@@ -159,10 +169,11 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
         }
     }
     let bar = Progress::new("compare", 0, !args.json);
-    let cmp = compare(
+    let cmp = compare_with(
         &a,
         &b,
         &tol,
+        mapping.as_ref(),
         super::inspect::threads(args.threads),
         &|d, total| {
             if d == 1 {
@@ -244,11 +255,15 @@ fn metric_cells(p: &PairResult) -> [String; 6] {
 /// `, N inside ONNX nodes the dumps compute differently` when the node rule left tensors within nodes.
 fn within_count(cmp: &Comparison) -> String {
     let n = cmp.within_a.len() + cmp.within_b.len();
-    if n == 0 {
-        String::new()
-    } else {
-        format!(", {n} inside ONNX nodes the dumps compute differently")
+    let f = cmp.fused_a.len() + cmp.fused_b.len();
+    let mut s = String::new();
+    if n > 0 {
+        s += &format!(", {n} inside ONNX nodes the dumps compute differently");
     }
+    if f > 0 {
+        s += &format!(", {f} fused into an ONNX node");
+    }
+    s
 }
 
 /// The ONNX nodes with tensors inside them: `(node, count in A, count in B)`, in A's order.
@@ -387,11 +402,32 @@ notes ({} pairs):\n",
             s += &format!("  ... {} more (--json lists them)\n", within.len() - 20);
         }
     }
-    for (side, d, list) in [("A", a, &cmp.only_in_a), ("B", b, &cmp.only_in_b)] {
+    for (side, d, list) in [("A", a, &cmp.fused_a), ("B", b, &cmp.fused_b)] {
+        if !list.is_empty() {
+            s += &format!(
+                "\nfused in {side} ({}: computed inside an ONNX node that pairs with a later call):\n",
+                list.len()
+            );
+            for (i, node) in list.iter().take(20) {
+                s += &format!("  {} -> {node}\n", who(d, *i));
+            }
+            if list.len() > 20 {
+                s += &format!("  ... {} more (--json lists them)\n", list.len() - 20);
+            }
+        }
+    }
+    for (side, d, other, list, near) in [
+        ("A", a, b, &cmp.only_in_a, &cmp.nearest_a),
+        ("B", b, a, &cmp.only_in_b, &cmp.nearest_b),
+    ] {
         if !list.is_empty() {
             s += &format!("\nonly in {side} ({}):\n", list.len());
             for &i in list.iter().take(20) {
                 s += &format!("  {}\n", who(d, i));
+                if let Some((_, c)) = near.iter().find(|(n, _)| *n == i) {
+                    let names: Vec<String> = c.iter().map(|&j| who(other, j)).collect();
+                    s += &format!("      nearest: {}\n", names.join("; "));
+                }
             }
             if list.len() > 20 {
                 s += &format!("  ... {} more\n", list.len() - 20);
@@ -441,6 +477,10 @@ fn to_json(a: &Dump, b: &Dump, cmp: &Comparison) -> Value {
         "only_in_b": cmp.only_in_b.iter().map(|&i| j::tensor(b, i)).collect::<Vec<_>>(),
         "within_a": within_json(a, &cmp.within_a),
         "within_b": within_json(b, &cmp.within_b),
+        "fused_a": within_json(a, &cmp.fused_a),
+        "fused_b": within_json(b, &cmp.fused_b),
+        "nearest_a": nearest_json(a, b, &cmp.nearest_a),
+        "nearest_b": nearest_json(b, a, &cmp.nearest_b),
         "pairs": cmp.pairs.iter().map(|p| j::pair(a, b, p)).collect::<Vec<_>>(),
     })
 }
@@ -462,6 +502,18 @@ fn within_json(d: &Dump, list: &[(usize, String)]) -> Vec<Value> {
                 m.insert("onnx_node".into(), json!(node));
             }
             t
+        })
+        .collect()
+}
+
+/// Unpaired tensors with their nearest candidates: `{"tensor": ..., "candidates": [...]}`.
+fn nearest_json(d: &Dump, other: &Dump, list: &[(usize, Vec<usize>)]) -> Vec<Value> {
+    list.iter()
+        .map(|(i, c)| {
+            json!({
+                "tensor": j::tensor(d, *i),
+                "candidates": c.iter().map(|&k| j::tensor(other, k)).collect::<Vec<_>>(),
+            })
         })
         .collect()
 }
