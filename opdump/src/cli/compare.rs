@@ -309,6 +309,9 @@ fn table(a: &Dump, b: &Dump, cmp: &Comparison, all: bool) -> String {
             if let Some(node) = onnx_node(a, p.a).or(onnx_node(b, p.b)) {
                 s += &format!("  ONNX node {node}\n");
             }
+            if let Some(m) = torch_module(a, p.a).or(torch_module(b, p.b)) {
+                s += &format!("  torch module {m}\n");
+            }
             if p.rule != PairRule::Name {
                 s += &format!(
                     "  paired ({}) with B's {} {}\n",
@@ -451,6 +454,10 @@ fn to_json(a: &Dump, b: &Dump, cmp: &Comparison) -> Value {
             );
             m.insert("rule".into(), json!(p.rule.as_str()));
             m.insert(
+                "torch_module".into(),
+                json!(torch_module(a, p.a).or(torch_module(b, p.b))),
+            );
+            m.insert(
                 "reasons".into(),
                 json!(
                     p.reasons
@@ -491,6 +498,25 @@ fn onnx_node(d: &Dump, i: usize) -> Option<String> {
         .into_iter()
         .find(|k| k.tensors.contains(&i))
         .and_then(|k| k.onnx.map(|o| o.node))
+}
+
+/// The torch module tensor `i` belongs to: an msprobe module call's path, or the scope its
+/// ONNX node records (`block2.bn2 (BatchNorm2d), fused`) or its TorchScript name gives.
+fn torch_module(d: &Dump, i: usize) -> Option<String> {
+    let k = d.kernels().into_iter().find(|k| k.tensors.contains(&i))?;
+    if let Some(c) = dump_read::compare::cross::parse_call(&k.op_name) {
+        return c.module.then(|| format!("{} ({})", c.path, c.what));
+    }
+    let o = k.onnx?;
+    let (scope, _) = o.module_scope()?;
+    let mut s = if scope.is_empty() { "(top level)".to_owned() } else { scope };
+    if let Some(c) = &o.class {
+        s += &format!(" ({c})");
+    }
+    if o.fused {
+        s += ", fused";
+    }
+    Some(s)
 }
 
 /// Tensors inside decomposed ONNX nodes: each tensor's identity with `onnx_node`.
