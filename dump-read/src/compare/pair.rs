@@ -185,6 +185,7 @@ pub fn pair_tensors_with(a: &Dump, b: &Dump, mapping: Option<&Mapping>) -> Pairi
     }
     // Across frameworks: a torch-side dump against ONNX nodes, either way round.
     let (mut fused_a, mut fused_b) = (Vec::new(), Vec::new());
+    let cross = (is_torch_side(&ka) && is_graph_side(&kb)) || (is_graph_side(&ka) && is_torch_side(&kb));
     if is_torch_side(&ka) && is_graph_side(&kb) {
         let c = pair_cross(
             a,
@@ -248,7 +249,8 @@ pub fn pair_tensors_with(a: &Dump, b: &Dump, mapping: Option<&Mapping>) -> Pairi
     });
     let free_b = untouched(&kb, &|j| used_b.contains(&j));
     for (group, list_a) in &free_a {
-        let Some(list_b) = free_b.get(group) else {
+        // Across frameworks the cross rules' order by op kind and shape took its place.
+        let Some(list_b) = free_b.get(group).filter(|_| !cross) else {
             continue;
         };
         let mut p = 0;
