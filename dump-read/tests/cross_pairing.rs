@@ -14,7 +14,14 @@ use dump_read::{
 };
 use dump_stats::{Io, TensorId};
 
-fn record(op_type: &str, op_name: &str, io: Io, slot: u32, shape: &[usize], ts: u64) -> TensorRecord {
+fn record(
+    op_type: &str,
+    op_name: &str,
+    io: Io,
+    slot: u32,
+    shape: &[usize],
+    ts: u64,
+) -> TensorRecord {
     TensorRecord {
         rank: 0,
         net: String::new(),
@@ -42,8 +49,10 @@ fn torch(calls: &[(&str, &str, &[usize])]) -> Dump {
     let mut d = Dump::default();
     for (n, (op_type, name, shape)) in calls.iter().enumerate() {
         let ts = 2 * n as u64;
-        d.tensors.push(record(op_type, name, Io::Input, 0, shape, ts));
-        d.tensors.push(record(op_type, name, Io::Output, 0, shape, ts + 1));
+        d.tensors
+            .push(record(op_type, name, Io::Input, 0, shape, ts));
+        d.tensors
+            .push(record(op_type, name, Io::Output, 0, shape, ts + 1));
     }
     d
 }
@@ -56,7 +65,8 @@ fn graph(nodes: &[(&str, &str, &str, &str, &[usize])]) -> Dump {
         let name = format!("Default_{}_{op}-op{n}", node.replace('/', "_"));
         let ts = 2 * n as u64;
         d.tensors.push(record(op, &name, Io::Input, 0, shape, ts));
-        d.tensors.push(record(op, &name, Io::Output, 0, shape, ts + 1));
+        d.tensors
+            .push(record(op, &name, Io::Output, 0, shape, ts + 1));
         let row = format!("onnx node #{n} {node:?} ({onnx_op}){extra}");
         list.push(GraphNode {
             op_name: name,
@@ -70,10 +80,20 @@ fn graph(nodes: &[(&str, &str, &str, &str, &[usize])]) -> Dump {
 }
 
 /// The output pairs as (A's op name, B's op name, rule).
-fn output_pairs(a: &Dump, b: &Dump, p: &[(usize, usize, PairRule)]) -> Vec<(String, String, PairRule)> {
+fn output_pairs(
+    a: &Dump,
+    b: &Dump,
+    p: &[(usize, usize, PairRule)],
+) -> Vec<(String, String, PairRule)> {
     p.iter()
         .filter(|(i, _, _)| a.tensors[*i].id.io == Io::Output)
-        .map(|&(i, j, r)| (a.tensors[i].id.op_name.clone(), b.tensors[j].id.op_name.clone(), r))
+        .map(|&(i, j, r)| {
+            (
+                a.tensors[i].id.op_name.clone(),
+                b.tensors[j].id.op_name.clone(),
+                r,
+            )
+        })
         .collect()
 }
 
@@ -101,15 +121,30 @@ fn l0_modules_pair_by_scope_and_a_folded_batchnorm_is_fused() {
     assert_eq!(
         output_pairs(&a, &b, &p.pairs),
         vec![
-            ("Module.bn1.BatchNorm2d.forward.0".into(), "Default__conv1_Conv_Conv-op0".into(), PairRule::Fused),
-            ("Module.relu.ReLU.forward.0".into(), "Default__relu_Relu_Relu-op1".into(), PairRule::Scope),
-            ("Module.fc.Linear.forward.0".into(), "Default__fc_Gemm_Gemm-op2".into(), PairRule::Scope),
+            (
+                "Module.bn1.BatchNorm2d.forward.0".into(),
+                "Default__conv1_Conv_Conv-op0".into(),
+                PairRule::Fused
+            ),
+            (
+                "Module.relu.ReLU.forward.0".into(),
+                "Default__relu_Relu_Relu-op1".into(),
+                PairRule::Scope
+            ),
+            (
+                "Module.fc.Linear.forward.0".into(),
+                "Default__fc_Gemm_Gemm-op2".into(),
+                PairRule::Scope
+            ),
         ]
     );
     // The conv's output is accounted for as fused into the node; nothing is unpaired but the
     // graph's inputs... which sit within their nodes.
     assert_eq!(p.fused_a.len(), 1);
-    assert_eq!(a.tensors[p.fused_a[0].0].id.op_name, "Module.conv1.Conv2d.forward.0");
+    assert_eq!(
+        a.tensors[p.fused_a[0].0].id.op_name,
+        "Module.conv1.Conv2d.forward.0"
+    );
     assert_eq!(p.fused_a[0].1, "/conv1/Conv");
     assert!(p.only_in_a.is_empty(), "{:?}", p.only_in_a);
     assert!(p.only_in_b.is_empty(), "{:?}", p.only_in_b);
@@ -143,19 +178,60 @@ fn l1_calls_pair_by_fx_counter_with_recorded_scopes() {
         ("linear", "Functional.linear.0.forward", VEC),
     ]);
     let b = graph(&[
-        ("Conv", "node_Conv_7", "Conv", "; scope \"bn1\" (BatchNorm2d); call \"_native_batch_norm_legit_no_training\"; fused", IMG),
+        (
+            "Conv",
+            "node_Conv_7",
+            "Conv",
+            "; scope \"bn1\" (BatchNorm2d); call \"_native_batch_norm_legit_no_training\"; fused",
+            IMG,
+        ),
         // The second relu first in the graph: only the counter can tell them apart.
-        ("Relu", "node_relu_1", "Relu", "; scope \"\" (Net); call \"relu_1\"", IMG),
-        ("Relu", "node_relu", "Relu", "; scope \"\" (Net); call \"relu\"", IMG),
-        ("Gemm", "node_linear", "Gemm", "; scope \"fc\" (Linear); call \"linear\"", VEC),
+        (
+            "Relu",
+            "node_relu_1",
+            "Relu",
+            "; scope \"\" (Net); call \"relu_1\"",
+            IMG,
+        ),
+        (
+            "Relu",
+            "node_relu",
+            "Relu",
+            "; scope \"\" (Net); call \"relu\"",
+            IMG,
+        ),
+        (
+            "Gemm",
+            "node_linear",
+            "Gemm",
+            "; scope \"fc\" (Linear); call \"linear\"",
+            VEC,
+        ),
     ]);
     let p = pair_tensors(&a, &b);
     let pairs = output_pairs(&a, &b, &p.pairs);
-    let rule_of = |name: &str| pairs.iter().find(|x| x.0 == name).map(|x| (x.1.clone(), x.2));
-    assert_eq!(rule_of("Functional.batch_norm.0.forward"), Some(("Default_node_Conv_7_Conv-op0".into(), PairRule::Fused)));
-    assert_eq!(rule_of("Functional.relu.0.forward"), Some(("Default_node_relu_Relu-op2".into(), PairRule::Counter)));
-    assert_eq!(rule_of("Functional.relu.1.forward"), Some(("Default_node_relu_1_Relu-op1".into(), PairRule::Counter)));
-    assert_eq!(rule_of("Functional.linear.0.forward"), Some(("Default_node_linear_Gemm-op3".into(), PairRule::Counter)));
+    let rule_of = |name: &str| {
+        pairs
+            .iter()
+            .find(|x| x.0 == name)
+            .map(|x| (x.1.clone(), x.2))
+    };
+    assert_eq!(
+        rule_of("Functional.batch_norm.0.forward"),
+        Some(("Default_node_Conv_7_Conv-op0".into(), PairRule::Fused))
+    );
+    assert_eq!(
+        rule_of("Functional.relu.0.forward"),
+        Some(("Default_node_relu_Relu-op2".into(), PairRule::Counter))
+    );
+    assert_eq!(
+        rule_of("Functional.relu.1.forward"),
+        Some(("Default_node_relu_1_Relu-op1".into(), PairRule::Counter))
+    );
+    assert_eq!(
+        rule_of("Functional.linear.0.forward"),
+        Some(("Default_node_linear_Gemm-op3".into(), PairRule::Counter))
+    );
     assert_eq!(p.fused_a.len(), 1, "conv2d.0 fused into node_Conv_7");
 }
 
@@ -170,7 +246,10 @@ fn mix_level_api_calls_pair_within_their_module_scope() {
         ("ReLU", "Module.relu.ReLU.forward.1", IMG),
     ]);
     for (node, parent) in [
-        ("Functional.conv2d.0.forward", "Module.conv1.Conv2d.forward.0"),
+        (
+            "Functional.conv2d.0.forward",
+            "Module.conv1.Conv2d.forward.0",
+        ),
         ("Functional.relu.0.forward", "Module.relu.ReLU.forward.0"),
         ("Functional.relu.1.forward", "Module.relu.ReLU.forward.1"),
     ] {
@@ -191,10 +270,25 @@ fn mix_level_api_calls_pair_within_their_module_scope() {
     let pairs = output_pairs(&a, &b, &p.pairs);
     assert_eq!(pairs.len(), 6, "{pairs:?}");
     assert!(pairs.iter().all(|x| x.2 == PairRule::Scope), "{pairs:?}");
-    let partner = |name: &str| pairs.iter().find(|x| x.0 == name).map(|x| x.1.clone()).unwrap();
-    assert_eq!(partner("Functional.relu.1.forward"), "Default__relu_1_Relu_Relu-op2");
-    assert_eq!(partner("Module.relu.ReLU.forward.1"), "Default__relu_1_Relu_Relu-op2");
-    assert_eq!(partner("Module.relu.ReLU.forward.0"), "Default__relu_Relu_Relu-op1");
+    let partner = |name: &str| {
+        pairs
+            .iter()
+            .find(|x| x.0 == name)
+            .map(|x| x.1.clone())
+            .unwrap()
+    };
+    assert_eq!(
+        partner("Functional.relu.1.forward"),
+        "Default__relu_1_Relu_Relu-op2"
+    );
+    assert_eq!(
+        partner("Module.relu.ReLU.forward.1"),
+        "Default__relu_1_Relu_Relu-op2"
+    );
+    assert_eq!(
+        partner("Module.relu.ReLU.forward.0"),
+        "Default__relu_Relu_Relu-op1"
+    );
 }
 
 #[test]
@@ -210,16 +304,44 @@ fn a_mapping_file_overrides_the_rules() {
     ]);
     // Without the mapping, the head finds no scope `head` and no node of its kind.
     let p = pair_tensors(&a, &b);
-    assert!(output_pairs(&a, &b, &p.pairs).iter().all(|x| x.0 != "Module.head.Linear.forward.0"));
+    assert!(
+        output_pairs(&a, &b, &p.pairs)
+            .iter()
+            .all(|x| x.0 != "Module.head.Linear.forward.0")
+    );
     // The nearest candidate of the unpaired head is the custom node (same shape).
-    let head = a.tensors.iter().position(|t| t.id.op_name == "Module.head.Linear.forward.0" && t.id.io == Io::Output).unwrap();
-    let near = p.nearest_a.iter().find(|(i, _)| *i == head).expect("candidates");
+    let head = a
+        .tensors
+        .iter()
+        .position(|t| t.id.op_name == "Module.head.Linear.forward.0" && t.id.io == Io::Output)
+        .unwrap();
+    let near = p
+        .nearest_a
+        .iter()
+        .find(|(i, _)| *i == head)
+        .expect("candidates");
     assert_eq!(b.tensors[near.1[0]].id.op_name, "Default__fc_Gemm_Gemm-op1");
-    let m = Mapping::parse_json(r#"{"regex": {"^Module\\.head\\..*": "/fc/Gemm"}}"#, Path::new("m.json")).unwrap();
+    let m = Mapping::parse_json(
+        r#"{"regex": {"^Module\\.head\\..*": "/fc/Gemm"}}"#,
+        Path::new("m.json"),
+    )
+    .unwrap();
     let p = pair_tensors_with(&a, &b, Some(&m));
     let pairs = output_pairs(&a, &b, &p.pairs);
-    assert!(pairs.contains(&("Module.head.Linear.forward.0".into(), "Default__fc_Gemm_Gemm-op1".into(), PairRule::Mapping)), "{pairs:?}");
-    assert!(p.only_in_a.is_empty() && p.only_in_b.is_empty(), "{:?} {:?}", p.only_in_a, p.only_in_b);
+    assert!(
+        pairs.contains(&(
+            "Module.head.Linear.forward.0".into(),
+            "Default__fc_Gemm_Gemm-op1".into(),
+            PairRule::Mapping
+        )),
+        "{pairs:?}"
+    );
+    assert!(
+        p.only_in_a.is_empty() && p.only_in_b.is_empty(),
+        "{:?} {:?}",
+        p.only_in_a,
+        p.only_in_b
+    );
 }
 
 #[test]

@@ -248,8 +248,14 @@ fn a_forward_hook_npz_pairs_by_module_name() {
         assert_eq!(code, 0, "hooks.npz vs {b}: {err}");
         let (paired, fused, total) = accounted(&j);
         assert_eq!(total, 15, "every leaf module: {j:#}");
-        assert!((paired + fused) * 10 >= total * 9, "{paired} + {fused} of {total}");
-        assert_eq!(fused, 5, "the five convolutions folded with their BatchNorm");
+        assert!(
+            (paired + fused) * 10 >= total * 9,
+            "{paired} + {fused} of {total}"
+        );
+        assert_eq!(
+            fused, 5,
+            "the five convolutions folded with their BatchNorm"
+        );
         let b = run(&dir, "dynamo_perturbed", rt);
         let (code, j, _) = compare(&dir, "hooks.npz", &b);
         assert_eq!(code, 1);

@@ -511,11 +511,18 @@ impl<'a> Group<'a> {
                     }
                     // The fused node took the conv's scope (TorchScript): it computes the
                     // BatchNorm's output, which has no node of its own.
+                    // (Reference arrays have no kinds: a module right after a conv that has
+                    // no node of its own in the graph is what the conv's node computes.)
                     (Some((n, _)), None)
-                        if conv_kind == Some("conv")
-                            && self.es[bn].kind == Some("batch_norm")
-                            && self.ns[n].kind == Some("conv")
-                            && self.shape_fits(bn, n) =>
+                        if self.ns[n].kind == Some("conv")
+                            && self.shape_fits(bn, n)
+                            && match (conv_kind, self.es[bn].kind) {
+                                (Some("conv"), Some("batch_norm")) => true,
+                                (None, None) => {
+                                    self.es[bn].scope.is_some() && !self.has_own_nodes(bn)
+                                }
+                                _ => false,
+                            } =>
                     {
                         self.paired.remove(&conv);
                         self.paired.insert(bn, (n, PairRule::Fused));

@@ -185,7 +185,8 @@ pub fn pair_tensors_with(a: &Dump, b: &Dump, mapping: Option<&Mapping>) -> Pairi
     }
     // Across frameworks: a torch-side dump against ONNX nodes, either way round.
     let (mut fused_a, mut fused_b) = (Vec::new(), Vec::new());
-    let cross = (is_torch_side(&ka) && is_graph_side(&kb)) || (is_graph_side(&ka) && is_torch_side(&kb));
+    let cross =
+        (is_torch_side(&ka) && is_graph_side(&kb)) || (is_graph_side(&ka) && is_torch_side(&kb));
     if is_torch_side(&ka) && is_graph_side(&kb) {
         let c = pair_cross(
             a,

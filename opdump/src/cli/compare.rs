@@ -1,4 +1,4 @@
-//! `opdump compare A B [--json] [--csv FILE] [--html FILE] [--rtol R --atol T] [--tol DTYPE=R,T]`:
+//! `opdump compare A B [--json] [--csv FILE] [--html FILE] [--rtol R --atol T] [--tol DTYPE=R,T] [--mapping FILE]`:
 //! where two dumps start to differ.
 //!
 //! Tensors pair by (rank, iteration, op name, IO, slot); kernels left over pair by the ONNX
@@ -7,7 +7,12 @@
 //! helpers and the node's inputs are listed as "inside ONNX node N", not as unpaired), then
 //! by the value name of their node in `graphs/*.ir` (an ONNX value name), then by position in
 //! the run order when their op types agree (the `rule` column says which: `name`, `node`,
-//! `value`, `order`). Per pair: cosine
+//! `value`, `order`). A `--mapping` file's names pair first (`mapping`). Across frameworks (an
+//! msprobe dump or module-keyed arrays against ONNX nodes) the FX call counter (`counter`),
+//! the torch module scope (`scope`) and the op kind in run order (`order`) pair the calls'
+//! outputs with the nodes', a BatchNorm folded into its convolution pairs as `fused` (the
+//! convolution's call listed as fused into the node), and unpaired tensors list their nearest
+//! candidates (docs/msprobe.md). Per pair: cosine
 //! similarity, max absolute and relative error, the shares of elements with a relative error
 //! above 0.001 and 0.005, max ULP distance, and both sides' statistics; statistic-only dumps
 //! compare max/min/avg/l2norm, md5-only rows compare digests. A pair diverges when an element
@@ -509,7 +514,11 @@ fn torch_module(d: &Dump, i: usize) -> Option<String> {
     }
     let o = k.onnx?;
     let (scope, _) = o.module_scope()?;
-    let mut s = if scope.is_empty() { "(top level)".to_owned() } else { scope };
+    let mut s = if scope.is_empty() {
+        "(top level)".to_owned()
+    } else {
+        scope
+    };
     if let Some(c) = &o.class {
         s += &format!(" ({c})");
     }
