@@ -351,3 +351,25 @@ fn shapes_that_differ_do_not_pair() {
     let p = pair_tensors(&a, &b);
     assert!(output_pairs(&a, &b, &p.pairs).is_empty());
 }
+
+#[test]
+fn hostile_call_names_pair_nothing_and_never_panic() {
+    let a = torch(&[
+        ("ReLU", "Module.relu.ReLU.forward.4294967295", IMG),
+        ("ReLU", "Module.relu.ReLU.forward.99999999999", IMG),
+        ("x", "Functional..0.forward", IMG),
+        ("x", "Module...forward.0", IMG),
+        ("x", "Tensor.__add__.1.backward", IMG),
+    ]);
+    let b = graph(&[
+        ("Relu", "/relu/Relu", "Relu", "", IMG),
+        ("Relu", "/relu_4294967295/Relu", "Relu", "", IMG),
+        ("Conv", "//Conv", "Conv", "; scope \"relu\" (ReLU); call \"relu_99999999999999\"", IMG),
+    ]);
+    let p = pair_tensors(&a, &b);
+    // The one call of `relu` whose index parses is its 4294967295th: TorchScript's
+    // `/relu_4294967295/Relu` is exactly that call.
+    let pairs = output_pairs(&a, &b, &p.pairs);
+    assert!(pairs.len() <= 2, "{pairs:?}");
+    let _ = pair_tensors(&b, &a);
+}

@@ -352,7 +352,7 @@ impl<'a> Group<'a> {
         for &e in &self.es {
             if let Some((s, c)) = &e.scope {
                 let m = calls.entry(s.as_str()).or_insert(0);
-                *m = (*m).max(c + 1);
+                *m = (*m).max(c.saturating_add(1));
             }
         }
         // API calls within their module's nodes, in order, by kind.

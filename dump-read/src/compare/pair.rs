@@ -212,10 +212,12 @@ pub fn pair_tensors_with(a: &Dump, b: &Dump, mapping: Option<&Mapping>) -> Pairi
             partner.contains_key(&i) || within_a_set.contains(&i)
         });
         for (ti, gi, rule) in c.pairs {
+            // A's node output pairs once (a module and its container may share it: the
+            // second stays only in B).
             if !partner.contains_key(&gi) {
                 partner.insert(gi, (ti, rule));
+                used_b.insert(ti);
             }
-            used_b.insert(ti);
         }
         within_a.extend(c.within_g);
         for (j, n) in c.within_t {
