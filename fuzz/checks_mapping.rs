@@ -23,8 +23,14 @@ pub fn mapping_file(data: &[u8]) {
         return;
     };
     for (name, parsed) in [
-        ("fuzz.yaml", Mapping::parse_yaml(text, Path::new("fuzz.yaml"))),
-        ("fuzz.json", Mapping::parse_json(text, Path::new("fuzz.json"))),
+        (
+            "fuzz.yaml",
+            Mapping::parse_yaml(text, Path::new("fuzz.yaml")),
+        ),
+        (
+            "fuzz.json",
+            Mapping::parse_json(text, Path::new("fuzz.json")),
+        ),
     ] {
         match parsed {
             Err(e) => assert!(e.to_string().contains(name), "{e}"),

@@ -364,7 +364,13 @@ fn hostile_call_names_pair_nothing_and_never_panic() {
     let b = graph(&[
         ("Relu", "/relu/Relu", "Relu", "", IMG),
         ("Relu", "/relu_4294967295/Relu", "Relu", "", IMG),
-        ("Conv", "//Conv", "Conv", "; scope \"relu\" (ReLU); call \"relu_99999999999999\"", IMG),
+        (
+            "Conv",
+            "//Conv",
+            "Conv",
+            "; scope \"relu\" (ReLU); call \"relu_99999999999999\"",
+            IMG,
+        ),
     ]);
     let p = pair_tensors(&a, &b);
     // The one call of `relu` whose index parses is its 4294967295th: TorchScript's

@@ -32,10 +32,22 @@ fn every_mapping_file_corpus_file_passes_its_target() {
 #[test]
 fn hostile_texts_never_panic() {
     for text in [
-        "", "exact:\n", "  :", ":", "exact:\n  :\n", "exact:\n  \"\": x\n", "exact:\n  'a: b\n",
-        "exact:\n  a: \"\\", "exact:\n  a: \"\\q\"\n", "\u{feff}exact:\n", "exact:\n\t\ta: b\n",
-        "regex:\n  \"(?P<n>x)\": \"${n}\"\n", "regex:\n  \"a{99999999}\": x\n", "# only\n---\n",
-        "exact: {}\nexact:\n  a: b\n", "prefix:\n  '': x\n",
+        "",
+        "exact:\n",
+        "  :",
+        ":",
+        "exact:\n  :\n",
+        "exact:\n  \"\": x\n",
+        "exact:\n  'a: b\n",
+        "exact:\n  a: \"\\",
+        "exact:\n  a: \"\\q\"\n",
+        "\u{feff}exact:\n",
+        "exact:\n\t\ta: b\n",
+        "regex:\n  \"(?P<n>x)\": \"${n}\"\n",
+        "regex:\n  \"a{99999999}\": x\n",
+        "# only\n---\n",
+        "exact: {}\nexact:\n  a: b\n",
+        "prefix:\n  '': x\n",
     ] {
         checks_mapping::mapping_file(text.as_bytes());
     }

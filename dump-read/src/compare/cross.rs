@@ -483,52 +483,53 @@ impl<'a> Group<'a> {
 
     /// Conv + BatchNorm folded into one node: returns the fused entries with their node.
     fn fused(&mut self) -> Vec<(usize, usize)> {
-        let mut out = Vec::new();
+        let mut out: Vec<(usize, usize)> = Vec::new();
         for level in [false, true] {
             let list: Vec<usize> = (0..self.es.len())
                 .filter(|&e| self.es[e].module == level)
                 .collect();
+            // First the nodes that took the BatchNorm's scope or counter (the dynamo
+            // exporter's fused nodes): the unpaired conv before such a call is fused.
             for w in list.windows(2) {
                 let (conv, bn) = (w[0], w[1]);
                 let conv_kind = self.es[conv].kind;
-                if conv_kind.is_some_and(|k| k != "conv") {
+                if conv_kind.is_some_and(|k| k != "conv") || self.paired.contains_key(&conv) {
                     continue;
                 }
-                match (
-                    self.paired.get(&conv).copied(),
-                    self.paired.get(&bn).copied(),
-                ) {
-                    // The fused node took the BatchNorm's scope or counter: the conv is fused.
-                    (None, Some((n, _)))
-                        if (self.ns[n].fused
-                            || (conv_kind.is_some()
-                                && self.es[bn].kind == Some("batch_norm")
-                                && self.ns[n].kind == Some("conv")))
-                            && !self.has_own_nodes(conv) =>
-                    {
-                        self.paired.insert(bn, (n, PairRule::Fused));
-                        out.push((conv, n));
+                let Some(&(n, _)) = self.paired.get(&bn) else {
+                    continue;
+                };
+                let by_kind = conv_kind.is_some()
+                    && self.es[bn].kind == Some("batch_norm")
+                    && self.ns[n].kind == Some("conv");
+                if (self.ns[n].fused || by_kind) && !self.has_own_nodes(conv) {
+                    self.paired.insert(bn, (n, PairRule::Fused));
+                    out.push((conv, n));
+                }
+            }
+            // Then the nodes that took the conv's scope (TorchScript): the conv's node
+            // computes the BatchNorm's output, which has no node of its own. (Reference
+            // arrays have no kinds: a module right after a conv, not fused already, with no
+            // node of its own, is what the conv's node computes.)
+            for w in list.windows(2) {
+                let (conv, bn) = (w[0], w[1]);
+                if out.iter().any(|&(f, _)| f == conv || f == bn) || self.paired.contains_key(&bn) {
+                    continue;
+                }
+                let Some(&(n, _)) = self.paired.get(&conv) else {
+                    continue;
+                };
+                let kinds = match (self.es[conv].kind, self.es[bn].kind) {
+                    (Some("conv"), Some("batch_norm")) => true,
+                    (None, None) => {
+                        !self.ns[n].fused && self.es[bn].scope.is_some() && !self.has_own_nodes(bn)
                     }
-                    // The fused node took the conv's scope (TorchScript): it computes the
-                    // BatchNorm's output, which has no node of its own.
-                    // (Reference arrays have no kinds: a module right after a conv that has
-                    // no node of its own in the graph is what the conv's node computes.)
-                    (Some((n, _)), None)
-                        if self.ns[n].kind == Some("conv")
-                            && self.shape_fits(bn, n)
-                            && match (conv_kind, self.es[bn].kind) {
-                                (Some("conv"), Some("batch_norm")) => true,
-                                (None, None) => {
-                                    self.es[bn].scope.is_some() && !self.has_own_nodes(bn)
-                                }
-                                _ => false,
-                            } =>
-                    {
-                        self.paired.remove(&conv);
-                        self.paired.insert(bn, (n, PairRule::Fused));
-                        out.push((conv, n));
-                    }
-                    _ => {}
+                    _ => false,
+                };
+                if kinds && self.ns[n].kind == Some("conv") && self.shape_fits(bn, n) {
+                    self.paired.remove(&conv);
+                    self.paired.insert(bn, (n, PairRule::Fused));
+                    out.push((conv, n));
                 }
             }
         }
