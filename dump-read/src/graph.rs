@@ -101,12 +101,10 @@ pub fn torchscript_scope(node: &str) -> Option<(String, u32)> {
             p = base;
             index = n;
         }
-        if path.is_empty() {
-            path = p.to_owned();
-        } else if p.len() > path.len() + 1
+        let qualified = p.len() > path.len() + 1
             && p.starts_with(path.as_str())
-            && p.as_bytes()[path.len()] == b'.'
-        {
+            && p.as_bytes()[path.len()] == b'.';
+        if path.is_empty() || qualified {
             path = p.to_owned();
         } else {
             path = format!("{path}.{p}");

@@ -61,7 +61,7 @@ fn compare(a: &Path, b: &Path, extra: &[&str]) -> (i32, Value, String) {
         b.as_os_str(),
         "--json".as_ref(),
     ];
-    args.extend(extra.iter().map(|s| std::ffi::OsStr::new(s)));
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
     let o = opdump(&args);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     let j = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);

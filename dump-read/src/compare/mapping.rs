@@ -184,7 +184,7 @@ impl Mapping {
             }
         }
         // The longest prefix wins.
-        m.prefix.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        m.prefix.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
         Ok(m)
     }
 

@@ -214,8 +214,8 @@ pub fn pair_tensors_with(a: &Dump, b: &Dump, mapping: Option<&Mapping>) -> Pairi
         for (ti, gi, rule) in c.pairs {
             // A's node output pairs once (a module and its container may share it: the
             // second stays only in B).
-            if !partner.contains_key(&gi) {
-                partner.insert(gi, (ti, rule));
+            if let std::collections::hash_map::Entry::Vacant(v) = partner.entry(gi) {
+                v.insert((ti, rule));
                 used_b.insert(ti);
             }
         }
