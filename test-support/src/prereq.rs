@@ -108,7 +108,7 @@ impl Prereq {
                  wheels from download.pytorch.org, else PyPI)"
             }
             Prereq::Msprobe => {
-                "bash tools/install-torch.sh, then python3 -m pip install mindstudio-probe==26.2.0"
+                "bash tools/install-msprobe.sh (torch as for Prereq::Torch, then mindstudio-probe==26.2.0)"
             }
         }
     }
