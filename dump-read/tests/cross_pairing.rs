@@ -379,3 +379,32 @@ fn hostile_call_names_pair_nothing_and_never_panic() {
     assert!(pairs.len() <= 2, "{pairs:?}");
     let _ = pair_tensors(&b, &a);
 }
+
+#[test]
+fn mindspore_kernels_pair_by_cell_path_and_op_kind() {
+    // MindSpore's file-name form of op names: the cell path `layer1.0.conv_1`, op kinds
+    // Conv2D ↔ Conv, ReLU ↔ Relu, MatMul + BiasAdd-free Dense ↔ Gemm.
+    let a = torch(&[
+        (
+            "Conv2D",
+            "Default_network-Net_layer1-SequentialCell_0-Block_conv_1-Conv2d_Conv2D-op0",
+            IMG,
+        ),
+        (
+            "ReLU",
+            "Default_network-Net_layer1-SequentialCell_0-Block_relu-ReLU_ReLU-op1",
+            IMG,
+        ),
+        ("Dense", "Default_network-Net_fc-Dense_Dense-op2", VEC),
+    ]);
+    let b = graph(&[
+        ("Conv", "/layer1/layer1.0/conv_1/Conv", "Conv", "", IMG),
+        ("Relu", "/layer1/layer1.0/relu/Relu", "Relu", "", IMG),
+        ("Gemm", "/fc/Gemm", "Gemm", "", VEC),
+    ]);
+    let p = pair_tensors(&a, &b);
+    let pairs = output_pairs(&a, &b, &p.pairs);
+    assert_eq!(pairs.len(), 3, "{pairs:?}");
+    assert!(pairs.iter().all(|x| x.2 == PairRule::Scope), "{pairs:?}");
+    assert!(pairs[0].1.contains("conv_1"), "{pairs:?}");
+}

@@ -77,12 +77,55 @@ pub fn parse_call(name: &str) -> Option<TorchCall> {
     None
 }
 
-/// Whether dump `d` reads as a torch-side dump: most kernels are msprobe calls or reference
-/// arrays named like module paths.
+/// The cell path of a MindSpore kernel's op name (`Default/network-Net/layer1-SequentialCell/
+/// 0-Block/conv_1-Conv2d/Conv2D-op5`, or its file-name form with `_` for `/`) as a torch module
+/// path: the cells' attribute names after the root network (`layer1.0.conv_1`); `None` for
+/// names of another form.
+pub fn mindspore_scope(op_name: &str) -> Option<String> {
+    let rest = op_name
+        .strip_prefix("Default/")
+        .or_else(|| op_name.strip_prefix("Default_"))?;
+    // Segments end at a token holding `-` (`name-Class`, `Op-opN`); `_` inside a name is
+    // kept (`conv_1-Conv2d`).
+    let mut segments: Vec<String> = Vec::new();
+    let mut pending = String::new();
+    for token in rest.split(['/', '_']) {
+        if !pending.is_empty() {
+            pending.push('_');
+        }
+        pending += token;
+        if token.contains('-') {
+            segments.push(std::mem::take(&mut pending));
+        }
+    }
+    if !pending.is_empty() || segments.len() < 2 {
+        return None;
+    }
+    let op = segments.pop()?;
+    if !op
+        .rsplit_once("-op")
+        .is_some_and(|(_, n)| n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty())
+    {
+        return None;
+    }
+    // The first cell is the network itself.
+    let path: Vec<&str> = segments[1..]
+        .iter()
+        .map(|s| s.split_once('-').map_or(s.as_str(), |(name, _)| name))
+        .collect();
+    Some(path.join("."))
+}
+
+/// Whether dump `d` reads as a torch-side dump: most kernels are msprobe calls, MindSpore
+/// kernels named by cell, or reference arrays named like module paths.
 pub fn is_torch_side(ks: &[KernelRef]) -> bool {
     let n = ks
         .iter()
-        .filter(|k| parse_call(&k.op_name).is_some() || reference_scope(k).is_some())
+        .filter(|k| {
+            parse_call(&k.op_name).is_some()
+                || reference_scope(k).is_some()
+                || mindspore_scope(&k.op_name).is_some()
+        })
         .count();
     n > 0 && n * 2 >= ks.len()
 }
@@ -170,6 +213,8 @@ fn entries(t: &Dump, kt: &[KernelRef], taken: &dyn Fn(usize) -> bool) -> Vec<((u
             }
         } else if let Some(s) = reference_scope(k) {
             (true, Some((s, 0)), None, None)
+        } else if let Some(path) = mindspore_scope(&k.op_name) {
+            (false, Some((path, 0)), kind_of(&k.op_type), None)
         } else {
             continue;
         };
@@ -332,6 +377,16 @@ impl<'a> Group<'a> {
         c: u32,
         calls: u32,
     ) -> Option<Vec<usize>> {
+        // A module named like a repeated call (`conv_1`): TorchScript's node names read as
+        // the second call of `conv`.
+        if c == 0
+            && !scopes.contains_key(&(s, 0))
+            && let Some((base, n)) = s.rsplit_once('_')
+            && let Ok(n) = n.parse::<u32>()
+            && let Some(l) = scopes.get(&(base, n))
+        {
+            return Some(l.clone());
+        }
         if let Some(l) = scopes.get(&(s, c))
             && (c > 0 || calls == 1 || scopes.contains_key(&(s, 1)))
         {
