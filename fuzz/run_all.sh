@@ -2,7 +2,7 @@
 # Runs every target for RUNS executions (or MAX_TIME seconds), one at a time, one process each.
 # Usage: fuzz/run_all.sh [RUNS] [MAX_TIME]; logs in fuzz/logs/<target>.log.
 #
-# config_json and msprobe_config run without AddressSanitizer (`-s none`, its own target directory): the code it
+# config_json, msprobe_config and mapping_file run without AddressSanitizer (`-s none`, its own target directory): the code it
 # reaches (config parsing, serde_json, regex) is safe Rust, and ASan's allocator bookkeeping
 # made it about 8x slower (1.1k against 10k executions per second). Panics, broken
 # invariants, timeouts and memory limits are caught either way. The other targets reach
@@ -10,10 +10,10 @@
 cd "$(dirname "$0")" || exit 1
 RUNS=${1:-10000000}
 MAX_TIME=${2:-1200}
-for t in ${TARGETS:-config_json msprobe_config npy file_name csv_row wire cann_dump onnx_inline pt}; do
+for t in ${TARGETS:-config_json msprobe_config mapping_file npy file_name csv_row wire cann_dump onnx_inline pt}; do
     mkdir -p "work/$t" logs
     case "$t" in
-        config_json | msprobe_config) san="none" dir="target-nosan" ;;
+        config_json | msprobe_config | mapping_file) san="none" dir="target-nosan" ;;
         *) san="address" dir="target" ;;
     esac
     CARGO_TARGET_DIR="$dir" cargo +nightly fuzz run -O -s "$san" "$t" "work/$t" "seeds/$t" \

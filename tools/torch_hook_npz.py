@@ -16,7 +16,8 @@ def save_activations(model, x, path, names=None):
         if name and not list(m.children()):  # leaf modules only, run order kept by dict order
             def hook(_m, _inp, y, name=name):
                 y = y[0] if isinstance(y, (tuple, list)) else y
-                out.setdefault(names.get(name, name), y.detach().float().cpu().numpy())
+                # copied: an in-place op later (ReLU(inplace=True)) would change a shared buffer
+                out.setdefault(names.get(name, name), y.detach().float().cpu().numpy().copy())
             hooks.append(m.register_forward_hook(hook))
     with torch.no_grad():
         model.eval()(x)

@@ -35,8 +35,115 @@ pub struct OnnxOrigin {
     /// `(own output slot, the ONNX node's output slot)` for the kernel's outputs that are the
     /// node's outputs; `None`: every output is the node's output of the same slot.
     pub outputs: Option<Vec<(u32, u32)>>,
+    /// The ONNX node's op type (`Conv`), when the row names it.
+    pub op_type: Option<String>,
+    /// The torch module scope the exporter recorded for the node (`layer2.0.conv1`;
+    /// `dump_onnx::TorchScope`), when the row carries one. [`module_scope`](Self::module_scope)
+    /// also reads TorchScript's node names.
+    pub scope: Option<String>,
+    /// The torch module's class (`Conv2d`), when recorded.
+    pub class: Option<String>,
+    /// The FX node's name with its counter (`conv2d_5`), when recorded.
+    pub call: Option<String>,
+    /// The exporter fused several torch calls into the node (BatchNorm into Conv).
+    pub fused: bool,
 }
 
+impl OnnxOrigin {
+    /// An origin naming only the ONNX node (`decomposed` as given, every output its own).
+    pub fn node(node: &str, decomposed: bool) -> OnnxOrigin {
+        OnnxOrigin {
+            node: node.to_owned(),
+            decomposed,
+            outputs: None,
+            op_type: None,
+            scope: None,
+            class: None,
+            call: None,
+            fused: false,
+        }
+    }
+
+    /// The torch module scope of the node and the call index of the module in it: the
+    /// recorded [`scope`](Self::scope) (index 0), or else the scope TorchScript's exporter
+    /// writes into node names (`/layer2/layer2.0/conv1/Conv` → `layer2.0.conv1`; a
+    /// module's second call, `/layer1/relu_1/Relu`, → `layer1.relu`, index 1). `None` for
+    /// names of neither form.
+    pub fn module_scope(&self) -> Option<(String, u32)> {
+        if let Some(s) = &self.scope {
+            return Some((s.clone(), 0));
+        }
+        torchscript_scope(&self.node)
+    }
+}
+
+/// The module path of a TorchScript-exported node name (`/layer2/layer2.0/conv1/Conv` →
+/// `layer2.0.conv1`, call index 0; `/layer1/layer1.0/relu_1/Relu` → `layer1.0.relu`, 1; a
+/// top-level `/Relu` → the empty path). Each component is a child's name, or the child's
+/// qualified name when it extends the path so far (`layer2` then `layer2.0`).
+pub fn torchscript_scope(node: &str) -> Option<(String, u32)> {
+    let rest = node.strip_prefix('/')?;
+    let mut parts: Vec<&str> = rest.split('/').collect();
+    parts.pop(); // the op (`Conv`, `Conv_1`)
+    if parts.iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    let mut path = String::new();
+    let mut index = 0;
+    let last = parts.len().saturating_sub(1);
+    for (i, p) in parts.iter().enumerate() {
+        let mut p = *p;
+        if i == last
+            && let Some((base, n)) = p.rsplit_once('_')
+            && !base.is_empty()
+            && let Ok(n) = n.parse::<u32>()
+        {
+            p = base;
+            index = n;
+        }
+        let qualified = p.len() > path.len() + 1
+            && p.starts_with(path.as_str())
+            && p.as_bytes()[path.len()] == b'.';
+        if path.is_empty() || qualified {
+            path = p.to_owned();
+        } else {
+            path = format!("{path}.{p}");
+        }
+    }
+    Some((path, index))
+}
+
+/// The torch parts of a source row after the ONNX node (`; onnx op "Conv"; scope "s"
+/// (Class); call "c"; fused`), into `o`; parts it does not know are skipped.
+fn parse_torch(mut rest: &str, o: &mut OnnxOrigin) {
+    while let Some(i) = rest.find("; ") {
+        rest = &rest[i + 2..];
+        if let Some(r) = rest.strip_prefix("onnx op ")
+            && let Some((t, r)) = quoted(r)
+        {
+            o.op_type = Some(t);
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix("scope ")
+            && let Some((t, r)) = quoted(r)
+        {
+            o.scope = Some(t);
+            rest = r;
+            if let Some(r) = rest.strip_prefix(" (")
+                && let Some((c, r)) = r.split_once(')')
+            {
+                o.class = Some(c.to_owned());
+                rest = r;
+            }
+        } else if let Some(r) = rest.strip_prefix("call ")
+            && let Some((t, r)) = quoted(r)
+        {
+            o.call = Some(t);
+            rest = r;
+        } else if rest == "fused" || rest.starts_with("fused;") {
+            o.fused = true;
+        }
+    }
+}
 impl OnnxOrigin {
     /// The ONNX node's output slot that the kernel's output `slot` is, if any.
     pub fn onnx_slot(&self, slot: u32) -> Option<u32> {
@@ -71,16 +178,25 @@ fn quoted(s: &str) -> Option<(String, &str)> {
 pub fn parse_origin(row: &str) -> Option<OnnxOrigin> {
     if let Some(rest) = row.strip_prefix("onnx node #") {
         let (_, rest) = rest.split_once(' ')?;
-        let (node, _) = quoted(rest)?;
-        return Some(OnnxOrigin {
-            node,
-            decomposed: false,
-            outputs: None,
-        });
+        let (node, rest) = quoted(rest)?;
+        let mut o = OnnxOrigin::node(&node, false);
+        let mut rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix('(')
+            && let Some((t, r)) = r.split_once(')')
+        {
+            o.op_type = Some(t.to_owned());
+            rest = r;
+        }
+        parse_torch(rest, &mut o);
+        return Some(o);
     }
     let (_, rest) = row.split_once("; onnx node ")?;
     let (node, rest) = quoted(rest)?;
     let (flags, outputs) = rest.split_once("; outputs ")?;
+    let (outputs, torch) = match outputs.find("; ") {
+        Some(i) => (&outputs[..i], &outputs[i..]),
+        None => (outputs, ""),
+    };
     let outputs = match outputs.trim() {
         "none" => Vec::new(),
         list => list
@@ -91,11 +207,10 @@ pub fn parse_origin(row: &str) -> Option<OnnxOrigin> {
             })
             .collect::<Option<Vec<_>>>()?,
     };
-    Some(OnnxOrigin {
-        node,
-        decomposed: flags.trim() == "decomposed",
-        outputs: Some(outputs),
-    })
+    let mut o = OnnxOrigin::node(&node, flags.trim() == "decomposed");
+    o.outputs = Some(outputs);
+    parse_torch(torch, &mut o);
+    Some(o)
 }
 
 /// Parses the text of a `.ir` file; lines of other forms are skipped.
@@ -201,6 +316,79 @@ mod tests {
         assert_eq!((o.node.as_str(), o.decomposed), ("/a/b.0/Gemm", false));
         assert_eq!(o.onnx_slot(3), Some(3));
         assert_eq!(n[3].onnx, None);
+    }
+
+    #[test]
+    fn torch_scopes_in_source_rows() {
+        let o = parse_origin("onnx node #3 \"node_Conv_27\" (Conv); scope \"layer1.0.bn1\" (BatchNorm2d); call \"_native_batch_norm_legit_no_training_1\"; fused").unwrap();
+        assert_eq!(o.node, "node_Conv_27");
+        assert_eq!(o.op_type.as_deref(), Some("Conv"));
+        assert_eq!(o.scope.as_deref(), Some("layer1.0.bn1"));
+        assert_eq!(o.class.as_deref(), Some("BatchNorm2d"));
+        assert_eq!(
+            o.call.as_deref(),
+            Some("_native_batch_norm_legit_no_training_1")
+        );
+        assert!(o.fused);
+        assert_eq!(o.module_scope(), Some(("layer1.0.bn1".to_owned(), 0)));
+        let o = parse_origin("tract node #13 \"node_linear\" (Add); onnx node \"node_linear\" decomposed; outputs 0->0; onnx op \"Gemm\"; scope \"fc\" (Linear); call \"linear\"").unwrap();
+        assert_eq!(o.outputs, Some(vec![(0, 0)]));
+        assert_eq!(
+            (
+                o.op_type.as_deref(),
+                o.scope.as_deref(),
+                o.class.as_deref(),
+                o.call.as_deref(),
+                o.fused
+            ),
+            (
+                Some("Gemm"),
+                Some("fc"),
+                Some("Linear"),
+                Some("linear"),
+                false
+            )
+        );
+        let o = parse_origin("tract node #2 \"/Relu\" (Max); onnx node \"/Relu\" decomposed; outputs none; onnx op \"Relu\"").unwrap();
+        assert_eq!(
+            (o.op_type.as_deref(), o.scope.as_deref()),
+            (Some("Relu"), None)
+        );
+        assert_eq!(o.module_scope(), Some((String::new(), 0)));
+        // an old row: no torch parts
+        let o = parse_origin("onnx node #4 \"fc1\" (Gemm)").unwrap();
+        assert_eq!(
+            (
+                o.op_type.as_deref(),
+                o.scope.as_deref(),
+                o.call.as_deref(),
+                o.fused
+            ),
+            (Some("Gemm"), None, None, false)
+        );
+        assert_eq!(o.module_scope(), None);
+    }
+
+    #[test]
+    fn torchscript_names_give_module_scopes() {
+        for (name, want) in [
+            ("/layer2/layer2.0/conv1/Conv", Some(("layer2.0.conv1", 0))),
+            ("/layer1/layer1.0/relu_1/Relu", Some(("layer1.0.relu", 1))),
+            ("/fc/Gemm", Some(("fc", 0))),
+            ("/Relu", Some(("", 0))),
+            (
+                "/features/features.0/features.0.1/Conv",
+                Some(("features.0.1", 0)),
+            ),
+            ("node_Conv_3", None),
+            ("/a//Conv", None),
+        ] {
+            assert_eq!(
+                torchscript_scope(name),
+                want.map(|(s, i)| (s.to_owned(), i)),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub mod train;
 pub use csv::{CsvRow, read_statistic_csv};
 pub use dump::{Dump, KernelRef, Problem, TensorRecord};
 pub use error::Error;
-pub use graph::{GraphNode, OnnxOrigin, parse_ir, parse_origin};
+pub use graph::{GraphNode, OnnxOrigin, parse_ir, parse_origin, torchscript_scope};
 pub use many::{LANE_CHUNK, summarize_npy_many};
 pub use par::par_map;
 pub use source::{CannTensor, TensorSource, TensorStream};

@@ -38,6 +38,9 @@ pub enum Prereq {
     /// `python3` that can import torch, torchvision, onnx and onnxscript (exports torch models
     /// with `tools/export_models.py`).
     Torch,
+    /// [`Prereq::Torch`] and msprobe (`mindstudio-probe`: dumps torch models with
+    /// `tools/msprobe_e2e.py`).
+    Msprobe,
 }
 
 impl fmt::Display for Prereq {
@@ -56,11 +59,14 @@ impl fmt::Display for Prereq {
             Prereq::Chromium => "chromium (apt-get install chromium)",
             Prereq::OnnxRuntime => "libonnxruntime (ORT_DYLIB_PATH)",
             Prereq::Torch => "python3 with torch, torchvision, onnx and onnxscript",
+            Prereq::Msprobe => {
+                "python3 with torch, onnx, onnxscript and msprobe (mindstudio-probe)"
+            }
         })
     }
 }
 
-const ALL: [Prereq; 13] = [
+const ALL: [Prereq; 14] = [
     Prereq::Python3,
     Prereq::Numpy,
     Prereq::Gzip,
@@ -74,6 +80,7 @@ const ALL: [Prereq; 13] = [
     Prereq::Chromium,
     Prereq::OnnxRuntime,
     Prereq::Torch,
+    Prereq::Msprobe,
 ];
 
 impl Prereq {
@@ -99,6 +106,9 @@ impl Prereq {
             Prereq::Torch => {
                 "bash tools/install-torch.sh (the pinned torch, torchvision, onnx and onnxscript; CPU \
                  wheels from download.pytorch.org, else PyPI)"
+            }
+            Prereq::Msprobe => {
+                "bash tools/install-msprobe.sh (torch as for Prereq::Torch, then mindstudio-probe==26.2.0)"
             }
         }
     }
@@ -130,6 +140,10 @@ impl Prereq {
             Prereq::Torch => run_ok(
                 Command::new("python3").args(["-c", "import torch, torchvision, onnx, onnxscript"]),
             ),
+            Prereq::Msprobe => run_ok(Command::new("python3").args([
+                "-c",
+                "import torch, onnx, onnxscript; from msprobe.pytorch import PrecisionDebugger",
+            ])),
             Prereq::OnnxRuntime => match std::env::var_os("ORT_DYLIB_PATH") {
                 Some(p) if std::path::Path::new(&p).is_file() => Ok(()),
                 Some(p) if !p.is_empty() => Err(format!("ORT_DYLIB_PATH={p:?} is not a file")),

@@ -182,6 +182,7 @@ fn install_prerequisites(root: &Path, env: &mut Vec<(String, String)>) -> Result
         root,
     )?;
     sh("bash tools/install-torch.sh", root)?;
+    sh("bash tools/install-msprobe.sh", root)?;
     let ort = sh("bash adapters/dump-ort/ci/fetch-ort.sh", root)?;
     env.push(("ORT_DYLIB_PATH".into(), ort));
     let nvrtc = sh("bash dump-device-cuda/ci/fetch-nvrtc.sh", root)?;

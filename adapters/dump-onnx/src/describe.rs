@@ -1,5 +1,8 @@
 //! An ONNX graph described for the Dumper ([`dump_host::graph::Graph`]): kernel names, scopes,
-//! parameters (graph inputs, then initializers) and the producer of every node input.
+//! parameters (graph inputs, then initializers) and the producer of every node input. Each
+//! kernel's source row names its ONNX node, and the torch module scope the node records
+//! ([`TorchScope`](crate::TorchScope)): `onnx node #4 "node_linear" (Gemm); scope "fc"
+//! (Linear); call "linear"`.
 
 use std::collections::HashMap;
 
@@ -67,7 +70,14 @@ pub fn describe(model: &Model) -> Graph {
                 .map(|o| Output::new(o, None, &[]))
                 .collect(),
             scope: format!("Default/{}", n.name),
-            source: Some(format!("onnx node #{index} {:?} ({})", n.name, n.op_type)),
+            source: Some(format!(
+                "onnx node #{index} {:?} ({}){}",
+                n.name,
+                n.op_type,
+                crate::TorchScope::of(n)
+                    .map(|s| s.row())
+                    .unwrap_or_default()
+            )),
         });
     }
     graph.outputs = g

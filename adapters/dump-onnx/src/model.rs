@@ -48,6 +48,9 @@ pub struct Node {
     /// Attributes with a text form (name, value), in the model's order: what the dump writes
     /// as kernel arguments under `save_kernel_args`.
     pub attributes: Vec<(String, String)>,
+    /// `NodeProto.metadata_props` (key, value) in the model's order: torch's dynamo exporter
+    /// keeps each node's module scope there ([`TorchScope`](crate::TorchScope)).
+    pub metadata: Vec<(String, String)>,
 }
 
 /// One dimension of a declared shape.
@@ -233,7 +236,7 @@ fn parse_graph(b: &[u8]) -> Result<Graph, Error> {
     Ok(g)
 }
 
-fn parse_node(b: &[u8]) -> Result<Node, Error> {
+pub(crate) fn parse_node(b: &[u8]) -> Result<Node, Error> {
     let mut node = Node::default();
     let mut f = Fields::new(b, "NodeProto");
     while let Some((n, v, _)) = f.next_field()? {
@@ -243,6 +246,11 @@ fn parse_node(b: &[u8]) -> Result<Node, Error> {
             3 => node.name = string(v, "NodeProto.name")?.to_owned(),
             4 => node.op_type = string(v, "NodeProto.op_type")?.to_owned(),
             7 => node.domain = string(v, "NodeProto.domain")?.to_owned(),
+            9 => {
+                if let Value::Bytes(e) = v {
+                    node.metadata.push(parse_entry(e)?);
+                }
+            }
             5 => {
                 if let Value::Bytes(a) = v
                     && let Some(kv) = crate::attr::parse_attribute(a)?
@@ -254,6 +262,20 @@ fn parse_node(b: &[u8]) -> Result<Node, Error> {
         }
     }
     Ok(node)
+}
+
+/// `StringStringEntryProto` → (key, value).
+fn parse_entry(b: &[u8]) -> Result<(String, String), Error> {
+    let (mut key, mut value) = (String::new(), String::new());
+    let mut f = Fields::new(b, "StringStringEntryProto");
+    while let Some((n, v, _)) = f.next_field()? {
+        match n {
+            1 => key = string(v, "StringStringEntryProto.key")?.to_owned(),
+            2 => value = string(v, "StringStringEntryProto.value")?.to_owned(),
+            _ => {}
+        }
+    }
+    Ok((key, value))
 }
 
 fn parse_value_info(b: &[u8]) -> Result<ValueInfo, Error> {

@@ -75,7 +75,9 @@ fn parameter(model: &TypedModel, id: usize, weight: bool) -> Parameter {
 /// The source row of kernel `id`: the tract node, and with `onnx` the ONNX node it came from,
 /// whether tract decomposed that node (several typed nodes, or one under another name), and
 /// which of its outputs are the ONNX node's outputs (`own slot->ONNX slot`):
-/// `tract node #13 "fc1" (Add); onnx node "fc1" decomposed; outputs 0->0`. dump-read parses
+/// `tract node #13 "fc1" (Add); onnx node "fc1" decomposed; outputs 0->0`, then what
+/// [`OnnxNodes::with_rows`] gave for the ONNX node (`; onnx op "Gemm"; scope "fc" (Linear);
+/// call "linear"`). dump-read parses
 /// it (`dump_read::graph::OnnxOrigin`) to pair runtimes at ONNX node boundaries.
 fn source_row(
     model: &TypedModel,
@@ -107,6 +109,7 @@ fn source_row(
     } else {
         map.join(" ")
     };
+    row += onnx.row(origin);
     row
 }
 

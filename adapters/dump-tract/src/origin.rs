@@ -16,6 +16,7 @@ use tract_onnx::prelude::InferenceModel;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OnnxNodes {
     outputs: HashMap<String, Vec<String>>,
+    rows: HashMap<String, String>,
 }
 
 impl OnnxNodes {
@@ -37,7 +38,31 @@ impl OnnxNodes {
                 .collect();
             outputs.insert(node.name.clone(), names);
         }
-        OnnxNodes { outputs }
+        OnnxNodes {
+            outputs,
+            rows: HashMap::new(),
+        }
+    }
+
+    /// Adds, per ONNX node name, the text its kernels' source rows carry after the ONNX node
+    /// (`dump_onnx::node_rows`: the ONNX op type and the torch module scope the exporter
+    /// recorded, which tract does not keep); names of no node are ignored.
+    pub fn with_rows<I>(mut self, rows: I) -> Self
+    where
+        I: IntoIterator<Item = (String, String)>,
+    {
+        for (node, row) in rows {
+            if self.outputs.contains_key(&node) {
+                self.rows.insert(node, row);
+            }
+        }
+        self
+    }
+
+    /// The text given by [`with_rows`](OnnxNodes::with_rows) for ONNX node `node` (empty
+    /// without one).
+    pub fn row(&self, node: &str) -> &str {
+        self.rows.get(node).map_or("", String::as_str)
     }
 
     /// ONNX nodes given by hand: `(node name, output value names)`.
@@ -51,6 +76,7 @@ impl OnnxNodes {
                 .into_iter()
                 .map(|(n, o)| (n.into(), o.into_iter().map(Into::into).collect()))
                 .collect(),
+            rows: HashMap::new(),
         }
     }
 
@@ -122,5 +148,19 @@ mod tests {
         assert_eq!(n.output_slot("lstm", "nope"), None);
         assert_eq!(n.output_slot("nope", "Y"), None);
         assert_eq!(n.len(), 4);
+    }
+
+    #[test]
+    fn rows_only_for_known_nodes() {
+        let n = nodes().with_rows([
+            (
+                "fc1".to_owned(),
+                "; onnx op \"Gemm\"; scope \"fc\"".to_owned(),
+            ),
+            ("ghost".to_owned(), "; onnx op \"Relu\"".to_owned()),
+        ]);
+        assert_eq!(n.row("fc1"), "; onnx op \"Gemm\"; scope \"fc\"");
+        assert_eq!(n.row("ghost"), "");
+        assert_eq!(n.row("lstm"), "");
     }
 }

@@ -53,6 +53,8 @@ pub struct TractRunner {
     last: TVec<TValue>,
     /// The plan's output value names, in order.
     output_names: Vec<String>,
+    /// Each ONNX node's source row (its op type and torch scope, which tract does not keep).
+    rows: Vec<(String, String)>,
 }
 
 impl TractRunner {
@@ -64,7 +66,8 @@ impl TractRunner {
             .model_for_read(&mut bytes.as_slice())
             .or_else(|e| inlined(&bytes, Path::new(".")).ok_or(e))
             .map_err(|e| load_error(&bytes, e))?;
-        Ok(Self::loaded(model, graph_id))
+        let rows = dump_onnx::node_rows(&bytes).unwrap_or_default();
+        Ok(Self::loaded(model, graph_id, rows))
     }
 
     /// Loads the model at `path` as graph `graph_id`, its external data from beside it (a
@@ -77,10 +80,15 @@ impl TractRunner {
             })?;
             inlined(&bytes, dump_onnx::model_dir(path)).ok_or_else(|| load_error(&bytes, e))
         })?;
-        Ok(Self::loaded(model, graph_id))
+        // The source rows are a courtesy: a file tract read but this cannot is no error.
+        let rows = std::fs::read(path)
+            .ok()
+            .and_then(|b| dump_onnx::node_rows(&b).ok())
+            .unwrap_or_default();
+        Ok(Self::loaded(model, graph_id, rows))
     }
 
-    fn loaded(model: InferenceModel, graph_id: u32) -> Self {
+    fn loaded(model: InferenceModel, graph_id: u32, rows: Vec<(String, String)>) -> Self {
         TractRunner {
             graph_id,
             model: Some(model),
@@ -88,6 +96,7 @@ impl TractRunner {
             fed: TVec::new(),
             last: TVec::new(),
             output_names: Vec::new(),
+            rows,
         }
     }
 
@@ -105,7 +114,7 @@ impl TractRunner {
                 .set_input_fact(i, InferenceFact::dt_shape_from_tensor(t))
                 .map_err(Error::Plan)?;
         }
-        let onnx = OnnxNodes::of(&model);
+        let onnx = OnnxNodes::of(&model).with_rows(std::mem::take(&mut self.rows));
         let plan = model
             .into_typed()
             .and_then(|m| m.into_runnable())

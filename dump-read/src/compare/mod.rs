@@ -13,6 +13,9 @@
 //! compared by the relative differences of max/min/avg/l2norm (the same tolerance rule on each
 //! statistic); md5-only rows by equality.
 
+pub mod cross;
+pub mod kinds;
+mod mapping;
 mod metrics;
 mod pair;
 
@@ -23,8 +26,9 @@ use dump_core::{
     compare::{PairMetrics, Tolerance},
 };
 
+pub use mapping::{MAX_MAPPING_FILE, Mapping, SECTIONS};
 pub use metrics::{compare_files, compare_sources};
-pub use pair::{PairRule, Pairing, pair_tensors};
+pub use pair::{PairRule, Pairing, pair_tensors, pair_tensors_with};
 
 use crate::{Dump, Stats};
 
@@ -227,6 +231,15 @@ pub struct Comparison {
     pub within_a: Vec<(usize, String)>,
     /// B's tensors inside such a node.
     pub within_b: Vec<(usize, String)>,
+    /// A's tensors fused into an ONNX node of B that pairs with a later call
+    /// ([`Pairing::fused_a`]), with the node's name.
+    pub fused_a: Vec<(usize, String)>,
+    /// B's tensors fused so into a node of A.
+    pub fused_b: Vec<(usize, String)>,
+    /// Unpaired outputs of A with their nearest unpaired outputs of B ([`Pairing::nearest_a`]).
+    pub nearest_a: Vec<(usize, Vec<usize>)>,
+    /// Unpaired outputs of B with their nearest unpaired outputs of A.
+    pub nearest_b: Vec<(usize, Vec<usize>)>,
     /// Index into `pairs` of the first divergent pair in run order.
     pub first_divergent: Option<usize>,
 }
@@ -241,7 +254,19 @@ pub fn compare(
     threads: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Comparison {
-    let pairing = pair_tensors(a, b);
+    compare_with(a, b, tol, None, threads, progress)
+}
+
+/// [`compare`] with a user's [`Mapping`] tried before the automatic pairing rules.
+pub fn compare_with(
+    a: &Dump,
+    b: &Dump,
+    tol: &Tolerances,
+    mapping: Option<&Mapping>,
+    threads: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Comparison {
+    let pairing = pair_tensors_with(a, b, mapping);
     let total = pairing.pairs.len();
     let results = crate::par_map(
         total,
@@ -261,6 +286,10 @@ pub fn compare(
         only_in_b: pairing.only_in_b,
         within_a: pairing.within_a,
         within_b: pairing.within_b,
+        fused_a: pairing.fused_a,
+        fused_b: pairing.fused_b,
+        nearest_a: pairing.nearest_a,
+        nearest_b: pairing.nearest_b,
         first_divergent,
     }
 }

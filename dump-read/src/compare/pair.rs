@@ -18,12 +18,24 @@
 //!    frameworks that name ops differently); a kernel whose op type does not match the next
 //!    few unpaired kernels of the other side stays unpaired. Their tensors pair by IO and slot.
 //!
-//! Everything else is reported as only in A or only in B.
+//!
+//! Before them all, a user's **mapping** file ([`Mapping`](super::Mapping)) pairs the names it
+//! maps; after the value rule, when one dump is torch-side (msprobe's call names, or reference
+//! arrays keyed by module path) and the other names ONNX nodes, the cross-framework rules
+//! (**counter**, **scope**, then order by op kind, and **fused**: see
+//! [`cross`](super::cross)) pair the torch calls' outputs with the ONNX nodes' outputs.
+//!
+//! Everything else is reported as only in A or only in B, with the nearest candidates of the
+//! other side ([`Pairing::nearest_a`]).
 
 use std::collections::{HashMap, HashSet};
 
 use dump_stats::Io;
 
+use super::{
+    Mapping,
+    cross::{is_graph_side, is_torch_side, pair_cross},
+};
 use crate::{Dump, KernelRef};
 
 /// Which rule paired two tensors.
@@ -36,8 +48,20 @@ pub enum PairRule {
     Node,
     /// Same value name in the graph files (an ONNX value name), same IO and slot.
     Value,
-    /// Same position in the run order, same op type, same IO and slot.
+    /// Same position in the run order, same op type (or, across frameworks, the same op kind
+    /// and output shape), same IO and slot.
     Order,
+    /// The user's mapping file maps one name to the other.
+    Mapping,
+    /// An API call's counter and the ONNX node's FX call (`Functional.conv2d.5.forward` and
+    /// `conv2d_5`).
+    Counter,
+    /// The same torch module scope (msprobe's module path, the exporter's recorded scope or
+    /// TorchScript's node name), by op kind and order within the scope.
+    Scope,
+    /// An ONNX node that fuses several torch calls (BatchNorm folded into Conv) with the last
+    /// call of the group, whose output it computes.
+    Fused,
 }
 
 impl PairRule {
@@ -48,6 +72,10 @@ impl PairRule {
             PairRule::Node => "node",
             PairRule::Value => "value",
             PairRule::Order => "order",
+            PairRule::Mapping => "mapping",
+            PairRule::Counter => "counter",
+            PairRule::Scope => "scope",
+            PairRule::Fused => "fused",
         }
     }
 }
@@ -57,6 +85,16 @@ impl PairRule {
 pub struct Pairing {
     /// `(index in A, index in B, rule)` in A's run order (iteration, rank, timestamps).
     pub pairs: Vec<(usize, usize, PairRule)>,
+    /// A's tensors computed inside a fused ONNX node of B whose output pairs with a later call
+    /// (a convolution whose BatchNorm was folded into it), with the node's name.
+    pub fused_a: Vec<(usize, String)>,
+    /// B's tensors fused so into a node of A.
+    pub fused_b: Vec<(usize, String)>,
+    /// For unpaired outputs (of [`only_in_a`](Pairing::only_in_a)), up to three of B's
+    /// unpaired outputs nearest by shape, op kind and module scope, best first.
+    pub nearest_a: Vec<(usize, Vec<usize>)>,
+    /// The same for B's unpaired outputs, from A's.
+    pub nearest_b: Vec<(usize, Vec<usize>)>,
     /// A's tensors without a partner, in A's run order.
     pub only_in_a: Vec<usize>,
     /// B's tensors without a partner, in B's run order.
@@ -70,10 +108,15 @@ pub struct Pairing {
 }
 
 /// How many unpaired kernels of B the order rule looks ahead for A's kernel's op type.
-const LOOKAHEAD: usize = 8;
+pub(super) const LOOKAHEAD: usize = 8;
 
 /// Pairs the tensors of `a` and `b` (see the module docs).
 pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
+    pair_tensors_with(a, b, None)
+}
+
+/// Pairs the tensors of `a` and `b`, `mapping`'s names first (see the module docs).
+pub fn pair_tensors_with(a: &Dump, b: &Dump, mapping: Option<&Mapping>) -> Pairing {
     let ka = a.kernels();
     let kb = b.kernels();
     let mut by_name: HashMap<(u32, u64, &str, bool, u32), usize> = HashMap::new();
@@ -91,6 +134,10 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
     }
     let mut partner: HashMap<usize, (usize, PairRule)> = HashMap::new();
     let mut used_b: HashSet<usize> = HashSet::new();
+    let (mut mapped_a, mut mapped_b) = (Vec::new(), Vec::new());
+    if let Some(m) = mapping {
+        (mapped_a, mapped_b) = pair_mapped(a, b, &ka, &kb, m, &mut partner, &mut used_b);
+    }
     for k in &ka {
         for &i in &k.tensors {
             let t = &a.tensors[i];
@@ -108,8 +155,10 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
             }
         }
     }
-    let (within_a, within_b) = pair_nodes(a, b, &ka, &kb, &mut partner, &mut used_b);
-    let within_a_set: HashSet<usize> = within_a.iter().map(|(i, _)| *i).collect();
+    let (mut within_a, mut within_b) = pair_nodes(a, b, &ka, &kb, &mut partner, &mut used_b);
+    within_a.extend(mapped_a);
+    within_b.extend(mapped_b);
+    let mut within_a_set: HashSet<usize> = within_a.iter().map(|(i, _)| *i).collect();
     // The value rule over kernels untouched by the rules above.
     let mut by_value: HashMap<(u32, u64, &str), usize> = HashMap::new();
     for (n, k) in kb.iter().enumerate() {
@@ -134,6 +183,59 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
         };
         pair_slots(a, b, k, &kb[n], PairRule::Value, &mut partner, &mut used_b);
     }
+    // Across frameworks: a torch-side dump against ONNX nodes, either way round.
+    let (mut fused_a, mut fused_b) = (Vec::new(), Vec::new());
+    let cross =
+        (is_torch_side(&ka) && is_graph_side(&kb)) || (is_graph_side(&ka) && is_torch_side(&kb));
+    if is_torch_side(&ka) && is_graph_side(&kb) {
+        let c = pair_cross(
+            a,
+            b,
+            &ka,
+            &kb,
+            &|i| partner.contains_key(&i) || within_a_set.contains(&i),
+            &|j| used_b.contains(&j),
+        );
+        for (ti, gi, rule) in c.pairs {
+            partner.insert(ti, (gi, rule));
+            used_b.insert(gi);
+        }
+        within_a.extend(c.within_t);
+        for (j, n) in c.within_g {
+            if used_b.insert(j) {
+                within_b.push((j, n));
+            }
+        }
+        fused_a = c.fused_t;
+    } else if is_graph_side(&ka) && is_torch_side(&kb) {
+        let c = pair_cross(b, a, &kb, &ka, &|j| used_b.contains(&j), &|i| {
+            partner.contains_key(&i) || within_a_set.contains(&i)
+        });
+        for (ti, gi, rule) in c.pairs {
+            // A's node output pairs once (a module and its container may share it: the
+            // second stays only in B).
+            if let std::collections::hash_map::Entry::Vacant(v) = partner.entry(gi) {
+                v.insert((ti, rule));
+                used_b.insert(ti);
+            }
+        }
+        within_a.extend(c.within_g);
+        for (j, n) in c.within_t {
+            if used_b.insert(j) {
+                within_b.push((j, n));
+            }
+        }
+        for (j, n) in c.fused_t {
+            if used_b.insert(j) {
+                fused_b.push((j, n));
+            }
+        }
+    }
+    within_a.sort_unstable();
+    within_a.dedup_by_key(|(i, _)| *i);
+    within_b.sort_unstable();
+    within_a_set = within_a.iter().map(|(i, _)| *i).collect();
+    within_a_set.extend(fused_a.iter().map(|(i, _)| *i));
     // The order rule over kernels untouched by the rules above, per (rank, iteration).
     let untouched =
         |ks: &[KernelRef], used: &dyn Fn(usize) -> bool| -> HashMap<(u32, u64), Vec<usize>> {
@@ -150,7 +252,8 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
     });
     let free_b = untouched(&kb, &|j| used_b.contains(&j));
     for (group, list_a) in &free_a {
-        let Some(list_b) = free_b.get(group) else {
+        // Across frameworks the cross rules' order by op kind and shape took its place.
+        let Some(list_b) = free_b.get(group).filter(|_| !cross) else {
             continue;
         };
         let mut p = 0;
@@ -176,6 +279,8 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
     let mut out = Pairing {
         within_a,
         within_b,
+        fused_a,
+        fused_b,
         ..Pairing::default()
     };
     // Run order across ranks: iteration first (the earliest step), then rank; stable, so the
@@ -195,7 +300,186 @@ pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
         out.only_in_b
             .extend(k.tensors.iter().filter(|j| !used_b.contains(j)));
     }
+    out.nearest_a = nearest(a, b, &ka, &kb, &out.only_in_a, &out.only_in_b);
+    out.nearest_b = nearest(b, a, &kb, &ka, &out.only_in_b, &out.only_in_a);
     out
+}
+
+/// How many unpaired outputs get nearest candidates (the report shows the first few).
+const NEAREST_FOR: usize = 64;
+
+/// For the unpaired outputs `from` of `x`, up to three unpaired outputs of `y` (`pool`) that
+/// share the most: the shape (but for size-1 dims), the op kind, and module-scope components.
+fn nearest(
+    x: &Dump,
+    y: &Dump,
+    kx: &[KernelRef],
+    ky: &[KernelRef],
+    from: &[usize],
+    pool: &[usize],
+) -> Vec<(usize, Vec<usize>)> {
+    let facts =
+        |d: &Dump, ks: &[KernelRef]| -> HashMap<usize, (Option<&'static str>, Vec<String>)> {
+            let mut m = HashMap::new();
+            for k in ks {
+                let (kind, scope) = kernel_facts(k);
+                for &i in &k.tensors {
+                    if d.tensors[i].id.io == Io::Output {
+                        m.insert(i, (kind, scope.clone()));
+                    }
+                }
+            }
+            m
+        };
+    let (fx, fy) = (facts(x, kx), facts(y, ky));
+    let pool: Vec<usize> = pool
+        .iter()
+        .copied()
+        .filter(|j| fy.contains_key(j))
+        .collect();
+    let mut out = Vec::new();
+    for &i in from.iter().filter(|i| fx.contains_key(i)).take(NEAREST_FOR) {
+        let (kind, scope) = &fx[&i];
+        let mut scored: Vec<(u32, usize)> = pool
+            .iter()
+            .map(|&j| {
+                let (k2, s2) = &fy[&j];
+                let mut score = 0;
+                if super::same_but_unit_dims(&x.tensors[i].shape, &y.tensors[j].shape) {
+                    score += 4;
+                }
+                if let (Some(a), Some(b)) = (kind, k2)
+                    && (super::kinds::compatible(a, b) || super::kinds::compatible(b, a))
+                {
+                    score += 2;
+                }
+                score += scope.iter().zip(s2).take_while(|(p, q)| p == q).count() as u32;
+                (score, j)
+            })
+            .filter(|(s, _)| *s > 0)
+            .collect();
+        scored.sort_by(|p, q| q.0.cmp(&p.0).then(p.1.cmp(&q.1)));
+        if !scored.is_empty() {
+            out.push((i, scored.iter().take(3).map(|&(_, j)| j).collect()));
+        }
+    }
+    out
+}
+
+/// A kernel's op kind and module-scope components (for the nearest candidates).
+fn kernel_facts(k: &KernelRef) -> (Option<&'static str>, Vec<String>) {
+    let split = |s: &str| -> Vec<String> {
+        s.split('.')
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    if let Some(c) = super::cross::parse_call(&k.op_name) {
+        return (super::kinds::kind_of(&c.what), split(&c.path));
+    }
+    if let Some(o) = &k.onnx {
+        let kind = o
+            .op_type
+            .as_deref()
+            .or((!o.decomposed).then_some(k.op_type.as_str()))
+            .and_then(super::kinds::kind_of);
+        return (
+            kind,
+            o.module_scope().map(|(s, _)| split(&s)).unwrap_or_default(),
+        );
+    }
+    (super::kinds::kind_of(&k.op_type), split(&k.op_name))
+}
+
+/// The mapping rule: every kernel of A whose op name (or ONNX node) the mapping maps to a
+/// kernel of B (by op name, ONNX node, ONNX value or FX call) pairs its outputs with that
+/// kernel's (an ONNX node's outputs by the node's slot); their other tensors are left within
+/// the mapped name. Returns A's tensors so left.
+fn pair_mapped(
+    a: &Dump,
+    b: &Dump,
+    ka: &[KernelRef],
+    kb: &[KernelRef],
+    m: &Mapping,
+    partner: &mut HashMap<usize, (usize, PairRule)>,
+    used_b: &mut HashSet<usize>,
+) -> (Within, Within) {
+    let mut by: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (n, k) in kb.iter().enumerate() {
+        let mut names: Vec<&str> = vec![k.op_name.as_str()];
+        names.extend(k.value.as_deref());
+        if let Some(o) = &k.onnx {
+            names.push(o.node.as_str());
+            names.extend(o.call.as_deref());
+        }
+        names.dedup();
+        for name in names {
+            by.entry(name).or_default().push(n);
+        }
+    }
+    let (mut within, mut within_b) = (Vec::new(), Vec::new());
+    for k in ka {
+        let target = m
+            .target(&k.op_name)
+            .or_else(|| k.onnx.as_ref().and_then(|o| m.target(&o.node)));
+        let Some(target) = target else { continue };
+        let Some(list) = by.get(target.as_str()) else {
+            continue;
+        };
+        let outs_b: Vec<(u32, usize)> = list
+            .iter()
+            .flat_map(|&n| {
+                let kbn = &kb[n];
+                kbn.tensors.iter().filter_map(move |&j| {
+                    let t = &b.tensors[j];
+                    if t.id.io != Io::Output {
+                        return None;
+                    }
+                    match &kbn.onnx {
+                        Some(o) => o.onnx_slot(t.id.slot).map(|s| (s, j)),
+                        None => Some((t.id.slot, j)),
+                    }
+                })
+            })
+            .collect();
+        for &i in &k.tensors {
+            let t = &a.tensors[i];
+            if t.id.io != Io::Output || partner.contains_key(&i) {
+                continue;
+            }
+            let slot = k
+                .onnx
+                .as_ref()
+                .and_then(|o| o.onnx_slot(t.id.slot))
+                .unwrap_or(t.id.slot);
+            if let Some(&(_, j)) = outs_b
+                .iter()
+                .find(|(s, j)| *s == slot && !used_b.contains(j))
+            {
+                used_b.insert(j);
+                partner.insert(i, (j, PairRule::Mapping));
+            }
+        }
+        if k.tensors
+            .iter()
+            .any(|i| partner.get(i).is_some_and(|p| p.1 == PairRule::Mapping))
+        {
+            within.extend(
+                k.tensors
+                    .iter()
+                    .filter(|i| !partner.contains_key(i))
+                    .map(|&i| (i, target.clone())),
+            );
+            for &n in list {
+                for &j in &kb[n].tensors {
+                    if used_b.insert(j) {
+                        within_b.push((j, target.clone()));
+                    }
+                }
+            }
+        }
+    }
+    (within, within_b)
 }
 
 /// Tensors left inside ONNX nodes by the node rule: `(tensor index, ONNX node name)`.

@@ -1,4 +1,4 @@
-//! `opdump compare A B [--json] [--csv FILE] [--html FILE] [--rtol R --atol T] [--tol DTYPE=R,T]`:
+//! `opdump compare A B [--json] [--csv FILE] [--html FILE] [--rtol R --atol T] [--tol DTYPE=R,T] [--mapping FILE]`:
 //! where two dumps start to differ.
 //!
 //! Tensors pair by (rank, iteration, op name, IO, slot); kernels left over pair by the ONNX
@@ -7,7 +7,12 @@
 //! helpers and the node's inputs are listed as "inside ONNX node N", not as unpaired), then
 //! by the value name of their node in `graphs/*.ir` (an ONNX value name), then by position in
 //! the run order when their op types agree (the `rule` column says which: `name`, `node`,
-//! `value`, `order`). Per pair: cosine
+//! `value`, `order`). A `--mapping` file's names pair first (`mapping`). Across frameworks (an
+//! msprobe dump or module-keyed arrays against ONNX nodes) the FX call counter (`counter`),
+//! the torch module scope (`scope`) and the op kind in run order (`order`) pair the calls'
+//! outputs with the nodes', a BatchNorm folded into its convolution pairs as `fused` (the
+//! convolution's call listed as fused into the node), and unpaired tensors list their nearest
+//! candidates (docs/msprobe.md). Per pair: cosine
 //! similarity, max absolute and relative error, the shares of elements with a relative error
 //! above 0.001 and 0.005, max ULP distance, and both sides' statistics; statistic-only dumps
 //! compare max/min/avg/l2norm, md5-only rows compare digests. A pair diverges when an element
@@ -42,7 +47,7 @@ use std::{io::Write, path::PathBuf};
 use dump_core::{DType, compare::Tolerance};
 use dump_read::{
     Dump,
-    compare::{Tolerances, compare},
+    compare::{Mapping, Tolerances, compare_with},
 };
 
 use super::{
@@ -65,7 +70,7 @@ pub struct Args {
     #[arg(value_name = "B")]
     pub b: PathBuf,
     /// Print one JSON object (keys pairs, matched, only_in_a, only_in_b, within_a, within_b,
-    /// first_divergent).
+    /// fused_a, fused_b, nearest_a, nearest_b, first_divergent).
     #[arg(long)]
     pub json: bool,
     /// Also write one csv row per pair to FILE.
@@ -91,6 +96,12 @@ pub struct Args {
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// A mapping file (JSON, or YAML when named .yaml/.yml) of A's names to B's, tried before
+    /// the automatic rules: {"exact": {"A name": "B name"}, "prefix": {"A prefix": "B
+    /// prefix"}, "regex": {"A regex": "B name with $1"}}. B's name is an op name, an ONNX
+    /// node, an ONNX value or an FX call (conv2d_5). See docs/msprobe.md.
+    #[arg(long, value_name = "FILE")]
+    pub mapping: Option<PathBuf>,
 }
 
 fn tolerances(args: &Args) -> Result<Tolerances, String> {
@@ -141,6 +152,10 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
         report::output::install_interrupt_handler();
     }
     let tol = tolerances(args).map_err(Failure::Invalid)?;
+    let mapping = match &args.mapping {
+        Some(p) => Some(Mapping::load(p).map_err(|e| Failure::Invalid(format!("--mapping: {e}")))?),
+        None => None,
+    };
     // Both sides are opened before either error is returned, so a user sees both at once.
     let (a, b) = match (Dump::open(&args.a), Dump::open(&args.b)) {
         (Ok(a), Ok(b)) => (a, b),
@@ -150,10 +165,11 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     // Terminal output is best effort: a closed pipe does not change the verdict.
     let _ = text::problems(Some("A"), &a, err).and_then(|()| text::problems(Some("B"), &b, err));
     let bar = Progress::new("compare", 0, !args.json);
-    let cmp = compare(
+    let cmp = compare_with(
         &a,
         &b,
         &tol,
+        mapping.as_ref(),
         super::inspect::threads(args.threads),
         &|d, total| {
             if d == 1 {

@@ -403,7 +403,7 @@ pub fn compare(r: &CompareReport<'_>) -> String {
         cmp.pairs.len(),
         cmp.only_in_a.len(),
         cmp.only_in_b.len(),
-        within_count(r.within_tensors),
+        within_count(r.within_tensors, r.cmp.fused_a.len() + r.cmp.fused_b.len()),
         match first {
             Some(i) => format!(
                 "<b>First divergent operator:</b> {}",

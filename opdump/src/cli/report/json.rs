@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use super::{
     compare_report::CompareReport,
     inspect_report::{InspectReport, KernelRole},
-    words::{note, reason},
+    words::{note, reason, torch_module},
 };
 
 /// A float as JSON: a number when finite, else `"nan"`, `"inf"` or `"-inf"`.
@@ -252,6 +252,10 @@ fn compare_value(r: &CompareReport<'_>) -> Value {
             m.insert("onnx_node".into(), json!(f.onnx_node));
             m.insert("rule".into(), json!(p.rule.as_str()));
             m.insert(
+                "torch_module".into(),
+                json!(torch_module(a, p.a).or_else(|| torch_module(b, p.b))),
+            );
+            m.insert(
                 "reasons".into(),
                 json!(p.reasons.iter().map(reason).collect::<Vec<_>>()),
             );
@@ -273,8 +277,24 @@ fn compare_value(r: &CompareReport<'_>) -> Value {
         "only_in_b": cmp.only_in_b.iter().map(|&i| tensor(b, i)).collect::<Vec<_>>(),
         "within_a": within(a, &cmp.within_a),
         "within_b": within(b, &cmp.within_b),
+        "fused_a": within(a, &cmp.fused_a),
+        "fused_b": within(b, &cmp.fused_b),
+        "nearest_a": nearest(a, b, &cmp.nearest_a),
+        "nearest_b": nearest(b, a, &cmp.nearest_b),
         "pairs": cmp.pairs.iter().map(|p| pair(a, b, p)).collect::<Vec<_>>(),
     })
+}
+
+/// Unpaired tensors with their nearest candidates: `{"tensor": ..., "candidates": [...]}`.
+fn nearest(d: &Dump, other: &Dump, list: &[(usize, Vec<usize>)]) -> Vec<Value> {
+    list.iter()
+        .map(|(i, c)| {
+            json!({
+                "tensor": tensor(d, *i),
+                "candidates": c.iter().map(|&k| tensor(other, k)).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
 }
 
 /// Tensors inside decomposed ONNX nodes: each tensor's identity with `onnx_node`.

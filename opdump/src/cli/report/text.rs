@@ -16,7 +16,7 @@ use super::{
     inspect_report::InspectReport,
     opt_g,
     stats_report::StatsReport,
-    words::{note, origin_words, reasons, role_words, who, within_count},
+    words::{note, origin_words, reasons, role_words, torch_module, who, within_count},
 };
 
 /// `warning: PATH: MESSAGE` for each problem met reading `dump` (prefixed `SIDE: ` when
@@ -239,7 +239,7 @@ pub fn compare_summary(r: &CompareReport<'_>, err: &mut dyn Write) -> io::Result
         cmp.pairs.len(),
         cmp.only_in_a.len(),
         cmp.only_in_b.len(),
-        within_count(r.within_tensors),
+        within_count(r.within_tensors, r.cmp.fused_a.len() + r.cmp.fused_b.len()),
         match &r.first {
             Some(f) => format!(
                 "{} diverge; first divergent: {}",
@@ -267,7 +267,7 @@ fn compare_text(r: &CompareReport<'_>) -> String {
         cmp.pairs.len(),
         cmp.only_in_a.len(),
         cmp.only_in_b.len(),
-        within_count(r.within_tensors),
+        within_count(r.within_tensors, r.cmp.fused_a.len() + r.cmp.fused_b.len()),
     );
     s += "first divergent operator: ";
     match &r.first {
@@ -277,6 +277,9 @@ fn compare_text(r: &CompareReport<'_>) -> String {
             s += &format!("{}\n", who(a, p.a));
             if let Some(node) = &f.onnx_node {
                 s += &format!("  ONNX node {node}\n");
+            }
+            if let Some(m) = torch_module(a, p.a).or_else(|| torch_module(b, p.b)) {
+                s += &format!("  torch module {m}\n");
             }
             if p.rule != dump_read::compare::PairRule::Name {
                 s += &format!(
@@ -352,11 +355,32 @@ fn compare_text(r: &CompareReport<'_>) -> String {
             s += &format!("  ... {} more (--json lists them)\n", r.within.len() - 20);
         }
     }
-    for (side, d, list) in [("A", a, &cmp.only_in_a), ("B", b, &cmp.only_in_b)] {
+    for (side, d, list) in [("A", a, &cmp.fused_a), ("B", b, &cmp.fused_b)] {
+        if !list.is_empty() {
+            s += &format!(
+                "\nfused in {side} ({}: computed inside an ONNX node that pairs with a later call):\n",
+                list.len()
+            );
+            for (i, node) in list.iter().take(20) {
+                s += &format!("  {} -> {node}\n", who(d, *i));
+            }
+            if list.len() > 20 {
+                s += &format!("  ... {} more (--json lists them)\n", list.len() - 20);
+            }
+        }
+    }
+    for (side, d, other, list, near) in [
+        ("A", a, b, &cmp.only_in_a, &cmp.nearest_a),
+        ("B", b, a, &cmp.only_in_b, &cmp.nearest_b),
+    ] {
         if !list.is_empty() {
             s += &format!("\nonly in {side} ({}):\n", list.len());
             for &i in list.iter().take(20) {
                 s += &format!("  {}\n", who(d, i));
+                if let Some((_, c)) = near.iter().find(|(n, _)| *n == i) {
+                    let names: Vec<String> = c.iter().map(|&j| who(other, j)).collect();
+                    s += &format!("      nearest: {}\n", names.join("; "));
+                }
             }
             if list.len() > 20 {
                 s += &format!("  ... {} more\n", list.len() - 20);

@@ -98,10 +98,36 @@ pub fn role_words(k: &KernelRole) -> String {
 
 /// `, N inside ONNX nodes the dumps compute differently` when the node rule left `n` tensors
 /// within nodes (nothing when `n` is 0).
-pub fn within_count(n: usize) -> String {
-    if n == 0 {
-        String::new()
-    } else {
-        format!(", {n} inside ONNX nodes the dumps compute differently")
+pub fn within_count(n: usize, fused: usize) -> String {
+    let mut s = String::new();
+    if n > 0 {
+        s += &format!(", {n} inside ONNX nodes the dumps compute differently");
     }
+    if fused > 0 {
+        s += &format!(", {fused} fused into an ONNX node");
+    }
+    s
+}
+
+/// The torch module tensor `i` belongs to: an msprobe module call's path, or the scope its
+/// ONNX node records (`block2.bn2 (BatchNorm2d), fused`) or its TorchScript name gives.
+pub fn torch_module(d: &dump_read::Dump, i: usize) -> Option<String> {
+    let k = d.kernels().into_iter().find(|k| k.tensors.contains(&i))?;
+    if let Some(c) = dump_read::compare::cross::parse_call(&k.op_name) {
+        return c.module.then(|| format!("{} ({})", c.path, c.what));
+    }
+    let o = k.onnx?;
+    let (scope, _) = o.module_scope()?;
+    let mut s = if scope.is_empty() {
+        "(top level)".to_owned()
+    } else {
+        scope
+    };
+    if let Some(c) = &o.class {
+        s += &format!(" ({c})");
+    }
+    if o.fused {
+        s += ", fused";
+    }
+    Some(s)
 }
