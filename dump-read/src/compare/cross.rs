@@ -491,7 +491,7 @@ impl<'a> Group<'a> {
             if !self.free(e) || self.es[e].kind.is_none() {
                 continue;
             }
-            let found = (p..ns.len().min(p + super::pair::LOOKAHEAD)).find(|&q| {
+            let found = (p..ns.len().min(p + super::rule::LOOKAHEAD)).find(|&q| {
                 !self.used.contains(&ns[q]) && self.kind_fits(e, ns[q]) && self.shape_fits(e, ns[q])
             });
             if let Some(q) = found {

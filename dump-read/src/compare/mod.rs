@@ -18,6 +18,7 @@ pub mod kinds;
 mod mapping;
 mod metrics;
 mod pair;
+mod rule;
 
 use std::collections::HashMap;
 

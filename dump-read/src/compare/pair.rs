@@ -32,53 +32,13 @@ use std::collections::{HashMap, HashSet};
 
 use dump_stats::Io;
 
+pub use super::rule::PairRule;
 use super::{
     Mapping,
     cross::{is_graph_side, is_torch_side, pair_cross},
+    rule::LOOKAHEAD,
 };
 use crate::{Dump, KernelRef};
-
-/// Which rule paired two tensors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PairRule {
-    /// Same rank, iteration, op name, IO and slot.
-    Name,
-    /// The same ONNX node (graph files' source rows): its outputs by the node's output slot,
-    /// or, for two plain kernels of one op type, every tensor by IO and slot.
-    Node,
-    /// Same value name in the graph files (an ONNX value name), same IO and slot.
-    Value,
-    /// Same position in the run order, same op type (or, across frameworks, the same op kind
-    /// and output shape), same IO and slot.
-    Order,
-    /// The user's mapping file maps one name to the other.
-    Mapping,
-    /// An API call's counter and the ONNX node's FX call (`Functional.conv2d.5.forward` and
-    /// `conv2d_5`).
-    Counter,
-    /// The same torch module scope (msprobe's module path, the exporter's recorded scope or
-    /// TorchScript's node name), by op kind and order within the scope.
-    Scope,
-    /// An ONNX node that fuses several torch calls (BatchNorm folded into Conv) with the last
-    /// call of the group, whose output it computes.
-    Fused,
-}
-
-impl PairRule {
-    /// `name`, `node`, `value` or `order`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            PairRule::Name => "name",
-            PairRule::Node => "node",
-            PairRule::Value => "value",
-            PairRule::Order => "order",
-            PairRule::Mapping => "mapping",
-            PairRule::Counter => "counter",
-            PairRule::Scope => "scope",
-            PairRule::Fused => "fused",
-        }
-    }
-}
 
 /// Tensor pairs of two dumps.
 #[derive(Clone, Debug, Default)]
@@ -106,9 +66,6 @@ pub struct Pairing {
     /// B's tensors left unpaired inside such a node, with its name.
     pub within_b: Vec<(usize, String)>,
 }
-
-/// How many unpaired kernels of B the order rule looks ahead for A's kernel's op type.
-pub(super) const LOOKAHEAD: usize = 8;
 
 /// Pairs the tensors of `a` and `b` (see the module docs).
 pub fn pair_tensors(a: &Dump, b: &Dump) -> Pairing {
