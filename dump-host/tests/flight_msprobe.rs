@@ -23,8 +23,7 @@ fn a_flight_recorder_with_msprobes_layout_is_refused_with_the_reason() {
         .on_event(|_| {})
         .flight_recorder(FlightRecorder::default())
         .open_json(text.clone().into_bytes())
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     let msg = e.to_string();
     assert!(
         msg.contains("flight recorder cannot run with msprobe's layout"),
