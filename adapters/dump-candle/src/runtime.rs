@@ -52,14 +52,7 @@ impl OnnxRuntime for CandleRunner {
     }
 
     fn outputs(&self) -> Result<Vec<HostTensor>, dump_onnx::Error> {
-        self.dump()
-            .model()
-            .graph
-            .outputs
-            .iter()
-            .filter_map(|o| self.last.get(&o.name).map(|t| to_host(&o.name, t)))
-            .collect::<Result<_, _>>()
-            .map_err(|e| dump_onnx::Error::Failed(Box::new(e)))
+        self.dump().declared_outputs(&self.last, to_host)
     }
 
     fn diagnostics(&self) -> Vec<String> {

@@ -74,6 +74,27 @@ impl OnnxDump {
         self.graph.execution_order()
     }
 
+    /// The model's declared outputs found in `values` (one evaluation's values by name), in
+    /// the model's order, each copied to the host by `to_host`; a failed copy is
+    /// [`Error::Failed`](crate::Error::Failed) keeping its cause. What `OnnxRuntime::outputs`
+    /// of a runtime driven through [`ExposedModel`](crate::ExposedModel) returns.
+    pub fn declared_outputs<V, E>(
+        &self,
+        values: &std::collections::HashMap<String, V>,
+        to_host: impl Fn(&str, &V) -> Result<crate::HostTensor, E>,
+    ) -> Result<Vec<crate::HostTensor>, crate::Error>
+    where
+        E: core::error::Error + Send + Sync + 'static,
+    {
+        self.model
+            .graph
+            .outputs
+            .iter()
+            .filter_map(|o| values.get(&o.name).map(|v| to_host(&o.name, v)))
+            .collect::<Result<_, _>>()
+            .map_err(|e| crate::Error::Failed(Box::new(e)))
+    }
+
     /// Values that could not be dumped, one line per distinct reason.
     pub fn diagnostics(&self) -> impl Iterator<Item = &str> {
         self.diagnostics.iter().map(String::as_str)

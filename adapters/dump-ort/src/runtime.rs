@@ -59,14 +59,7 @@ impl OnnxRuntime for OrtRunner {
     }
 
     fn outputs(&self) -> Result<Vec<HostTensor>, dump_onnx::Error> {
-        self.dump()
-            .model()
-            .graph
-            .outputs
-            .iter()
-            .filter_map(|o| self.last.get(&o.name).map(|v| to_host(&o.name, v)))
-            .collect::<Result<_, _>>()
-            .map_err(|e| dump_onnx::Error::Failed(Box::new(e)))
+        self.dump().declared_outputs(&self.last, to_host)
     }
 
     fn diagnostics(&self) -> Vec<String> {
