@@ -48,7 +48,8 @@ pub(crate) fn unsupported_reason(t: &Tensor) -> Option<String> {
 }
 
 /// Calls `f` with `t` as a [`TensorRef`] borrowing candle's storage (held read-locked for
-/// the call), or says why it cannot ([`Error::Unsupported`](crate::Error::Unsupported): a
+/// the call; a non-contiguous CUDA tensor is first copied to a contiguous one on the
+/// device), or says why it cannot ([`Error::Unsupported`](crate::Error::Unsupported): a
 /// dtype or device with no dump mapping).
 pub fn with_tensor_ref<R>(
     t: &Tensor,
@@ -57,6 +58,18 @@ pub fn with_tensor_ref<R>(
     if let Some(why) = unsupported_reason(t) {
         return Err(crate::Error::Unsupported(why));
     }
+    // A non-contiguous CUDA tensor (a transpose, a strided narrow) has no in-place device
+    // view: dump a contiguous copy made on the device, on candle's stream (one copy kernel,
+    // no host round trip); the copy lives for the call.
+    #[cfg(feature = "cuda")]
+    let copy;
+    #[cfg(feature = "cuda")]
+    let t = if t.device().is_cuda() && !t.is_contiguous() {
+        copy = t.contiguous()?;
+        &copy
+    } else {
+        t
+    };
     tensor_view(t, f).ok_or_else(|| {
         crate::Error::Unsupported(format!(
             "a candle {:?} tensor of shape {:?} whose storage has no dump view is skipped",

@@ -2,8 +2,8 @@
 //! `dump_device_cuda::DeviceTensor` on candle's own stream, so statistics are computed on the
 //! GPU and `.npy` bytes are copied (streamed) only when the config asks for tensors.
 //!
-//! Only contiguous layouts are dumped from the device; other layouts are skipped (candle's
-//! `.contiguous()` before the dump point makes them dumpable).
+//! Only contiguous layouts are viewed in place; `convert::with_tensor_ref` hands other
+//! layouts over as a contiguous copy that candle makes on the device first.
 
 use std::sync::{Arc, Mutex};
 
