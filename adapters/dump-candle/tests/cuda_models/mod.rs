@@ -188,7 +188,7 @@ impl Block {
     /// A block of `size` on `dev`, weights from the LCG.
     pub fn new(size: BlockSize, dev: &Device) -> Result<Self> {
         let d = size.d_model;
-        if size.heads == 0 || d % size.heads != 0 {
+        if size.heads == 0 || !d.is_multiple_of(size.heads) {
             return Err(candle_core::Error::Msg(format!(
                 "{} heads do not divide d_model {d}",
                 size.heads
