@@ -259,6 +259,13 @@ OPDUMP_INT_TRAITS(I64, i64, r)
 OPDUMP_INT_TRAITS(U8, unsigned char, (i64)r)
 OPDUMP_INT_TRAITS(Bool, unsigned char, (i64)(r != 0))
 
+// One thread's counts of non-NaN elements, in 32 bits: a thread sees at most
+// ceil(units / (grid * block)) units, under 2^23 elements for a 2^40-element tensor, so they
+// cannot wrap; folded into St's 64-bit counters before the trees.
+struct Counts {
+    unsigned zero, pos, neg, pinf, ninf;
+};
+
 // Per-thread (then per-warp, per-block) state. Plain data: lives in shared memory too.
 template <class K> struct St {
     typename K::acc_t sum, sq;
@@ -276,7 +283,7 @@ template <class K> struct St {
         fidx = 0; fraw = 0; lidx = 0; lraw = 0;
     }
 
-    __device__ __forceinline__ void push(typename K::raw_t r, u64 i) {
+    __device__ __forceinline__ void push(typename K::raw_t r, u64 i, Counts& c) {
         if (K::is_nan(r)) {
             if (nan == 0) { fidx = i; fraw = (u64)r; }
             lidx = i; lraw = (u64)r;
@@ -293,15 +300,20 @@ template <class K> struct St {
             ilo += (u64)(i64)v;
             ihi += ((i64)v < 0 ? -1 : 0) + (ilo < old ? 1 : 0);
         }
-        if (v == 0) {
-            zero += 1;
-        } else if (v > 0) {
-            pos += 1;
-            if (!K::is_int && (double)v == OPDUMP_INF) pinf += 1;
-        } else {
-            neg += 1;
-            if (!K::is_int && (double)v == -OPDUMP_INF) ninf += 1;
+        // Branch-free classification (NaN has returned above): the same counts as
+        // `zero / pos (+inf) / neg (-inf)` branches, without divergence.
+        c.zero += (unsigned)(v == 0);
+        c.pos += (unsigned)(v > 0);
+        c.neg += (unsigned)(v < 0);
+        if (!K::is_int) {
+            c.pinf += (unsigned)((double)v == OPDUMP_INF);
+            c.ninf += (unsigned)((double)v == -OPDUMP_INF);
         }
+    }
+
+    // Adds one thread's 32-bit counts into the 64-bit ones (before any merge).
+    __device__ __forceinline__ void fold(const Counts& c) {
+        zero += c.zero; pos += c.pos; neg += c.neg; pinf += c.pinf; ninf += c.ninf;
     }
 
     // Combines `o` into this state (a fixed operation: `this` is always the left operand).
@@ -380,18 +392,41 @@ __device__ __forceinline__ void stats_body(const typename K::raw_t* __restrict__
     s.init();
     const u64 units = (n + UNIT - 1) / UNIT;
     const u64 stride = (u64)gridDim.x * blockDim.x;
-    for (u64 u = (u64)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += stride) {
-        const u64 base = u * UNIT;
-        if (aligned && base + UNIT <= n) {
-            union { uint4 q; R r[16 / sizeof(R)]; } buf;
-            buf.q = *reinterpret_cast<const uint4*>(data + base);
+    Counts c = {0u, 0u, 0u, 0u, 0u};
+    typedef union { uint4 q; R r[16 / sizeof(R)]; } Unit;
+    // DEPTH units per trip, all loads issued before any element is pushed (more bytes in
+    // flight per thread); the units are still pushed in the order g, g + G*B, g + 2*G*B, ...
+    const unsigned DEPTH = 4;
+    for (u64 u = (u64)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += DEPTH * stride) {
+        if (aligned && (u + (DEPTH - 1) * stride + 1) * UNIT <= n) {
+            Unit b[DEPTH];
 #pragma unroll
-            for (unsigned j = 0; j < UNIT; ++j) s.push(buf.r[j], base + j);
-        } else {
-            const u64 end = base + UNIT < n ? base + UNIT : n;
-            for (u64 i = base; i < end; ++i) s.push(data[i], i);
+            for (unsigned d = 0; d < DEPTH; ++d)
+                b[d].q = *reinterpret_cast<const uint4*>(data + (u + d * stride) * UNIT);
+#pragma unroll
+            for (unsigned d = 0; d < DEPTH; ++d) {
+                const u64 base = (u + d * stride) * UNIT;
+#pragma unroll
+                for (unsigned j = 0; j < UNIT; ++j) s.push(b[d].r[j], base + j, c);
+            }
+            continue;
+        }
+        for (unsigned d = 0; d < DEPTH; ++d) {
+            const u64 w = u + d * stride;
+            if (w >= units) break;
+            const u64 base = w * UNIT;
+            if (aligned && base + UNIT <= n) {
+                Unit b;
+                b.q = *reinterpret_cast<const uint4*>(data + base);
+#pragma unroll
+                for (unsigned j = 0; j < UNIT; ++j) s.push(b.r[j], base + j, c);
+            } else {
+                const u64 end = base + UNIT < n ? base + UNIT : n;
+                for (u64 i = base; i < end; ++i) s.push(data[i], i, c);
+            }
         }
     }
+    s.fold(c);
     s.warp_reduce();
     __shared__ St<K> warps[32];
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
