@@ -14,7 +14,8 @@
 #     dumps, whole and streamed through pinned buffers, = the device bytes);
 #   - `cargo xtask bench-stats --device cuda --only cuda` (BENCH_ARGS adds options);
 #   - DIR/candle/run.sh when present (dump-candle's CUDA model, see its README).
-# ONLY=gpu,dumper,bench,candle picks a subset. NVRTC: the machine's libnvrtc.so.12, else its
+# ONLY=gpu,dumper,bench,ncu,candle picks a subset (ncu: Nsight Compute sections of the kernels
+# of the over-1-GiB test; only when named or when ONLY is unset and ncu exists). NVRTC: the machine's libnvrtc.so.12, else its
 # libnvrtc.so.13 (the kernels use only API both have), found with `find`, or
 # OPDUMP_NVRTC_LIB_DIR when already set. Output is also appended to $OUT/log when OUT is set.
 set -uo pipefail
@@ -81,6 +82,19 @@ run() {
     want dumper && step $dumper --test-threads=1 --nocapture
     # shellcheck disable=SC2086
     want bench && step $xtask bench-stats --device cuda --only cuda ${BENCH_ARGS:-}
+    # Nsight Compute on the kernels of the over-1-GiB test: what bounds them.
+    if want ncu; then
+        local ncu
+        ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+        if [ -n "$ncu" ]; then
+            # shellcheck disable=SC2086
+            step "$ncu" --section SpeedOfLight --section Occupancy --section LaunchStats \
+                --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+                -k regex:opdump_stats $gpu gibibyte --test-threads=1
+        else
+            echo "== ncu: not found"
+        fi
+    fi
     if want candle && [ -n "${4:-}" ] && [ -f "$4/candle/run.sh" ]; then
         step bash "$4/candle/run.sh"
     fi

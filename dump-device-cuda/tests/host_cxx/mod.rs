@@ -57,6 +57,9 @@ template <class K> static void run(const void* data, u64 n, unsigned grid, Parti
                 Counts c = {0u, 0u, 0u, 0u, 0u};
                 for (u64 u = (u64)b * B + w * 32 + l; u < units; u += stride) {
                     const u64 base = u * UNIT, end = base + UNIT < n ? base + UNIT : n;
+                    // Whole units of small integers as the kernel folds them (checked
+                    // here against the model's element-by-element order).
+                    if (K::small_int && end - base == UNIT) { lanes[l].push_unit(d + base, c); continue; }
                     for (u64 i = base; i < end; ++i) lanes[l].push(d[i], i, c);
                 }
                 lanes[l].fold(c);
