@@ -187,7 +187,7 @@ template <class V> __device__ __forceinline__ V vmin(V a, V b) {
 // Float traits: raw_t (storage), val_t (exact widened value), acc_t (accumulator).
 struct F16High {
     typedef unsigned short raw_t; typedef float val_t; typedef double acc_t;
-    static const bool is_int = false;
+    static const bool is_int = false; static const bool small_int = false;
     static __device__ __forceinline__ float widen(raw_t r) { return f16_to_f32(r); }
     static __device__ __forceinline__ bool is_nan(raw_t r) { return (r & 0x7fffu) > 0x7c00u; }
     static __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
@@ -195,7 +195,7 @@ struct F16High {
 };
 struct F16Low {
     typedef unsigned short raw_t; typedef float val_t; typedef float acc_t;
-    static const bool is_int = false;
+    static const bool is_int = false; static const bool small_int = false;
     static __device__ __forceinline__ float widen(raw_t r) { return f16_to_f32(r); }
     static __device__ __forceinline__ bool is_nan(raw_t r) { return (r & 0x7fffu) > 0x7c00u; }
     static __device__ __forceinline__ float add(float a, float b) { return round_f16(__fadd_rn(a, b)); }
@@ -203,7 +203,7 @@ struct F16Low {
 };
 struct BF16High {
     typedef unsigned short raw_t; typedef float val_t; typedef double acc_t;
-    static const bool is_int = false;
+    static const bool is_int = false; static const bool small_int = false;
     static __device__ __forceinline__ float widen(raw_t r) { return bf16_to_f32(r); }
     static __device__ __forceinline__ bool is_nan(raw_t r) { return (r & 0x7fffu) > 0x7f80u; }
     static __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
@@ -211,7 +211,7 @@ struct BF16High {
 };
 struct BF16Low {
     typedef unsigned short raw_t; typedef float val_t; typedef float acc_t;
-    static const bool is_int = false;
+    static const bool is_int = false; static const bool small_int = false;
     static __device__ __forceinline__ float widen(raw_t r) { return bf16_to_f32(r); }
     static __device__ __forceinline__ bool is_nan(raw_t r) { return (r & 0x7fffu) > 0x7f80u; }
     static __device__ __forceinline__ float add(float a, float b) { return round_bf16(__fadd_rn(a, b)); }
@@ -219,7 +219,7 @@ struct BF16Low {
 };
 struct F32High {
     typedef unsigned raw_t; typedef float val_t; typedef double acc_t;
-    static const bool is_int = false;
+    static const bool is_int = false; static const bool small_int = false;
     static __device__ __forceinline__ float widen(raw_t r) { return __uint_as_float(r); }
     static __device__ __forceinline__ bool is_nan(raw_t r) { return (r & 0x7fffffffu) > 0x7f800000u; }
     static __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
@@ -227,7 +227,7 @@ struct F32High {
 };
 struct F32Low {
     typedef unsigned raw_t; typedef float val_t; typedef float acc_t;
-    static const bool is_int = false;
+    static const bool is_int = false; static const bool small_int = false;
     static __device__ __forceinline__ float widen(raw_t r) { return __uint_as_float(r); }
     static __device__ __forceinline__ bool is_nan(raw_t r) { return (r & 0x7fffffffu) > 0x7f800000u; }
     static __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
@@ -235,7 +235,7 @@ struct F32Low {
 };
 struct F64 {
     typedef u64 raw_t; typedef double val_t; typedef double acc_t;
-    static const bool is_int = false;
+    static const bool is_int = false; static const bool small_int = false;
     static __device__ __forceinline__ double widen(raw_t r) { return __longlong_as_double((i64)r); }
     static __device__ __forceinline__ bool is_nan(raw_t r) { return (r & 0x7fffffffffffffffull) > 0x7ff0000000000000ull; }
     static __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
@@ -243,21 +243,30 @@ struct F64 {
 };
 
 // Integer traits: val_t is always i64; sums are exact (128-bit), squares sum in f64.
-#define OPDUMP_INT_TRAITS(NAME, RAW, WIDEN) \
+#define OPDUMP_INT_TRAITS(NAME, RAW, WIDEN, SMALL) \
 struct NAME { \
     typedef RAW raw_t; typedef i64 val_t; typedef double acc_t; \
-    static const bool is_int = true; \
+    static const bool is_int = true; static const bool small_int = SMALL; \
     static __device__ __forceinline__ i64 widen(raw_t r) { return (WIDEN); } \
     static __device__ __forceinline__ bool is_nan(raw_t) { return false; } \
     static __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); } \
     static __device__ __forceinline__ double sq(i64 v) { return __dmul_rn((double)v, (double)v); } \
 };
-OPDUMP_INT_TRAITS(I8, signed char, (i64)r)
-OPDUMP_INT_TRAITS(I16, short, (i64)r)
-OPDUMP_INT_TRAITS(I32, int, (i64)r)
-OPDUMP_INT_TRAITS(I64, i64, r)
-OPDUMP_INT_TRAITS(U8, unsigned char, (i64)r)
-OPDUMP_INT_TRAITS(Bool, unsigned char, (i64)(r != 0))
+// SMALL: values and squares of one 16-byte unit sum exactly in 32/64-bit integers (see
+// St::push_unit), so a unit is folded in once instead of element by element.
+OPDUMP_INT_TRAITS(I8, signed char, (i64)r, true)
+OPDUMP_INT_TRAITS(I16, short, (i64)r, true)
+OPDUMP_INT_TRAITS(I32, int, (i64)r, false)
+OPDUMP_INT_TRAITS(I64, i64, r, false)
+OPDUMP_INT_TRAITS(U8, unsigned char, (i64)r, true)
+OPDUMP_INT_TRAITS(Bool, unsigned char, (i64)(r != 0), true)
+
+// One thread's counts of non-NaN elements, in 32 bits: a thread sees at most
+// ceil(units / (grid * block)) units, under 2^23 elements for a 2^40-element tensor, so they
+// cannot wrap; folded into St's 64-bit counters before the trees.
+struct Counts {
+    unsigned zero, pos, neg, pinf, ninf;
+};
 
 // Per-thread (then per-warp, per-block) state. Plain data: lives in shared memory too.
 template <class K> struct St {
@@ -276,7 +285,7 @@ template <class K> struct St {
         fidx = 0; fraw = 0; lidx = 0; lraw = 0;
     }
 
-    __device__ __forceinline__ void push(typename K::raw_t r, u64 i) {
+    __device__ __forceinline__ void push(typename K::raw_t r, u64 i, Counts& c) {
         if (K::is_nan(r)) {
             if (nan == 0) { fidx = i; fraw = (u64)r; }
             lidx = i; lraw = (u64)r;
@@ -293,15 +302,51 @@ template <class K> struct St {
             ilo += (u64)(i64)v;
             ihi += ((i64)v < 0 ? -1 : 0) + (ilo < old ? 1 : 0);
         }
-        if (v == 0) {
-            zero += 1;
-        } else if (v > 0) {
-            pos += 1;
-            if (!K::is_int && (double)v == OPDUMP_INF) pinf += 1;
-        } else {
-            neg += 1;
-            if (!K::is_int && (double)v == -OPDUMP_INF) ninf += 1;
+        // Branch-free classification (NaN has returned above): the same counts as
+        // `zero / pos (+inf) / neg (-inf)` branches, without divergence.
+        c.zero += (unsigned)(v == 0);
+        c.pos += (unsigned)(v > 0);
+        c.neg += (unsigned)(v < 0);
+        if (!K::is_int) {
+            c.pinf += (unsigned)((double)v == OPDUMP_INF);
+            c.ninf += (unsigned)((double)v == -OPDUMP_INF);
         }
+    }
+
+    // One whole 16-byte unit of a small integer type (K::small_int), with exactly the result
+    // of pushing its elements in order: the unit's sum (|sum| <= 16 * 2^15 fits 32 bits) and
+    // sum of squares (<= 8 * 2^30 fits 64 bits, and is exact in f64) are integers, and so is
+    // every f64 partial sum of squares a thread forms (<= 2^53: a thread sees under 2^23
+    // elements), so adding the unit's squares at once rounds nowhere, as adding them one
+    // by one rounds nowhere. Max, min, the 128-bit sum and the counts are order-free.
+    __device__ __forceinline__ void push_unit(const typename K::raw_t* r, Counts& c) {
+        const unsigned UNIT = 16 / sizeof(typename K::raw_t);
+        int us = 0, umx = -0x7fffffff - 1, umn = 0x7fffffff;
+        u64 uq = 0;
+        unsigned z = 0, p = 0, ng = 0;
+#pragma unroll
+        for (unsigned j = 0; j < UNIT; ++j) {
+            const int v = (int)K::widen(r[j]);
+            us += v;
+            uq += (u64)((long long)v * v);
+            umx = v > umx ? v : umx;
+            umn = v < umn ? v : umn;
+            z += (unsigned)(v == 0);
+            p += (unsigned)(v > 0);
+            ng += (unsigned)(v < 0);
+        }
+        sq = K::add(sq, (double)uq);
+        mx = vmax(mx, (typename K::val_t)umx);
+        mn = vmin(mn, (typename K::val_t)umn);
+        const u64 old = ilo;
+        ilo += (u64)(i64)us;
+        ihi += (us < 0 ? -1 : 0) + (ilo < old ? 1 : 0);
+        c.zero += z; c.pos += p; c.neg += ng;
+    }
+
+    // Adds one thread's 32-bit counts into the 64-bit ones (before any merge).
+    __device__ __forceinline__ void fold(const Counts& c) {
+        zero += c.zero; pos += c.pos; neg += c.neg; pinf += c.pinf; ninf += c.ninf;
     }
 
     // Combines `o` into this state (a fixed operation: `this` is always the left operand).
@@ -380,18 +425,49 @@ __device__ __forceinline__ void stats_body(const typename K::raw_t* __restrict__
     s.init();
     const u64 units = (n + UNIT - 1) / UNIT;
     const u64 stride = (u64)gridDim.x * blockDim.x;
-    for (u64 u = (u64)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += stride) {
-        const u64 base = u * UNIT;
-        if (aligned && base + UNIT <= n) {
-            union { uint4 q; R r[16 / sizeof(R)]; } buf;
-            buf.q = *reinterpret_cast<const uint4*>(data + base);
+    Counts c = {0u, 0u, 0u, 0u, 0u};
+    typedef union { uint4 q; R r[16 / sizeof(R)]; } Unit;
+    // DEPTH units per trip, all loads issued before any element is pushed (more bytes in
+    // flight per thread); the units are still pushed in the order g, g + G*B, g + 2*G*B, ...
+    const unsigned DEPTH = 4;
+    for (u64 u = (u64)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += DEPTH * stride) {
+        if (aligned && (u + (DEPTH - 1) * stride + 1) * UNIT <= n) {
+            Unit b[DEPTH];
 #pragma unroll
-            for (unsigned j = 0; j < UNIT; ++j) s.push(buf.r[j], base + j);
-        } else {
-            const u64 end = base + UNIT < n ? base + UNIT : n;
-            for (u64 i = base; i < end; ++i) s.push(data[i], i);
+            for (unsigned d = 0; d < DEPTH; ++d)
+                b[d].q = *reinterpret_cast<const uint4*>(data + (u + d * stride) * UNIT);
+#pragma unroll
+            for (unsigned d = 0; d < DEPTH; ++d) {
+                const u64 base = (u + d * stride) * UNIT;
+                if (K::small_int) {
+                    s.push_unit(b[d].r, c);
+                } else {
+#pragma unroll
+                    for (unsigned j = 0; j < UNIT; ++j) s.push(b[d].r[j], base + j, c);
+                }
+            }
+            continue;
+        }
+        for (unsigned d = 0; d < DEPTH; ++d) {
+            const u64 w = u + d * stride;
+            if (w >= units) break;
+            const u64 base = w * UNIT;
+            if (aligned && base + UNIT <= n) {
+                Unit b;
+                b.q = *reinterpret_cast<const uint4*>(data + base);
+                if (K::small_int) {
+                    s.push_unit(b.r, c);
+                } else {
+#pragma unroll
+                    for (unsigned j = 0; j < UNIT; ++j) s.push(b.r[j], base + j, c);
+                }
+            } else {
+                const u64 end = base + UNIT < n ? base + UNIT : n;
+                for (u64 i = base; i < end; ++i) s.push(data[i], i, c);
+            }
         }
     }
+    s.fold(c);
     s.warp_reduce();
     __shared__ St<K> warps[32];
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;

@@ -1,38 +1,25 @@
-//! GPU tests: the kernels against their CPU model, bit for bit, and the copy paths.
+//! GPU tests: the kernels against their CPU model, bit for bit, and against the host's
+//! statistics under the documented rules, for every dtype and for tensors over 1 GiB; the
+//! copy paths.
 //!
 //! Without an NVIDIA driver or device they print SKIP and pass; `OPDUMP_REQUIRE_GPU=1` turns
 //! a skip into a failure (set it on GPU machines so a broken driver is not silently
 //! skipped). NVRTC is taken from `OPDUMP_NVRTC_LIB_DIR` when set.
 
+mod real_gpu;
 mod samples;
 
+use real_gpu::gpu;
+
 use dump_core::DType;
-use dump_device_cuda::{
-    CudaStats, CudaTensor, DeviceTensor, Precision, driver_present, model, preload_nvrtc,
-};
+use dump_core::stats::summarize_reference;
+use dump_device_cuda::{CudaTensor, DeviceSummary, DeviceTensor, Precision, model};
 use dump_stats::{
     CategorySet, DeviceTensor as _,
     device::{DeviceStatistics, StatsKind, StatsRequest},
+    precision::{DeviceStats, DeviceValue, device_statistics},
 };
-use opdump_test_support::{Prereq, check};
 use std::sync::Arc;
-
-fn gpu() -> Option<CudaStats> {
-    if let Some(dir) = std::env::var_os("OPDUMP_NVRTC_LIB_DIR") {
-        // A failure shows up below as Error::NoNvrtc with the reason.
-        let _ = preload_nvrtc(std::path::Path::new(&dir));
-    }
-    let reason = if !driver_present() {
-        "no NVIDIA driver (libcuda.so not loadable)".to_string()
-    } else {
-        match CudaStats::new(0) {
-            Ok(s) => return Some(s),
-            Err(e) => e.to_string(),
-        }
-    };
-    check(Prereq::Gpu, Err(reason));
-    None
-}
 
 #[test]
 fn kernels_equal_the_model_bit_for_bit() {
@@ -140,4 +127,184 @@ fn unsupported_dtypes_and_empty_tensors() {
             .to_string()
             .contains("uint32")
     );
+}
+
+/// Moderate values of `dtype` in [-1000, 1000) (raw bits for integers): sums stay finite,
+/// so `high` avg and l2norm can be held to the documented one-f32-ulp bound.
+fn moderate(dtype: DType, n: usize, seed: u64) -> Vec<u8> {
+    let size = dtype.size().unwrap();
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(n * size);
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let v = ((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 2000.0;
+        match dtype {
+            DType::Float16 => out.extend_from_slice(&half::f16::from_f64(v).to_le_bytes()),
+            DType::BFloat16 => out.extend_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
+            DType::Float32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+            DType::Float64 => out.extend_from_slice(&v.to_le_bytes()),
+            DType::Bool => out.push((x & 1) as u8),
+            _ => out.extend_from_slice(&x.to_le_bytes()[..size]),
+        }
+    }
+    out
+}
+
+/// What the host computes from the same bytes: its summary and the device-statistics
+/// policy's row (the reference the documented rules are stated against).
+struct HostView {
+    summary: dump_core::Summary,
+    policy: DeviceStats,
+}
+
+impl HostView {
+    fn of(dtype: DType, bytes: &[u8], n: usize, p: Precision) -> HostView {
+        HostView {
+            summary: summarize_reference(dtype, bytes, n).unwrap().unwrap(),
+            policy: device_statistics(dtype, bytes, n, p).unwrap().unwrap(),
+        }
+    }
+}
+
+fn texts(s: &DeviceStats) -> [String; 4] {
+    [s.max, s.min, s.avg, s.l2norm].map(|v| v.to_string())
+}
+
+/// The documented rules (dump-device-cuda's README, "What users see on a device"): counts,
+/// max and min exactly the host's, every NaN-decided and integer cell exactly the policy's,
+/// and in `high` a finite avg or l2norm within one f32 ulp of the policy's.
+fn check_host_rules(dtype: DType, got: &DeviceSummary, host: &HostView, p: Precision, ctx: &str) {
+    let (d, h) = (&got.summary, &host.summary);
+    assert_eq!(
+        (d.count, d.nan, d.pos_inf, d.neg_inf, d.zero, d.pos, d.neg),
+        (h.count, h.nan, h.pos_inf, h.neg_inf, h.zero, h.pos, h.neg),
+        "{ctx}: counts"
+    );
+    assert!(
+        d.max == h.max || (d.max.is_nan() && h.max.is_nan()),
+        "{ctx}: max {} vs {}",
+        d.max,
+        h.max
+    );
+    assert!(
+        d.min == h.min || (d.min.is_nan() && h.min.is_nan()),
+        "{ctx}: min {} vs {}",
+        d.min,
+        h.min
+    );
+    let (dv, pol) = (texts(&got.device_stats()), texts(&host.policy));
+    assert_eq!(dv[..2], pol[..2], "{ctx}: max/min cells");
+    if d.nan != 0 || !dtype.is_float() {
+        assert_eq!(dv, pol, "{ctx}: NaN-decided or integer row");
+        return;
+    }
+    if p == Precision::High {
+        let got = got.device_stats();
+        for (what, a, b) in [
+            ("avg", got.avg, host.policy.avg),
+            ("l2norm", got.l2norm, host.policy.l2norm),
+        ] {
+            if let (DeviceValue::Float(a), DeviceValue::Float(b)) = (a, b)
+                && a.is_finite()
+                && b.is_finite()
+            {
+                let ulps = ((a as f32).to_bits() as i64 - (b as f32).to_bits() as i64).abs();
+                assert!(ulps <= 1, "{ctx}: {what} {a} vs host {b} ({ulps} f32 ulps)");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_dtype_follows_the_host_rules_on_the_device() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.context().default_stream();
+    for dtype in samples::DTYPES {
+        for n in [1usize, 31, 4096, 1_000_001] {
+            for (kind, bytes) in [
+                ("specials", samples::bytes_for(dtype, n, n as u64 + 3)),
+                ("moderate", moderate(dtype, n, n as u64 + 5)),
+            ] {
+                let dev = stream.clone_htod(&bytes).unwrap();
+                let t = DeviceTensor::from_slice(&dev, dtype, n).unwrap();
+                for p in [Precision::High, Precision::Low] {
+                    let got = gpu.summarize(&t, p, &stream).unwrap().unwrap();
+                    let host = HostView::of(dtype, &bytes, n, p);
+                    check_host_rules(dtype, &got, &host, p, &format!("{dtype} n={n} {kind} {p}"));
+                }
+            }
+        }
+    }
+}
+
+/// One ≥ 1 GiB case: the bytes, the model's summary and the host's view, computed on a
+/// host thread of its own.
+struct Big {
+    dtype: DType,
+    precision: Precision,
+    n: usize,
+    padded: Vec<u8>,
+    want: DeviceSummary,
+    host: HostView,
+}
+
+#[test]
+fn gibibyte_tensors_equal_the_model_and_follow_the_host_rules() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.context().default_stream();
+    // Just over 1 GiB each, odd lengths, viewed from one element past a 16-byte boundary.
+    let cases = [
+        (DType::Float32, Precision::High, true),
+        (DType::Float32, Precision::Low, false),
+        (DType::Float16, Precision::High, false),
+        (DType::BFloat16, Precision::Low, true),
+        (DType::Int8, Precision::High, false),
+    ];
+    let make = |(dtype, p, specials): (DType, Precision, bool)| {
+        move || {
+            let size = dtype.size().unwrap();
+            let n = (1usize << 30) / size + 3;
+            let bytes = if specials {
+                samples::bytes_for(dtype, n, 77)
+            } else {
+                moderate(dtype, n, 91)
+            };
+            let want = model::summarize(dtype, &bytes, n, p).unwrap().unwrap();
+            let host = HostView::of(dtype, &bytes, n, p);
+            let mut padded = vec![0u8; size];
+            padded.extend_from_slice(&bytes);
+            Big {
+                dtype,
+                precision: p,
+                n,
+                padded,
+                want,
+                host,
+            }
+        }
+    };
+    // Host sides on their own threads (a few GiB of host memory in all), GPU in order.
+    let pending: Vec<_> = cases.iter().map(|&c| std::thread::spawn(make(c))).collect();
+    for handle in pending {
+        let big = handle.join().unwrap();
+        let (dtype, p, n) = (big.dtype, big.precision, big.n);
+        let size = dtype.size().unwrap();
+        let dev = stream.clone_htod(&big.padded).unwrap();
+        let whole = DeviceTensor::from_slice(&dev, dtype, n + 1).unwrap();
+        // SAFETY: `dev` holds n + 1 elements and outlives the view; work runs on `stream`.
+        let t = unsafe { DeviceTensor::from_raw(whole.ptr() + size as u64, dtype, n) }.unwrap();
+        let started = std::time::Instant::now();
+        let got = gpu.summarize(&t, p, &stream).unwrap().unwrap();
+        let took = started.elapsed();
+        let ctx = format!("{dtype} n={n} ({} bytes) {p}", n * size);
+        eprintln!("{ctx}: summarized in {took:?}");
+        assert_eq!(
+            samples::bits(&got),
+            samples::bits(&big.want),
+            "{ctx}: against the model"
+        );
+        check_host_rules(dtype, &got, &big.host, p, &ctx);
+    }
 }

@@ -8,6 +8,7 @@ pub mod config;
 pub mod csv;
 pub mod fsutil;
 pub mod invariants;
+pub mod one_tensor;
 pub mod reference;
 pub mod schedule;
 pub mod soak;

@@ -13,13 +13,12 @@ mod nvrtc_probe;
 
 use dump_core::DType;
 use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor};
-use dump_host::{DumpOptions, Dumper, TensorRef, config::Device, writer::WriterConfig};
+use dump_host::{TensorRef, config::Device, writer::WriterConfig};
 use opdump_tests::{
-    config::{config, f32_bytes, no_env},
-    csv::parse_statistic_csv,
+    config::f32_bytes,
     fsutil::{TempDir, npy_files},
+    one_tensor::dump_one,
 };
-use serde_json::json;
 
 const CATEGORIES: [&str; 7] = [
     "max",
@@ -32,8 +31,7 @@ const CATEGORIES: [&str; 7] = [
 ];
 
 /// Dumps one f32 output tensor `[100, 100]` with `saved_data`, either as a GPU tensor or as the
-/// same bytes on the host; returns the statistic row's values from `Max Value` on, and the
-/// dump directory.
+/// same bytes on the host; returns the statistic row's values from `Max Value` on.
 fn dump(tmp: &TempDir, saved_data: &str, tensor: TensorRef<'_>) -> Vec<String> {
     dump_with(tmp, saved_data, tensor, WriterConfig::default())
 }
@@ -45,33 +43,15 @@ fn dump_with(
     tensor: TensorRef<'_>,
     writer: WriterConfig,
 ) -> Vec<String> {
-    let cfg = config(
+    dump_one(
         tmp.path(),
-        json!({"saved_data": saved_data, "statistic_category": CATEGORIES}),
-        json!({"stat_calc_mode": "device", "device_stat_precision_mode": "high"}),
-    );
-    let opts = DumpOptions {
-        device: Device::Gpu,
+        Device::Gpu,
+        saved_data,
+        &CATEGORIES,
+        "high",
         writer,
-        ..DumpOptions::default()
-    };
-    let mut d = Dumper::builder()
-        .env(&no_env())
-        .options(opts.clone())
-        .open_json(cfg)
-        .unwrap();
-    d.begin_graph(0, &[]).unwrap();
-    let step = d.begin_step();
-    let k = step.kernel("MatMul", "Default/MatMul-op0").unwrap();
-    k.output(0, tensor).unwrap();
-    drop(k);
-    step.finish().unwrap();
-    d.close().unwrap();
-    let text = std::fs::read_to_string(tmp.path().join("rank_0/Net/0/0/statistic.csv")).unwrap();
-    let csv = parse_statistic_csv(&text);
-    assert_eq!(csv.rows.len(), 1, "{text}");
-    let from = csv.col("Max Value");
-    csv.rows[0][from..].to_vec()
+        tensor,
+    )
 }
 
 #[test]

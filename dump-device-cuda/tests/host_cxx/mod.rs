@@ -54,10 +54,15 @@ template <class K> static void run(const void* data, u64 n, unsigned grid, Parti
         for (unsigned w = 0; w < B / 32; ++w) {
             for (unsigned l = 0; l < 32; ++l) {
                 lanes[l].init();
+                Counts c = {0u, 0u, 0u, 0u, 0u};
                 for (u64 u = (u64)b * B + w * 32 + l; u < units; u += stride) {
                     const u64 base = u * UNIT, end = base + UNIT < n ? base + UNIT : n;
-                    for (u64 i = base; i < end; ++i) lanes[l].push(d[i], i);
+                    // Whole units of small integers as the kernel folds them (checked
+                    // here against the model's element-by-element order).
+                    if (K::small_int && end - base == UNIT) { lanes[l].push_unit(d + base, c); continue; }
+                    for (u64 i = base; i < end; ++i) lanes[l].push(d[i], i, c);
                 }
+                lanes[l].fold(c);
             }
             for (unsigned off = 16; off > 0; off >>= 1)
                 for (unsigned l = 0; l < off; ++l) lanes[l].merge(lanes[l + off]);
