@@ -52,7 +52,7 @@ fi
 # then anywhere: their folders, best first, one a line.
 candidates() {
     local name=$1
-    ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n { print $NF }' | xargs -r -n1 dirname
+    ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n { print $NF }' | xargs -r -n1 dirname 2>/dev/null
     local roots=(/usr/local/cuda* /usr/local/nvidia /usr/lib/x86_64-linux-gnu /usr/lib64)
     local py
     for py in $(command -v python3 python 2>/dev/null); do
@@ -60,11 +60,11 @@ candidates() {
     done
     local r
     for r in "${roots[@]}"; do
-        [ -d "$r" ] && timeout 60 find "$r" -name "$name" 2>/dev/null | xargs -r -n1 dirname
+        [ -d "$r" ] && timeout 60 find "$r" -name "$name" 2>/dev/null | xargs -r -n1 dirname 2>/dev/null
     done
     if [ -z "${NO_FULL_FIND:-}" ]; then
         timeout 120 find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -name "$name" -print \
-            2>/dev/null | xargs -r -n1 dirname
+            2>/dev/null | xargs -r -n1 dirname 2>/dev/null
     fi
 }
 
