@@ -13,7 +13,9 @@
 #   - tests/cuda_gpu_dumper.rs: the Dumper with GPU tensors (device rows = host rows; full
 #     dumps, whole and streamed through pinned buffers, = the device bytes);
 #   - `cargo xtask bench-stats --device cuda --only cuda` (BENCH_ARGS adds options);
-#   - DIR/candle/run.sh when present (dump-candle's CUDA model, see its README).
+#   - dump-candle's CUDA model (test cuda_model, example cuda_overhead): built by cargo with the
+#     `cuda` feature when nvcc is on the PATH (no-argument form), or from a bundle that
+#     `adapters/dump-candle/ci/gpu-bundle.sh DIR/candle` made (run form).
 # ONLY=gpu,dumper,bench,ncu,candle picks a subset (ncu: Nsight Compute sections of the kernels
 # of the over-1-GiB test; only when named or when ONLY is unset and ncu exists). NVRTC: the machine's libnvrtc.so.12, else its
 # libnvrtc.so.13 (the kernels use only API both have), found with `find`, or
@@ -97,6 +99,11 @@ run() {
     fi
     if want candle && [ -n "${4:-}" ] && [ -f "$4/candle/run.sh" ]; then
         step bash "$4/candle/run.sh"
+    elif want candle && [ -z "${4:-}" ] && command -v nvcc >/dev/null; then
+        step cargo test --release -p dump-candle --features cuda --test cuda_model -- --test-threads=1
+        step cargo run --release -p dump-candle --features cuda --example cuda_overhead
+    elif want candle; then
+        echo "== candle: no bundle (DIR/candle) and no nvcc: not run"
     fi
     echo "== all done rc=$rc"
     exit $rc
