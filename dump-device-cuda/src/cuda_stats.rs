@@ -1,10 +1,13 @@
 //! [`CudaStats`]: the device statistics backend for one GPU.
 
 use crate::combine::{DeviceSummary, combine};
+use crate::deferred::{PendingSummary, PinnedPool};
 use crate::kernel_source::{BLOCK, grid_for};
 use crate::pipeline::{HostPipeline, PipelineError};
 use crate::{DeviceTensor, Error, KernelId, Partial, Precision, compile, probe};
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg, result};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg, result,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -16,6 +19,14 @@ pub const STREAM_CHUNK: usize = 8 << 20;
 /// Idle pipelines kept for reuse (pinned allocation is slow); more concurrent writers than
 /// this allocate and free their own.
 const KEPT_PIPELINES: usize = 4;
+
+/// A statistics kernel queued by [`CudaStats::launch`].
+struct Launched {
+    kernel: KernelId,
+    n: u64,
+    grid: u32,
+    out: CudaSlice<u64>,
+}
 
 /// Device statistics and device-to-host copies on one GPU.
 ///
@@ -29,6 +40,7 @@ pub struct CudaStats {
     arch: String,
     functions: HashMap<KernelId, CudaFunction>,
     pipelines: Mutex<Vec<HostPipeline>>,
+    pinned: Arc<PinnedPool>,
 }
 
 impl CudaStats {
@@ -85,6 +97,7 @@ impl CudaStats {
             arch,
             functions,
             pipelines: Mutex::new(Vec::new()),
+            pinned: Arc::default(),
         })
     }
 
@@ -112,6 +125,65 @@ impl CudaStats {
         precision: Precision,
         stream: &Arc<CudaStream>,
     ) -> Result<Option<DeviceSummary>, Error> {
+        let Some(l) = self.launch(t, precision, stream)? else {
+            return Ok(None);
+        };
+        let words = stream
+            .clone_dtoh(&l.out)
+            .map_err(|e| Error::driver("copying block partials to the host", e))?;
+        // The driver documents device-to-pageable copies as "might be synchronous" (older
+        // versions: "returns once the copy has completed"); wait explicitly before reading,
+        // so that correctness does not rest on that. The stream is idle by now on drivers
+        // that do complete the copy, so this costs one call. The mock driver test copies
+        // lazily and catches a read before this wait.
+        stream
+            .synchronize()
+            .map_err(|e| Error::driver("waiting for the block partials", e))?;
+        let partials: Vec<Partial> = words
+            .chunks_exact(Partial::WORDS)
+            .map(|w| {
+                let mut a = [0u64; Partial::WORDS];
+                a.copy_from_slice(w);
+                Partial::from_words(&a)
+            })
+            .collect();
+        combine(l.kernel, precision, l.n, &partials)
+    }
+
+    /// [`summarize`](CudaStats::summarize) without waiting: the kernel and the copy of its
+    /// block partials into pinned host memory are queued on `stream`, and the returned
+    /// [`PendingSummary`] is [waited for](PendingSummary::wait) later (before anything on the
+    /// stream may overwrite `t`, the tensor is read in stream order, so later is safe on the
+    /// producer's stream). `Ok(None)` for an empty tensor, or when [`MAX_PENDING`] summaries
+    /// are pending already (then call `summarize`).
+    ///
+    /// [`MAX_PENDING`]: crate::deferred::MAX_PENDING
+    pub fn summarize_deferred(
+        &self,
+        t: &DeviceTensor<'_>,
+        precision: Precision,
+        stream: &Arc<CudaStream>,
+    ) -> Result<Option<PendingSummary>, Error> {
+        if t.elems() == 0 {
+            return Ok(None);
+        }
+        KernelId::for_dtype(t.dtype(), precision).ok_or(Error::Unsupported(t.dtype()))?;
+        let Some(host) = self.pinned.take(&self.ctx)? else {
+            return Ok(None);
+        };
+        let Some(l) = self.launch(t, precision, stream)? else {
+            return Ok(None);
+        };
+        PendingSummary::queue((l.kernel, precision, l.n, l.grid), l.out, host, stream).map(Some)
+    }
+
+    /// Queues the statistics kernel of `t` on `stream`; `None` for an empty tensor.
+    fn launch(
+        &self,
+        t: &DeviceTensor<'_>,
+        precision: Precision,
+        stream: &Arc<CudaStream>,
+    ) -> Result<Option<Launched>, Error> {
         let kernel =
             KernelId::for_dtype(t.dtype(), precision).ok_or(Error::Unsupported(t.dtype()))?;
         if t.elems() == 0 {
@@ -143,26 +215,12 @@ impl CudaStats {
         // exactly partial `blockIdx.x < grid`.
         unsafe { launch.launch(cfg) }
             .map_err(|e| Error::driver("launching the statistics kernel", e))?;
-        let words = stream
-            .clone_dtoh(&out)
-            .map_err(|e| Error::driver("copying block partials to the host", e))?;
-        // The driver documents device-to-pageable copies as "might be synchronous" (older
-        // versions: "returns once the copy has completed"); wait explicitly before reading,
-        // so that correctness does not rest on that. The stream is idle by now on drivers
-        // that do complete the copy, so this costs one call. The mock driver test copies
-        // lazily and catches a read before this wait.
-        stream
-            .synchronize()
-            .map_err(|e| Error::driver("waiting for the block partials", e))?;
-        let partials: Vec<Partial> = words
-            .chunks_exact(Partial::WORDS)
-            .map(|w| {
-                let mut a = [0u64; Partial::WORDS];
-                a.copy_from_slice(w);
-                Partial::from_words(&a)
-            })
-            .collect();
-        combine(kernel, precision, n, &partials)
+        Ok(Some(Launched {
+            kernel,
+            n,
+            grid,
+            out,
+        }))
     }
 
     /// Copies all of `t` into `dst` (pageable memory; for big tensors prefer a

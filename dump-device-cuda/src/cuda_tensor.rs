@@ -4,12 +4,12 @@
 //! (precision from the config's request), a device-to-host copy otherwise, large tensors
 //! streamed through pinned double buffers.
 
-use crate::{CudaStats, DeviceTensor, Error, PipelineError};
+use crate::{CudaStats, DeviceTensor, Error, PendingSummary, PipelineError};
 use cudarc::driver::CudaStream;
 use dump_core::DType;
 use dump_stats::{
     Hashes,
-    device::{DeviceError, DeviceStatistics, StatsKind, StatsRequest},
+    device::{DeviceError, DeviceStatistics, PendingStatistics, StatsKind, StatsRequest},
 };
 use std::sync::Arc;
 
@@ -86,6 +86,27 @@ impl dump_stats::DeviceTensor for CudaTensor<'_> {
         }))
     }
 
+    /// The same kernel queued on the tensor's stream with its partials copied into pinned
+    /// memory ([`CudaStats::summarize_deferred`]): nothing waits until the Dumper asks, at the
+    /// end of the step. `Ok(None)` when too many are pending (the Dumper then waits now).
+    fn statistics_deferred(
+        &self,
+        request: &StatsRequest<'_>,
+    ) -> Result<Option<Box<dyn PendingStatistics>>, DeviceError> {
+        if Hashes::for_categories(request.categories).any() {
+            return Err(Error::Digests.into());
+        }
+        let pending =
+            self.stats
+                .summarize_deferred(&self.tensor, request.precision, self.stream)?;
+        Ok(pending.map(|p| {
+            Box::new(Deferred {
+                pending: p,
+                kind: request.kind,
+            }) as Box<dyn PendingStatistics>
+        }))
+    }
+
     fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), DeviceError> {
         Ok(self.stats.copy_to_host(&self.tensor, dst, self.stream)?)
     }
@@ -102,6 +123,22 @@ impl dump_stats::DeviceTensor for CudaTensor<'_> {
                 PipelineError::Device(e) => e.into(),
                 PipelineError::Consumer(e) => e,
             })
+    }
+}
+
+/// A [`PendingSummary`] in the semantics the request asked for.
+struct Deferred {
+    pending: PendingSummary,
+    kind: StatsKind,
+}
+
+impl PendingStatistics for Deferred {
+    fn wait(self: Box<Self>) -> Result<Option<DeviceStatistics>, DeviceError> {
+        let s = self.pending.wait()?;
+        Ok(Some(match self.kind {
+            StatsKind::Host => DeviceStatistics::Host(s.summary),
+            StatsKind::Device => DeviceStatistics::Device(s.device_stats()),
+        }))
     }
 }
 

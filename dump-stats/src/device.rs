@@ -106,6 +106,15 @@ pub enum DeviceStatistics {
     Device(DeviceStats),
 }
 
+/// Statistics a device has started computing and not yet returned (see
+/// [`DeviceTensor::statistics_deferred`]): the work is queued on the device, in order after the
+/// kernel that wrote the tensor; [`wait`](PendingStatistics::wait) blocks until the result is on
+/// the host.
+pub trait PendingStatistics: Send {
+    /// The statistics, as [`DeviceTensor::statistics`] would have returned them.
+    fn wait(self: Box<Self>) -> Result<Option<DeviceStatistics>, DeviceError>;
+}
+
 /// A tensor living on an accelerator (see the [module docs](self)). `Sync`: the Dumper may hand
 /// it to writer threads by reference.
 pub trait DeviceTensor: Sync {
@@ -128,6 +137,20 @@ pub trait DeviceTensor: Sync {
         &self,
         request: &StatsRequest<'_>,
     ) -> Result<Option<DeviceStatistics>, DeviceError>;
+
+    /// Starts [`statistics`](DeviceTensor::statistics) without waiting for them, for
+    /// backends whose work is queued (a GPU stream): the Dumper keeps the handle and waits at
+    /// the end of the step, so a dumped tensor does not stall the runtime's queue. The
+    /// statistics must be those of the bytes as they are now (work ordered after the tensor's
+    /// producer and before anything that may overwrite it). `Ok(None)`: this backend does not
+    /// defer (the default), or not now (call [`statistics`](DeviceTensor::statistics)); an
+    /// error as for `statistics`.
+    fn statistics_deferred(
+        &self,
+        _request: &StatsRequest<'_>,
+    ) -> Result<Option<Box<dyn PendingStatistics>>, DeviceError> {
+        Ok(None)
+    }
 
     /// Copies the stored bytes (C order of [`shape`](DeviceTensor::shape), packed like the
     /// host layout for `int4`/`uint1`) into `dst`, whose length is

@@ -81,7 +81,9 @@ pub mod tensor_stats;
 
 pub use category::{Category, CategorySet, UnknownCategory};
 #[cfg(feature = "std")]
-pub use device::{DeviceError, DeviceStatistics, DeviceTensor, Layout, StatsKind, StatsRequest};
+pub use device::{
+    DeviceError, DeviceStatistics, DeviceTensor, Layout, PendingStatistics, StatsKind, StatsRequest,
+};
 pub use error::Error;
 pub use identity::{Io, IoSlot, TensorId};
 pub use precision::{DeviceStats, DeviceValue, Precision, device_statistics};

@@ -87,6 +87,16 @@ fn gpu_tensors_dump_like_host_tensors() {
         !log.contains("cuMemcpyDtoHAsync 40000"),
         "tensor copied:\n{log}"
     );
+    // Deferred: the 10 block partials (144 bytes each) go into pinned memory behind the
+    // kernel, and the row waits for them at the end of the step, not at the tensor.
+    assert!(
+        log.contains("cuMemcpyDtoHAsync 1440 pinned"),
+        "partials not copied into pinned memory:\n{log}"
+    );
+    assert!(
+        !log.contains("cuMemcpyDtoHAsync 1440 pageable"),
+        "partials waited for at once:\n{log}"
+    );
     let on_host = TempDir::new("cuda-mock-host");
     let host_row = dump(
         &on_host,

@@ -295,11 +295,24 @@ impl Emit<'_> {
             Route::Skip => return Ok(()),
             Route::Refused => return self.refuse(v.dtype, v.shape, elems),
             Route::Stream => return self.stream(to, who, v, elems, len),
-            Route::DeviceStats => match v.device.statistics(&self.plan.stats_request()) {
-                Ok(stats) => return self.device_stats_row(to, who, v, len, stats),
-                // The device cannot: copy the tensor and compute on the host.
-                Err(_) => None,
-            },
+            Route::DeviceStats => {
+                let req = self.plan.stats_request();
+                // Queued without waiting when nothing needs the values before the step ends.
+                let deferred = if self.can_defer(to, who, v.dtype) {
+                    v.device.statistics_deferred(&req)
+                } else {
+                    Ok(None)
+                };
+                match deferred {
+                    Ok(Some(pending)) => return self.defer_device_row(to, who, v, len, pending),
+                    Ok(None) => match v.device.statistics(&req) {
+                        Ok(stats) => return self.device_stats_row(to, who, v, len, stats),
+                        // The device cannot: copy the tensor and compute on the host.
+                        Err(_) => None,
+                    },
+                    Err(_) => None,
+                }
+            }
             Route::Copy { sample } => sample,
         };
         let bytes = v.copy(len).map_err(bad)?;
@@ -321,6 +334,41 @@ impl Emit<'_> {
         };
         let len = dtype.storage_bytes(n).unwrap_or(0);
         self.out.files.refuse(dtype, shape, len);
+        Ok(())
+    }
+
+    /// Whether a device row may wait for the end of the step: nothing reads its statistics
+    /// before then (no watch on this output, no flight recorder holding the step, no
+    /// per-kernel document entry).
+    fn can_defer(&self, to: &To<'_>, who: Owner<'_>, dtype: DType) -> bool {
+        to.held.is_none()
+            && !self.watches(who, dtype)
+            && !self.out.tree.layout().per_kernel_entries()
+    }
+
+    /// Queues the row of statistics the device is computing, in its place among the rows of
+    /// the step; formatted when the step's rows are flushed.
+    fn defer_device_row(
+        &self,
+        to: &To<'_>,
+        who: Owner<'_>,
+        v: &DeviceView<'_>,
+        len: usize,
+        pending: Box<dyn dump_stats::PendingStatistics>,
+    ) -> Result<(), Error> {
+        if self.ensure(to).is_err() {
+            return Ok(()); // recorded; the pending work is waited for as it drops
+        }
+        let layout = self.out.tree.layout();
+        let path = layout.statistic_csv(to.dir);
+        let row = crate::writer::DeferredRow {
+            id: who.id(self.out.tree.timestamp()).to_owned(),
+            dtype: v.dtype,
+            shape: v.shape.to_vec(),
+            data_size: len as u64,
+            pending,
+        };
+        self.out.tables.push_deferred(&self.out.tree, &path, row);
         Ok(())
     }
 

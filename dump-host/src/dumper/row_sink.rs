@@ -12,7 +12,8 @@ use std::{
 };
 
 use super::tree::OutputTree;
-use crate::writer::{CsvAppender, ErrorLog, FILE_MODE, RowBatch, write_bytes_atomic};
+use crate::writer::{CsvAppender, DeferredRow, ErrorLog, FILE_MODE, RowBatch, write_bytes_atomic};
+use dump_stats::CategorySet;
 
 /// The tables of one Dumper. Failures go to the writer's error log (with the number of rows
 /// lost); rows are counted once they are in their file, never before.
@@ -22,6 +23,8 @@ pub(crate) struct RowSink {
     batch: RowBatch,
     /// The statistic table's header (the layout's, for the plan's categories).
     header: String,
+    /// The plan's categories (what a deferred row is formatted with).
+    categories: CategorySet,
     /// Rows in their files (statistic rows, and msprobe's tensor objects in dump.json).
     written: AtomicU64,
     errors: Arc<ErrorLog>,
@@ -29,11 +32,12 @@ pub(crate) struct RowSink {
 
 impl RowSink {
     /// Tables headed by `header`; failures recorded in `errors`.
-    pub(crate) fn new(header: String, errors: Arc<ErrorLog>) -> Self {
+    pub(crate) fn new(header: String, categories: CategorySet, errors: Arc<ErrorLog>) -> Self {
         RowSink {
             csv: CsvAppender::new(),
             batch: RowBatch::default(),
             header,
+            categories,
             written: AtomicU64::new(0),
             errors,
         }
@@ -47,10 +51,67 @@ impl RowSink {
         }
     }
 
+    /// Queues a statistic row whose values a device is still computing, in its place.
+    pub(crate) fn push_deferred(&self, tree: &OutputTree, path: &Path, row: DeferredRow) {
+        if self.batch.push_deferred(path, row) {
+            self.flush(tree);
+        }
+    }
+
     /// Appends every pending statistic row to its file (one write per file) and starts a new
-    /// directory-check epoch of `tree`. Failures go to the error log with the rows lost.
+    /// directory-check epoch of `tree`. Deferred rows wait for their device here and are
+    /// formatted by `tree`'s layout. Failures go to the error log with the rows lost.
     pub(crate) fn flush(&self, tree: &OutputTree) {
-        let done = self.batch.flush(&self.csv, &self.header, FILE_MODE);
+        let layout = tree.layout();
+        let mut resolve = |path: &Path, row: DeferredRow| -> Option<String> {
+            let failed = |e: String| {
+                self.errors.record(
+                    path.to_owned(),
+                    std::io::Error::other(format!(
+                        "device statistics of {} {}: {e} (1 statistic row lost)",
+                        row.id.op_name,
+                        row.id.io_slot()
+                    )),
+                );
+            };
+            let stats = match row.pending.wait() {
+                Ok(Some(s)) => s,
+                Ok(None) => return None,
+                Err(e) => {
+                    failed(e.to_string());
+                    return None;
+                }
+            };
+            let host;
+            let values = match &stats {
+                dump_stats::DeviceStatistics::Host(s) => {
+                    host = dump_stats::TensorStats {
+                        summary: Some(*s),
+                        md5: None,
+                        sha1: None,
+                    };
+                    crate::layout::RowValues::Host(&host)
+                }
+                dump_stats::DeviceStatistics::Device(d) => crate::layout::RowValues::Device(d),
+            };
+            let t = crate::layout::RowTensor {
+                id: row.id.as_str(),
+                dtype: row.dtype,
+                shape: &row.shape,
+                data_size: row.data_size,
+                crc32: None,
+            };
+            match layout.stat_row(t, &self.categories, values) {
+                Ok(r) => r,
+                Err(e) => {
+                    failed(e.to_string());
+                    None
+                }
+            }
+        };
+        let done = self
+            .batch
+            .flush(&self.csv, &self.header, FILE_MODE, &mut resolve);
         self.count(done.rows);
         for (path, e, lost) in done.failed {
             let e = std::io::Error::new(

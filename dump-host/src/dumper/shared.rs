@@ -40,7 +40,7 @@ impl Shared {
         let errors = writer.error_log();
         let out = out::Out {
             tree: tree::OutputTree::new(layout, Arc::clone(&errors)),
-            tables: row_sink::RowSink::new(header, Arc::clone(&errors)),
+            tables: row_sink::RowSink::new(header, plan.categories.clone(), Arc::clone(&errors)),
             meta: metadata::Metadata::new(
                 plan.config_bytes.clone(),
                 (plan.device.as_str(), &plan.ms_version),

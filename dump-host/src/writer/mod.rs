@@ -25,5 +25,5 @@ pub use engine::{DEFAULT_DIRECT_WRITE_BYTES, WriteErrors, WriterConfig};
 pub(crate) use errors::ErrorLog;
 pub use errors::WriteFailure;
 pub(crate) use pool::BufferPool;
-pub(crate) use row_batch::RowBatch;
+pub(crate) use row_batch::{DeferredRow, RowBatch};
 pub(crate) use tally::Tally;

@@ -10,6 +10,10 @@
 //!
 //! What a crash costs: a process killed mid-step loses that step's pending rows (at most
 //! [`BATCH_BYTES`]); every row on disk is still whole, and every earlier step's rows are there.
+//!
+//! A row can also wait for its values: a device that computes statistics asynchronously (a
+//! GPU stream) leaves a [`DeferredRow`] in the row's place, formatted at the flush by the
+//! caller's resolver, so the file's rows keep the order the tensors were dumped in.
 
 use std::{
     io,
@@ -17,7 +21,37 @@ use std::{
     sync::{Mutex, PoisonError},
 };
 
+use dump_core::DType;
+use dump_stats::{PendingStatistics, TensorId};
+
 use super::CsvAppender;
+
+/// Bytes a deferred row is counted as until it is formatted (a typical row).
+const DEFERRED_ROW_BYTES: usize = 160;
+
+/// A statistics row whose values a device is still computing.
+pub(crate) struct DeferredRow {
+    /// The tensor's identity (owned: the kernel is gone when the row is formatted).
+    pub(crate) id: TensorId<String>,
+    /// Element type.
+    pub(crate) dtype: DType,
+    /// Dimensions.
+    pub(crate) shape: Vec<usize>,
+    /// The `Data Size` column.
+    pub(crate) data_size: u64,
+    /// The statistics, queued on the device.
+    pub(crate) pending: Box<dyn PendingStatistics>,
+}
+
+impl std::fmt::Debug for DeferredRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeferredRow")
+            .field("id", &self.id)
+            .field("dtype", &self.dtype)
+            .field("shape", &self.shape)
+            .finish_non_exhaustive()
+    }
+}
 
 /// Pending bytes that make a push write the batch out at once, whatever the step.
 pub(crate) const BATCH_BYTES: usize = 256 * 1024;
@@ -28,6 +62,8 @@ struct Pending {
     path: PathBuf,
     text: String,
     rows: u64,
+    /// Rows still computing, with the byte offset in `text` where each belongs.
+    deferred: Vec<(usize, DeferredRow)>,
 }
 
 /// What one flush wrote and what it could not.
@@ -63,15 +99,44 @@ impl RowBatch {
                 path: path.to_owned(),
                 text: row.to_owned(),
                 rows: 1,
+                deferred: Vec::new(),
             }),
         }
         *bytes += row.len();
         *bytes >= BATCH_BYTES
     }
 
+    /// Queues a row whose values are still being computed, in its place among `path`'s
+    /// rows; like [`push`](Self::push), `true` asks for a flush.
+    pub(crate) fn push_deferred(&self, path: &Path, row: DeferredRow) -> bool {
+        let mut g = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let (files, bytes) = &mut *g;
+        match files.iter_mut().rev().find(|p| p.path == path) {
+            Some(p) => {
+                p.deferred.push((p.text.len(), row));
+                p.rows += 1;
+            }
+            None => files.push(Pending {
+                path: path.to_owned(),
+                text: String::new(),
+                rows: 1,
+                deferred: vec![(0, row)],
+            }),
+        }
+        *bytes += DEFERRED_ROW_BYTES;
+        *bytes >= BATCH_BYTES
+    }
+
     /// Writes every pending row: one append per file, through `csv` (a file it creates gets
-    /// `header` first and mode `mode`).
-    pub(crate) fn flush(&self, csv: &CsvAppender, header: &str, mode: u32) -> Flushed {
+    /// `header` first and mode `mode`). Deferred rows are formatted first by `resolve`, in
+    /// order (`None`: the row is dropped; the resolver reports why).
+    pub(crate) fn flush(
+        &self,
+        csv: &CsvAppender,
+        header: &str,
+        mode: u32,
+        resolve: &mut dyn FnMut(&Path, DeferredRow) -> Option<String>,
+    ) -> Flushed {
         let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
         let files = {
             let mut g = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
@@ -79,7 +144,25 @@ impl RowBatch {
             std::mem::take(&mut g.0)
         };
         let mut done = Flushed::default();
-        for p in files {
+        for mut p in files {
+            if !p.deferred.is_empty() {
+                let mut text =
+                    String::with_capacity(p.text.len() + DEFERRED_ROW_BYTES * p.deferred.len());
+                let mut at = 0;
+                for (offset, row) in std::mem::take(&mut p.deferred) {
+                    text.push_str(&p.text[at..offset]);
+                    at = offset;
+                    match resolve(&p.path, row) {
+                        Some(r) => text.push_str(&r),
+                        None => p.rows -= 1,
+                    }
+                }
+                text.push_str(&p.text[at..]);
+                p.text = text;
+            }
+            if p.rows == 0 {
+                continue;
+            }
             match csv.append(&p.path, header, &p.text, mode) {
                 Ok(()) => done.rows += p.rows,
                 Err(e) => done.failed.push((p.path, e, p.rows)),
@@ -94,6 +177,75 @@ mod tests {
     use std::fs;
 
     use super::*;
+
+    fn never(_: &Path, _: DeferredRow) -> Option<String> {
+        unreachable!("no deferred rows here")
+    }
+
+    struct Ready(Option<f64>);
+    impl PendingStatistics for Ready {
+        fn wait(
+            self: Box<Self>,
+        ) -> Result<Option<dump_stats::DeviceStatistics>, dump_stats::DeviceError> {
+            match self.0 {
+                Some(v) => {
+                    let mut s = dump_core::Summary::EMPTY;
+                    s.max = v;
+                    Ok(Some(dump_stats::DeviceStatistics::Host(s)))
+                }
+                None => Err("the device failed".into()),
+            }
+        }
+    }
+
+    fn deferred(max: Option<f64>, name: &str) -> DeferredRow {
+        DeferredRow {
+            id: TensorId {
+                op_type: "MatMul".into(),
+                op_name: name.into(),
+                ..TensorId::default()
+            },
+            dtype: DType::Float32,
+            shape: vec![2],
+            data_size: 8,
+            pending: Box::new(Ready(max)),
+        }
+    }
+
+    #[test]
+    fn deferred_rows_are_resolved_in_their_places_at_the_flush() {
+        let d = tmp("deferred");
+        let (a, b) = (d.join("a.csv"), d.join("b.csv"));
+        let (csv, batch) = (CsvAppender::new(), RowBatch::default());
+        assert!(!batch.push_deferred(&a, deferred(Some(1.0), "first")));
+        batch.push(&a, "host1\n");
+        batch.push_deferred(&a, deferred(None, "broken"));
+        batch.push_deferred(&a, deferred(Some(3.0), "third"));
+        batch.push(&a, "host2\n");
+        batch.push_deferred(&b, deferred(None, "only"));
+        let mut resolved = Vec::new();
+        let f = batch.flush(&csv, "h\n", 0o600, &mut |path, row| {
+            resolved.push((path.to_owned(), row.id.op_name.clone()));
+            match row.pending.wait() {
+                Ok(Some(dump_stats::DeviceStatistics::Host(s))) => {
+                    Some(format!("{}={}\n", row.id.op_name, s.max))
+                }
+                _ => None,
+            }
+        });
+        assert_eq!(
+            resolved.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(),
+            ["first", "broken", "third", "only"],
+            "resolved in push order"
+        );
+        assert_eq!(f.rows, 4, "two host rows and two resolved ones");
+        assert_eq!(
+            fs::read_to_string(&a).unwrap(),
+            "h\nfirst=1\nhost1\nthird=3\nhost2\n"
+        );
+        assert!(!b.exists(), "a file whose only row failed is not created");
+        fs::remove_dir_all(&d).unwrap();
+    }
 
     fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("opdump-rowbatch-{}-{name}", std::process::id()));
@@ -112,15 +264,15 @@ mod tests {
             assert!(!batch.push(&b, &format!("b{i}\n")));
         }
         assert!(!a.exists(), "nothing is written before the flush");
-        let f = batch.flush(&csv, "h\n", 0o600);
+        let f = batch.flush(&csv, "h\n", 0o600, &mut never);
         assert_eq!(f.rows, 10);
         assert!(f.failed.is_empty());
         assert_eq!(fs::read_to_string(&a).unwrap(), "h\na0\na1\na2\na3\na4\n");
         assert_eq!(fs::read_to_string(&b).unwrap(), "h\nb0\nb1\nb2\nb3\nb4\n");
         batch.push(&a, "a5\n");
-        assert_eq!(batch.flush(&csv, "h\n", 0o600).rows, 1);
+        assert_eq!(batch.flush(&csv, "h\n", 0o600, &mut never).rows, 1);
         assert_eq!(
-            batch.flush(&csv, "h\n", 0o600).rows,
+            batch.flush(&csv, "h\n", 0o600, &mut never).rows,
             0,
             "a second flush has nothing"
         );
@@ -151,7 +303,7 @@ mod tests {
         batch.push(&gone, "r1\n");
         batch.push(&gone, "r2\n");
         batch.push(&d.join("ok.csv"), "r3\n");
-        let f = batch.flush(&csv, "h\n", 0o600);
+        let f = batch.flush(&csv, "h\n", 0o600, &mut never);
         assert_eq!(f.rows, 1);
         assert_eq!(f.failed.len(), 1);
         assert_eq!(
