@@ -308,3 +308,62 @@ fn gibibyte_tensors_equal_the_model_and_follow_the_host_rules() {
         check_host_rules(dtype, &got, &big.host, p, &ctx);
     }
 }
+
+#[test]
+fn deferred_summaries_equal_the_waited_ones_and_are_bounded() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.context().default_stream();
+    let mut bufs = Vec::new();
+    for (i, dtype) in samples::DTYPES.into_iter().enumerate() {
+        let n = 1000 + 4097 * i;
+        let bytes = samples::bytes_for(dtype, n, i as u64 + 9);
+        bufs.push((dtype, n, stream.clone_htod(&bytes).unwrap()));
+    }
+    // Queue more than the pool allows; every one queued gives what `summarize` gives.
+    let mut pending = Vec::new();
+    let mut refused = 0;
+    for round in 0..8 {
+        for (dtype, n, dev) in &bufs {
+            let t = DeviceTensor::from_slice(dev, *dtype, *n).unwrap();
+            let p = if round % 2 == 0 {
+                Precision::High
+            } else {
+                Precision::Low
+            };
+            match gpu.summarize_deferred(&t, p, &stream).unwrap() {
+                Some(s) => pending.push((*dtype, *n, p, s)),
+                None => refused += 1,
+            }
+        }
+    }
+    assert_eq!(
+        pending.len(),
+        dump_device_cuda::MAX_PENDING,
+        "the pool's bound"
+    );
+    assert_eq!(refused, 80 - dump_device_cuda::MAX_PENDING);
+    for (dtype, n, p, s) in pending {
+        let (_, _, dev) = bufs.iter().find(|b| b.0 == dtype).unwrap();
+        let t = DeviceTensor::from_slice(dev, dtype, n).unwrap();
+        let want = gpu.summarize(&t, p, &stream).unwrap().unwrap();
+        assert_eq!(
+            samples::bits(&s.wait().unwrap()),
+            samples::bits(&want),
+            "{dtype} {p}"
+        );
+    }
+    // Buffers come back to the pool: the next queue succeeds.
+    let (dtype, n, dev) = &bufs[0];
+    let t = DeviceTensor::from_slice(dev, *dtype, *n).unwrap();
+    assert!(
+        gpu.summarize_deferred(&t, Precision::High, &stream)
+            .unwrap()
+            .is_some()
+    );
+    let empty = DeviceTensor::from_slice(dev, *dtype, 0).unwrap();
+    assert!(
+        gpu.summarize_deferred(&empty, Precision::High, &stream)
+            .unwrap()
+            .is_none()
+    );
+}
