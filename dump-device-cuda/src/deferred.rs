@@ -1,4 +1,4 @@
-//! Statistics started now and read later: [`CudaStats::summarize_deferred`] queues the kernel
+//! Statistics started now and read later: [`CudaStats::summarize_deferred`](crate::CudaStats::summarize_deferred) queues the kernel
 //! and the copy of its block partials into pinned host memory on the producer's stream and
 //! returns at once; [`PendingSummary::wait`] blocks until the partials are on the host and
 //! combines them. A runtime that dumps many tensors per step then waits once per step instead
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// Pending summaries one backend allows at once; beyond it
 /// [`CudaStats::summarize_deferred`](crate::CudaStats::summarize_deferred) answers `None` and the
-/// caller computes synchronously. Each holds one pinned buffer of [`BUFFER_WORDS`] words
+/// caller computes synchronously. Each holds one pinned buffer of the largest grid's partials
 /// (147 KiB), so the pool stays under 10 MiB of pinned memory.
 pub const MAX_PENDING: usize = 64;
 
