@@ -8,7 +8,9 @@ if python3 -c 'import torch, torchvision, onnx, onnxscript' >/dev/null 2>&1; the
   exit 0
 fi
 req=tools/export_models.requirements.txt
-python3 -m pip install --quiet -r "$req" \
+# One quick try of download.pytorch.org (pip otherwise retries every file five times when the
+# host is unreachable, which cost minutes on machines that reach PyPI only).
+python3 -m pip install --quiet --retries 0 --timeout 10 -r "$req" \
     --index-url https://download.pytorch.org/whl/cpu --extra-index-url https://pypi.org/simple >&2 \
   || python3 -m pip install --quiet -r "$req" >&2
 python3 -c 'import torch, torchvision, onnx, onnxscript; print("torch", torch.__version__)' >&2
