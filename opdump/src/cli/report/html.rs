@@ -21,7 +21,7 @@ use super::{
     inspect_report::InspectReport,
     opt_g,
     svg::{Plot, Series, svg},
-    words::{origin_words, reasons, role_words, who, within_count},
+    words::{origin_words, pairing_kind, reasons, role_words, unpaired_kind, who, within_count},
 };
 
 /// Most table rows a page holds (`--json` and `--csv` have every row).
@@ -392,9 +392,11 @@ fn pair_name(r: &CompareReport<'_>, n: usize) -> String {
     format!("#{n} {} {} {}", t.id.op_type, t.id.op_name, t.io_slot())
 }
 
-/// A pair's largest relative error: over its elements, or over its statistics.
+/// A pair's largest relative error: over its elements (`+inf` where their NaN/Inf positions
+/// differ), or over its statistics.
 fn rel_error(p: &PairResult) -> f64 {
     match &p.outcome {
+        PairOutcome::Elements(m) if m.nonfinite_mismatch > 0 => f64::INFINITY,
         PairOutcome::Elements(m) => m.max_rel,
         PairOutcome::Statistics { rel } => rel
             .iter()
@@ -407,7 +409,8 @@ fn rel_error(p: &PairResult) -> f64 {
 }
 
 /// The plots of pairs `idx` (`what` they are): both runs' l2norm, `1 - cosine` and the
-/// largest relative error, on log scales (errors below [`ERROR_FLOOR`] drawn at it).
+/// largest relative error, on log scales (errors below [`ERROR_FLOOR`] drawn at it; pairs
+/// whose NaN/Inf positions differ on the top edge).
 fn pair_plots(r: &CompareReport<'_>, idx: &[usize], what: &str) -> Vec<Plot> {
     let pairs = &r.cmp.pairs;
     let mark = r.first.as_ref().map(|f| {
@@ -459,6 +462,7 @@ fn pair_plots(r: &CompareReport<'_>, idx: &[usize], what: &str) -> Vec<Plot> {
             series: vec![Series {
                 name: "1 - cosine".into(),
                 values: values(&|p| match &p.outcome {
+                    PairOutcome::Elements(m) if m.nonfinite_mismatch > 0 => f64::INFINITY,
                     PairOutcome::Elements(m) => 1.0 - m.cosine(),
                     _ => f64::NAN,
                 }),
@@ -480,6 +484,83 @@ fn pair_plots(r: &CompareReport<'_>, idx: &[usize], what: &str) -> Vec<Plot> {
             ..base
         },
     ]
+}
+
+/// Rows past this many in the fused and unpaired sections fold them (closed `<details>`).
+const OPEN_SECTION: usize = 20;
+
+/// `<details>`, open when it lists at most [`OPEN_SECTION`] rows.
+fn section(id: &str, rows: usize, summary: &str, body: &str) -> String {
+    format!(
+        r#"<details id="{id}"{}><summary>{summary}</summary>{body}</details>"#,
+        if rows <= OPEN_SECTION { " open" } else { "" }
+    )
+}
+
+/// The compare page's sections on the tensors that did not pair one to one: those fused into
+/// an ONNX node of the other side (pairing `fused`, with the node), and those with no
+/// partner (pairing `nearest` with the other side's nearest candidates, or `unpaired`).
+fn fused_and_unpaired(r: &CompareReport<'_>) -> String {
+    let (a, b, cmp) = (r.a, r.b, &r.cmp);
+    let mut s = String::new();
+    let fused: Vec<Vec<String>> = [("A", a, &cmp.fused_a), ("B", b, &cmp.fused_b)]
+        .into_iter()
+        .flat_map(|(side, d, list)| {
+            list.iter()
+                .map(move |(i, node)| vec!["fused".into(), side.into(), who(d, *i), node.clone()])
+        })
+        .collect();
+    if !fused.is_empty() {
+        s += &section(
+            "fused",
+            fused.len(),
+            &format!(
+                "Fused ({}): computed inside an ONNX node that pairs with a later call",
+                fused.len()
+            ),
+            &table(&["pairing", "side", "tensor", "ONNX node"], &fused),
+        );
+    }
+    let unpaired: Vec<Vec<String>> = [
+        ("A", a, b, &cmp.only_in_a, &cmp.nearest_a),
+        ("B", b, a, &cmp.only_in_b, &cmp.nearest_b),
+    ]
+    .into_iter()
+    .flat_map(|(side, d, other, list, near)| {
+        list.iter().map(move |&i| {
+            let cands: &[usize] = near
+                .iter()
+                .find(|(n, _)| *n == i)
+                .map_or(&[], |(_, c)| &c[..]);
+            vec![
+                unpaired_kind(cands.len()).into(),
+                side.into(),
+                who(d, i),
+                cands
+                    .iter()
+                    .map(|&j| who(other, j))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ]
+        })
+    })
+    .collect();
+    if !unpaired.is_empty() {
+        s += &section(
+            "unpaired",
+            unpaired.len(),
+            &format!(
+                "Unpaired ({} only in A, {} only in B), with the other side's nearest candidates",
+                cmp.only_in_a.len(),
+                cmp.only_in_b.len()
+            ),
+            &table(
+                &["pairing", "side", "tensor", "nearest candidates"],
+                &unpaired,
+            ),
+        );
+    }
+    s
 }
 
 /// `compare --html`: along A's run order, both runs' l2norm, `1 - cosine` and the largest
@@ -504,8 +585,10 @@ pub fn compare(r: &CompareReport<'_>) -> String {
         }
         extra += "</details>";
     }
+    extra += &fused_and_unpaired(r);
     let head = [
         "#",
+        "pairing",
         "rule",
         "iteration",
         "op_type",
@@ -528,6 +611,7 @@ pub fn compare(r: &CompareReport<'_>) -> String {
             let [c0, c1, c2, c3, c4, c5] = metric_cells(p);
             vec![
                 n.to_string(),
+                pairing_kind(p.rule).into(),
                 p.rule.as_str().into(),
                 t.iteration.to_string(),
                 t.id.op_type.clone(),
@@ -548,14 +632,35 @@ pub fn compare(r: &CompareReport<'_>) -> String {
         })
         .collect();
     let ids: Vec<Option<usize>> = (0..rows.len()).map(Some).collect();
+    let kinds = ["exact", "mapped", "fused"].map(|k| {
+        let n = cmp
+            .pairs
+            .iter()
+            .filter(|p| pairing_kind(p.rule) == k)
+            .count();
+        format!("{n} {k}")
+    });
+    let unpaired = cmp.only_in_a.len() + cmp.only_in_b.len();
+    let folded = cmp.fused_a.len() + cmp.fused_b.len();
     let summary = format!(
-        "A: {} &nbsp; B: {}<br>{} pairs, {} only in A, {} only in B{}<br>{}",
+        "A: {} &nbsp; B: {}<br>{} pairs ({}), {} only in A, {} only in B{}{}{}<br>{}",
         esc(&a.root.display().to_string()),
         esc(&r.b.root.display().to_string()),
         cmp.pairs.len(),
+        kinds.join(", "),
         cmp.only_in_a.len(),
         cmp.only_in_b.len(),
-        within_count(r.within_tensors, r.cmp.fused_a.len() + r.cmp.fused_b.len()),
+        within_count(r.within_tensors, folded),
+        if unpaired > 0 {
+            r##" &nbsp;<a href="#unpaired">unpaired tensors and their nearest candidates</a>"##
+        } else {
+            ""
+        },
+        if folded > 0 {
+            r##" &nbsp;<a href="#fused">fused tensors</a>"##
+        } else {
+            ""
+        },
         match first {
             Some(i) => format!(
                 r##"<b>First divergent operator:</b> {}{}"##,
@@ -587,7 +692,7 @@ mod tests {
 
     use dump_read::{
         Dump,
-        compare::{Tolerances, compare as compare_dumps},
+        compare::{PairRule, Tolerances, compare as compare_dumps},
         inspect::inspect as inspect_dump,
     };
 
@@ -761,6 +866,61 @@ mod tests {
         assert!(page.contains(&format!("<td>{escaped}</td>")));
         // The only script is the page's own sorter.
         assert_eq!(page.matches("<script>").count(), 1);
+    }
+
+    #[test]
+    fn compare_page_shows_each_pairs_kind_and_the_unpaired_with_nearest_candidates() {
+        let (a, b) = conv_dumps("html-kinds", "Default_Conv-op4");
+        let mut r = report(&a, &b);
+        assert_eq!(r.cmp.pairs.len(), 12);
+        // What a cross-framework pairing leaves (the renderer shows the report as it is):
+        // a pair by the fused rule and one by module scope, one of A's tensors fused into a
+        // node, one of A's unpaired with two candidates, one of B's with none.
+        r.cmp.pairs[1].rule = PairRule::Fused;
+        r.cmp.pairs[3].rule = PairRule::Scope;
+        let (lone_a, c1, c2, lone_b) = (
+            r.cmp.pairs[5].a,
+            r.cmp.pairs[5].b,
+            r.cmp.pairs[7].b,
+            r.cmp.pairs[2].b,
+        );
+        r.cmp.only_in_a = vec![lone_a];
+        r.cmp.nearest_a = vec![(lone_a, vec![c1, c2])];
+        r.cmp.only_in_b = vec![lone_b];
+        r.cmp.fused_a = vec![(r.cmp.pairs[0].a, "/stem/<Conv>".into())];
+        let page = compare(&r);
+        assert!(page.contains("<th>#</th><th>pairing</th><th>rule</th>"));
+        assert!(page.contains(r#"<tr id="row-0"><td>0</td><td>exact</td><td>name</td>"#));
+        assert!(page.contains(r#"<tr id="row-1"><td>1</td><td>fused</td><td>fused</td>"#));
+        assert!(page.contains(r#"<tr id="row-3"><td>3</td><td>mapped</td><td>scope</td>"#));
+        assert!(page.contains("12 pairs (10 exact, 1 mapped, 1 fused), 1 only in A, 1 only in B"));
+        let near = format!(
+            "<tr><td>nearest</td><td>A</td><td>{}</td><td>{}; {}</td></tr>",
+            esc(&who(&a, lone_a)),
+            esc(&who(&b, c1)),
+            esc(&who(&b, c2))
+        );
+        assert!(page.contains(&near), "{page}");
+        assert!(page.contains(&format!(
+            "<tr><td>unpaired</td><td>B</td><td>{}</td><td></td></tr>",
+            esc(&who(&b, lone_b))
+        )));
+        assert!(page.contains(&format!(
+            "<tr><td>fused</td><td>A</td><td>{}</td><td>/stem/&lt;Conv&gt;</td></tr>",
+            esc(&who(&a, r.cmp.pairs[0].a))
+        )));
+        // Both sections are open (short) and linked from the summary.
+        assert!(page.contains(
+            r#"<details id="unpaired" open><summary>Unpaired (1 only in A, 1 only in B)"#
+        ));
+        assert!(page.contains(r#"<details id="fused" open><summary>Fused (1)"#));
+        assert!(
+            page.contains(r##"<a href="#unpaired">"##) && page.contains(r##"<a href="#fused">"##)
+        );
+        // Without any, no section and no link.
+        let page = compare(&report(&a, &b));
+        assert!(!page.contains("id=\"unpaired\"") && !page.contains("#unpaired"));
+        assert!(!page.contains("id=\"fused\"") && !page.contains("#fused"));
     }
 
     #[test]

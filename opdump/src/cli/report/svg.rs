@@ -45,7 +45,8 @@ pub struct Plot {
     /// Log10 y axis.
     pub log: bool,
     /// On a log axis: values below it (zero and negative ones included) are drawn at it, and
-    /// the axis says so.
+    /// the axis says so; `+inf` (an error that is no number: non-finite values that differ)
+    /// is drawn as a triangle on the top edge.
     pub floor: Option<f64>,
 }
 
@@ -68,6 +69,9 @@ impl Plot {
 
     /// The value drawn for `v` in axis units (log10 on a log axis), or `None` for a gap.
     fn y_of(&self, v: f64) -> Option<f64> {
+        if v == f64::INFINITY && self.log && self.floor.is_some() {
+            return Some(f64::INFINITY);
+        }
         if !v.is_finite() {
             return None;
         }
@@ -222,6 +226,7 @@ pub fn svg(p: &Plot) -> String {
         .iter()
         .zip(&drawn)
         .flat_map(|(k, ys)| k.iter().flatten().filter_map(|&i| ys[i]))
+        .filter(|v| v.is_finite())
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
             (a.min(v), b.max(v))
         });
@@ -305,8 +310,13 @@ pub fn svg(p: &Plot) -> String {
                 let pts: Vec<String> = seg.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
                 let _ = write!(
                     s,
-                    r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
+                    r#"<polyline fill="none" stroke="{}" stroke-width="{}" points="{}"/>"#,
                     ser.color,
+                    if k == 0 && p.series.len() > 1 {
+                        3.5
+                    } else {
+                        1.5
+                    },
                     pts.join(" ")
                 );
             }
@@ -314,8 +324,8 @@ pub fn svg(p: &Plot) -> String {
         };
         for &i in &kept[k] {
             match i.and_then(|i| drawn[k][i].map(|y| (i, y))) {
-                Some((i, y)) => seg.push((sx(p.xs[i]), sy(y))),
-                None => flush(&mut seg, &mut s),
+                Some((i, y)) if y.is_finite() => seg.push((sx(p.xs[i]), sy(y))),
+                _ => flush(&mut seg, &mut s),
             }
         }
         flush(&mut seg, &mut s);
@@ -323,14 +333,26 @@ pub fn svg(p: &Plot) -> String {
         for &i in kept[k].iter().flatten() {
             let Some(y) = drawn[k][i] else { continue };
             let name = p.names.get(i).map_or("", String::as_str);
-            let dot = format!(
-                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5"><title>{} {}: {}</title></circle>"#,
-                sx(p.xs[i]),
-                sy(y),
-                esc(name),
-                esc(&ser.name),
-                esc(&g(ser.values[i])),
-            );
+            let x = sx(p.xs[i]);
+            let dot = if y.is_finite() {
+                format!(
+                    r#"<circle cx="{x:.1}" cy="{:.1}" r="2.5"><title>{} {}: {}</title></circle>"#,
+                    sy(y),
+                    esc(name),
+                    esc(&ser.name),
+                    esc(&g(ser.values[i])),
+                )
+            } else {
+                format!(
+                    r#"<polygon class="nonfinite" points="{:.1},{t} {:.1},{t} {x:.1},{b}"><title>{} {}: not a number (NaN/Inf differ), drawn on the top edge</title></polygon>"#,
+                    x - 4.0,
+                    x + 4.0,
+                    esc(name),
+                    esc(&ser.name),
+                    t = PAD_T,
+                    b = PAD_T + 7.0,
+                )
+            };
             match p.rows.get(i).copied().flatten() {
                 Some(row) => {
                     let _ = write!(s, r##"<a href="#row-{row}">{dot}</a>"##);
@@ -452,6 +474,18 @@ mod tests {
         assert!(
             s.contains("<title>k1 s: -1e-16</title>"),
             "the true value shows"
+        );
+        // +inf (non-finite values that differ) is a triangle on the top edge, linked too.
+        p.series[0].values[3] = f64::INFINITY;
+        let s = svg(&p);
+        assert_eq!(s.matches("<circle").count(), 4);
+        assert!(s.contains(
+            r##"<a href="#row-3"><polygon class="nonfinite" points="722.0,26 730.0,26 726.0,33"><title>k3 s: not a number"##
+        ), "{s}");
+        assert_eq!(
+            s.matches("<polyline").count(),
+            1,
+            "the line stops before it (point 4 stands alone)"
         );
     }
 
