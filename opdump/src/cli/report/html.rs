@@ -1,6 +1,8 @@
 //! One self-contained HTML page (no network, no external file): line plots drawn as inline
-//! SVG ([`super::svg`]), a marker on the operator of interest, and a table that sorts on a
-//! header click. [`inspect`] and [`compare`] render their report value as such a page.
+//! SVG ([`super::svg`]) that scale with the window, a marker on the operator of interest, and
+//! a table that sorts on a header click. Every plotted point links to its table row
+//! (`id="row-N"`, N the table's `#`), and the summary links the operator of interest's row.
+//! [`inspect`] and [`compare`] render their report value as such a page.
 
 use std::fmt::Write as _;
 
