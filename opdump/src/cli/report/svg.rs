@@ -158,10 +158,18 @@ pub fn y_ticks(lo: f64, hi: f64, log: bool) -> (f64, f64, Vec<f64>) {
             hi = lo + 1.0;
         }
         let step = ((hi - lo) / 8.0).ceil().max(1.0);
-        let ticks = (0..)
+        let mut ticks: Vec<f64> = (0..)
             .map(|k| lo + step * k as f64)
             .take_while(|&t| t <= hi + 1e-9)
             .collect();
+        // One or two decades: 2 and 5 times each power of ten too.
+        if hi - lo <= 2.0 {
+            let decades = ticks.clone();
+            for d in &decades[..decades.len() - 1] {
+                ticks.extend([d + 2f64.log10(), d + 5f64.log10()]);
+            }
+            ticks.sort_by(f64::total_cmp);
+        }
         return (lo, hi, ticks);
     }
     let scale = lo.abs().max(hi.abs());
@@ -300,6 +308,14 @@ pub fn svg(p: &Plot) -> String {
             esc(text),
             esc(&shown),
             ty = PAD_T + 11.0,
+        );
+    }
+    if kept.iter().all(|k| k.iter().all(Option::is_none)) {
+        let _ = write!(
+            s,
+            r##"<text class="empty" x="{cx}" y="{cy}" text-anchor="middle" font-size="12" fill="#666" font-family="sans-serif">no value to plot here</text>"##,
+            cx = (PAD_L + right) / 2.0,
+            cy = (PAD_T + bottom) / 2.0,
         );
     }
     // Lines, then their points (each with a tooltip and, where it has a row, a link).
@@ -442,6 +458,10 @@ mod tests {
         assert_eq!((lo, hi), (-12.0, -2.0));
         assert_eq!(tick_label(t[0], true), "1e-12");
         assert!(t.len() <= 9);
+        // Within a decade or two: 1, 2 and 5 times each power of ten.
+        let (_, _, t) = y_ticks(0.0, 0.78, true);
+        let labels: Vec<String> = t.iter().map(|&v| tick_label(v, true)).collect();
+        assert_eq!(labels, ["1", "2", "5", "10"]);
     }
 
     #[test]
@@ -465,6 +485,10 @@ mod tests {
             s.contains(r##"<a href="#row-3"><circle"##) && s.contains("<title>k3 s: 4</title>")
         );
         assert!(!s.contains("#row-2"), "a gap has no point");
+        assert!(!s.contains("no value to plot"));
+        let mut empty = p.clone();
+        empty.series[0].values = vec![f64::NAN; 5];
+        assert!(svg(&empty).contains(">no value to plot here</text>"));
         p.log = true;
         p.floor = Some(1e-12);
         p.series[0].values = vec![0.0, -1e-16, 1e-3, 1e-8, 1.0];
