@@ -239,19 +239,33 @@ pub fn svg(p: &Plot) -> String {
             (a.min(v), b.max(v))
         });
     let (lo, hi, yt) = y_ticks(lo, hi, p.log);
-    let x_last = p.x_end.saturating_sub(1).max(1) as f64;
-    let sx = |x: usize| PAD_L + (W - PAD_L - PAD_R) * (x as f64) / x_last;
-    let sy = |v: f64| PAD_T + (H - PAD_T - PAD_B) * (1.0 - (v - lo) / (hi - lo));
-    let (bottom, right) = (H - PAD_B, W - PAD_R);
     let title = if per > 1 {
         format!("{} (max of every {per} points)", p.title)
     } else {
         p.title.clone()
     };
+    // The legend: right of the title, wrapping onto rows of its own above the plot area
+    // (which moves down by as much, keeping its height).
+    let mut legend: Vec<(f64, usize)> = Vec::new();
+    let (mut lx, mut row) = (PAD_L + title.chars().count() as f64 * 7.5 + 24.0, 0);
+    for ser in &p.series {
+        let w = ser.name.chars().count() as f64 * CHAR_W + 16.0;
+        if lx + w > W - PAD_R && lx > PAD_L {
+            (lx, row) = (PAD_L, row + 1);
+        }
+        legend.push((lx, row));
+        lx += w;
+    }
+    let extra = 14.0 * row as f64;
+    let (top, h) = (PAD_T + extra, H + extra);
+    let x_last = p.x_end.saturating_sub(1).max(1) as f64;
+    let sx = |x: usize| PAD_L + (W - PAD_L - PAD_R) * (x as f64) / x_last;
+    let sy = |v: f64| top + (h - top - PAD_B) * (1.0 - (v - lo) / (hi - lo));
+    let (bottom, right) = (h - PAD_B, W - PAD_R);
     let mut s = String::new();
     let _ = write!(
         s,
-        r##"<svg class="plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" preserveAspectRatio="xMidYMid meet" role="img" aria-label="{t}"><rect width="{W}" height="{H}" fill="#fff"/><text x="{PAD_L}" y="16" font-size="13" font-family="sans-serif">{t}</text>"##,
+        r##"<svg class="plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" preserveAspectRatio="xMidYMid meet" role="img" aria-label="{t}"><rect width="{W}" height="{h}" fill="#fff"/><text x="{PAD_L}" y="16" font-size="13" font-family="sans-serif">{t}</text>"##,
         t = esc(&title)
     );
     // Grid and y ticks.
@@ -267,7 +281,7 @@ pub fn svg(p: &Plot) -> String {
     }
     if let (true, Some(f)) = (p.log, p.floor) {
         let y = sy(f.log10());
-        if y >= PAD_T - 0.5 && y <= bottom + 0.5 {
+        if y >= top - 0.5 && y <= bottom + 0.5 {
             let _ = write!(
                 s,
                 r##"<line class="floor" x1="{PAD_L}" y1="{y:.1}" x2="{right}" y2="{y:.1}" stroke="#999" stroke-dasharray="2 3"/><text class="floor" x="{tx}" y="{ty:.1}" font-size="10" fill="#666" font-family="sans-serif">values &lt;= {} drawn here</text>"##,
@@ -280,7 +294,7 @@ pub fn svg(p: &Plot) -> String {
     // Axes, x ticks and the x axis's label.
     let _ = write!(
         s,
-        r##"<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{bottom}" stroke="#888"/><line x1="{PAD_L}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#888"/>"##,
+        r##"<line x1="{PAD_L}" y1="{top}" x2="{PAD_L}" y2="{bottom}" stroke="#888"/><line x1="{PAD_L}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#888"/>"##,
     );
     for x in x_ticks(p.x_end) {
         let px = sx(x);
@@ -296,7 +310,7 @@ pub fn svg(p: &Plot) -> String {
         r##"<text class="xlabel" x="{cx}" y="{ty}" text-anchor="middle" font-size="11" fill="#444" font-family="sans-serif">{}</text>"##,
         esc(&p.x_label),
         cx = (PAD_L + right) / 2.0,
-        ty = H - 6.0,
+        ty = h - 6.0,
     );
     // The mark, its label inside the plot whatever its position.
     if let Some((i, text)) = &p.mark {
@@ -304,10 +318,10 @@ pub fn svg(p: &Plot) -> String {
         let (tx, anchor, shown) = mark_label(x, text);
         let _ = write!(
             s,
-            r##"<line class="mark" x1="{x:.1}" y1="{PAD_T}" x2="{x:.1}" y2="{bottom}" stroke="#d00" stroke-width="2" stroke-dasharray="4 3"/><text class="mark" x="{tx:.1}" y="{ty}" text-anchor="{anchor}" font-size="11" fill="#d00" font-family="sans-serif"><title>{}</title>{}</text>"##,
+            r##"<line class="mark" x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{bottom}" stroke="#d00" stroke-width="2" stroke-dasharray="4 3"/><text class="mark" x="{tx:.1}" y="{ty}" text-anchor="{anchor}" font-size="11" fill="#d00" font-family="sans-serif"><title>{}</title>{}</text>"##,
             esc(text),
             esc(&shown),
-            ty = PAD_T + 11.0,
+            ty = top + 11.0,
         );
     }
     if kept.iter().all(|k| k.iter().all(Option::is_none)) {
@@ -315,7 +329,7 @@ pub fn svg(p: &Plot) -> String {
             s,
             r##"<text class="empty" x="{cx}" y="{cy}" text-anchor="middle" font-size="12" fill="#666" font-family="sans-serif">no value to plot here</text>"##,
             cx = (PAD_L + right) / 2.0,
-            cy = (PAD_T + bottom) / 2.0,
+            cy = (top + bottom) / 2.0,
         );
     }
     // Lines, then their points (each with a tooltip and, where it has a row, a link).
@@ -365,8 +379,8 @@ pub fn svg(p: &Plot) -> String {
                     x + 4.0,
                     esc(name),
                     esc(&ser.name),
-                    t = PAD_T,
-                    b = PAD_T + 7.0,
+                    t = top,
+                    b = top + 7.0,
                 )
             };
             match p.rows.get(i).copied().flatten() {
@@ -377,13 +391,13 @@ pub fn svg(p: &Plot) -> String {
             }
         }
         s.push_str("</g>");
+        let (lx, row) = legend[k];
         let _ = write!(
             s,
-            r#"<text x="{lx}" y="{ly}" font-size="11" fill="{}" font-family="sans-serif">{}</text>"#,
+            r#"<text class="legend" x="{lx:.1}" y="{ly}" font-size="11" fill="{}" font-family="sans-serif">{}</text>"#,
             ser.color,
             esc(&ser.name),
-            lx = W - PAD_R - 140.0 * (p.series.len() - k) as f64,
-            ly = 16.0,
+            ly = 16.0 + 14.0 * row as f64,
         );
     }
     s.push_str("</svg>");
@@ -511,6 +525,39 @@ mod tests {
             1,
             "the line stops before it (point 4 stands alone)"
         );
+    }
+
+    #[test]
+    fn a_long_legend_wraps_above_the_plot_instead_of_over_the_title() {
+        let mut p = plot(vec![1.0, 2.0]);
+        p.title = "gradient l2norm per step (log scale)".into();
+        p.series = (0..6)
+            .map(|k| Series {
+                name: format!("block{k}_conv_weight"),
+                values: vec![1.0, 2.0],
+                color: "#000",
+            })
+            .collect();
+        let s = svg(&p);
+        let xs: Vec<(f64, f64)> = s
+            .split(r#"<text class="legend" x=""#)
+            .skip(1)
+            .map(|t| {
+                let x = t[..t.find('"').unwrap()].parse().unwrap();
+                let y = &t[t.find(r#"y=""#).unwrap() + 3..];
+                (x, y[..y.find('"').unwrap()].parse().unwrap())
+            })
+            .collect();
+        assert_eq!(xs.len(), 6);
+        let title_end = PAD_L + p.title.len() as f64 * 7.5;
+        for (k, &(x, y)) in xs.iter().enumerate() {
+            let end = x + format!("block{k}_conv_weight").len() as f64 * CHAR_W;
+            assert!(end <= W - PAD_R, "{k}: ends at {end}");
+            assert!(y > 16.0 || x >= title_end, "{k} overlaps the title");
+        }
+        assert!(xs.iter().any(|&(_, y)| y > 16.0), "some wrapped");
+        // The plot area moved down: the viewBox grew by the legend's extra rows.
+        assert!(s.contains(r#"viewBox="0 0 960 274""#), "{}", &s[..200]);
     }
 
     #[test]
