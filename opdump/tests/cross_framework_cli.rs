@@ -87,8 +87,27 @@ fn rule_of<'a>(j: &'a Value, op_name: &str) -> Option<&'a str> {
 
 #[test]
 fn msprobe_l0_pairs_by_module_scope_with_folded_batchnorms() {
-    let (code, j, err) = compare(&cnn().join("L0_statistics"), &run(), &[]);
+    let html = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("l0-fused-{}.html", std::process::id()));
+    let (code, j, err) = compare(
+        &cnn().join("L0_statistics"),
+        &run(),
+        &["--html", html.to_str().unwrap()],
+    );
     assert_eq!(code, 0, "{err}");
+    // The page shows each pair's kind and the fused convolutions with their node.
+    let page = std::fs::read_to_string(&html).unwrap();
+    let _ = std::fs::remove_file(&html);
+    assert!(
+        page.contains(r#"<details id="fused" open><summary>Fused (5)"#),
+        "{page}"
+    );
+    assert_eq!(page.matches("<tr><td>fused</td><td>A</td><td>").count(), 5);
+    assert!(page.contains("Module.block2.conv2.Conv2d.forward.0 output.0</td><td>"));
+    assert!(
+        page.contains("<td>fused</td><td>fused</td>")
+            && page.contains("<td>mapped</td><td>scope</td>")
+    );
     // 19 module calls: 14 paired, the 5 convolutions whose BatchNorm was folded are fused.
     assert_eq!(outputs(&j["pairs"]).len(), 14, "{:#}", j["only_in_a"]);
     let fused: Vec<&str> = j["fused_a"]
@@ -264,6 +283,36 @@ fn unpaired_tensors_list_their_nearest_candidates() {
     assert!(
         out[at..].contains("Functional.linear.0.forward output.0\n      nearest: "),
         "{out}"
+    );
+    // So does the page: pairing `nearest`, and the candidates the text report names.
+    let html = dir.join("nearest.html");
+    let o = opdump(&[
+        "compare".as_ref(),
+        l1.as_os_str(),
+        run().as_os_str(),
+        "--mapping".as_ref(),
+        m.as_os_str(),
+        "--html".as_ref(),
+        html.as_os_str(),
+    ]);
+    assert!(o.status.code().is_some_and(|c| c < 2));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let cands = page
+        .split("<tr><td>nearest</td><td>A</td><td>")
+        .skip(1)
+        .find_map(|row| {
+            let (tensor, rest) = row.split_once("</td><td>")?;
+            tensor
+                .ends_with(" Functional.linear.0.forward output.0")
+                .then(|| &rest[..rest.find("</td>").unwrap()])
+        })
+        .unwrap_or_else(|| panic!("no nearest row for linear.0: {page}"));
+    assert!(
+        cands.starts_with("rank 0 ") && cands.contains("_fc2_Gemm"),
+        "{cands}"
+    );
+    assert!(
+        page.contains(r##"<a href="#unpaired">"##) && page.contains(r#"<details id="unpaired""#)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

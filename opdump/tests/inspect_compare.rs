@@ -304,6 +304,26 @@ fn compare_names_first_the_kernel_whose_output_was_scaled_by_1_001() {
     assert_eq!(lines.filter(|l| l.contains(",true,")).count(), 1);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("First divergent operator") && page.contains("MaxPool"));
+    // The page links the highlighted row from the top and from the pair's plot points, whose
+    // tooltips name it; the scaling shows on the log-scale relative error plot.
+    let hl = page.find(r#"" class="hl">"#).expect("a highlighted row");
+    let n = &page[page[..hl].rfind("row-").unwrap() + 4..hl];
+    assert!(
+        page.contains(&format!(r##"<a id="first" href="#row-{n}">"##)),
+        "row {n}"
+    );
+    assert!(page.contains(&format!(r##"<a href="#row-{n}"><circle"##)));
+    assert!(page.contains(&format!("<title>#{n} MaxPool Default_network")));
+    let rel = format!("#{n} MaxPool");
+    let at = page
+        .find("max relative error per pair, kernel outputs (log scale")
+        .unwrap();
+    let point = &page[at..][page[at..].find(&rel).unwrap()..];
+    let value: f64 = point
+        [point.find("max rel error: ").unwrap() + 15..point.find("</title>").unwrap()]
+        .parse()
+        .unwrap();
+    assert!((9e-4..1.1e-3).contains(&value), "{value}");
     // The default tolerance can be loosened: 1e-2 relative accepts the scaling.
     let o = opdump(&[
         "compare",

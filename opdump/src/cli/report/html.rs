@@ -1,17 +1,20 @@
 //! One self-contained HTML page (no network, no external file): line plots drawn as inline
-//! SVG ([`super::svg`]), a marker on the operator of interest, and a table that sorts on a
-//! header click. [`inspect`] and [`compare`] render their report value as such a page.
+//! SVG ([`super::svg`]) that scale with the window, a marker on the operator of interest, and
+//! a table that sorts on a header click. Every plotted point links to its table row
+//! (`id="row-N"`, N the table's `#`), and the summary links the operator of interest's row.
+//! [`inspect`] and [`compare`] render their report value as such a page.
 
 use std::fmt::Write as _;
 
-use dump_core::compare::PairMetrics;
 use dump_read::{
-    compare::PairOutcome,
+    compare::{PairOutcome, PairResult},
     train::{
-        EXPLODING_GROWTH, EXPLODING_UPDATE, FROZEN_UPDATE, ParameterTrend, VANISHING_DECAY,
+        EXPLODING_GROWTH, EXPLODING_UPDATE, FROZEN_UPDATE, ParameterTrend, Role, VANISHING_DECAY,
         VANISHING_NORM,
     },
 };
+
+use dump_stats::Io;
 
 use super::{
     cells::{TREND_HEAD, metric_cells, trend_cells},
@@ -20,7 +23,7 @@ use super::{
     inspect_report::InspectReport,
     opt_g,
     svg::{Plot, Series, svg},
-    words::{origin_words, reasons, role_words, who, within_count},
+    words::{origin_words, pairing_kind, reasons, role_words, unpaired_kind, who, within_count},
 };
 
 /// Most table rows a page holds (`--json` and `--csv` have every row).
@@ -46,16 +49,17 @@ document.querySelectorAll('table.sortable th').forEach(function (th, col) {
 "#;
 
 /// The whole page: `summary` (already HTML), the plots, and a sortable table whose row
-/// `highlight` is marked.
+/// `highlight` is marked; `ids[i]`, where given, is row `i`'s anchor (`id="row-N"`).
 pub fn page(
     title: &str,
     summary: &str,
     plots: &[Plot],
     head: &[&str],
     rows: &[Vec<String>],
+    ids: &[Option<usize>],
     highlight: Option<usize>,
 ) -> String {
-    page_with(title, summary, plots, "", head, rows, highlight)
+    page_with(title, summary, plots, "", head, rows, ids, highlight)
 }
 
 /// A sortable table of its own (a section of a page: [`page_with`]'s `extra`), cells escaped.
@@ -73,11 +77,19 @@ pub fn table(head: &[&str], rows: &[Vec<String>]) -> String {
         s.push_str("</tr>");
     }
     s.push_str("</tbody></table>");
+    if rows.len() > MAX_ROWS {
+        let _ = write!(
+            s,
+            "<p>The first {MAX_ROWS} of {} rows (every row: --json).</p>",
+            rows.len()
+        );
+    }
     s
 }
 
 /// [`page`] with `extra` (already HTML: headings, [`table`]s, [`svg`]s) between the plots
 /// and the tensor table.
+#[allow(clippy::too_many_arguments)]
 pub fn page_with(
     title: &str,
     summary: &str,
@@ -85,15 +97,19 @@ pub fn page_with(
     extra: &str,
     head: &[&str],
     rows: &[Vec<String>],
+    ids: &[Option<usize>],
     highlight: Option<usize>,
 ) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{t}</title><style>
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{t}</title><style>
 body{{font-family:sans-serif;margin:16px;color:#222}} table{{border-collapse:collapse;font-size:12px}}
 th,td{{border:1px solid #ccc;padding:2px 6px;text-align:left}} th{{cursor:pointer;background:#eee}}
-tr.hl td{{background:#fdd}} .sum{{font-size:14px;margin-bottom:12px}} svg{{display:block;margin:8px 0}}
+tr.hl td{{background:#fdd}} tr:target td{{background:#ffe08a}} .sum{{font-size:14px;margin-bottom:12px}}
+svg.plot{{display:block;width:100%;height:auto;max-width:1800px;margin:8px 0}}
+svg.plot circle{{fill-opacity:.55}} svg.plot circle:hover{{fill-opacity:1;stroke:#000}}
+details{{margin:8px 0}} summary{{cursor:pointer;font-weight:bold}}
 </style></head><body><h1>{t}</h1><div class="sum">{summary}</div>"#,
         t = esc(title)
     );
@@ -107,11 +123,14 @@ tr.hl td{{background:#fdd}} .sum{{font-size:14px;margin-bottom:12px}} svg{{displ
     }
     s.push_str("</tr></thead><tbody>");
     for (i, r) in rows.iter().enumerate().take(MAX_ROWS) {
-        s.push_str(if highlight == Some(i) {
-            r#"<tr class="hl">"#
-        } else {
-            "<tr>"
-        });
+        s.push_str("<tr");
+        if let Some(Some(id)) = ids.get(i) {
+            let _ = write!(s, r#" id="row-{id}""#);
+        }
+        if highlight == Some(i) {
+            s.push_str(r#" class="hl""#);
+        }
+        s.push('>');
         for c in r {
             let _ = write!(s, "<td>{}</td>", esc(c));
         }
@@ -134,39 +153,25 @@ const COLORS: [&str; 8] = [
     "#1f5fbf", "#d62728", "#2a8f2a", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
 ];
 
-/// `inspect --html`: per-kernel output l2norm and max|x| along the run order, the first
-/// non-finite kernel marked, the parameters' trends of a training dump, and a sortable table
-/// of every tensor.
+/// What the floor of the error plots is: smaller errors (zero included) are drawn at it.
+pub const ERROR_FLOOR: f64 = 1e-12;
+
+/// `inspect --html`: per-kernel output l2norm and max|x| along the run order (the forward and
+/// backward kernels; a training dump's parameter and optimizer kernels on plots of their
+/// own, folded), the first non-finite kernel marked, every point linked to its kernel's row,
+/// the parameters' trends of a training dump, and a sortable table of every tensor.
 pub fn inspect(r: &InspectReport<'_>) -> String {
     let (dump, ins) = (r.dump, &r.ins);
+    let nk = ins.kernels.len();
     let mark = ins.first_nonfinite.as_ref().map(|f| {
         (
             f.kernel,
-            format!("first non-finite: {}", ins.kernels[f.kernel].op_name),
+            format!(
+                "first non-finite: #{} {}",
+                f.kernel, ins.kernels[f.kernel].op_name
+            ),
         )
     });
-    let plots = [
-        Plot {
-            title: "output l2norm per kernel (run order, log scale)".into(),
-            series: vec![Series {
-                name: "l2norm".into(),
-                values: r.peaks.iter().map(|p| p.l2norm).collect(),
-                color: "#1f5fbf",
-            }],
-            mark: mark.clone(),
-            log: true,
-        },
-        Plot {
-            title: "output max|x| per kernel (run order, log scale)".into(),
-            series: vec![Series {
-                name: "max|x|".into(),
-                values: r.peaks.iter().map(|p| p.max_abs).collect(),
-                color: "#2a8f2a",
-            }],
-            mark,
-            log: true,
-        },
-    ];
     let head = [
         "#",
         "rank",
@@ -183,14 +188,24 @@ pub fn inspect(r: &InspectReport<'_>) -> String {
         "nan",
         "inf",
     ];
+    let hl_tensor = ins
+        .first_nonfinite
+        .as_ref()
+        .map(|f| f.tensor)
+        .or(ins.first_nonfinite_tensor.as_ref().map(|t| t.tensor));
     let mut rows = Vec::new();
     let mut hl = None;
+    // Each kernel's row (its first, or the highlighted one), which its plot points link to.
+    let mut kernel_row: Vec<Option<usize>> = vec![None; nk];
     for (n, k) in ins.kernels.iter().enumerate() {
         for &i in &k.tensors {
             let t = &dump.tensors[i];
             let st = r.stats(i);
-            if ins.first_nonfinite.as_ref().is_some_and(|f| f.tensor == i) {
+            if hl_tensor == Some(i) {
                 hl = Some(rows.len());
+                kernel_row[n] = Some(rows.len());
+            } else if kernel_row[n].is_none() {
+                kernel_row[n] = Some(rows.len());
             }
             rows.push(vec![
                 n.to_string(),
@@ -212,18 +227,87 @@ pub fn inspect(r: &InspectReport<'_>) -> String {
             ]);
         }
     }
+    let mut ids = vec![None; rows.len()];
+    for (n, row) in kernel_row.iter().enumerate() {
+        if let Some(row) = row {
+            ids[*row] = Some(n);
+        }
+    }
+    // A kernel's point links to its row when the page holds that row.
+    let link = |n: usize| kernel_row[n].filter(|&row| row < MAX_ROWS).map(|_| n);
+    let kernel_plots = |ks: &[usize], what: &str| -> Vec<Plot> {
+        let base = Plot {
+            xs: ks.to_vec(),
+            names: ks
+                .iter()
+                .map(|&n| {
+                    let k = &ins.kernels[n];
+                    format!("#{n} {} {}", k.op_type, k.op_name)
+                })
+                .collect(),
+            rows: ks.iter().map(|&n| link(n)).collect(),
+            mark: mark.clone(),
+            log: true,
+            ..Plot::new("", "kernel # (run order; the table's # column)", nk)
+        };
+        vec![
+            Plot {
+                title: format!("output l2norm per kernel, {what} (log scale)"),
+                series: vec![Series {
+                    name: "l2norm".into(),
+                    values: ks.iter().map(|&n| r.peaks[n].l2norm).collect(),
+                    color: "#1f5fbf",
+                }],
+                ..base.clone()
+            },
+            Plot {
+                title: format!("output max|x| per kernel, {what} (log scale)"),
+                series: vec![Series {
+                    name: "max|x|".into(),
+                    values: ks.iter().map(|&n| r.peaks[n].max_abs).collect(),
+                    color: "#2a8f2a",
+                }],
+                ..base
+            },
+        ]
+    };
+    let (state, compute): (Vec<usize>, Vec<usize>) =
+        (0..nk).partition(|&n| matches!(r.roles[n].role, Role::Parameter | Role::Optimizer));
+    let plots = kernel_plots(&compute, "forward and backward kernels");
+    let mut extra = String::new();
+    if !state.is_empty() {
+        let _ = write!(
+            extra,
+            "<details><summary>Parameter and optimizer kernels ({} kernels)</summary>",
+            state.len()
+        );
+        for p in kernel_plots(&state, "parameter and optimizer kernels") {
+            extra += &svg(&p);
+        }
+        extra += "</details>";
+    }
+    extra += &trends(r);
+    let goto = |n: usize| -> String {
+        if link(n).is_some() {
+            format!(r##" &nbsp;<a href="#row-{n}">go to its row (#{n})</a>"##)
+        } else {
+            String::new()
+        }
+    };
     let summary = match &ins.first_nonfinite {
         Some(f) => format!(
-            "<b>First non-finite operator:</b> {} ({})",
+            "<b>First non-finite operator:</b> {} ({}){}",
             esc(&who(dump, f.tensor)),
-            esc(&role_words(&r.roles[f.kernel]))
+            esc(&role_words(&r.roles[f.kernel])),
+            goto(f.kernel)
         ),
         None => match &ins.first_nonfinite_tensor {
             Some(t) => format!(
-                "<b>First non-finite tensor:</b> {} ({}; {}); every kernel output is finite.",
+                "<b>First non-finite tensor:</b> {} ({}; {}); every kernel output is finite.{}",
                 esc(&who(dump, t.tensor)),
                 esc(&role_words(&r.roles[t.kernel])),
-                esc(&origin_words(&t.origin))
+                esc(&origin_words(&t.origin)),
+                goto(t.kernel)
             ),
             None => "Every tensor is finite.".into(),
         },
@@ -232,9 +316,10 @@ pub fn inspect(r: &InspectReport<'_>) -> String {
         &format!("opdump inspect {}", dump.root.display()),
         &summary,
         &plots,
-        &trends(r),
+        &extra,
         &head,
         &rows,
+        &ids,
         hl,
     )
 }
@@ -246,19 +331,36 @@ fn trends(r: &InspectReport<'_>) -> String {
     if params.is_empty() {
         return String::new();
     }
+    let longest = params
+        .iter()
+        .max_by_key(|p| p.steps.len())
+        .map_or(&[][..], |p| &p.steps[..]);
+    let steps = params
+        .iter()
+        .map(|p| p.grad_norm.len().max(p.update_ratio.len()))
+        .max()
+        .unwrap_or(0);
     let plot = |title: &str, f: fn(&ParameterTrend) -> &[Option<f64>]| Plot {
-        title: title.into(),
+        xs: (0..steps).collect(),
+        names: (0..steps)
+            .map(|k| match longest.get(k) {
+                Some(s) => format!("step {s}"),
+                None => format!("step #{k}"),
+            })
+            .collect(),
         series: params
             .iter()
             .enumerate()
             .map(|(i, p)| Series {
                 name: p.name.clone(),
-                values: f(p).iter().map(|v| v.unwrap_or(f64::NAN)).collect(),
+                values: (0..steps)
+                    .map(|k| f(p).get(k).copied().flatten().unwrap_or(f64::NAN))
+                    .collect(),
                 color: COLORS[i % COLORS.len()],
             })
             .collect(),
-        mark: None,
         log: true,
+        ..Plot::new(title, "dumped step (in order)", steps)
     };
     let mut s = String::from("<h2>Parameters over the dumped steps</h2>");
     s += &svg(&plot("gradient l2norm per step (log scale)", |p| {
@@ -286,75 +388,209 @@ fn trends(r: &InspectReport<'_>) -> String {
     s
 }
 
-/// `compare --html`: per-pair cosine, max relative error and both runs' l2norm along A's run
-/// order, the first divergent pair marked, and a sortable table of every pair.
-pub fn compare(r: &CompareReport<'_>) -> String {
-    let (a, cmp) = (r.a, &r.cmp);
-    let metric = |f: fn(&PairMetrics) -> f64| -> Vec<f64> {
-        cmp.pairs
+/// A pair's point name: `#N op_type op_name io.slot`.
+fn pair_name(r: &CompareReport<'_>, n: usize) -> String {
+    let t = &r.a.tensors[r.cmp.pairs[n].a];
+    format!("#{n} {} {} {}", t.id.op_type, t.id.op_name, t.io_slot())
+}
+
+/// A pair's largest relative error: over its elements (`+inf` where their NaN/Inf positions
+/// differ), or over its statistics.
+fn rel_error(p: &PairResult) -> f64 {
+    match &p.outcome {
+        PairOutcome::Elements(m) if m.nonfinite_mismatch > 0 => f64::INFINITY,
+        PairOutcome::Elements(m) => m.max_rel,
+        PairOutcome::Statistics { rel } => rel
             .iter()
-            .map(|p| match &p.outcome {
-                PairOutcome::Elements(m) => f(m),
-                _ => f64::NAN,
-            })
-            .collect()
-    };
-    let first = r.first.as_ref().map(|f| f.pair);
-    let mark = first.map(|i| {
+            .flatten()
+            .copied()
+            .reduce(f64::max)
+            .unwrap_or(f64::NAN),
+        _ => f64::NAN,
+    }
+}
+
+/// The plots of pairs `idx` (`what` they are): both runs' l2norm, `1 - cosine` and the
+/// largest relative error, on log scales (errors below [`ERROR_FLOOR`] drawn at it; pairs
+/// whose NaN/Inf positions differ on the top edge).
+fn pair_plots(r: &CompareReport<'_>, idx: &[usize], what: &str) -> Vec<Plot> {
+    let pairs = &r.cmp.pairs;
+    let mark = r.first.as_ref().map(|f| {
         (
-            i,
-            format!("first divergent: {}", a.tensors[cmp.pairs[i].a].id.op_name),
+            f.pair,
+            format!(
+                "first divergent: #{} {}",
+                f.pair, r.a.tensors[pairs[f.pair].a].id.op_name
+            ),
         )
     });
-    let plots = [
+    let base = Plot {
+        xs: idx.to_vec(),
+        names: idx.iter().map(|&n| pair_name(r, n)).collect(),
+        rows: idx.iter().map(|&n| (n < MAX_ROWS).then_some(n)).collect(),
+        mark,
+        log: true,
+        ..Plot::new(
+            "",
+            "pair # (A's run order; the table's # column)",
+            pairs.len(),
+        )
+    };
+    let values = |f: &dyn Fn(&PairResult) -> f64| -> Vec<f64> {
+        idx.iter().map(|&n| f(&pairs[n])).collect()
+    };
+    let floor = g(ERROR_FLOOR);
+    vec![
         Plot {
-            title: "both runs' l2norm per pair (A's run order, log scale)".into(),
+            title: format!("both runs' l2norm per pair, {what} (log scale)"),
             series: vec![
                 Series {
                     name: "A l2norm".into(),
-                    values: cmp
-                        .pairs
-                        .iter()
-                        .map(|p| p.stats_a.l2norm.unwrap_or(f64::NAN))
-                        .collect(),
+                    values: values(&|p| p.stats_a.l2norm.unwrap_or(f64::NAN)),
                     color: "#1f5fbf",
                 },
                 Series {
                     name: "B l2norm".into(),
-                    values: cmp
-                        .pairs
-                        .iter()
-                        .map(|p| p.stats_b.l2norm.unwrap_or(f64::NAN))
-                        .collect(),
+                    values: values(&|p| p.stats_b.l2norm.unwrap_or(f64::NAN)),
                     color: "#e08a00",
                 },
             ],
-            mark: mark.clone(),
-            log: true,
+            ..base.clone()
         },
         Plot {
-            title: "max relative error per pair (log scale)".into(),
+            title: format!(
+                "1 - cosine per pair, {what} (log scale; below {floor} drawn at {floor})"
+            ),
             series: vec![Series {
-                name: "max rel error".into(),
-                values: metric(|m| m.max_rel),
-                color: "#b0302a",
-            }],
-            mark: mark.clone(),
-            log: true,
-        },
-        Plot {
-            title: "cosine similarity per pair".into(),
-            series: vec![Series {
-                name: "cosine".into(),
-                values: metric(|m| m.cosine()),
+                name: "1 - cosine".into(),
+                values: values(&|p| match &p.outcome {
+                    PairOutcome::Elements(m) if m.nonfinite_mismatch > 0 => f64::INFINITY,
+                    PairOutcome::Elements(m) => 1.0 - m.cosine(),
+                    _ => f64::NAN,
+                }),
                 color: "#2a8f2a",
             }],
-            mark,
-            log: false,
+            floor: Some(ERROR_FLOOR),
+            ..base.clone()
         },
-    ];
+        Plot {
+            title: format!(
+                "max relative error per pair, {what} (log scale; below {floor} drawn at {floor})"
+            ),
+            series: vec![Series {
+                name: "max rel error".into(),
+                values: values(&rel_error),
+                color: "#b0302a",
+            }],
+            floor: Some(ERROR_FLOOR),
+            ..base
+        },
+    ]
+}
+
+/// Rows past this many in the fused and unpaired sections fold them (closed `<details>`).
+const OPEN_SECTION: usize = 20;
+
+/// `<details>`, open when it lists at most [`OPEN_SECTION`] rows.
+fn section(id: &str, rows: usize, summary: &str, body: &str) -> String {
+    format!(
+        r#"<details id="{id}"{}><summary>{summary}</summary>{body}</details>"#,
+        if rows <= OPEN_SECTION { " open" } else { "" }
+    )
+}
+
+/// The compare page's sections on the tensors that did not pair one to one: those fused into
+/// an ONNX node of the other side (pairing `fused`, with the node), and those with no
+/// partner (pairing `nearest` with the other side's nearest candidates, or `unpaired`).
+fn fused_and_unpaired(r: &CompareReport<'_>) -> String {
+    let (a, b, cmp) = (r.a, r.b, &r.cmp);
+    let mut s = String::new();
+    let fused: Vec<Vec<String>> = [("A", a, &cmp.fused_a), ("B", b, &cmp.fused_b)]
+        .into_iter()
+        .flat_map(|(side, d, list)| {
+            list.iter()
+                .map(move |(i, node)| vec!["fused".into(), side.into(), who(d, *i), node.clone()])
+        })
+        .collect();
+    if !fused.is_empty() {
+        s += &section(
+            "fused",
+            fused.len(),
+            &format!(
+                "Fused ({}): computed inside an ONNX node that pairs with a later call",
+                fused.len()
+            ),
+            &table(&["pairing", "side", "tensor", "ONNX node"], &fused),
+        );
+    }
+    let unpaired: Vec<Vec<String>> = [
+        ("A", a, b, &cmp.only_in_a, &cmp.nearest_a),
+        ("B", b, a, &cmp.only_in_b, &cmp.nearest_b),
+    ]
+    .into_iter()
+    .flat_map(|(side, d, other, list, near)| {
+        list.iter().map(move |&i| {
+            let cands: &[usize] = near
+                .iter()
+                .find(|(n, _)| *n == i)
+                .map_or(&[], |(_, c)| &c[..]);
+            vec![
+                unpaired_kind(cands.len()).into(),
+                side.into(),
+                who(d, i),
+                cands
+                    .iter()
+                    .map(|&j| who(other, j))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ]
+        })
+    })
+    .collect();
+    if !unpaired.is_empty() {
+        s += &section(
+            "unpaired",
+            unpaired.len(),
+            &format!(
+                "Unpaired ({} only in A, {} only in B), with the other side's nearest candidates",
+                cmp.only_in_a.len(),
+                cmp.only_in_b.len()
+            ),
+            &table(
+                &["pairing", "side", "tensor", "nearest candidates"],
+                &unpaired,
+            ),
+        );
+    }
+    s
+}
+
+/// `compare --html`: along A's run order, both runs' l2norm, `1 - cosine` and the largest
+/// relative error of the outputs' pairs (the inputs' pairs, weights included, on plots of
+/// their own, folded), the first divergent pair marked and linked from the top, every point
+/// linked to its row, and a sortable table of every pair.
+pub fn compare(r: &CompareReport<'_>) -> String {
+    let (a, cmp) = (r.a, &r.cmp);
+    let first = r.first.as_ref().map(|f| f.pair);
+    let (outs, ins): (Vec<usize>, Vec<usize>) =
+        (0..cmp.pairs.len()).partition(|&n| a.tensors[cmp.pairs[n].a].id.io == Io::Output);
+    let plots = pair_plots(r, &outs, "kernel outputs");
+    let mut extra = String::new();
+    if !ins.is_empty() {
+        let _ = write!(
+            extra,
+            "<details><summary>Kernel inputs: weights, parameters and activations fed in ({} pairs)</summary>",
+            ins.len()
+        );
+        for p in pair_plots(r, &ins, "kernel inputs") {
+            extra += &svg(&p);
+        }
+        extra += "</details>";
+    }
+    extra += &fused_and_unpaired(r);
     let head = [
         "#",
+        "pairing",
         "rule",
         "iteration",
         "op_type",
@@ -377,6 +613,7 @@ pub fn compare(r: &CompareReport<'_>) -> String {
             let [c0, c1, c2, c3, c4, c5] = metric_cells(p);
             vec![
                 n.to_string(),
+                pairing_kind(p.rule).into(),
                 p.rule.as_str().into(),
                 t.iteration.to_string(),
                 t.id.op_type.clone(),
@@ -396,52 +633,332 @@ pub fn compare(r: &CompareReport<'_>) -> String {
             ]
         })
         .collect();
+    let ids: Vec<Option<usize>> = (0..rows.len()).map(Some).collect();
+    let kinds = ["exact", "mapped", "fused"].map(|k| {
+        let n = cmp
+            .pairs
+            .iter()
+            .filter(|p| pairing_kind(p.rule) == k)
+            .count();
+        format!("{n} {k}")
+    });
+    let unpaired = cmp.only_in_a.len() + cmp.only_in_b.len();
+    let folded = cmp.fused_a.len() + cmp.fused_b.len();
     let summary = format!(
-        "A: {} &nbsp; B: {}<br>{} pairs, {} only in A, {} only in B{}<br>{}",
+        "A: {} &nbsp; B: {}<br>{} pairs ({}), {} only in A, {} only in B{}{}{}<br>{}",
         esc(&a.root.display().to_string()),
         esc(&r.b.root.display().to_string()),
         cmp.pairs.len(),
+        kinds.join(", "),
         cmp.only_in_a.len(),
         cmp.only_in_b.len(),
-        within_count(r.within_tensors, r.cmp.fused_a.len() + r.cmp.fused_b.len()),
+        within_count(r.within_tensors, folded),
+        if unpaired > 0 {
+            r##" &nbsp;<a href="#unpaired">unpaired tensors and their nearest candidates</a>"##
+        } else {
+            ""
+        },
+        if folded > 0 {
+            r##" &nbsp;<a href="#fused">fused tensors</a>"##
+        } else {
+            ""
+        },
         match first {
             Some(i) => format!(
-                "<b>First divergent operator:</b> {}",
-                esc(&who(a, cmp.pairs[i].a))
+                r##"<b>First divergent operator:</b> {}{}"##,
+                esc(&who(a, cmp.pairs[i].a)),
+                if i < MAX_ROWS {
+                    format!(r##" &nbsp;<a id="first" href="#row-{i}">go to its row (#{i})</a>"##)
+                } else {
+                    String::new()
+                }
             ),
             None => "Every pair is within tolerance.".into(),
         }
     );
-    page("opdump compare", &summary, &plots, &head, &rows, first)
+    page_with(
+        "opdump compare",
+        &summary,
+        &plots,
+        &extra,
+        &head,
+        &rows,
+        &ids,
+        first,
+    )
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use dump_read::{
+        Dump,
+        compare::{PairRule, Tolerances, compare as compare_dumps},
+        inspect::inspect as inspect_dump,
+    };
+
     use super::*;
+    use crate::cli::report::test_dumps as td;
 
     #[test]
-    fn svg_has_lines_gaps_and_the_mark() {
+    fn page_escapes_links_rows_and_stays_self_contained() {
         let p = Plot {
             title: "l2 <norm>".into(),
+            xs: vec![0, 1, 2],
+            names: vec!["a".into(), "b".into(), "c".into()],
+            rows: vec![Some(0), None, Some(2)],
             series: vec![Series {
                 name: "A".into(),
-                values: vec![1.0, 2.0, f64::NAN, 4.0, 5.0],
+                values: vec![1.0, 2.0, 4.0],
                 color: "#00f",
             }],
-            mark: Some((3, "first".into())),
-            log: false,
+            mark: Some((1, "first".into())),
+            ..Plot::new("", "x", 3)
         };
         let s = svg(&p);
-        assert_eq!(
-            s.matches("<polyline").count(),
-            2,
-            "NaN splits the line: {s}"
-        );
         assert!(s.contains("l2 &lt;norm&gt;"));
         assert!(s.contains(r#"class="mark""#));
-        let page = page("t", "", &[p], &["a"], &[vec!["<x>".into()]], Some(0));
-        assert!(page.contains("&lt;x&gt;") && page.contains(r#"<tr class="hl">"#));
-        // Self-contained: the only URL is the SVG namespace, nothing is fetched.
-        assert!(!page.contains("src=") && !page.contains("href="));
+        let rows = vec![vec!["<x>".into()], vec!["y".into()], vec!["z".into()]];
+        let page = page(
+            "t",
+            "",
+            &[p],
+            &["a"],
+            &rows,
+            &[Some(0), None, Some(2)],
+            Some(2),
+        );
+        assert!(page.contains("<td>&lt;x&gt;</td>"));
+        assert!(
+            page.contains(r#"<tr id="row-0">"#) && page.contains(r#"<tr id="row-2" class="hl">"#)
+        );
+        assert_eq!(page.matches(r#" id="row-"#).count(), 2);
+        // Responsive: the plot scales with the page.
+        assert!(page.contains("svg.plot{display:block;width:100%;height:auto"));
+        // Self-contained: no fetched resource, and every link is one within the page, to a
+        // row that exists.
+        assert!(!page.contains("src=") && !page.contains("<link"));
+        let hrefs: Vec<&str> = page.split("href=\"").skip(1).collect();
+        assert_eq!(hrefs.len(), 2, "points 0 and 2 link, 1 has no row");
+        for h in hrefs {
+            let target = &h[..h.find('"').unwrap()];
+            assert!(target.starts_with("#row-"), "{target}");
+            assert!(
+                page.contains(&format!(r#"id="{}""#, &target[1..])),
+                "{target}"
+            );
+        }
+    }
+
+    /// Kernels `k0..k5`, each with a weight input (l2norm 100) and an output (l2norm 1); B's
+    /// output of kernel 4 is 1.5. Kernel 4's name is `name4`.
+    fn conv_dumps(tag: &str, name4: &str) -> (Dump, Dump) {
+        let root = td::fresh(tag);
+        let rows = |b: bool| -> Vec<String> {
+            (0..6)
+                .flat_map(|i| {
+                    let name = if i == 4 {
+                        name4.to_owned()
+                    } else {
+                        format!("Default_Conv-op{i}")
+                    };
+                    let out = if b && i == 4 { 1.5 } else { 1.0 };
+                    [
+                        format!(
+                            "Conv2D,{name},0,0,{},input,1,4,float32,\"(1)\",100,100,100,0",
+                            10 + 2 * i
+                        ),
+                        format!(
+                            "Conv2D,{name},0,0,{},output,0,4,float32,\"(1)\",{out},{out},{out},0",
+                            11 + 2 * i
+                        ),
+                    ]
+                })
+                .collect()
+        };
+        let a = td::stat_dump(&root.join("a"), &rows(false));
+        let b = td::stat_dump(&root.join("b"), &rows(true));
+        let both = (Dump::open(&a).unwrap(), Dump::open(&b).unwrap());
+        let _ = std::fs::remove_dir_all(&root);
+        both
+    }
+
+    fn report<'a>(a: &'a Dump, b: &'a Dump) -> CompareReport<'a> {
+        let cmp = compare_dumps(a, b, &Tolerances::default(), 1, &|_, _| {});
+        CompareReport::new(a, b, cmp, false)
+    }
+
+    /// The part of the page before the folded inputs' plots.
+    fn main_plots(page: &str) -> &str {
+        &page[..page.find("<details>").unwrap()]
+    }
+
+    #[test]
+    fn compare_page_plots_outputs_with_ticks_tooltips_and_links_to_rows() {
+        let (a, b) = conv_dumps("html-cmp", "Default_Conv-op4");
+        let r = report(&a, &b);
+        let page = compare(&r);
+        let first = r.first.as_ref().expect("kernel 4's output diverges").pair;
+        assert_eq!(
+            pair_name(&r, first),
+            format!("#{first} Conv2D Default_Conv-op4 output.0")
+        );
+        let main = main_plots(&page);
+        // Outputs only: the weights (l2norm 100) are on the folded plots, not the main ones.
+        assert_eq!(
+            main.matches("<svg").count(),
+            3,
+            "l2norm, 1 - cosine, rel error"
+        );
+        assert!(!main.contains("input.1") && !main.contains("l2norm: 100"));
+        assert!(main.contains(&format!(
+            "<title>#{first} Conv2D Default_Conv-op4 output.0 B l2norm: 1.5</title>"
+        )));
+        assert!(page.contains(
+            "<summary>Kernel inputs: weights, parameters and activations fed in (6 pairs)</summary>"
+        ));
+        assert!(page[page.find("<details>").unwrap()..].contains("input.1 A l2norm: 100</title>"));
+        // x ticks along the pair index, y ticks in decades.
+        assert!(main.contains(r#"<text class="xtick""#) && main.contains(">10</text>"));
+        assert!(main.contains(r#"<text class="ytick""#));
+        // Error plots on log scales with a labelled floor, no raw cosine.
+        assert!(main.contains(
+            "1 - cosine per pair, kernel outputs (log scale; below 1e-12 drawn at 1e-12)"
+        ));
+        assert!(main.contains(
+            "max relative error per pair, kernel outputs (log scale; below 1e-12 drawn at 1e-12)"
+        ));
+        assert!(main.contains("values &lt;= 1e-12 drawn here"));
+        assert!(!main.contains("cosine similarity"));
+        // Every pair has a row anchor; the points link to them; the top links the first
+        // divergent row, which is highlighted.
+        assert_eq!(page.matches(r#"<tr id="row-"#).count(), r.cmp.pairs.len());
+        assert!(page.contains(&format!(r#"<tr id="row-{first}" class="hl">"#)));
+        assert!(main.contains(&format!(r##"<a href="#row-{first}"><circle"##)));
+        let top = &page[..page.find("<svg").unwrap()];
+        assert!(top.contains(&format!(
+            r##"<a id="first" href="#row-{first}">go to its row (#{first})</a>"##
+        )));
+        // The mark names the pair.
+        assert!(main.contains(&format!(
+            "<title>first divergent: #{first} Default_Conv-op4</title>"
+        )));
+    }
+
+    #[test]
+    fn a_hostile_kernel_name_is_escaped_in_titles_labels_and_cells() {
+        let hostile = "Default_<script>alert('x')</script>&<img src=x onerror=alert(1)>-op4";
+        let (a, b) = conv_dumps("html-hostile", hostile);
+        assert!(
+            a.tensors.iter().any(|t| t.id.op_name == hostile),
+            "the name reads back whole"
+        );
+        let page = compare(&report(&a, &b));
+        assert!(
+            !page.contains("<script>alert") && !page.contains("<img"),
+            "unescaped"
+        );
+        let escaped = "Default_&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&lt;img src=x onerror=alert(1)&gt;-op4";
+        assert!(
+            page.contains("<title>first divergent: #")
+                && page.contains(&format!(" {escaped}</title>"))
+        );
+        assert!(page.contains(&format!("Conv2D {escaped} output.0 A l2norm: 1</title>")));
+        assert!(page.contains(&format!("<td>{escaped}</td>")));
+        // The only script is the page's own sorter.
+        assert_eq!(page.matches("<script>").count(), 1);
+    }
+
+    #[test]
+    fn compare_page_shows_each_pairs_kind_and_the_unpaired_with_nearest_candidates() {
+        let (a, b) = conv_dumps("html-kinds", "Default_Conv-op4");
+        let mut r = report(&a, &b);
+        assert_eq!(r.cmp.pairs.len(), 12);
+        // What a cross-framework pairing leaves (the renderer shows the report as it is):
+        // a pair by the fused rule and one by module scope, one of A's tensors fused into a
+        // node, one of A's unpaired with two candidates, one of B's with none.
+        r.cmp.pairs[1].rule = PairRule::Fused;
+        r.cmp.pairs[3].rule = PairRule::Scope;
+        let (lone_a, c1, c2, lone_b) = (
+            r.cmp.pairs[5].a,
+            r.cmp.pairs[5].b,
+            r.cmp.pairs[7].b,
+            r.cmp.pairs[2].b,
+        );
+        r.cmp.only_in_a = vec![lone_a];
+        r.cmp.nearest_a = vec![(lone_a, vec![c1, c2])];
+        r.cmp.only_in_b = vec![lone_b];
+        r.cmp.fused_a = vec![(r.cmp.pairs[0].a, "/stem/<Conv>".into())];
+        let page = compare(&r);
+        assert!(page.contains("<th>#</th><th>pairing</th><th>rule</th>"));
+        assert!(page.contains(r#"<tr id="row-0"><td>0</td><td>exact</td><td>name</td>"#));
+        assert!(page.contains(r#"<tr id="row-1"><td>1</td><td>fused</td><td>fused</td>"#));
+        assert!(page.contains(r#"<tr id="row-3"><td>3</td><td>mapped</td><td>scope</td>"#));
+        assert!(page.contains("12 pairs (10 exact, 1 mapped, 1 fused), 1 only in A, 1 only in B"));
+        let near = format!(
+            "<tr><td>nearest</td><td>A</td><td>{}</td><td>{}; {}</td></tr>",
+            esc(&who(&a, lone_a)),
+            esc(&who(&b, c1)),
+            esc(&who(&b, c2))
+        );
+        assert!(page.contains(&near), "{page}");
+        assert!(page.contains(&format!(
+            "<tr><td>unpaired</td><td>B</td><td>{}</td><td></td></tr>",
+            esc(&who(&b, lone_b))
+        )));
+        assert!(page.contains(&format!(
+            "<tr><td>fused</td><td>A</td><td>{}</td><td>/stem/&lt;Conv&gt;</td></tr>",
+            esc(&who(&a, r.cmp.pairs[0].a))
+        )));
+        // Both sections are open (short) and linked from the summary.
+        assert!(page.contains(
+            r#"<details id="unpaired" open><summary>Unpaired (1 only in A, 1 only in B)"#
+        ));
+        assert!(page.contains(r#"<details id="fused" open><summary>Fused (1)"#));
+        assert!(
+            page.contains(r##"<a href="#unpaired">"##) && page.contains(r##"<a href="#fused">"##)
+        );
+        // Without any, no section and no link.
+        let page = compare(&report(&a, &b));
+        assert!(!page.contains("id=\"unpaired\"") && !page.contains("#unpaired"));
+        assert!(!page.contains("id=\"fused\"") && !page.contains("#fused"));
+    }
+
+    #[test]
+    fn inspect_page_links_points_and_the_first_non_finite_row() {
+        let root = td::fresh("html-ins");
+        let d = td::stat_dump(
+            &root,
+            &[
+                "Relu,Default_Relu-op0,0,0,5,output,0,12,float32,\"(3)\",3,1,2,0".into(),
+                "Mul,Default_Mul-op1,0,0,6,input,0,12,float32,\"(3)\",3,1,2,0".into(),
+                "Mul,Default_Mul-op1,0,0,7,output,0,12,float32,\"(3)\",nan,nan,nan,1".into(),
+                "Relu,Default_Relu-op2,0,0,8,output,0,12,float32,\"(3)\",3,1,5,0".into(),
+            ],
+        );
+        let dump = Dump::open(&d).unwrap();
+        let ins = inspect_dump(&dump, 1, &|_, _| {});
+        let _ = std::fs::remove_dir_all(&root);
+        let r = InspectReport::new(Path::new("x"), &dump, ins, 5);
+        let page = inspect(&r);
+        assert!(
+            page.contains("<title>#0 Relu Default_Relu-op0 l2norm: 2</title>"),
+            "{page}"
+        );
+        assert!(page.contains("<title>#2 Relu Default_Relu-op2 l2norm: 5</title>"));
+        assert!(page.contains(r##"<a href="#row-2"><circle"##));
+        // Kernel 1's anchor is its highlighted output row, not its input row.
+        assert!(
+            page.contains(r#"<tr id="row-1" class="hl"><td>1</td>"#),
+            "{page}"
+        );
+        assert!(page.contains(r##"<a href="#row-1">go to its row (#1)</a>"##));
+        assert!(page.contains("<title>first non-finite: #1 Default_Mul-op1</title>"));
+        assert!(page.contains(r#"<text class="xtick""#) && page.contains("kernel # (run order"));
+        assert!(
+            !page.contains("<details>"),
+            "no parameter kernels, nothing folded"
+        );
     }
 }

@@ -4,7 +4,7 @@
 
 use dump_read::{
     Dump,
-    compare::{Divergence, Note, PairResult},
+    compare::{Divergence, Note, PairResult, PairRule},
     inspect::Origin,
     train::Role,
 };
@@ -130,4 +130,31 @@ pub fn torch_module(d: &dump_read::Dump, i: usize) -> Option<String> {
         s += ", fused";
     }
     Some(s)
+}
+
+/// How a pair was formed, in one word: `exact` (the same name on both sides), `fused` (an
+/// ONNX node that fuses several calls, paired with the last of them) or `mapped` (every other
+/// rule: the same ONNX node or value, run order, a mapping file, a call counter, a module
+/// scope). An unpaired tensor is `nearest` when it has candidates, else `unpaired`
+/// ([`unpaired_kind`]).
+pub fn pairing_kind(rule: PairRule) -> &'static str {
+    match rule {
+        PairRule::Name => "exact",
+        PairRule::Fused => "fused",
+        PairRule::Node
+        | PairRule::Value
+        | PairRule::Order
+        | PairRule::Mapping
+        | PairRule::Counter
+        | PairRule::Scope => "mapped",
+    }
+}
+
+/// An unpaired tensor's kind: `nearest` when `candidates` it has, else `unpaired`.
+pub fn unpaired_kind(candidates: usize) -> &'static str {
+    if candidates > 0 {
+        "nearest"
+    } else {
+        "unpaired"
+    }
 }
