@@ -80,6 +80,6 @@ pub use inline::{MAX_INLINE_MODEL, inline_data};
 pub use model::{Dim, Graph, Initializer, Model, Node, ValueInfo, dtype, onnx_code, type_name};
 pub use runtime::{DeclaredInput, HostTensor, LoadOptions, OnnxRuntime, load_boxed, model_dir};
 pub use scope::{
-    CLASS_HIERARCHY, NAME_SCOPES, REWRITE_RULE, TorchScope, node_rows, python_str_list,
+    CLASS_HIERARCHY, NAME_SCOPES, REWRITE_RULE, TorchScope, node_args, node_rows, python_str_list,
 };
 pub use step::{Lookup, OnnxDump, Values};

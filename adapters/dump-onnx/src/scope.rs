@@ -118,27 +118,52 @@ pub fn python_str_list(s: &str) -> Option<Vec<String>> {
 /// [`Model::parse`] names them.
 pub fn node_rows(bytes: &[u8]) -> Result<Vec<(String, String)>, Error> {
     let mut out = Vec::new();
-    let mut f = Fields::new(bytes, "ModelProto");
-    while let Some((n, v, _)) = f.next_field()? {
+    for_each_node(bytes, |node| {
+        let mut row = format!("; onnx op {:?}", node.op_type);
+        if let Some(s) = TorchScope::of(&node) {
+            row += &s.row();
+        }
+        out.push((node.name, row));
+    })?;
+    Ok(out)
+}
+
+/// The attributes of every node of the main graph of the `.onnx` file `bytes`, as text (the
+/// kernel arguments `save_kernel_args` writes), by node name; nodes without attributes are
+/// left out. Read as [`node_rows`] reads: nodes only, unnamed ones named as
+/// [`Model::parse`] names them.
+pub fn node_args(bytes: &[u8]) -> Result<Vec<(String, Vec<(String, String)>)>, Error> {
+    let mut out = Vec::new();
+    for_each_node(bytes, |node| {
+        if !node.attributes.is_empty() {
+            out.push((node.name, node.attributes));
+        }
+    })?;
+    Ok(out)
+}
+
+/// Calls `f` with every node of the main graph, in file order, unnamed ones named
+/// `{op_type}_{index}`.
+fn for_each_node(bytes: &[u8], mut f: impl FnMut(crate::model::Node)) -> Result<(), Error> {
+    let mut index = 0usize;
+    let mut m = Fields::new(bytes, "ModelProto");
+    while let Some((n, v, _)) = m.next_field()? {
         let (7, crate::wire::Value::Bytes(g)) = (n, v) else {
             continue;
         };
         let mut gf = Fields::new(g, "GraphProto");
         while let Some((n, v, _)) = gf.next_field()? {
-            if let (1, crate::wire::Value::Bytes(m)) = (n, v) {
-                let mut node = crate::model::parse_node(m)?;
+            if let (1, crate::wire::Value::Bytes(b)) = (n, v) {
+                let mut node = crate::model::parse_node(b)?;
                 if node.name.is_empty() {
-                    node.name = format!("{}_{}", node.op_type, out.len());
+                    node.name = format!("{}_{}", node.op_type, index);
                 }
-                let mut row = format!("; onnx op {:?}", node.op_type);
-                if let Some(s) = TorchScope::of(&node) {
-                    row += &s.row();
-                }
-                out.push((node.name, row));
+                index += 1;
+                f(node);
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 impl Model {

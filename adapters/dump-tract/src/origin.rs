@@ -17,6 +17,7 @@ use tract_onnx::prelude::InferenceModel;
 pub struct OnnxNodes {
     outputs: HashMap<String, Vec<String>>,
     rows: HashMap<String, String>,
+    args: HashMap<String, Vec<(String, String)>>,
 }
 
 impl OnnxNodes {
@@ -41,6 +42,7 @@ impl OnnxNodes {
         OnnxNodes {
             outputs,
             rows: HashMap::new(),
+            args: HashMap::new(),
         }
     }
 
@@ -77,7 +79,29 @@ impl OnnxNodes {
                 .map(|(n, o)| (n.into(), o.into_iter().map(Into::into).collect()))
                 .collect(),
             rows: HashMap::new(),
+            args: HashMap::new(),
         }
+    }
+
+    /// Adds, per ONNX node name, its attributes as text (`dump_onnx::node_args`), written as
+    /// the kernel arguments of every typed node made from it when the config asks
+    /// (`save_kernel_args`); names of no node are ignored.
+    pub fn with_args<I>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = (String, Vec<(String, String)>)>,
+    {
+        for (node, a) in args {
+            if self.outputs.contains_key(&node) {
+                self.args.insert(node, a);
+            }
+        }
+        self
+    }
+
+    /// The attributes given by [`with_args`](OnnxNodes::with_args) for ONNX node `node`
+    /// (empty without any).
+    pub fn args(&self, node: &str) -> &[(String, String)] {
+        self.args.get(node).map_or(&[], Vec::as_slice)
     }
 
     /// How many nodes.

@@ -24,6 +24,9 @@ use crate::{
 #[derive(Debug)]
 pub struct TractDump {
     graph_id: u32,
+    /// Per kernel of the graph: the attributes of the ONNX node it came from (empty when
+    /// unknown), written as kernel arguments under `save_kernel_args`.
+    args: Vec<Vec<(String, String)>>,
     described: Described,
     announced: bool,
     diagnostics: Vec<String>,
@@ -84,9 +87,21 @@ impl TractDump {
     }
 
     fn build(plan: &TypedSimplePlan, graph_id: u32, onnx: Option<&OnnxNodes>) -> Self {
+        let described = describe(plan, &format!("kernel_graph{graph_id}"), onnx);
+        // Each kernel's arguments: the attributes of the ONNX node it came from.
+        let args = described
+            .graph
+            .nodes
+            .iter()
+            .map(|g| {
+                onnx.and_then(|o| o.origin(&g.name).map(|n| o.args(n).to_vec()))
+                    .unwrap_or_default()
+            })
+            .collect();
         TractDump {
             graph_id,
-            described: describe(plan, &format!("kernel_graph{graph_id}"), onnx),
+            args,
+            described,
             announced: false,
             diagnostics: Vec::new(),
             reported: HashSet::new(),
@@ -160,6 +175,7 @@ impl TractDump {
         }
         let graph = &self.described.graph;
         let roles = &self.described.roles;
+        let args = &self.args;
         let (diags, seen) = (&mut self.diagnostics, &mut self.reported);
         let mut fed: Vec<(usize, TValue)> = Vec::new();
         let mut stopped: Option<dump_host::Error> = None;
@@ -203,6 +219,14 @@ impl TractDump {
                     let Some(kernel) = step.kernel(&g.op_type, &g.name) else {
                         return eval(ctx, op_state, node, ins);
                     };
+                    if !args[k].is_empty() {
+                        // Written only under save_kernel_args.
+                        let pairs: Vec<(&str, &str)> = args[k]
+                            .iter()
+                            .map(|(n, v)| (n.as_str(), v.as_str()))
+                            .collect();
+                        kernel.args(&pairs);
+                    }
                     for (slot, t) in ins.iter().enumerate() {
                         report(&kernel, false, slot, t, diags, seen, &g.name);
                     }

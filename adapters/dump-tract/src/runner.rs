@@ -55,6 +55,8 @@ pub struct TractRunner {
     output_names: Vec<String>,
     /// Each ONNX node's source row (its op type and torch scope, which tract does not keep).
     rows: Vec<(String, String)>,
+    /// Each ONNX node's attributes as text (kernel arguments under `save_kernel_args`).
+    args: Vec<(String, Vec<(String, String)>)>,
 }
 
 impl TractRunner {
@@ -67,7 +69,8 @@ impl TractRunner {
             .or_else(|e| inlined(&bytes, Path::new(".")).ok_or(e))
             .map_err(|e| load_error(&bytes, e))?;
         let rows = dump_onnx::node_rows(&bytes).unwrap_or_default();
-        Ok(Self::loaded(model, graph_id, rows))
+        let args = dump_onnx::node_args(&bytes).unwrap_or_default();
+        Ok(Self::loaded(model, graph_id, (rows, args)))
     }
 
     /// Loads the model at `path` as graph `graph_id`, its external data from beside it (a
@@ -80,15 +83,19 @@ impl TractRunner {
             })?;
             inlined(&bytes, dump_onnx::model_dir(path)).ok_or_else(|| load_error(&bytes, e))
         })?;
-        // The source rows are a courtesy: a file tract read but this cannot is no error.
-        let rows = std::fs::read(path)
-            .ok()
-            .and_then(|b| dump_onnx::node_rows(&b).ok())
-            .unwrap_or_default();
-        Ok(Self::loaded(model, graph_id, rows))
+        // The source rows and arguments are a courtesy: a file tract read but this cannot is
+        // no error.
+        let bytes = std::fs::read(path).unwrap_or_default();
+        let rows = dump_onnx::node_rows(&bytes).unwrap_or_default();
+        let args = dump_onnx::node_args(&bytes).unwrap_or_default();
+        Ok(Self::loaded(model, graph_id, (rows, args)))
     }
 
-    fn loaded(model: InferenceModel, graph_id: u32, rows: Vec<(String, String)>) -> Self {
+    fn loaded(
+        model: InferenceModel,
+        graph_id: u32,
+        (rows, args): (Vec<(String, String)>, Vec<(String, Vec<(String, String)>)>),
+    ) -> Self {
         TractRunner {
             graph_id,
             model: Some(model),
@@ -97,6 +104,7 @@ impl TractRunner {
             last: TVec::new(),
             output_names: Vec::new(),
             rows,
+            args,
         }
     }
 
@@ -114,7 +122,9 @@ impl TractRunner {
                 .set_input_fact(i, InferenceFact::dt_shape_from_tensor(t))
                 .map_err(Error::Plan)?;
         }
-        let onnx = OnnxNodes::of(&model).with_rows(std::mem::take(&mut self.rows));
+        let onnx = OnnxNodes::of(&model)
+            .with_rows(std::mem::take(&mut self.rows))
+            .with_args(std::mem::take(&mut self.args));
         let plan = model
             .into_typed()
             .and_then(|m| m.into_runnable())

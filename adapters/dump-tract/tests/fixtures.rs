@@ -541,3 +541,56 @@ fn stop_at_the_first_nan_returns_the_log_kernel_and_the_recorder_writes_the_step
     assert!(t.contains(&format!("\"kernel\": \"{}\"", at.kernel)), "{t}");
     assert!(t.contains("\"kind\": \"nonfinite\""), "{t}");
 }
+
+#[test]
+fn save_kernel_args_writes_the_attributes_of_the_onnx_node_each_kernel_came_from() {
+    use dump_tract::{
+        TractRunner,
+        dump_onnx::{HostTensor, LoadOptions, OnnxRuntime},
+    };
+    let tmp = Tmp::new("args");
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+        "iteration": "all", "saved_data": "statistic", "input_output": 0, "kernels": [],
+        "support_device": [0]}}, "e2e_dump_settings": {{"enable": true, "save_kernel_args": true}}}}"#,
+        tmp.0.display()
+    );
+    let env = HashMap::<String, String>::new();
+    let mut d = Dumper::builder()
+        .env(&env)
+        .options(DumpOptions::default())
+        .open_json(text.into_bytes())
+        .unwrap();
+    let mut r = TractRunner::load(&fixtures().join("cnn.onnx"), &LoadOptions::default()).unwrap();
+    let (shape, v) = values(&fixtures().join("cnn/inputs/x.npy"));
+    let declared = r.inputs();
+    r.set_inputs(vec![HostTensor {
+        name: declared[0].name.clone(),
+        dtype: dump_core::DType::Float32,
+        shape,
+        data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    }])
+    .unwrap();
+    r.step(&mut d).unwrap();
+    d.close().unwrap();
+    let dir = tmp.0.join("rank_0/Net/0/0");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let json = |prefix: &str| -> String {
+        let f = names
+            .iter()
+            .find(|n| n.starts_with(prefix) && n.ends_with(".json"))
+            .unwrap_or_else(|| panic!("no {prefix}*.json in {names:?}"));
+        std::fs::read_to_string(dir.join(f)).unwrap()
+    };
+    // The Conv kernel carries conv1's attributes (MindSpore's format: sorted keys, values as
+    // strings); both kernels tract made of the Gemm carry the Gemm's.
+    let conv = json("Conv.");
+    assert!(conv.contains("\"kernel_shape\": \"[3, 3]\""), "{conv}");
+    let (einsum, add) = (json("EinSum."), json("Add."));
+    assert_eq!(einsum, add, "one ONNX node, one set of arguments");
+    assert!(einsum.contains("\"transB\""), "{einsum}");
+    assert_eq!(json("Max."), "null", "Relu has no attributes");
+}
