@@ -94,7 +94,10 @@ impl TractDump {
             .nodes
             .iter()
             .map(|g| {
-                onnx.and_then(|o| o.origin(&g.name).map(|n| o.args(n).to_vec()))
+                // The typed node's own name is its scope after `Default/` (the kernel name
+                // is the MindSpore-style full name).
+                let typed = g.scope.strip_prefix("Default/").unwrap_or(&g.scope);
+                onnx.and_then(|o| o.origin(typed).map(|n| o.args(n).to_vec()))
                     .unwrap_or_default()
             })
             .collect();
