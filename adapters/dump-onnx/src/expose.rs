@@ -34,3 +34,118 @@ pub fn with_outputs(model: &[u8], names: &[&str]) -> Result<Vec<u8>, Error> {
     }
     Ok(out)
 }
+
+/// `model` cut before whatever `names` do not need: its main graph's outputs are `names`, and
+/// only the nodes those values depend on are kept (in their order). A runtime then evaluates
+/// only them, even with graph optimisation off: the values a failing node was given can be
+/// computed again without running it (exception dump). Nodes whose subgraphs read values of
+/// the outer graph are kept only for the inputs they list.
+pub fn only_outputs(model: &[u8], names: &[&str]) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::with_capacity(model.len() + names.len() * 32);
+    let mut seen_graph = false;
+    let mut f = Fields::new(model, "ModelProto");
+    while let Some((n, v, raw)) = f.next_field()? {
+        match (n, v) {
+            (7, Value::Bytes(graph)) if !seen_graph => {
+                seen_graph = true;
+                put_bytes(&mut out, 7, &cut_graph(graph, names)?);
+            }
+            _ => out.extend_from_slice(raw),
+        }
+    }
+    if !seen_graph {
+        return Err(Error::Model("the model has no graph".into()));
+    }
+    Ok(out)
+}
+
+/// The `GraphProto` bytes `graph` with outputs `names` and only the nodes they need.
+fn cut_graph(graph: &[u8], names: &[&str]) -> Result<Vec<u8>, Error> {
+    // The nodes, parsed for their inputs and outputs, and kept as raw fields.
+    let mut nodes: Vec<(Vec<String>, Vec<String>, &[u8])> = Vec::new();
+    let mut gf = Fields::new(graph, "GraphProto");
+    while let Some((gn, gv, graw)) = gf.next_field()? {
+        if let (1, Value::Bytes(b)) = (gn, gv) {
+            let node = crate::model::parse_node(b)?;
+            nodes.push((node.inputs, node.outputs, graw));
+        }
+    }
+    // Backwards from the wanted values (ONNX nodes are in topological order).
+    let mut needed: std::collections::HashSet<String> =
+        names.iter().map(|n| (*n).to_owned()).collect();
+    let mut keep = vec![false; nodes.len()];
+    for (i, (ins, outs, _)) in nodes.iter().enumerate().rev() {
+        if outs.iter().any(|o| needed.contains(o)) {
+            keep[i] = true;
+            needed.extend(ins.iter().filter(|x| !x.is_empty()).cloned());
+        }
+    }
+    let mut g = Vec::with_capacity(graph.len() + names.len() * 32);
+    let mut node_index = 0;
+    let mut gf = Fields::new(graph, "GraphProto");
+    while let Some((gn, _, graw)) = gf.next_field()? {
+        match gn {
+            1 => {
+                if keep[node_index] {
+                    g.extend_from_slice(graw);
+                }
+                node_index += 1;
+            }
+            12 => {}
+            _ => g.extend_from_slice(graw),
+        }
+    }
+    let mut vi = Vec::new();
+    for name in names {
+        vi.clear();
+        put_bytes(&mut vi, 1, name.as_bytes());
+        put_bytes(&mut g, 12, &vi);
+    }
+    Ok(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Model;
+
+    /// A model `x -> A -> a -> B -> y`, built with the crate's own wire writer.
+    fn two_nodes() -> Vec<u8> {
+        let node = |op: &str, name: &str, i: &str, o: &str| {
+            let mut n = Vec::new();
+            put_bytes(&mut n, 1, i.as_bytes());
+            put_bytes(&mut n, 2, o.as_bytes());
+            put_bytes(&mut n, 3, name.as_bytes());
+            put_bytes(&mut n, 4, op.as_bytes());
+            n
+        };
+        let vi = |name: &str| {
+            let mut v = Vec::new();
+            put_bytes(&mut v, 1, name.as_bytes());
+            v
+        };
+        let mut g = Vec::new();
+        put_bytes(&mut g, 1, &node("Relu", "A", "x", "a"));
+        put_bytes(&mut g, 1, &node("Neg", "B", "a", "y"));
+        put_bytes(&mut g, 11, &vi("x"));
+        put_bytes(&mut g, 12, &vi("y"));
+        let mut m = Vec::new();
+        put_bytes(&mut m, 7, &g);
+        m
+    }
+
+    #[test]
+    fn only_outputs_cuts_the_graph_before_what_the_outputs_do_not_need() {
+        let m = Model::parse(only_outputs(&two_nodes(), &["a"]).unwrap()).unwrap();
+        let outs: Vec<&str> = m.graph.outputs.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(outs, ["a"]);
+        let nodes: Vec<&str> = m.graph.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(nodes, ["A"], "B is not needed for a");
+        assert_eq!(m.graph.inputs.len(), 1, "the graph's inputs stay");
+        let all = Model::parse(only_outputs(&two_nodes(), &["y"]).unwrap()).unwrap();
+        assert_eq!(all.graph.nodes.len(), 2, "y needs both");
+        let w = Model::parse(with_outputs(&two_nodes(), &["a"]).unwrap()).unwrap();
+        assert_eq!(w.graph.outputs.len(), 2, "with_outputs appends");
+        assert!(only_outputs(b"", &["a"]).is_err(), "no graph");
+    }
+}

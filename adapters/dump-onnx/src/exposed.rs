@@ -110,6 +110,73 @@ impl ExposedModel {
         self.dump.dump_step(dumper, &ByName { values, view })
     }
 
+    /// The node a runtime's error message names (quoted, `'name'` or `"name"`, as ONNX
+    /// Runtime words it: `... running Gather node. Name:'gather1' ...`): its index in graph
+    /// order, the longest name if several match; `None` when no node is named.
+    pub fn failed_node(&self, message: &str) -> Option<usize> {
+        let nodes = &self.dump.model().graph.nodes;
+        nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| {
+                !n.name.is_empty()
+                    && (message.contains(&format!("'{}'", n.name))
+                        || message.contains(&format!("\"{}\"", n.name)))
+            })
+            .max_by_key(|(_, n)| n.name.len())
+            .map(|(i, _)| i)
+    }
+
+    /// The inputs of node `node` the runtime must compute for an exception dump: those that
+    /// are neither graph inputs nor initializers, in input order, each once.
+    pub fn computed_inputs(&self, node: usize) -> Vec<String> {
+        let g = &self.dump.model().graph;
+        let mut out: Vec<String> = Vec::new();
+        for i in g.nodes.get(node).map_or(&[][..], |n| &n.inputs[..]) {
+            let given = i.is_empty()
+                || g.inputs.iter().any(|x| &x.name == i)
+                || g.initializers.iter().any(|w| &w.name == i);
+            if !given && !out.contains(i) {
+                out.push(i.clone());
+            }
+        }
+        out
+    }
+
+    /// Exception dump (`op_debug_mode` 4) of node `node`, which failed: its inputs, looked up
+    /// in `values` (computed values and the graph inputs fed, by name) or among the
+    /// initializers, go to `Step::kernel_failed` as the Dumper's next step, under the
+    /// kernel's name in the graph description. An input found nowhere (an optional one left
+    /// empty) is left out.
+    pub fn dump_failed(
+        &mut self,
+        dumper: &mut Dumper,
+        node: usize,
+        values: &HashMap<String, crate::HostTensor>,
+    ) -> Result<(), dump_host::Error> {
+        self.dump.announce(dumper)?;
+        let model = self.dump.model();
+        let Some(n) = model.graph.nodes.get(node) else {
+            return Ok(());
+        };
+        let mut refs = Vec::new();
+        for i in &n.inputs {
+            if let Some(v) = values.get(i) {
+                refs.push(TensorRef::host(v.dtype, &v.shape, &v.data));
+            } else if let Some(w) = model.graph.initializers.iter().find(|w| &w.name == i)
+                && let (Some(dt), Some(data)) = (w.dtype(), &w.data)
+            {
+                refs.push(TensorRef::host(dt, &w.dims, data));
+            }
+        }
+        let Some(g) = self.dump.graph().nodes.get(node) else {
+            return Ok(());
+        };
+        let step = dumper.begin_step();
+        step.kernel_failed(&g.op_type, &g.name, &refs)?;
+        step.finish()
+    }
+
     /// The model's declared outputs, each taken by name with `take` (from the evaluation's
     /// values); an output the runtime did not return is left out.
     pub fn take_outputs<V>(&self, mut take: impl FnMut(&str) -> Option<V>) -> HashMap<String, V> {

@@ -74,12 +74,13 @@ pub mod wire;
 
 pub use describe::{describe, full_name};
 pub use error::{Cause, Error};
-pub use expose::with_outputs;
+pub use expose::{only_outputs, with_outputs};
 pub use exposed::{ExposedModel, Hand, View};
 pub use inline::{MAX_INLINE_MODEL, inline_data};
 pub use model::{Dim, Graph, Initializer, Model, Node, ValueInfo, dtype, onnx_code, type_name};
 pub use runtime::{DeclaredInput, HostTensor, LoadOptions, OnnxRuntime, load_boxed, model_dir};
 pub use scope::{
-    CLASS_HIERARCHY, NAME_SCOPES, REWRITE_RULE, TorchScope, node_args, node_rows, python_str_list,
+    CLASS_HIERARCHY, NAME_SCOPES, NodeArgs, REWRITE_RULE, TorchScope, node_args, node_rows,
+    python_str_list,
 };
 pub use step::{Lookup, OnnxDump, Values};

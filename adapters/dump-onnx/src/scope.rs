@@ -128,11 +128,14 @@ pub fn node_rows(bytes: &[u8]) -> Result<Vec<(String, String)>, Error> {
     Ok(out)
 }
 
+/// One node's name and its attributes as `(name, text)` pairs.
+pub type NodeArgs = (String, Vec<(String, String)>);
+
 /// The attributes of every node of the main graph of the `.onnx` file `bytes`, as text (the
 /// kernel arguments `save_kernel_args` writes), by node name; nodes without attributes are
 /// left out. Read as [`node_rows`] reads: nodes only, unnamed ones named as
 /// [`Model::parse`] names them.
-pub fn node_args(bytes: &[u8]) -> Result<Vec<(String, Vec<(String, String)>)>, Error> {
+pub fn node_args(bytes: &[u8]) -> Result<Vec<NodeArgs>, Error> {
     let mut out = Vec::new();
     for_each_node(bytes, |node| {
         if !node.attributes.is_empty() {

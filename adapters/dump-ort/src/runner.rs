@@ -2,16 +2,23 @@
 //! a graph output (dump-onnx's [`ExposedModel`]), run with graph optimisation disabled so each
 //! dumped kernel is one node of the original graph.
 
-use std::{collections::HashMap, path::Path};
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+};
 
-use dump_host::Dumper;
-use dump_onnx::{ExposedModel, MAX_INLINE_MODEL, Model, inline_data};
+use dump_host::{Dumper, config::OpDebugMode};
+use dump_onnx::{ExposedModel, HostTensor, MAX_INLINE_MODEL, Model, inline_data};
 use ort::{
     session::{Session, builder::GraphOptimizationLevel},
     value::{DynValue, ValueRef},
 };
 
-use crate::{Error, env::environment, values::view};
+use crate::{
+    Error,
+    env::environment,
+    values::{to_host, view},
+};
 
 /// An ONNX model prepared for dumped runs on ONNX Runtime.
 pub struct OrtRunner {
@@ -21,6 +28,10 @@ pub struct OrtRunner {
     pub(crate) fed: Vec<(String, DynValue)>,
     /// The outputs of the last [`OnnxRuntime::step`](dump_onnx::OnnxRuntime::step).
     pub(crate) last: HashMap<String, DynValue>,
+    /// The model's folder, where its external data is (`from_file`).
+    dir: Option<PathBuf>,
+    /// What an exception dump could not do.
+    pub(crate) diagnostics: Vec<String>,
 }
 
 impl std::fmt::Debug for OrtRunner {
@@ -97,6 +108,8 @@ impl OrtRunner {
             session,
             fed: Vec::new(),
             last: HashMap::new(),
+            dir: dir.map(Path::to_path_buf),
+            diagnostics: Vec::new(),
         })
     }
 
@@ -117,7 +130,21 @@ impl OrtRunner {
             .check_inputs(|n| inputs.iter().any(|(k, _)| k == n))?;
         let fed: Vec<(String, ort::session::SessionInputValue<'_>)> =
             inputs.iter().map(|(k, v)| (k.clone(), v.into())).collect();
-        let mut outputs = self.session.run(fed)?;
+        let ran = self.session.run(fed).map_err(Error::from);
+        let mut outputs = match ran {
+            Ok(o) => o,
+            Err(e) => {
+                let message = e.to_string();
+                // Disjoint fields: the failed run still borrows the session.
+                exception_dump(
+                    (&mut self.model, self.dir.as_deref(), &mut self.diagnostics),
+                    dumper,
+                    inputs,
+                    &message,
+                );
+                return Err(e);
+            }
+        };
         let mut values: HashMap<&str, ValueRef<'_>> = HashMap::new();
         for (k, v) in inputs {
             values.insert(k, v.view());
@@ -131,6 +158,74 @@ impl OrtRunner {
         dumped?;
         Ok(out)
     }
+}
+
+/// Exception dump (`op_debug_mode` 4) after a failed run: the node ONNX Runtime's `message`
+/// names is found, the values it needed are computed again by a session of the model cut off
+/// before it (its computed inputs as the only outputs), and its inputs go to
+/// `Step::kernel_failed`. What cannot be done is a diagnostic; the run's error stands.
+fn exception_dump(
+    (model, dir, diagnostics): (&mut ExposedModel, Option<&Path>, &mut Vec<String>),
+    dumper: &mut Dumper,
+    inputs: &[(String, DynValue)],
+    message: &str,
+) {
+    if dumper.plan().map(|p| p.op_debug_mode) != Some(OpDebugMode::Exception) {
+        return;
+    }
+    let Some(node) = model.failed_node(message) else {
+        diagnostics.push(format!(
+            "exception dump: ONNX Runtime's error names no node of the model: {message}"
+        ));
+        return;
+    };
+    match failed_inputs(model, dir, node, inputs) {
+        Ok(values) => {
+            if let Err(e) = model.dump_failed(dumper, node, &values) {
+                diagnostics.push(format!("exception dump: {e}"));
+            }
+        }
+        Err(e) => diagnostics.push(format!("exception dump: {e}")),
+    }
+}
+
+/// The values node `node` of `model` was given: the graph inputs fed, and its computed inputs
+/// from a session of the model whose only outputs they are (external data from `dir`).
+fn failed_inputs(
+    model: &ExposedModel,
+    dir: Option<&Path>,
+    node: usize,
+    inputs: &[(String, DynValue)],
+) -> Result<HashMap<String, HostTensor>, Error> {
+    let mut values = HashMap::new();
+    for (k, v) in inputs {
+        values.insert(k.clone(), to_host(k, v)?);
+    }
+    let wanted = model.computed_inputs(node);
+    if wanted.is_empty() {
+        return Ok(values);
+    }
+    let names: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    let cut = dump_onnx::only_outputs(model.model().bytes(), &names)?;
+    let env = environment()?;
+    let mut builder =
+        Session::builder(&env)?.with_optimization_level(GraphOptimizationLevel::Disable)?;
+    if let Some(dir) = dir {
+        builder = builder.with_config_entry(
+            "session.model_external_initializers_file_folder_path",
+            dir.to_string_lossy(),
+        )?;
+    }
+    let mut session = builder.commit_from_memory(&cut).map_err(Error::Load)?;
+    let fed: Vec<(String, ort::session::SessionInputValue<'_>)> =
+        inputs.iter().map(|(k, v)| (k.clone(), v.into())).collect();
+    let mut outputs = session.run(fed)?;
+    for name in &wanted {
+        if let Some(v) = outputs.remove(name.as_str()) {
+            values.insert(name.clone(), to_host(name, &v)?);
+        }
+    }
+    Ok(values)
 }
 
 /// Whether an initializer of `model` keeps its data outside the model.

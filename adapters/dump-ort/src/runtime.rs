@@ -63,6 +63,10 @@ impl OnnxRuntime for OrtRunner {
     }
 
     fn diagnostics(&self) -> Vec<String> {
-        self.dump().diagnostics().map(str::to_owned).collect()
+        self.dump()
+            .diagnostics()
+            .map(str::to_owned)
+            .chain(self.diagnostics.iter().cloned())
+            .collect()
     }
 }

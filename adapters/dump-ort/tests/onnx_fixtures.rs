@@ -124,3 +124,48 @@ fn stop_at_the_first_nan_returns_the_log_kernel() {
     d.close().unwrap();
     check_stop_at_log(&tmp.rank(), at, 3);
 }
+
+#[test]
+fn exception_dump_writes_the_inputs_of_the_node_onnx_runtime_fails_on() {
+    if !available() {
+        return;
+    }
+    // gather_oob: x -> Add (doubled) -> Gather at index 7 of 4 (fails) -> Mul.
+    let tmp = Tmp::new("ort-exception");
+    let mut d = dumper(&tmp.0, r#", "saved_data": "tensor", "op_debug_mode": 4"#);
+    let mut r = OrtRunner::new(model_bytes("gather_oob"), 0).unwrap();
+    let e = r.run(&mut d, &ort_inputs("gather_oob")).unwrap_err();
+    assert!(e.to_string().contains("gather1"), "{e}");
+    d.close().unwrap();
+    let files = npy_in(&tmp.rank().join("Net/0/0"));
+    let names: Vec<String> = files.iter().map(|p| file_name(p)).collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "the failed node's two inputs only: {names:?}; {e}; {:?}",
+        dump_onnx::OnnxRuntime::diagnostics(&r)
+    );
+    assert!(
+        names[0].starts_with("Gather.")
+            && names[0].contains("gather1")
+            && names[0].contains(".input.0."),
+        "{names:?}"
+    );
+    assert!(names[1].contains(".input.1."), "{names:?}");
+    // Input 0 was computed again by the cut-off session: Add doubled 0, 1, 2, 3.
+    let doubled = dump_npy::read_file(&files[0]).unwrap();
+    let want: Vec<u8> = [0f32, 2.0, 4.0, 6.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(doubled.data, want);
+    assert_eq!(
+        dump_npy::read_file(&files[1]).unwrap().data,
+        7i64.to_le_bytes()
+    );
+    assert!(
+        dump_onnx::OnnxRuntime::diagnostics(&r).is_empty(),
+        "{:?}",
+        dump_onnx::OnnxRuntime::diagnostics(&r)
+    );
+}

@@ -56,7 +56,7 @@ pub struct TractRunner {
     /// Each ONNX node's source row (its op type and torch scope, which tract does not keep).
     rows: Vec<(String, String)>,
     /// Each ONNX node's attributes as text (kernel arguments under `save_kernel_args`).
-    args: Vec<(String, Vec<(String, String)>)>,
+    args: Vec<dump_onnx::NodeArgs>,
 }
 
 impl TractRunner {
@@ -94,7 +94,7 @@ impl TractRunner {
     fn loaded(
         model: InferenceModel,
         graph_id: u32,
-        (rows, args): (Vec<(String, String)>, Vec<(String, Vec<(String, String)>)>),
+        (rows, args): (Vec<(String, String)>, Vec<dump_onnx::NodeArgs>),
     ) -> Self {
         TractRunner {
             graph_id,
