@@ -7,13 +7,13 @@
 
 use std::path::PathBuf;
 
-use dump_onnx::{Model, dtype, inline_data};
+use dump_onnx::{Model, dtype, inline_data, node_args, node_rows, only_outputs};
 
 /// One fuzzed entry point: takes arbitrary bytes, panics when an invariant breaks.
 pub type Check = fn(&[u8]);
 
 /// Every target of this file by name, for the replay test.
-pub const TARGETS: [(&str, Check); 1] = [("onnx_inline", onnx_inline)];
+pub const TARGETS: [(&str, Check); 2] = [("onnx_inline", onnx_inline), ("onnx_cut", onnx_cut)];
 
 /// The folder external data is looked up in: the exported-model fixtures (so the seed
 /// `mlp_ext.onnx` finds `mlp_ext.onnx.data`).
@@ -76,4 +76,47 @@ pub fn onnx_inline(data: &[u8]) {
     }
     let again = inline_data(&out, &base, 1 << 26).expect("the rewrite accepts its output");
     assert_eq!(again, out, "not a fixed point");
+}
+
+/// A model's bytes through the readers of node facts and the cut exception dump makes:
+/// `node_rows`, `node_args` and `only_outputs` never panic; when the model parses, cutting it
+/// before one of its node outputs gives a model that parses, whose outputs are exactly that
+/// value, whose nodes are some of the model's in the same order (the one producing the value
+/// among them), and cutting the result again changes nothing.
+pub fn onnx_cut(data: &[u8]) {
+    let _ = node_rows(data);
+    let _ = node_args(data);
+    let _ = only_outputs(data, &["x"]);
+    let Ok(model) = Model::parse(data.to_vec()) else {
+        return;
+    };
+    let Some(value) = model
+        .graph
+        .nodes
+        .iter()
+        .rev()
+        .flat_map(|n| n.outputs.iter())
+        .find(|o| !o.is_empty())
+        .cloned()
+    else {
+        return;
+    };
+    let cut = only_outputs(data, &[&value]).expect("a model that parses can be cut");
+    let after = Model::parse(cut.clone()).expect("a cut model parses");
+    let outs: Vec<&str> = after.graph.outputs.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(outs, [value.as_str()]);
+    assert!(
+        after.graph.nodes.iter().any(|n| n.outputs.contains(&value)),
+        "the producer of {value:?} was cut"
+    );
+    let mut rest = model.graph.nodes.iter();
+    for kept in &after.graph.nodes {
+        assert!(
+            rest.any(|n| n.name == kept.name && n.outputs == kept.outputs),
+            "node {:?} is not one of the model's, in order",
+            kept.name
+        );
+    }
+    let again = only_outputs(&cut, &[&value]).expect("a cut model can be cut");
+    assert_eq!(again, cut, "not a fixed point");
 }
