@@ -103,7 +103,12 @@ pub fn onnx_cut(data: &[u8]) {
     };
     let cut = only_outputs(data, &[&value]).expect("a model that parses can be cut");
     let after = Model::parse(cut.clone()).expect("a cut model parses");
-    let outs: Vec<&str> = after.graph.outputs.iter().map(|o| o.name.as_str()).collect();
+    let outs: Vec<&str> = after
+        .graph
+        .outputs
+        .iter()
+        .map(|o| o.name.as_str())
+        .collect();
     assert_eq!(outs, [value.as_str()]);
     assert!(
         after.graph.nodes.iter().any(|n| n.outputs.contains(&value)),

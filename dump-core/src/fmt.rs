@@ -37,8 +37,12 @@ pub struct GBuf {
 impl GBuf {
     /// The formatted text.
     pub fn as_str(&self) -> &str {
-        // Only ASCII bytes are ever pushed (digits, '-', '+', '.', 'e', letters of inf/nan).
-        core::str::from_utf8(&self.buf[..self.len as usize]).unwrap_or("")
+        let bytes = self.buf.get(..self.len as usize).unwrap_or(&[]);
+        debug_assert!(bytes.is_ascii());
+        // SAFETY: `push` is the only writer of `buf` and stores ASCII bytes only (it drops any
+        // other), and `buf` starts zeroed: every byte here is ASCII, hence UTF-8. Checked in
+        // debug builds. (The `%g` of every row went through a UTF-8 validation before.)
+        unsafe { core::str::from_utf8_unchecked(bytes) }
     }
 
     const fn new() -> GBuf {
@@ -49,7 +53,11 @@ impl GBuf {
     }
 
     fn push(&mut self, b: u8) {
-        // Callers never exceed the capacity (see GBUF_CAP); ignore rather than panic anyway.
+        // Callers never exceed the capacity (see GBUF_CAP) and push ASCII only; ignore rather
+        // than panic anyway (`as_str` relies on every stored byte being ASCII).
+        if !b.is_ascii() {
+            return;
+        }
         if let Some(slot) = self.buf.get_mut(self.len as usize) {
             *slot = b;
             self.len += 1;
@@ -324,8 +332,12 @@ pub struct U64Buf {
 impl U64Buf {
     /// The formatted text.
     pub fn as_str(&self) -> &str {
-        // Only ASCII digits are ever stored.
-        core::str::from_utf8(&self.buf[self.start as usize..]).unwrap_or("")
+        let bytes = self.buf.get(self.start as usize..).unwrap_or(&[]);
+        debug_assert!(bytes.is_ascii());
+        // SAFETY: `buf` starts as ASCII `0`s and `u64_str`, its only writer, stores ASCII
+        // digits (`b'0' + v % 10`) only: every byte is ASCII, hence UTF-8. Checked in debug
+        // builds.
+        unsafe { core::str::from_utf8_unchecked(bytes) }
     }
 }
 

@@ -9,7 +9,8 @@
 //! Written for this crate (no dependency): [`write_blocks`] streams the blocks to a sink
 //! without a second buffer (the agent's path), [`encode`] fills a slice, and
 //! [`decode_in_place`] undoes it and tells a frame cut short ([`CobsError::Torn`]) from one that
-//! cannot be COBS at all.
+//! cannot be COBS at all; [`decode_to`] does the same into a second buffer, faster (the host's
+//! frame decoder).
 
 /// Why bytes are not a COBS frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +99,68 @@ pub fn decode_in_place(buf: &mut [u8]) -> Result<usize, CobsError> {
     Ok(write)
 }
 
+/// Bytes [`decode_to`] copies at once for a short block: `dst` needs this many bytes beyond
+/// the decoded length for the fast path (it falls back to exact copies without them).
+pub const DECODE_SLACK: usize = 16;
+
+/// [`decode_in_place`] from `src` into `dst`: the same result, the same error for the same
+/// bytes, the decoded bytes in `dst[..len]` (`dst` must hold `src.len()` bytes, else
+/// [`CobsError::Torn`]; with [`DECODE_SLACK`] more it is faster). Blocks of at most 16 data
+/// bytes, most of a stat frame's, are copied and checked for zeros as one 16-byte word (the
+/// bytes past the block are overwritten later or lie past the decoded length): no call and
+/// no loop per block.
+pub fn decode_to(src: &[u8], dst: &mut [u8]) -> Result<usize, CobsError> {
+    const LO: u128 = u128::from_le_bytes([0x01; 16]);
+    const HI: u128 = u128::from_le_bytes([0x80; 16]);
+    let n = src.len();
+    let (mut read, mut write) = (0, 0);
+    while read < n {
+        let code = usize::from(src[read]);
+        if code == 0 {
+            return Err(CobsError::Zero);
+        }
+        let (start, end) = (read + 1, read + code);
+        if end > n {
+            return Err(CobsError::Torn);
+        }
+        let len = code - 1;
+        let word = src
+            .get(start..start + DECODE_SLACK)
+            .zip(dst.get_mut(write..write + DECODE_SLACK))
+            .filter(|_| len <= DECODE_SLACK);
+        match word {
+            Some((from, to)) => {
+                let mut bytes = [0u8; DECODE_SLACK];
+                bytes.copy_from_slice(from);
+                let w = u128::from_le_bytes(bytes);
+                // The lowest set bit marks the first zero byte exactly (the borrow of the
+                // subtraction only ever marks bytes above a true zero).
+                let zeros = w.wrapping_sub(LO) & !w & HI;
+                if zeros != 0 && (zeros.trailing_zeros() / 8) < len as u32 {
+                    return Err(CobsError::Zero);
+                }
+                to.copy_from_slice(&bytes);
+            }
+            None => {
+                let data = &src[start..end];
+                if data.contains(&0) {
+                    return Err(CobsError::Zero);
+                }
+                dst.get_mut(write..write + len)
+                    .ok_or(CobsError::Torn)?
+                    .copy_from_slice(data);
+            }
+        }
+        write += len;
+        read = end;
+        if code < 0xFF && read < n {
+            *dst.get_mut(write).ok_or(CobsError::Torn)? = 0;
+            write += 1;
+        }
+    }
+    Ok(write)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +213,67 @@ mod tests {
             let ones = vec![7u8; len];
             assert!(round_trip(&ones).len() <= max_encoded_len(len));
         }
+    }
+
+    #[test]
+    fn decoding_to_a_buffer_equals_decoding_in_place_on_any_bytes() {
+        // Valid encodings, then each cut, with a byte zeroed or changed; and random small
+        // bytes (mostly invalid), so that zeros and short blocks are common. Every `dst`
+        // size from exact to roomy.
+        struct Rng(u64);
+        impl Rng {
+            fn next(&mut self) -> u64 {
+                // xorshift64
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                self.0
+            }
+        }
+        let mut rng = Rng(0x0c0b_5dec_0de0_2026);
+        let check = |bytes: &[u8]| {
+            let mut inplace = bytes.to_vec();
+            let want = decode_in_place(&mut inplace);
+            for slack in [0, 1, DECODE_SLACK - 1, DECODE_SLACK, 40] {
+                let mut dst = vec![0xAAu8; bytes.len() + slack];
+                let got = decode_to(bytes, &mut dst);
+                assert_eq!(got, want, "{bytes:?} slack {slack}");
+                if let Ok(n) = got {
+                    assert_eq!(dst[..n], inplace[..n], "{bytes:?} slack {slack}");
+                }
+            }
+        };
+        for len in 0..600usize {
+            let src: Vec<u8> = (0..len)
+                .map(|_| match rng.next() % 4 {
+                    0 => 0,
+                    _ => (rng.next() % 256) as u8,
+                })
+                .collect();
+            let mut enc = vec![0u8; max_encoded_len(len)];
+            let m = encode(&src, &mut enc).unwrap();
+            enc.truncate(m);
+            check(&enc);
+            let mut dst = vec![0u8; m + DECODE_SLACK];
+            let k = decode_to(&enc, &mut dst).unwrap();
+            assert_eq!(&dst[..k], &src[..]);
+            for _ in 0..4 {
+                let cut = (rng.next() as usize) % (m + 1);
+                check(&enc[..cut]);
+                let mut z = enc.clone();
+                z[(rng.next() as usize) % m] = 0;
+                check(&z);
+                let mut c = enc.clone();
+                c[(rng.next() as usize) % m] = (rng.next() % 256) as u8;
+                check(&c);
+            }
+            let noise: Vec<u8> = (0..len).map(|_| (rng.next() % 8) as u8).collect();
+            check(&noise);
+        }
+        // A `dst` shorter than the decoded bytes is an error, never a panic.
+        let mut enc = [0u8; 8];
+        let m = encode(&[1, 2, 3, 4, 5], &mut enc).unwrap();
+        assert_eq!(decode_to(&enc[..m], &mut [0u8; 3]), Err(CobsError::Torn));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 use super::{
     Frame, Hello,
+    cobs::DECODE_SLACK,
     frame::{self, MAX_WIRE_LEN, OpenError},
 };
 
@@ -114,6 +115,8 @@ struct Session {
 #[derive(Clone, Debug)]
 pub struct Decoder {
     buf: [u8; MAX_WIRE_LEN],
+    /// The current frame decoded ([`frame::open_from`]).
+    scratch: [u8; MAX_WIRE_LEN + DECODE_SLACK],
     len: usize,
     /// Stream offset of the current frame's first byte.
     start: u64,
@@ -136,6 +139,7 @@ impl Decoder {
     pub const fn new() -> Decoder {
         Decoder {
             buf: [0; MAX_WIRE_LEN],
+            scratch: [0; MAX_WIRE_LEN + DECODE_SLACK],
             len: 0,
             start: 0,
             frame_len: 0,
@@ -231,7 +235,7 @@ impl Decoder {
             return;
         }
         let len = self.len;
-        let opened = match frame::open(&mut self.buf[..len]) {
+        let opened = match frame::open_from(&self.buf[..len], &mut self.scratch) {
             Ok(raw) => Frame::decode(raw.kind, raw.payload)
                 .map(|f| (raw.seq, f))
                 .map_err(|e| match e {

@@ -180,11 +180,27 @@ pub enum OpenError {
 /// Opens one frame: `encoded` is what stood between two `0x00` delimiters (COBS), decoded in
 /// place; then the CRC, the version, the kind and the sequence number are checked.
 pub fn open(encoded: &mut [u8]) -> Result<RawFrame<'_>, OpenError> {
-    let n = cobs::decode_in_place(encoded).map_err(|e| match e {
+    let n = cobs::decode_in_place(encoded).map_err(cobs_error)?;
+    check(&encoded[..n])
+}
+
+/// [`open`] without touching `encoded`: decoded into `scratch` ([`cobs::decode_to`]; give it
+/// `encoded.len()` + [`cobs::DECODE_SLACK`] bytes), the same checks, the same errors. The
+/// host's decoder uses it.
+pub fn open_from<'s>(encoded: &[u8], scratch: &'s mut [u8]) -> Result<RawFrame<'s>, OpenError> {
+    let n = cobs::decode_to(encoded, scratch).map_err(cobs_error)?;
+    check(&scratch[..n])
+}
+
+fn cobs_error(e: cobs::CobsError) -> OpenError {
+    match e {
         cobs::CobsError::Torn => OpenError::Torn,
         cobs::CobsError::Zero => OpenError::Corrupt,
-    })?;
-    let raw = &encoded[..n];
+    }
+}
+
+/// The checks of [`open`] on the decoded bytes `raw`.
+fn check(raw: &[u8]) -> Result<RawFrame<'_>, OpenError> {
     if raw.len() < MIN_FRAME_LEN {
         return Err(OpenError::Torn);
     }

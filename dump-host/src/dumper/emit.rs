@@ -15,7 +15,12 @@ mod stream;
 #[cfg(test)]
 mod tests;
 
-use std::{borrow::Cow, cell::Cell, path::Path};
+use std::{
+    borrow::Cow,
+    cell::Cell,
+    path::Path,
+    sync::atomic::{AtomicU64, Ordering},
+};
 
 use dump_core::DType;
 use dump_stats::{
@@ -62,6 +67,9 @@ pub(crate) struct To<'a> {
     /// The l2norm of a watched output that is all finite (for the flight recorder's
     /// `l2norm_growth` rule).
     pub(crate) l2: Cell<Option<f64>>,
+    /// A step's own: the statistics table of `dir` (resolved once per step, not per row)
+    /// and the directory-check epoch + 1 in which `dir` was last ensured (0: not yet).
+    pub(crate) step: Option<(&'a Path, &'a AtomicU64)>,
 }
 
 impl<'a> To<'a> {
@@ -72,6 +80,21 @@ impl<'a> To<'a> {
             held,
             seen: Cell::new(None),
             l2: Cell::new(None),
+            step: None,
+        }
+    }
+
+    /// A step's rows: as [`To::new`], with the step's statistics table `csv` (in `dir`) and
+    /// its directory-check cache `ensured` (see [`Emit::ensure`]).
+    pub(crate) fn step(
+        dir: &'a Path,
+        held: Option<&'a StepRecord>,
+        csv: &'a Path,
+        ensured: &'a AtomicU64,
+    ) -> Self {
+        To {
+            step: Some((csv, ensured)),
+            ..To::new(dir, held)
         }
     }
 }
@@ -507,11 +530,25 @@ impl Emit<'_> {
     }
 
     /// Creates `to`'s directory, unless the flight recorder holds its files.
+    ///
+    /// A step's directory is looked up once per directory-check epoch (the tree checks a
+    /// directory once per epoch anyway): later rows of the step compare one number instead
+    /// of hashing the path.
     pub(crate) fn ensure(&self, to: &To<'_>) -> Result<(), ()> {
-        match to.held {
-            Some(_) => Ok(()),
-            None => self.out.tree.ensure_dir(to.dir),
+        if to.held.is_some() {
+            return Ok(());
         }
+        let Some((_, ensured)) = to.step else {
+            return self.out.tree.ensure_dir(to.dir);
+        };
+        let epoch = self.out.tree.epoch();
+        if ensured.load(Ordering::Relaxed) == epoch.wrapping_add(1) {
+            return Ok(());
+        }
+        self.out.tree.ensure_dir(to.dir)?;
+        // Checked in `epoch` (or later: then the next row looks again, which is only slower).
+        ensured.store(epoch.wrapping_add(1), Ordering::Relaxed);
+        Ok(())
     }
 
     /// Whether the non-finite check looks at this tensor: an output of a watched dtype, and

@@ -43,12 +43,19 @@ impl RowSink {
         }
     }
 
-    /// Queues a statistic row (a whole line) for the table at `path`; the batch goes out at
-    /// the end of the step, or at once when it has grown large (`tree`'s epoch moves then).
-    pub(crate) fn push(&self, tree: &OutputTree, path: &Path, row: &str) {
-        if self.batch.push(path, row) {
+    /// Queues the statistic row that `write` formats straight into the table's pending text
+    /// (see [`RowBatch::push_with`]: whole or not at all); flushes when the batch has grown
+    /// large, as [`push`](Self::push). `write` returns `Ok(false)` for a tensor with no row.
+    pub(crate) fn push_with<E>(
+        &self,
+        tree: &OutputTree,
+        path: &Path,
+        write: impl FnOnce(&mut String) -> Result<bool, E>,
+    ) -> Result<(), E> {
+        if self.batch.push_with(path, write)? == Some(true) {
             self.flush(tree);
         }
+        Ok(())
     }
 
     /// Queues a statistic row whose values a device is still computing, in its place.

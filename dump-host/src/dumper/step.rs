@@ -6,7 +6,10 @@
 
 use std::{
     path::PathBuf,
-    sync::{Arc, Mutex, atomic::Ordering},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use dump_core::{DType, Summary, stats::summarize};
@@ -32,6 +35,10 @@ pub struct Step {
     iteration: u64,
     active: bool,
     dir: PathBuf,
+    /// The statistics table of `dir` (resolved once, not per row).
+    csv: PathBuf,
+    /// The directory-check epoch + 1 in which `dir` was last ensured (0: not yet).
+    ensured: AtomicU64,
     used: std::sync::atomic::AtomicBool,
     /// The flight recorder's record of this step (`None`: written as it goes).
     held: Option<Arc<StepRecord>>,
@@ -95,6 +102,9 @@ impl Step {
         let dir = shared.as_deref().map_or_else(PathBuf::new, |s| {
             s.out.tree.layout().iteration_dir(graph, iteration)
         });
+        let csv = shared
+            .as_deref()
+            .map_or_else(PathBuf::new, |s| s.out.tree.layout().statistic_csv(&dir));
         let held = shared
             .as_deref()
             .filter(|s| active && s.recorder.is_some())
@@ -109,6 +119,8 @@ impl Step {
             iteration,
             active,
             dir,
+            csv,
+            ensured: AtomicU64::new(0),
             used: std::sync::atomic::AtomicBool::new(false),
             held,
             doc,
@@ -117,7 +129,7 @@ impl Step {
 
     /// Where this step's tensors go (held by the flight recorder, or the step's directory).
     fn to(&self) -> To<'_> {
-        To::new(&self.dir, self.held.as_deref())
+        To::step(&self.dir, self.held.as_deref(), &self.csv, &self.ensured)
     }
 
     /// After a tensor of `who` was dumped: when its statistics showed a watched output going

@@ -73,6 +73,11 @@ impl OutputTree {
         self.layout.tensor_file(id, format, dtype)
     }
 
+    /// The current directory-check epoch.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
+    }
+
     /// Starts a new directory-check epoch (at every row flush: once per step).
     pub(crate) fn next_epoch(&self) {
         self.epoch.fetch_add(1, Ordering::Relaxed);

@@ -109,6 +109,24 @@ pub trait OutputLayout: Send + Sync + fmt::Debug {
         categories: &CategorySet,
         values: RowValues<'_>,
     ) -> Result<Option<String>, dump_stats::Error>;
+    /// Appends the row [`stat_row`](OutputLayout::stat_row) makes to `out` and returns
+    /// `Ok(true)`; `Ok(false)` when this tensor gets no row. On `Ok(false)` or an error `out`
+    /// may hold part of a row: the caller drops what was appended. The Dumper formats its
+    /// rows through this, into the step's pending text; a layout that can format without an
+    /// intermediate `String` overrides the default (which calls `stat_row`).
+    fn append_stat_row(
+        &self,
+        out: &mut String,
+        t: RowTensor<'_>,
+        categories: &CategorySet,
+        values: RowValues<'_>,
+    ) -> Result<bool, dump_stats::Error> {
+        let row = self.stat_row(t, categories, values)?;
+        if let Some(r) = &row {
+            out.push_str(r);
+        }
+        Ok(row.is_some())
+    }
     /// Whether rows carry the CRC-32 of the tensor's bytes (msprobe's summary_mode md5).
     fn wants_crc32(&self) -> bool {
         false
@@ -208,28 +226,155 @@ impl OutputLayout for MindSporeLayout {
         categories: &CategorySet,
         values: RowValues<'_>,
     ) -> Result<Option<String>, dump_stats::Error> {
+        let mut row = String::with_capacity(160 + t.id.op_name.len());
+        Ok(self
+            .append_stat_row(&mut row, t, categories, values)?
+            .then_some(row))
+    }
+
+    fn append_stat_row(
+        &self,
+        out: &mut String,
+        t: RowTensor<'_>,
+        categories: &CategorySet,
+        values: RowValues<'_>,
+    ) -> Result<bool, dump_stats::Error> {
         // A comma would split the row (sanitize already removed newlines): both fields get
         // `_` for it, and the op type is sanitised as in the file name.
-        let op_type = sanitize(t.id.op_type).replace(',', "_");
-        let op_name = sanitize(t.id.op_name).replace(',', "_");
+        let (mut type_buf, mut name_buf) = ([0u8; ROW_NAME_BUF], [0u8; ROW_NAME_BUF]);
+        let (mut type_spill, mut name_spill) = (String::new(), String::new());
+        let op_type = row_name(t.id.op_type, &mut type_buf, &mut type_spill);
+        let op_name = row_name(t.id.op_name, &mut name_buf, &mut name_spill);
         let meta = RowMeta {
             id: TensorId {
-                op_type: &op_type,
-                op_name: &op_name,
+                op_type,
+                op_name,
                 ..t.id
             },
             data_size: t.data_size,
             dtype: t.dtype,
             shape: t.shape,
         };
-        let mut row = String::with_capacity(160 + op_name.len());
-        let written = match values {
-            RowValues::Host(s) => write_row(&mut row, &meta, categories, s)?,
-            RowValues::Device(d) => {
-                write_device_row(&mut row, &meta, categories, d)?;
-                true
-            }
+        match values {
+            RowValues::Host(s) => write_row(out, &meta, categories, s),
+            RowValues::Device(d) => write_device_row(out, &meta, categories, d).map(|()| true),
+        }
+    }
+}
+
+/// Names up to this many bytes are made row fields on the stack ([`row_name`]).
+const ROW_NAME_BUF: usize = 256;
+
+/// `name` as a `statistic.csv` field: [`sanitize`]d as in file names, then every `,` made
+/// `_` (`sanitize(name).replace(',', "_")`). Built in `buf` when it fits (no allocation),
+/// else in `spill`. Byte by byte: every byte replaced is ASCII and becomes `_`, so the bytes
+/// of a multi-byte character are kept whole and the result is UTF-8.
+fn row_name<'b>(name: &str, buf: &'b mut [u8; ROW_NAME_BUF], spill: &'b mut String) -> &'b str {
+    let field = |b: u8| match b {
+        b'/' | b'\\' | b'.' | b' ' | b',' => b'_',
+        b if b.is_ascii_control() => b'_',
+        b => b,
+    };
+    if let Some(dst) = buf.get_mut(..name.len()) {
+        for (d, &b) in dst.iter_mut().zip(name.as_bytes()) {
+            *d = field(b);
+        }
+        debug_assert!(std::str::from_utf8(dst).is_ok());
+        // SAFETY: `dst` is `name` (a `str`, so UTF-8) with some ASCII bytes replaced by the
+        // ASCII `_`. An ASCII byte is a whole character in UTF-8 (never part of a multi-byte
+        // sequence, whose bytes are all >= 0x80), so the bytes stay valid UTF-8.
+        return unsafe { std::str::from_utf8_unchecked(dst) };
+    }
+    *spill = sanitize(name).replace(',', "_");
+    spill
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_names_are_sanitize_then_commas_on_the_stack_or_spilled() {
+        let long = format!("Default/{}/Add-op0", "x.y,z".repeat(80));
+        let names = [
+            "Default/network-Net/layer3-Dense/MatMul-op3",
+            "a.b c\\d,e\u{0}f\u{7f}g\r\nh\t",
+            "Sch\u{f6}n/\u{4e2d}\u{6587}.\u{1f600},x",
+            "quote\"in,name",
+            "",
+            long.as_str(),
+        ];
+        for name in names {
+            let (mut buf, mut spill) = ([0u8; ROW_NAME_BUF], String::new());
+            let got = row_name(name, &mut buf, &mut spill).to_owned();
+            assert_eq!(got, sanitize(name).replace(',', "_"), "{name:?}");
+            // Short names never touch the spill string; long ones do.
+            assert_eq!(spill.is_empty(), name.len() <= ROW_NAME_BUF, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn a_row_appended_in_place_equals_the_owned_row_and_a_failed_one_says_so() {
+        let layout = MindSporeLayout {
+            tree: DumpTree::new(Path::new("/tmp/x"), 0, "Net"),
+            spelling: DTypeSpelling::Cpu,
         };
-        Ok(written.then_some(row))
+        let mut s = dump_core::Summary::EMPTY;
+        for v in [1.5, -2.0, 3.25] {
+            s.push(v);
+        }
+        let stats = TensorStats {
+            summary: Some(s),
+            md5: None,
+            sha1: None,
+        };
+        let t = RowTensor {
+            id: TensorId {
+                op_type: "Mat,Mul",
+                op_name: "Default/net/MatMul-op0",
+                task_id: 0,
+                stream_id: 0,
+                timestamp: 17,
+                io: dump_stats::Io::Output,
+                slot: 1,
+            },
+            dtype: DType::Float32,
+            shape: &[3],
+            data_size: 12,
+            crc32: None,
+        };
+        let cats = CategorySet::parse(["max", "min", "avg"]).unwrap();
+        let owned = layout
+            .stat_row(t, &cats, RowValues::Host(&stats))
+            .unwrap()
+            .unwrap();
+        assert!(
+            owned.starts_with("Mat_Mul,Default_net_MatMul-op0,0,0,17,output,1,12,float32,"),
+            "{owned}"
+        );
+        let mut out = String::from("before\n");
+        assert!(
+            layout
+                .append_stat_row(&mut out, t, &cats, RowValues::Host(&stats))
+                .unwrap()
+        );
+        assert_eq!(out, format!("before\n{owned}"));
+        // An MD5 column without an MD5 is an error.
+        let md5 = CategorySet::parse(["max", "md5"]).unwrap();
+        assert!(
+            layout
+                .append_stat_row(&mut String::new(), t, &md5, RowValues::Host(&stats))
+                .is_err()
+        );
+        // An empty tensor has no row.
+        let empty = TensorStats {
+            summary: None,
+            ..stats
+        };
+        assert!(
+            !layout
+                .append_stat_row(&mut String::new(), t, &cats, RowValues::Host(&empty))
+                .unwrap()
+        );
     }
 }

@@ -86,24 +86,55 @@ pub(crate) struct RowBatch {
 impl RowBatch {
     /// Queues `row` (one whole line ending in `\n`) for `path`. Returns `true` when the
     /// pending bytes passed [`BATCH_BYTES`] and the caller should [`flush`](Self::flush).
+    #[cfg(test)]
     pub(crate) fn push(&self, path: &Path, row: &str) -> bool {
+        let pushed = self.push_with(path, |text| {
+            text.push_str(row);
+            Ok::<_, std::convert::Infallible>(true)
+        });
+        matches!(pushed, Ok(Some(true)))
+    }
+
+    /// Queues the row that `write` appends to `path`'s pending text (one whole line ending
+    /// in `\n`), formatted in place: no `String` per row. `write` returns `Ok(false)` when
+    /// the tensor gets no row; on `Ok(false)` or an error whatever it appended is removed, so
+    /// a row is queued whole or not at all. Returns `Some(flush)` when a row was queued,
+    /// `flush` being `true` when the pending bytes passed [`BATCH_BYTES`] and the caller
+    /// should [`flush`](Self::flush); `None` when there was no row.
+    pub(crate) fn push_with<E>(
+        &self,
+        path: &Path,
+        write: impl FnOnce(&mut String) -> Result<bool, E>,
+    ) -> Result<Option<bool>, E> {
         let mut g = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         let (files, bytes) = &mut *g;
         // A step writes to one file, or a few: the last one is nearly always the match.
-        match files.iter_mut().rev().find(|p| p.path == path) {
-            Some(p) => {
-                p.text.push_str(row);
-                p.rows += 1;
+        let i = match files.iter().rposition(|p| p.path == path) {
+            Some(i) => i,
+            None => {
+                files.push(Pending {
+                    path: path.to_owned(),
+                    text: String::new(),
+                    rows: 0,
+                    deferred: Vec::new(),
+                });
+                files.len() - 1
             }
-            None => files.push(Pending {
-                path: path.to_owned(),
-                text: row.to_owned(),
-                rows: 1,
-                deferred: Vec::new(),
-            }),
+        };
+        let p = &mut files[i];
+        let before = p.text.len();
+        let wrote = write(&mut p.text);
+        if let Ok(true) = wrote {
+            p.rows += 1;
+            *bytes += p.text.len() - before;
+            return Ok(Some(*bytes >= BATCH_BYTES));
         }
-        *bytes += row.len();
-        *bytes >= BATCH_BYTES
+        p.text.truncate(before);
+        if p.rows == 0 {
+            // Just added for this row: a file with no rows must not be created at the flush.
+            files.remove(i);
+        }
+        wrote.map(|_| None)
     }
 
     /// Queues a row whose values are still being computed, in its place among `path`'s
@@ -292,6 +323,43 @@ mod tests {
             batch.push(&d.join("s.csv"), &row),
             "the {n}th KiB passes the threshold"
         );
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_row_formatted_in_place_is_queued_whole_or_not_at_all() {
+        let d = tmp("inplace");
+        let (csv, batch) = (CsvAppender::new(), RowBatch::default());
+        let (a, b) = (d.join("a.csv"), d.join("b.csv"));
+        let ok = batch.push_with(&a, |t| {
+            t.push_str("a0\n");
+            Ok::<_, ()>(true)
+        });
+        assert_eq!(ok, Ok(Some(false)));
+        // A writer that fails half-way, or writes and then says "no row", leaves nothing.
+        let failed = batch.push_with(&a, |t| {
+            t.push_str("half");
+            Err::<bool, _>("bad")
+        });
+        assert_eq!(failed, Err("bad"));
+        let none = batch.push_with(&a, |t| {
+            t.push_str("junk\n");
+            Ok::<_, ()>(false)
+        });
+        assert_eq!(none, Ok(None));
+        // Nor does it leave a file behind for a path that got no row.
+        assert_eq!(
+            batch.push_with(&b, |t| {
+                t.push('b');
+                Err::<bool, _>(())
+            }),
+            Err(())
+        );
+        batch.push(&a, "a1\n");
+        let f = batch.flush(&csv, "h\n", 0o600, &mut never);
+        assert_eq!(f.rows, 2);
+        assert_eq!(fs::read_to_string(&a).unwrap(), "h\na0\na1\n");
+        assert!(!b.exists(), "a file with no row is not created");
         fs::remove_dir_all(&d).unwrap();
     }
 

@@ -231,10 +231,15 @@ impl Session<'_> {
         let Some(k) = step.kernel(&r.op_type, &r.op) else {
             return; // not wanted by the config
         };
-        let shape: Vec<usize> = r.shape.iter().map(|&d| d as usize).collect();
+        // On the stack: a record has at most MAX_RANK dimensions.
+        let mut dims = [0usize; dump_core::wire::MAX_RANK];
+        for (d, &s) in dims.iter_mut().zip(&r.shape) {
+            *d = s as usize;
+        }
+        let shape = &dims[..r.shape.len()];
         let res = match r.io {
-            Io::Input => k.input_summary(r.slot, r.dtype, &shape, r.summary, r.md5),
-            Io::Output => k.output_summary(r.slot, r.dtype, &shape, r.summary, r.md5),
+            Io::Input => k.input_summary(r.slot, r.dtype, shape, r.summary, r.md5),
+            Io::Output => k.output_summary(r.slot, r.dtype, shape, r.summary, r.md5),
         };
         drop(k);
         if let Err(e) = res {

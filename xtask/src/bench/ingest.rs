@@ -7,7 +7,13 @@
 //! The stream is what an agent sends for a network of 100 kernels (one input and one output
 //! each, f32 tensors of 64 to 4096 elements, MD5 on), 5000 steps; the config writes every
 //! record as a `statistic.csv` row (max, min, avg, l2norm, count, md5). Printed: records/s,
-//! bytes on the wire per tensor against the tensors' own bytes.
+//! CPU seconds (user + system) of `opdump ingest` per 10^6 records, bytes on the wire per
+//! tensor against the tensors' own bytes.
+//!
+//! Environment: `OPDUMP_BENCH_DIR` puts the stream and the dump there (e.g. `/dev/shm`, so a
+//! busy disk stays out of the figure; default: the target directory);
+//! `OPDUMP_BENCH_INGEST_BASELINE=/path/to/opdump` times a second binary (an older build) in the
+//! same interleaved rounds (cat, ingest, baseline, ...), on the same stream.
 
 use std::{path::Path, process::Command, time::Instant};
 
@@ -115,8 +121,24 @@ fn generate(path: &Path, records: u64) -> Result<(u64, u64, u64), String> {
     Ok((sent, out.len() as u64, tensor_bytes))
 }
 
-/// Seconds `cmd` takes (stdout and stderr discarded); an error if it fails.
-fn time(cmd: &mut Command) -> Result<f64, String> {
+/// CPU seconds (user + system) of the waited-for children of this process so far.
+fn children_cpu() -> f64 {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `ru` is a valid, writable `rusage`; getrusage only writes into it.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, ru.as_mut_ptr()) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    // SAFETY: getrusage returned 0, so it filled the struct (and it was zeroed before).
+    let ru = unsafe { ru.assume_init() };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Wall seconds and CPU seconds (user + system) `cmd` takes (stdout and stderr discarded); an
+/// error if it fails.
+fn time(cmd: &mut Command) -> Result<(f64, f64), String> {
+    let cpu = children_cpu();
     let t = Instant::now();
     let st = cmd
         .stdout(std::process::Stdio::null())
@@ -127,7 +149,7 @@ fn time(cmd: &mut Command) -> Result<f64, String> {
     if !st.success() {
         return Err(format!("{cmd:?} exited with {st}"));
     }
-    Ok(s)
+    Ok((s, children_cpu() - cpu))
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -138,7 +160,9 @@ fn median(v: &mut [f64]) -> f64 {
 /// Runs the group.
 pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     let bin = super::compare::opdump_release_with(&["--no-default-features"])?;
-    let dir = target_dir().join("bench-ingest");
+    let dir = std::env::var_os("OPDUMP_BENCH_DIR")
+        .map_or_else(target_dir, std::path::PathBuf::from)
+        .join("bench-ingest");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // A config's path may not hold "..": the canonical directory.
@@ -161,18 +185,25 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         ),
     )
     .map_err(|e| e.to_string())?;
-    let (mut cat, mut ing) = (Vec::new(), Vec::new());
-    let _ = time(Command::new("cat").arg(&stream)); // warm the page cache
-    for _ in 0..opts.runs.clamp(3, 5) {
-        cat.push(time(Command::new("cat").arg(&stream))?);
+    let baseline = std::env::var_os("OPDUMP_BENCH_INGEST_BASELINE").map(std::path::PathBuf::from);
+    let ingest = |bin: &Path| {
         let _ = std::fs::remove_dir_all(&out);
-        ing.push(time(
-            Command::new(&bin)
+        time(
+            Command::new(bin)
                 .arg("ingest")
                 .arg(&stream)
                 .arg("--config")
                 .arg(&cfg),
-        )?);
+        )
+    };
+    let (mut cat, mut ing, mut base) = (Vec::new(), Vec::new(), Vec::new());
+    let _ = time(Command::new("cat").arg(&stream)); // warm the page cache
+    for _ in 0..opts.runs.clamp(3, 15) {
+        cat.push(time(Command::new("cat").arg(&stream))?.0);
+        if let Some(b) = &baseline {
+            base.push(ingest(b)?);
+        }
+        ing.push(ingest(&bin)?);
     }
     let rows_written = std::fs::read_dir(out.join("rank_0/Net/0"))
         .map_err(|e| e.to_string())?
@@ -185,19 +216,34 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
             "opdump ingest wrote {rows_written} rows for {records} records"
         ));
     }
-    let (c, i) = (median(&mut cat), median(&mut ing));
+    let per_m = 1e6 / records as f64;
+    let report = |what: &str, runs: &[(f64, f64)]| {
+        let mut wall: Vec<f64> = runs.iter().map(|r| r.0).collect();
+        let mut cpu: Vec<f64> = runs.iter().map(|r| r.1).collect();
+        let (w, c) = (median(&mut wall), median(&mut cpu));
+        println!(
+            "ingest: {what}: {w:.3} s = {:.2} M records/s ({:.1} MB/s), {:.2} CPU s per 10^6 \
+             records (median of {})",
+            records as f64 / w / 1e6,
+            bytes as f64 / w / 1e6,
+            c * per_m,
+            runs.len()
+        );
+        w
+    };
+    let c = median(&mut cat);
     println!(
-        "ingest: {records} stat records, {bytes} bytes ({:.1} bytes per tensor on the wire for \
-         {:.0} bytes of tensor on average, {:.4}x): opdump ingest {:.3} s = {:.2} M records/s \
-         ({:.1} MB/s); cat {:.4} s",
+        "ingest: {records} stat records, {bytes} bytes in {} ({:.1} bytes per tensor on the \
+         wire for {:.0} bytes of tensor on average, {:.4}x); cat {c:.4} s",
+        dir.display(),
         bytes as f64 / records as f64,
         tensor_bytes as f64 / records as f64,
         bytes as f64 / tensor_bytes as f64,
-        i,
-        records as f64 / i / 1e6,
-        bytes as f64 / i / 1e6,
-        c
     );
+    if let Some(b) = &baseline {
+        report(&format!("baseline {}", b.display()), &base);
+    }
+    let i = report("opdump ingest", &ing);
     for (kernel, s) in [("ingest-cat", c), ("ingest", i)] {
         rows.push(Row {
             kernel: kernel.into(),

@@ -107,20 +107,38 @@ impl Emit<'_> {
         stats: RowStats<'_>,
     ) -> Result<(), String> {
         let layout = self.out.tree.layout();
-        let row = layout
-            .stat_row(
-                crate::layout::RowTensor {
-                    id: who.id(t.ts),
-                    dtype: t.dtype,
-                    shape: t.shape,
-                    data_size: t.data_size as u64,
-                    crc32: t.crc32,
-                },
-                &self.plan.categories,
-                stats,
-            )
-            .map_err(|e| e.to_string())?;
-        let Some(row) = row else {
+        let meta = crate::layout::RowTensor {
+            id: who.id(t.ts),
+            dtype: t.dtype,
+            shape: t.shape,
+            data_size: t.data_size as u64,
+            crc32: t.crc32,
+        };
+        let categories = &self.plan.categories;
+        let held = to.held.zip(self.recorder);
+        if !layout.per_kernel_entries() && held.is_none() {
+            // The common path: formatted straight into the step's pending rows for the
+            // table (written at the end of the step), no `String` or path per row.
+            let owned;
+            let path = match to.step {
+                Some((csv, _)) => csv,
+                None => {
+                    owned = layout.statistic_csv(to.dir);
+                    owned.as_path()
+                }
+            };
+            return self
+                .out
+                .tables
+                .push_with(&self.out.tree, path, |text| {
+                    layout.append_stat_row(text, meta, categories, stats)
+                })
+                .map_err(|e| e.to_string());
+        }
+        let Some(row) = layout
+            .stat_row(meta, categories, stats)
+            .map_err(|e| e.to_string())?
+        else {
             return Ok(());
         };
         if layout.per_kernel_entries() {
@@ -133,13 +151,9 @@ impl Emit<'_> {
             }
             return Ok(());
         }
-        let path = layout.statistic_csv(to.dir);
-        if let (Some(rec), Some(r)) = (to.held, self.recorder) {
-            r.hold_row(rec, path, row);
-            return Ok(());
+        if let Some((rec, r)) = held {
+            r.hold_row(rec, layout.statistic_csv(to.dir), row);
         }
-        // Batched: the step's rows for this file go out together at the end of the step.
-        self.out.tables.push(&self.out.tree, &path, &row);
         Ok(())
     }
 
