@@ -56,7 +56,7 @@ impl Shade {
             Shade::Drift => "#f2d024",
             Shade::Far => "#f5a623",
             Shade::Bad => "#f4a0a0",
-            Shade::First => "#e00000",
+            Shade::First => "#f00000",
         }
     }
 
