@@ -775,4 +775,49 @@ mod tests {
         assert!(node_li(view, 3).contains("NaN/Inf"));
         links_resolve(view, &page);
     }
+
+    /// 5,000 kernels in 10 layers of 10 blocks: the view stays under 250 bytes a node (its
+    /// tooltip holds the full name), one `<li>` per kernel; prints its size and build time
+    /// (`cargo test -p opdump --lib five_thousand -- --nocapture`).
+    #[test]
+    fn five_thousand_kernels_stay_small() {
+        const N: usize = 5000;
+        let root = td::fresh("graph-5k");
+        let full: Vec<String> = (0..N)
+            .map(|i| format!("Default/layer{}/block{}/Conv2D-op{i}", i / 500, i / 50))
+            .collect();
+        let rows = |b: bool| -> Vec<String> {
+            (0..N)
+                .map(|i| {
+                    let v = if b && i == 3210 { 1.5 } else { 1.0 };
+                    format!(
+                        "Conv2D,{},0,0,{},output,0,4,float32,\"(1)\",{v},{v},{v},0",
+                        full[i].replace('/', "_"),
+                        10 + i
+                    )
+                })
+                .collect()
+        };
+        let ir = chain_ir(&full);
+        let a = td::stat_dump(&root.join("a"), &rows(false));
+        td::graph(&a, &ir);
+        let b = td::stat_dump(&root.join("b"), &rows(true));
+        td::graph(&b, &ir);
+        let (a, b) = (Dump::open(&a).unwrap(), Dump::open(&b).unwrap());
+        let _ = std::fs::remove_dir_all(&root);
+        let cmp = compare_dumps(&a, &b, &Tolerances::default(), 1, &|_, _| {});
+        let r = CompareReport::new(&a, &b, cmp, false);
+        let t = std::time::Instant::now();
+        let view = render(&compare_nodes(&r), true);
+        let took = t.elapsed();
+        eprintln!(
+            "graph view of {N} kernels: {} bytes ({} per kernel) in {took:?}",
+            view.len(),
+            view.len() / N
+        );
+        assert_eq!(view.matches(r#"<li id="g-"#).count(), N);
+        assert_eq!(view.matches(r#"<li id="g-3210" title"#).count(), 1);
+        assert!(node_li(&view, 3210).contains(r#"class="b s6""#));
+        assert!(view.len() < 250 * N, "{} bytes", view.len());
+    }
 }
