@@ -159,6 +159,12 @@ pub fn scope_of(k: &KernelRef) -> (Vec<String>, String) {
         }
         return (scope, shown);
     }
+    if k.full_name.is_none()
+        && let Some(mut parts) = mindspore_scope(&k.op_name)
+    {
+        let shown = parts.pop().unwrap_or_default();
+        return (parts, shown);
+    }
     let mut parts: Vec<String> = full
         .split('/')
         .filter(|p| !p.is_empty())
@@ -166,6 +172,35 @@ pub fn scope_of(k: &KernelRef) -> (Vec<String>, String) {
         .collect();
     parts.pop();
     (parts, shown)
+}
+
+/// The scope of a MindSpore-style op name whose `/` were sanitised to `_` (no graph file to
+/// give the full name): `Default_network-WithLossCell__backbone-LeNet5_max_pool2d-MaxPool2d_MaxPool-op0`
+/// → `Default`, `network-WithLossCell`, `_backbone-LeNet5`, `max_pool2d-MaxPool2d`, and last
+/// the op `MaxPool-op0`. Each part after the first is `name-Class` (so `_` inside a part
+/// joins it), and the op ends in `-op{N}`; a name of another form gives `None`.
+pub fn mindspore_scope(op_name: &str) -> Option<Vec<String>> {
+    let mut tokens = op_name.split('_');
+    let root = tokens
+        .next()
+        .filter(|t| !t.is_empty() && !t.contains('-'))?;
+    let mut parts = vec![root.to_owned()];
+    let mut acc: Option<String> = None;
+    for t in tokens {
+        let piece = match acc.take() {
+            Some(a) => format!("{a}_{t}"),
+            None => t.to_owned(),
+        };
+        if t.contains('-') {
+            parts.push(piece);
+        } else {
+            acc = Some(piece);
+        }
+    }
+    let op = parts.last()?;
+    let digits = op.rsplit_once("-op")?.1;
+    let is_op = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    (acc.is_none() && parts.len() >= 2 && is_op).then_some(parts)
 }
 
 /// The nodes of `kernels` with the edges their graph producers give (producers looked up by
@@ -391,9 +426,10 @@ pub fn render(nodes: &[Node], compare: bool) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<h2 id="graph">Model graph</h2><p class="legend">{} kernels in {} layers, grouped by module scope; each links to its table row; ← lists the kernels it reads (graphs/*.ir). "#,
+        r#"<h2 id="graph">Model graph</h2><p class="legend">{} kernels in {} layer{}, grouped by module scope; each links to its table row; ← lists the kernels it reads (graphs/*.ir). "#,
         nodes.len(),
-        max_layer + 1
+        max_layer + 1,
+        if max_layer == 0 { "" } else { "s" }
     );
     for sh in Shade::ALL {
         let words = if compare {
@@ -717,7 +753,45 @@ mod tests {
             op_name: "Default_Add-op1".into(),
             ..k
         };
-        assert_eq!(scope_of(&plain), (vec![], "Default_Add-op1".to_owned()));
+        assert_eq!(
+            scope_of(&plain),
+            (vec!["Default".to_owned()], "Add-op1".to_owned())
+        );
+        // A sanitised MindSpore name without a graph file: `name-Class` parts, `_` inside
+        // one kept.
+        let ms = KernelRef {
+            op_name:
+                "Default_network-WithLossCell__backbone-LeNet5_max_pool2d-MaxPool2d_MaxPool-op0"
+                    .into(),
+            ..plain.clone()
+        };
+        assert_eq!(
+            scope_of(&ms),
+            (
+                vec![
+                    "Default".to_owned(),
+                    "network-WithLossCell".to_owned(),
+                    "_backbone-LeNet5".to_owned(),
+                    "max_pool2d-MaxPool2d".to_owned()
+                ],
+                "MaxPool-op0".to_owned()
+            )
+        );
+        // Names of other forms keep no scope.
+        for other in [
+            "Module_block1_conv1_Conv2d_forward_0",
+            "Default_Add",
+            "_Add-op1",
+            "Default_Add-op1_tail",
+            "Add-op1",
+        ] {
+            assert_eq!(mindspore_scope(other), None, "{other}");
+            let k = KernelRef {
+                op_name: other.into(),
+                ..plain.clone()
+            };
+            assert_eq!(scope_of(&k), (vec![], other.to_owned()));
+        }
     }
 
     #[test]
