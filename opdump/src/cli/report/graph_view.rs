@@ -368,6 +368,9 @@ pub fn layers(nodes: &[Node]) -> Vec<usize> {
     layer
 }
 
+/// Most kernels the view draws (a larger dump gets a line saying so instead).
+pub const MAX_NODES: usize = 20_000;
+
 /// Most producers a node lists (the rest counted).
 const MAX_INPUTS_SHOWN: usize = 6;
 
@@ -390,6 +393,12 @@ enum Member {
 pub fn render(nodes: &[Node], compare: bool) -> String {
     if nodes.is_empty() {
         return String::new();
+    }
+    if nodes.len() > MAX_NODES {
+        return format!(
+            r#"<h2 id="graph">Model graph</h2><p>{} kernels: more than the {MAX_NODES} the view draws (about 200 bytes each); the plots and the table above and below still cover them.</p>"#,
+            nodes.len()
+        );
     }
     let layer = layers(nodes);
     let mut order: Vec<usize> = (0..nodes.len()).collect();
@@ -722,6 +731,14 @@ mod tests {
         assert!(!s.contains(r#""alert"#));
         assert!(s.contains("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&amp;&#39;"));
         assert_eq!(s.matches(r#"<li id="g-"#).count(), 2);
+        // Past MAX_NODES the view is a line, not megabytes of nodes.
+        let many: Vec<Node> = (0..=MAX_NODES).map(|i| node(i, vec![])).collect();
+        let s = render(&many, true);
+        assert!(
+            s.len() < 500 && s.contains("20001 kernels: more than the 20000"),
+            "{s}"
+        );
+        assert!(!s.contains("<li"));
     }
 
     #[test]
