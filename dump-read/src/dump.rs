@@ -115,6 +115,9 @@ pub struct KernelRef {
     pub exec_index: Option<usize>,
     /// The value name its graph node defines (`graphs/*.ir`), when the graph lists it.
     pub value: Option<String>,
+    /// Its full name with scope as the graph file writes it (`Default/conv1-Conv2d/Conv2D-op5`),
+    /// when the graph lists it and names it so.
+    pub full_name: Option<String>,
     /// Op names of the graph nodes whose outputs it reads (empty without a graph).
     pub producers: Vec<String>,
     /// The ONNX node it came from, when its graph node's source row names one.
@@ -199,6 +202,7 @@ impl Dump {
                         .get(&(t.rank, t.graph))
                         .and_then(|m| m.get(t.id.op_name.as_str()).copied()),
                     value: None,
+                    full_name: None,
                     producers: Vec::new(),
                     onnx: None,
                 });
@@ -208,6 +212,7 @@ impl Dump {
                 if let (Some(n), Some(list)) = (node, lists.get(&(t.rank, t.graph))) {
                     let k = out.last_mut().expect("just pushed");
                     k.value = Some(n.value.clone());
+                    k.full_name = Some(n.full_name.clone()).filter(|f| !f.is_empty());
                     k.onnx = n.onnx.clone();
                     k.producers = n
                         .inputs

@@ -16,6 +16,9 @@ use dump_stats::names::sanitize;
 pub struct GraphNode {
     /// Full name with scope, sanitised as in file names.
     pub op_name: String,
+    /// Full name with scope as the file writes it (`Default/conv1-Conv2d/Conv2D-op5`: its
+    /// `/`-separated prefixes are the module scope); empty where the source has none.
+    pub full_name: String,
     /// The value the node defines (`relu1_out`; MindSpore writes names like `CNode_31`).
     pub value: String,
     /// Indices (into the same list) of the nodes whose outputs it reads.
@@ -232,7 +235,9 @@ pub fn parse_ir(text: &str) -> Vec<GraphNode> {
         }
         if let Some(rest) = t.strip_prefix("# Fullname with scope: (") {
             if let Some(mut n) = pending.take() {
-                n.op_name = sanitize(rest.strip_suffix(')').unwrap_or(rest));
+                let full = rest.strip_suffix(')').unwrap_or(rest);
+                n.op_name = sanitize(full);
+                n.full_name = full.to_owned();
                 nodes.push(n);
             }
             continue;
@@ -268,6 +273,7 @@ pub fn parse_ir(text: &str) -> Vec<GraphNode> {
         index.insert(i, nodes.len());
         pending = Some(GraphNode {
             op_name: String::new(),
+            full_name: String::new(),
             value: value.to_owned(),
             inputs,
             onnx: None,
@@ -289,6 +295,7 @@ mod tests {
             (n[0].op_name.as_str(), n[0].value.as_str()),
             ("Default_relu-Relu_Relu-op0", "a_out")
         );
+        assert_eq!(n[0].full_name, "Default/relu-Relu/Relu-op0");
         assert!(n[0].inputs.is_empty());
         assert_eq!(
             (n[1].value.as_str(), n[1].inputs.clone()),

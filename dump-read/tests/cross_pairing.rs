@@ -70,6 +70,7 @@ fn graph(nodes: &[(&str, &str, &str, &str, &[usize])]) -> Dump {
         let row = format!("onnx node #{n} {node:?} ({onnx_op}){extra}");
         list.push(GraphNode {
             op_name: name,
+            full_name: String::new(),
             value: format!("{node}_out"),
             inputs: Vec::new(),
             onnx: Some(parse_origin(&row).expect("a source row")),

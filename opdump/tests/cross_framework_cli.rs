@@ -108,6 +108,21 @@ fn msprobe_l0_pairs_by_module_scope_with_folded_batchnorms() {
         page.contains("<td>fused</td><td>fused</td>")
             && page.contains("<td>mapped</td><td>scope</td>")
     );
+    // `--json`'s pairing names the kind the rule gives, as the page's column does.
+    let mut kinds = std::collections::BTreeSet::new();
+    for p in j["pairs"].as_array().unwrap() {
+        let want = match p["rule"].as_str().unwrap() {
+            "name" => "exact",
+            "fused" => "fused",
+            _ => "mapped",
+        };
+        assert_eq!(p["pairing"], want, "{p}");
+        kinds.insert(want);
+    }
+    assert!(
+        kinds.contains("fused") && kinds.contains("mapped"),
+        "{kinds:?}"
+    );
     // 19 module calls: 14 paired, the 5 convolutions whose BatchNorm was folded are fused.
     assert_eq!(outputs(&j["pairs"]).len(), 14, "{:#}", j["only_in_a"]);
     let fused: Vec<&str> = j["fused_a"]

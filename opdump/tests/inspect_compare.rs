@@ -124,6 +124,7 @@ fn a_reference_dump_compared_with_itself_matches_everywhere() {
     assert_eq!(j["only_in_b"].as_array().unwrap().len(), 0);
     for p in j["pairs"].as_array().unwrap() {
         assert_eq!(p["rule"], "name");
+        assert_eq!(p["pairing"], "exact", "same name: {p}");
         assert_eq!(p["diverged"], false, "{p}");
         if p["outcome"]["kind"] == "elements" {
             assert_eq!(p["outcome"]["metrics"]["max_abs_error"], 0.0);
@@ -659,7 +660,16 @@ fn graph_files_give_producers_to_inspect_and_value_names_to_compare() {
         .map(|p| p["rule"].as_str().unwrap())
         .collect();
     assert_eq!(rules, ["value", "value"]);
+    for p in j["pairs"].as_array().unwrap() {
+        assert_eq!(p["pairing"], "mapped", "paired by value name: {p}");
+    }
+    assert_eq!(j["first_divergent"]["pairing"], "mapped");
     assert_eq!(j["first_divergent"]["op_name"], "Default_add_node-Add-op9");
+    // The text table says so too, in its own column before the rule.
+    let o = opdump(&["compare", other.to_str().unwrap(), bad.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("    # pairing rule  iter op_type"), "{text}");
+    assert_eq!(text.matches(" mapped  value ").count(), 2, "{text}");
     assert_eq!(j["first_divergent"]["b_op_name"], "Default_Add-op1");
     // Without graph files the run order pairs them, op types checked.
     std::fs::remove_dir_all(other.join("rank_0/graphs")).unwrap();

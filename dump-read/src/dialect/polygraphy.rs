@@ -212,6 +212,7 @@ impl Dialect for Polygraphy {
                         Some((_, nodes)) if nodes.iter().any(|n| &n.op_name == name) => {}
                         Some((_, nodes)) => nodes.push(GraphNode {
                             op_name: name.clone(),
+                            full_name: String::new(),
                             value: name.clone(),
                             inputs: Vec::new(),
                             onnx: None,
@@ -220,6 +221,7 @@ impl Dialect for Polygraphy {
                             key,
                             vec![GraphNode {
                                 op_name: name.clone(),
+                                full_name: String::new(),
                                 value: name.clone(),
                                 inputs: Vec::new(),
                                 onnx: None,

@@ -70,7 +70,8 @@ pub struct Args {
     #[arg(value_name = "B")]
     pub b: PathBuf,
     /// Print one JSON object (keys pairs, matched, only_in_a, only_in_b, within_a, within_b,
-    /// fused_a, fused_b, nearest_a, nearest_b, first_divergent).
+    /// fused_a, fused_b, nearest_a, nearest_b, first_divergent; each pair and first_divergent
+    /// carry pairing: exact, mapped or fused, and the rule).
     #[arg(long)]
     pub json: bool,
     /// Also write one csv row per pair to FILE.

@@ -190,7 +190,7 @@ mod tests {
             .filter(|l| l.contains("  Default_Add-op"))
             .collect();
         assert_eq!(rows.len(), 2, "{s}");
-        assert!(rows[0].trim_start().starts_with("7 name"), "{s}");
+        assert!(rows[0].trim_start().starts_with("7 exact   name"), "{s}");
         assert!(rows[1].ends_with("Default_Add-op22  DIVERGED"), "{s}");
         assert!(
             s.contains("  ... 23 more pairs within tolerance (--all lists them)"),

@@ -19,7 +19,7 @@ use dump_stats::Io;
 use super::{
     cells::{TREND_HEAD, metric_cells, trend_cells},
     compare_report::CompareReport,
-    esc, g,
+    esc, g, graph_view,
     inspect_report::InspectReport,
     opt_g,
     svg::{Plot, Series, svg},
@@ -110,8 +110,9 @@ tr.hl td{{background:#fdd}} tr:target td{{background:#ffe08a}} .sum{{font-size:1
 svg.plot{{display:block;width:100%;height:auto;max-width:1800px;margin:8px 0}}
 svg.plot circle{{fill-opacity:.55}} svg.plot circle:hover{{fill-opacity:1;stroke:#000}}
 details{{margin:8px 0}} summary{{cursor:pointer;font-weight:bold}}
-</style></head><body><h1>{t}</h1><div class="sum">{summary}</div>"#,
-        t = esc(title)
+{graph_css}</style></head><body><h1>{t}</h1><div class="sum">{summary}</div>"#,
+        t = esc(title),
+        graph_css = graph_view::css()
     );
     for p in plots {
         s.push_str(&svg(p));
@@ -286,6 +287,7 @@ pub fn inspect(r: &InspectReport<'_>) -> String {
         }
         extra += "</details>";
     }
+    extra += &graph_view::render(&graph_view::inspect_nodes(r, &|n| link(n).is_some()), false);
     extra += &trends(r);
     let goto = |n: usize| -> String {
         if link(n).is_some() {
@@ -396,7 +398,7 @@ fn pair_name(r: &CompareReport<'_>, n: usize) -> String {
 
 /// A pair's largest relative error: over its elements (`+inf` where their NaN/Inf positions
 /// differ), or over its statistics.
-fn rel_error(p: &PairResult) -> f64 {
+pub(super) fn rel_error(p: &PairResult) -> f64 {
     match &p.outcome {
         PairOutcome::Elements(m) if m.nonfinite_mismatch > 0 => f64::INFINITY,
         PairOutcome::Elements(m) => m.max_rel,
@@ -587,6 +589,7 @@ pub fn compare(r: &CompareReport<'_>) -> String {
         }
         extra += "</details>";
     }
+    extra += &graph_view::render(&graph_view::compare_nodes(r), true);
     extra += &fused_and_unpaired(r);
     let head = [
         "#",

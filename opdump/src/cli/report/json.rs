@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use super::{
     compare_report::CompareReport,
     inspect_report::{InspectReport, KernelRole},
-    words::{note, reason, torch_module},
+    words::{note, pairing_kind, reason, torch_module},
 };
 
 /// A float as JSON: a number when finite, else `"nan"`, `"inf"` or `"-inf"`.
@@ -102,7 +102,8 @@ pub fn metrics(m: &PairMetrics) -> Value {
     })
 }
 
-/// One pair: `a`, `b` (tensor objects), `rule`, `diverged`, `reasons`, `notes`, `tolerance`, the
+/// One pair: `a`, `b` (tensor objects), `pairing` (`exact`, `mapped` or `fused`:
+/// [`pairing_kind`]), `rule`, `diverged`, `reasons`, `notes`, `tolerance`, the
 /// outcome's metrics, and both sides' statistics.
 pub fn pair(a: &Dump, b: &Dump, p: &PairResult) -> Value {
     let outcome = match &p.outcome {
@@ -115,6 +116,7 @@ pub fn pair(a: &Dump, b: &Dump, p: &PairResult) -> Value {
     json!({
         "a": tensor(a, p.a),
         "b": tensor(b, p.b),
+        "pairing": pairing_kind(p.rule),
         "rule": p.rule.as_str(),
         "diverged": p.diverged(),
         "reasons": p.reasons.iter().map(reason).collect::<Vec<_>>(),
@@ -250,6 +252,7 @@ fn compare_value(r: &CompareReport<'_>) -> Value {
             tensor_id_into(&mut m, a, p.a);
             m.insert("b_op_name".into(), json!(b.tensors[p.b].id.op_name));
             m.insert("onnx_node".into(), json!(f.onnx_node));
+            m.insert("pairing".into(), json!(pairing_kind(p.rule)));
             m.insert("rule".into(), json!(p.rule.as_str()));
             m.insert(
                 "torch_module".into(),

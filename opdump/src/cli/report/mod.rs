@@ -3,7 +3,7 @@
 //! [`stats_report::StatsReport`]) that holds everything an output needs; one renderer
 //! per format takes it: [`text`] (the terminal report, warnings and the stderr summary),
 //! [`json`] (`--json`), [`csv`] (compare's `--csv`, stats' rows) and [`html`] (`--html`: one page with
-//! [`svg`] plots). The renderers format; they never derive a finding again. Around them:
+//! [`svg`] plots and a [`graph_view`] of the model). The renderers format; they never derive a finding again. Around them:
 //! wordings and table cells shared by several formats ([`words`], [`cells`]), progress on
 //! stderr, and output files written whole (temp file + rename; Ctrl-C removes the temp file,
 //! so no partial output file is ever left).
@@ -11,6 +11,7 @@
 pub mod cells;
 pub mod compare_report;
 pub mod csv;
+pub mod graph_view;
 pub mod html;
 pub mod inspect_report;
 pub mod json;

@@ -16,7 +16,9 @@ use super::{
     inspect_report::InspectReport,
     opt_g,
     stats_report::StatsReport,
-    words::{note, origin_words, reasons, role_words, torch_module, who, within_count},
+    words::{
+        note, origin_words, pairing_kind, reasons, role_words, torch_module, who, within_count,
+    },
 };
 
 /// `warning: PATH: MESSAGE` for each problem met reading `dump` (prefixed `SIDE: ` when
@@ -293,8 +295,9 @@ fn compare_text(r: &CompareReport<'_>) -> String {
         }
     }
     s += &format!(
-        "\n{:>5} {:<5} {:>4} {:<14} {:<9} {:>10} {:>11} {:>11} {:>9} {:>9} {:>10}  op\n",
+        "\n{:>5} {:<7} {:<5} {:>4} {:<14} {:<9} {:>10} {:>11} {:>11} {:>9} {:>9} {:>10}  op\n",
         "#",
+        "pairing",
         "rule",
         "iter",
         "op_type",
@@ -311,8 +314,9 @@ fn compare_text(r: &CompareReport<'_>) -> String {
         let t = &a.tensors[p.a];
         let c = metric_cells(p);
         s += &format!(
-            "{:>5} {:<5} {:>4} {:<14} {:<9} {:>10} {:>11} {:>11} {:>9} {:>9} {:>10}  {}{}\n",
+            "{:>5} {:<7} {:<5} {:>4} {:<14} {:<9} {:>10} {:>11} {:>11} {:>9} {:>9} {:>10}  {}{}\n",
             n,
+            pairing_kind(p.rule),
             p.rule.as_str(),
             t.iteration,
             t.id.op_type,
