@@ -139,14 +139,8 @@ impl CudaStats {
         stream
             .synchronize()
             .map_err(|e| Error::driver("waiting for the block partials", e))?;
-        let partials: Vec<Partial> = words
-            .chunks_exact(Partial::WORDS)
-            .map(|w| {
-                let mut a = [0u64; Partial::WORDS];
-                a.copy_from_slice(w);
-                Partial::from_words(&a)
-            })
-            .collect();
+        let partials = Partial::all_from_words(&words);
+
         combine(l.kernel, precision, l.n, &partials)
     }
 

@@ -192,14 +192,8 @@ impl PendingSummary {
     /// [`CudaStats::summarize`](crate::CudaStats::summarize) would have returned.
     pub fn wait(self) -> Result<DeviceSummary, Error> {
         let words = self.host.read(self.grid as usize * Partial::WORDS)?;
-        let partials: Vec<Partial> = words
-            .chunks_exact(Partial::WORDS)
-            .map(|w| {
-                let mut a = [0u64; Partial::WORDS];
-                a.copy_from_slice(w);
-                Partial::from_words(&a)
-            })
-            .collect();
+        let partials = Partial::all_from_words(words);
+
         // The device partials were read by the copy; they are freed with `self`.
         let _ = &self.partials;
         combine(self.kernel, self.precision, self.n, &partials)?.ok_or(Error::Driver {

@@ -53,6 +53,19 @@ impl Partial {
     /// Words per partial in device memory.
     pub const WORDS: usize = 18;
 
+    /// The partials in `words`, as the kernel wrote them, [`WORDS`](Partial::WORDS) per
+    /// partial (a trailing incomplete group is ignored).
+    pub fn all_from_words(words: &[u64]) -> Vec<Partial> {
+        words
+            .chunks_exact(Partial::WORDS)
+            .map(|w| {
+                let mut a = [0u64; Partial::WORDS];
+                a.copy_from_slice(w);
+                Partial::from_words(&a)
+            })
+            .collect()
+    }
+
     /// Reads a partial from the words the kernel wrote (native byte order).
     pub fn from_words(w: &[u64; Partial::WORDS]) -> Partial {
         let f = f64::from_bits;

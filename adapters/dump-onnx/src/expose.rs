@@ -9,30 +9,45 @@ use crate::{
 
 /// `model` (an `.onnx` file's bytes) with `names` appended to the main graph's outputs.
 pub fn with_outputs(model: &[u8], names: &[&str]) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::with_capacity(model.len() + names.len() * 32);
-    let mut seen_graph = false;
+    rewrite_graph(model, |graph| {
+        let mut g = Vec::with_capacity(graph.len() + names.len() * 32);
+        g.extend_from_slice(graph);
+        append_outputs(&mut g, names);
+        Ok(g)
+    })
+}
+
+/// `model` with its (first) `GraphProto` replaced by `edit` of it; every other byte copied.
+fn rewrite_graph(
+    model: &[u8],
+    edit: impl FnOnce(&[u8]) -> Result<Vec<u8>, Error>,
+) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::with_capacity(model.len() + 256);
+    let mut edit = Some(edit);
     let mut f = Fields::new(model, "ModelProto");
     while let Some((n, v, raw)) = f.next_field()? {
-        match (n, v) {
-            (7, Value::Bytes(graph)) if !seen_graph => {
-                seen_graph = true;
-                let mut g = Vec::with_capacity(graph.len() + names.len() * 32);
-                g.extend_from_slice(graph);
-                let mut vi = Vec::new();
-                for name in names {
-                    vi.clear();
-                    put_bytes(&mut vi, 1, name.as_bytes());
-                    put_bytes(&mut g, 12, &vi);
-                }
-                put_bytes(&mut out, 7, &g);
+        match (n, v, edit.take()) {
+            (7, Value::Bytes(graph), Some(e)) => put_bytes(&mut out, 7, &e(graph)?),
+            (_, _, e) => {
+                edit = e;
+                out.extend_from_slice(raw);
             }
-            _ => out.extend_from_slice(raw),
         }
     }
-    if !seen_graph {
+    if edit.is_some() {
         return Err(Error::Model("the model has no graph".into()));
     }
     Ok(out)
+}
+
+/// Appends a `ValueInfoProto` holding only its name to `graph`'s outputs for each of `names`.
+fn append_outputs(graph: &mut Vec<u8>, names: &[&str]) {
+    let mut vi = Vec::new();
+    for name in names {
+        vi.clear();
+        put_bytes(&mut vi, 1, name.as_bytes());
+        put_bytes(graph, 12, &vi);
+    }
 }
 
 /// `model` cut before whatever `names` do not need: its main graph's outputs are `names`, and
@@ -41,22 +56,7 @@ pub fn with_outputs(model: &[u8], names: &[&str]) -> Result<Vec<u8>, Error> {
 /// computed again without running it (exception dump). Nodes whose subgraphs read values of
 /// the outer graph are kept only for the inputs they list.
 pub fn only_outputs(model: &[u8], names: &[&str]) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::with_capacity(model.len() + names.len() * 32);
-    let mut seen_graph = false;
-    let mut f = Fields::new(model, "ModelProto");
-    while let Some((n, v, raw)) = f.next_field()? {
-        match (n, v) {
-            (7, Value::Bytes(graph)) if !seen_graph => {
-                seen_graph = true;
-                put_bytes(&mut out, 7, &cut_graph(graph, names)?);
-            }
-            _ => out.extend_from_slice(raw),
-        }
-    }
-    if !seen_graph {
-        return Err(Error::Model("the model has no graph".into()));
-    }
-    Ok(out)
+    rewrite_graph(model, |graph| cut_graph(graph, names))
 }
 
 /// The `GraphProto` bytes `graph` with outputs `names` and only the nodes they need.
@@ -95,12 +95,7 @@ fn cut_graph(graph: &[u8], names: &[&str]) -> Result<Vec<u8>, Error> {
             _ => g.extend_from_slice(graw),
         }
     }
-    let mut vi = Vec::new();
-    for name in names {
-        vi.clear();
-        put_bytes(&mut vi, 1, name.as_bytes());
-        put_bytes(&mut g, 12, &vi);
-    }
+    append_outputs(&mut g, names);
     Ok(g)
 }
 

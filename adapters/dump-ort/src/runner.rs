@@ -69,17 +69,7 @@ impl OrtRunner {
         let env = environment()?;
         let model = ExposedModel::new(Model::parse(bytes)?, graph_id);
         let exposed = model.exposed_bytes()?;
-        let mut builder =
-            Session::builder(&env)?.with_optimization_level(GraphOptimizationLevel::Disable)?;
-        if let Some(dir) = dir {
-            // ONNX Runtime's own external-data resolution, rooted at the model's folder (the
-            // session is created from memory, which otherwise roots it at the current folder).
-            builder = builder.with_config_entry(
-                "session.model_external_initializers_file_folder_path",
-                dir.to_string_lossy(),
-            )?;
-        }
-        let session = match builder.commit_from_memory(&exposed) {
+        let session = match session_builder(&env, dir)?.commit_from_memory(&exposed) {
             Ok(s) => s,
             // ONNX Runtime refuses some external data it could read (an absolute location):
             // the weights inlined (up to 2 GiB), the model is given again.
@@ -208,15 +198,9 @@ fn failed_inputs(
     let names: Vec<&str> = wanted.iter().map(String::as_str).collect();
     let cut = dump_onnx::only_outputs(model.model().bytes(), &names)?;
     let env = environment()?;
-    let mut builder =
-        Session::builder(&env)?.with_optimization_level(GraphOptimizationLevel::Disable)?;
-    if let Some(dir) = dir {
-        builder = builder.with_config_entry(
-            "session.model_external_initializers_file_folder_path",
-            dir.to_string_lossy(),
-        )?;
-    }
-    let mut session = builder.commit_from_memory(&cut).map_err(Error::Load)?;
+    let mut session = session_builder(&env, dir)?
+        .commit_from_memory(&cut)
+        .map_err(Error::Load)?;
     let fed: Vec<(String, ort::session::SessionInputValue<'_>)> =
         inputs.iter().map(|(k, v)| (k.clone(), v.into())).collect();
     let mut outputs = session.run(fed)?;
@@ -226,6 +210,24 @@ fn failed_inputs(
         }
     }
     Ok(values)
+}
+
+/// A session builder with graph optimisation off (each dumped kernel is one node of the
+/// original graph) and, with `dir`, ONNX Runtime's own external-data resolution rooted at the
+/// model's folder (a session created from memory otherwise roots it at the current folder).
+fn session_builder(
+    env: &ort::environment::Environment,
+    dir: Option<&Path>,
+) -> Result<ort::session::builder::SessionBuilder, Error> {
+    let mut builder =
+        Session::builder(env)?.with_optimization_level(GraphOptimizationLevel::Disable)?;
+    if let Some(dir) = dir {
+        builder = builder.with_config_entry(
+            "session.model_external_initializers_file_folder_path",
+            dir.to_string_lossy(),
+        )?;
+    }
+    Ok(builder)
 }
 
 /// Whether an initializer of `model` keeps its data outside the model.
