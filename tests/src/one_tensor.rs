@@ -11,6 +11,18 @@ use crate::{
     csv::parse_statistic_csv,
 };
 
+/// The categories the device tests ask for: the four a device computes and three it drops
+/// (with a warning), so that a test sees both kinds of column.
+pub const DEVICE_TEST_CATEGORIES: [&str; 7] = [
+    "max",
+    "min",
+    "avg",
+    "l2norm",
+    "nan count",
+    "zero count",
+    "negative inf count",
+];
+
 /// Dumps `tensor` as output 0 of one `MatMul` kernel into `root` (device `device`,
 /// `stat_calc_mode: device` with precision `precision`, statistic categories `categories`,
 /// `saved_data` as given), and returns the statistic row's cells from `Max Value` on.

@@ -8,24 +8,18 @@
 
 #[path = "../../dump-device-cuda/tests/real_gpu/mod.rs"]
 mod real_gpu;
+#[path = "../../dump-device-cuda/tests/samples/mod.rs"]
+mod samples;
 
 use dump_core::DType;
 use dump_device_cuda::{CudaTensor, DeviceTensor};
 use dump_host::{TensorRef, config::Device, writer::WriterConfig};
 use opdump_tests::{
     fsutil::{TempDir, npy_files},
-    one_tensor::dump_one,
+    one_tensor::{DEVICE_TEST_CATEGORIES, dump_one},
 };
 
-const CATEGORIES: [&str; 7] = [
-    "max",
-    "min",
-    "avg",
-    "l2norm",
-    "nan count",
-    "zero count",
-    "negative inf count",
-];
+const CATEGORIES: [&str; 7] = DEVICE_TEST_CATEGORIES;
 
 /// `n` elements of `dtype` whose every partial sum is exact in f64 (multiples of 1/4 in
 /// [-20, 30) for floats, small integers otherwise), so device and host rows agree to the
@@ -68,18 +62,7 @@ fn dump(tmp: &TempDir, saved_data: &str, writer: WriterConfig, t: TensorRef<'_>)
 fn device_rows_equal_host_rows_for_every_dtype() {
     let Some(gpu) = real_gpu::gpu() else { return };
     let stream = gpu.context().default_stream();
-    for dtype in [
-        DType::Float16,
-        DType::BFloat16,
-        DType::Float32,
-        DType::Float64,
-        DType::Int8,
-        DType::Int16,
-        DType::Int32,
-        DType::Int64,
-        DType::UInt8,
-        DType::Bool,
-    ] {
+    for dtype in samples::DTYPES {
         // Aligned [100, 100], and an odd [3, 333] viewed from one element past the start.
         for (shape, skip) in [([100usize, 100], 0usize), ([3, 333], 1)] {
             let n = shape[0] * shape[1];

@@ -17,18 +17,10 @@ use dump_host::{TensorRef, config::Device, writer::WriterConfig};
 use opdump_tests::{
     config::f32_bytes,
     fsutil::{TempDir, npy_files},
-    one_tensor::dump_one,
+    one_tensor::{DEVICE_TEST_CATEGORIES, dump_one},
 };
 
-const CATEGORIES: [&str; 7] = [
-    "max",
-    "min",
-    "avg",
-    "l2norm",
-    "nan count",
-    "zero count",
-    "negative inf count",
-];
+const CATEGORIES: [&str; 7] = DEVICE_TEST_CATEGORIES;
 
 /// Dumps one f32 output tensor `[100, 100]` with `saved_data`, either as a GPU tensor or as the
 /// same bytes on the host; returns the statistic row's values from `Max Value` on.
