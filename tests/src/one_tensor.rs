@@ -23,27 +23,24 @@ pub const DEVICE_TEST_CATEGORIES: [&str; 7] = [
     "negative inf count",
 ];
 
-/// Dumps `tensor` as output 0 of one `MatMul` kernel into `root` (device `device`,
-/// `stat_calc_mode: device` with precision `precision`, statistic categories `categories`,
-/// `saved_data` as given), and returns the statistic row's cells from `Max Value` on.
+/// Dumps `tensor` as output 0 of one `MatMul` kernel into `root` on a GPU device
+/// (`stat_calc_mode: device`, precision `high`, [`DEVICE_TEST_CATEGORIES`], `saved_data` as
+/// given, the writer as given), and returns the statistic row's cells from `Max Value` on.
 ///
 /// Panics (it is a test helper) when the Dumper fails or the csv does not hold one row.
-pub fn dump_one(
+pub fn dump_gpu(
     root: &Path,
-    device: Device,
     saved_data: &str,
-    categories: &[&str],
-    precision: &str,
     writer: WriterConfig,
     tensor: TensorRef<'_>,
 ) -> Vec<String> {
     let cfg = config(
         root,
-        json!({"saved_data": saved_data, "statistic_category": categories}),
-        json!({"stat_calc_mode": "device", "device_stat_precision_mode": precision}),
+        json!({"saved_data": saved_data, "statistic_category": DEVICE_TEST_CATEGORIES}),
+        json!({"stat_calc_mode": "device", "device_stat_precision_mode": "high"}),
     );
     let opts = DumpOptions {
-        device,
+        device: Device::Gpu,
         writer,
         ..DumpOptions::default()
     };

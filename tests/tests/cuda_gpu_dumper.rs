@@ -13,13 +13,11 @@ mod samples;
 
 use dump_core::DType;
 use dump_device_cuda::{CudaTensor, DeviceTensor};
-use dump_host::{TensorRef, config::Device, writer::WriterConfig};
+use dump_host::{TensorRef, writer::WriterConfig};
 use opdump_tests::{
     fsutil::{TempDir, npy_files},
-    one_tensor::{DEVICE_TEST_CATEGORIES, dump_one},
+    one_tensor::dump_gpu,
 };
-
-const CATEGORIES: [&str; 7] = DEVICE_TEST_CATEGORIES;
 
 /// `n` elements of `dtype` whose every partial sum is exact in f64 (multiples of 1/4 in
 /// [-20, 30) for floats, small integers otherwise), so device and host rows agree to the
@@ -47,15 +45,7 @@ fn exact(dtype: DType, n: usize) -> Vec<u8> {
 }
 
 fn dump(tmp: &TempDir, saved_data: &str, writer: WriterConfig, t: TensorRef<'_>) -> Vec<String> {
-    dump_one(
-        tmp.path(),
-        Device::Gpu,
-        saved_data,
-        &CATEGORIES,
-        "high",
-        writer,
-        t,
-    )
+    dump_gpu(tmp.path(), saved_data, writer, t)
 }
 
 #[test]

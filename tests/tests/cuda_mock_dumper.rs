@@ -13,14 +13,12 @@ mod nvrtc_probe;
 
 use dump_core::DType;
 use dump_device_cuda::{CudaStats, CudaTensor, DeviceTensor};
-use dump_host::{TensorRef, config::Device, writer::WriterConfig};
+use dump_host::{TensorRef, writer::WriterConfig};
 use opdump_tests::{
     config::f32_bytes,
     fsutil::{TempDir, npy_files},
-    one_tensor::{DEVICE_TEST_CATEGORIES, dump_one},
+    one_tensor::dump_gpu,
 };
-
-const CATEGORIES: [&str; 7] = DEVICE_TEST_CATEGORIES;
 
 /// Dumps one f32 output tensor `[100, 100]` with `saved_data`, either as a GPU tensor or as the
 /// same bytes on the host; returns the statistic row's values from `Max Value` on.
@@ -35,15 +33,7 @@ fn dump_with(
     tensor: TensorRef<'_>,
     writer: WriterConfig,
 ) -> Vec<String> {
-    dump_one(
-        tmp.path(),
-        Device::Gpu,
-        saved_data,
-        &CATEGORIES,
-        "high",
-        writer,
-        tensor,
-    )
+    dump_gpu(tmp.path(), saved_data, writer, tensor)
 }
 
 #[test]

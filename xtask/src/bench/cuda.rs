@@ -27,7 +27,9 @@
 
 use super::{Opts, Row};
 use dump_core::DType;
-use dump_device_cuda::{CudaStats, DeviceTensor, Precision, driver_present, preload_nvrtc};
+use dump_device_cuda::{
+    CudaStats, DeviceTensor, KernelId, Precision, driver_present, preload_nvrtc,
+};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -149,7 +151,7 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     println!("bench-stats --device cuda: GPU 0 = {name} ({})", gpu.arch());
     let err = |what: &str, e: &dyn std::fmt::Display| format!("cuda bench: {what}: {e}");
     let mut failure: Option<String> = None;
-    for dtype in DTYPES {
+    for dtype in kernel_dtypes() {
         let size = dtype.size().unwrap_or(1);
         for &bytes in &sizes(opts) {
             let bytes = bytes / size * size;
@@ -298,16 +300,13 @@ fn dump_rows_in(
     Ok(())
 }
 
-/// Every dtype the statistics kernels support.
-const DTYPES: [DType; 10] = [
-    DType::Float32,
-    DType::Float16,
-    DType::BFloat16,
-    DType::Float64,
-    DType::Int8,
-    DType::Int16,
-    DType::Int32,
-    DType::Int64,
-    DType::UInt8,
-    DType::Bool,
-];
+/// Every dtype the statistics kernels support, once each, in `KernelId::ALL`'s order.
+fn kernel_dtypes() -> Vec<DType> {
+    let mut out: Vec<DType> = Vec::new();
+    for k in KernelId::ALL {
+        if !out.contains(&k.dtype) {
+            out.push(k.dtype);
+        }
+    }
+    out
+}
