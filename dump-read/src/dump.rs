@@ -113,8 +113,9 @@ pub struct KernelRef {
     pub first_timestamp: u64,
     /// Position in `ms_execution_order_graph_{graph}.csv`, when the name is listed there.
     pub exec_index: Option<usize>,
-    /// The value name its graph node defines (`graphs/*.ir`), when the graph lists it.
-    pub value: Option<String>,
+    /// The value names its graph node defines (`graphs/*.ir`), by output slot; empty when the
+    /// graph does not list it.
+    pub values: Vec<String>,
     /// Its full name with scope as the graph file writes it (`Default/conv1-Conv2d/Conv2D-op5`),
     /// when the graph lists it and names it so.
     pub full_name: Option<String>,
@@ -201,7 +202,7 @@ impl Dump {
                     exec_index: pos
                         .get(&(t.rank, t.graph))
                         .and_then(|m| m.get(t.id.op_name.as_str()).copied()),
-                    value: None,
+                    values: Vec::new(),
                     full_name: None,
                     producers: Vec::new(),
                     onnx: None,
@@ -211,7 +212,7 @@ impl Dump {
                     .and_then(|m| m.get(t.id.op_name.as_str()).copied());
                 if let (Some(n), Some(list)) = (node, lists.get(&(t.rank, t.graph))) {
                     let k = out.last_mut().expect("just pushed");
-                    k.value = Some(n.value.clone());
+                    k.values.clone_from(&n.values);
                     k.full_name = Some(n.full_name.clone()).filter(|f| !f.is_empty());
                     k.onnx = n.onnx.clone();
                     k.producers = n

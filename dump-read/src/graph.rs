@@ -19,8 +19,11 @@ pub struct GraphNode {
     /// Full name with scope as the file writes it (`Default/conv1-Conv2d/Conv2D-op5`: its
     /// `/`-separated prefixes are the module scope); empty where the source has none.
     pub full_name: String,
-    /// The value the node defines (`relu1_out`; MindSpore writes names like `CNode_31`).
-    pub value: String,
+    /// The values the node defines, by output slot (`relu1_out`; MindSpore writes names like
+    /// `CNode_31`): the first from its `%i(value)` line, the others from its
+    /// `# Output value k: {value}` rows (an ONNX Split's or LSTM's further outputs), empty
+    /// where a row is missing. Never empty.
+    pub values: Vec<String>,
     /// Indices (into the same list) of the nodes whose outputs it reads.
     pub inputs: Vec<usize>,
     /// The ONNX node it computes or helps compute, when the source row names one.
@@ -216,6 +219,10 @@ pub fn parse_origin(row: &str) -> Option<OnnxOrigin> {
     Some(o)
 }
 
+/// The highest output slot a `# Output value` row may name (ONNX nodes have a few outputs;
+/// `Split` into many pieces may have hundreds).
+const MAX_OUTPUT_SLOT: usize = 65_535;
+
 /// Parses the text of a `.ir` file; lines of other forms are skipped.
 pub fn parse_ir(text: &str) -> Vec<GraphNode> {
     let mut nodes: Vec<GraphNode> = Vec::new();
@@ -230,6 +237,21 @@ pub fn parse_ir(text: &str) -> Vec<GraphNode> {
                 && pending.is_none()
             {
                 n.onnx = parse_origin(row);
+            }
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix("# Output value ") {
+            if let (Some(n), None) = (nodes.last_mut(), &pending)
+                && let Some((k, value)) = rest.split_once(": ")
+                && let Ok(k) = k.parse::<usize>()
+                // A slot beyond any real node's outputs is a damaged row, not a reason to
+                // allocate.
+                && (1..=MAX_OUTPUT_SLOT).contains(&k)
+            {
+                if n.values.len() <= k {
+                    n.values.resize(k + 1, String::new());
+                }
+                n.values[k] = value.to_owned();
             }
             continue;
         }
@@ -274,7 +296,7 @@ pub fn parse_ir(text: &str) -> Vec<GraphNode> {
         pending = Some(GraphNode {
             op_name: String::new(),
             full_name: String::new(),
-            value: value.to_owned(),
+            values: vec![value.to_owned()],
             inputs,
             onnx: None,
         });
@@ -292,16 +314,40 @@ mod tests {
         let n = parse_ir(ir);
         assert_eq!(n.len(), 2);
         assert_eq!(
-            (n[0].op_name.as_str(), n[0].value.as_str()),
+            (n[0].op_name.as_str(), n[0].values[0].as_str()),
             ("Default_relu-Relu_Relu-op0", "a_out")
         );
         assert_eq!(n[0].full_name, "Default/relu-Relu/Relu-op0");
         assert!(n[0].inputs.is_empty());
         assert_eq!(
-            (n[1].value.as_str(), n[1].inputs.clone()),
-            ("b", vec![0, 0])
+            (n[1].values.clone(), n[1].inputs.clone()),
+            (vec!["b".to_owned()], vec![0, 0])
         );
         assert_eq!(n[1].onnx, None);
+    }
+
+    #[test]
+    fn further_output_values_by_slot() {
+        // A Split's three outputs, a gap at slot 2, and damaged rows that change nothing.
+        let ir = "  %0(s0) = Split(%para1_x)
+      # Fullname with scope: (Default/split/Split-op0)
+      # In file onnx node #0 \"split\" (Split)
+      # Output value 1: s 1: x
+      # Output value 3: s3
+      # Output value 0: bad
+      # Output value 99999999: bad
+      # Output value x: bad
+  %1(c) = Concat(%0[1])
+      # Output value 1: dangling
+      # Fullname with scope: (Default/concat/Concat-op0)
+";
+        let n = parse_ir(ir);
+        assert_eq!(n.len(), 2);
+        assert_eq!(n[0].values, ["s0", "s 1: x", "", "s3"]);
+        assert_eq!(n[0].onnx.as_ref().unwrap().node, "split");
+        // A row between a node's head and its Fullname line belongs to no finished node: the
+        // previous node keeps its values.
+        assert_eq!(n[1].values, ["c"]);
     }
 
     #[test]

@@ -71,7 +71,7 @@ fn graph(nodes: &[(&str, &str, &str, &str, &[usize])]) -> Dump {
         list.push(GraphNode {
             op_name: name,
             full_name: String::new(),
-            value: format!("{node}_out"),
+            values: vec![format!("{node}_out")],
             inputs: Vec::new(),
             onnx: Some(parse_origin(&row).expect("a source row")),
         });

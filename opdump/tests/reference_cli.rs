@@ -158,3 +158,111 @@ fn inspect_reads_reference_arrays_including_slashed_onnx_names() {
     assert_ne!(o.status.code(), Some(0));
     assert!(err.contains("not a .npz file (a zip archive)"), "{err}");
 }
+
+/// A Rust run's kernel with three outputs (an ONNX Split, as ONNX Runtime's dump holds it: one
+/// kernel, the further outputs' value names on `# Output value k` rows) pairs each output with
+/// the reference array of its value, not only the first; a change in the second is named.
+#[test]
+fn every_output_of_a_multi_output_kernel_pairs_with_its_reference_array() {
+    let tmp = tmpdir("multi");
+    let run = |root: &Path, second: &[f32]| {
+        let g = root.join("rank_0/graphs");
+        std::fs::create_dir_all(&g).unwrap();
+        std::fs::write(
+            g.join("ms_output_trace_code_graph_0.ir"),
+            "  %0(s0) = Split(%para1_x)\n      # Fullname with scope: (Default/split/Split-op0)\n      # In file onnx node #0 \"split\" (Split)\n      # Output value 1: s1\n      # Output value 2: s2\n  %1(c) = Concat(%0[2], %0[0])\n      # Fullname with scope: (Default/concat/Concat-op0)\n",
+        )
+        .unwrap();
+        let it = root.join("rank_0/Net/0/0");
+        std::fs::create_dir_all(&it).unwrap();
+        for (name, v) in [
+            (
+                "Split.Default_split_Split-op0.0.0.10.input.0.DefaultFormat.float32.npy",
+                &[1.0f32, 2.0, 3.0][..],
+            ),
+            (
+                "Split.Default_split_Split-op0.0.0.10.output.0.DefaultFormat.float32.npy",
+                &[1.0][..],
+            ),
+            (
+                "Split.Default_split_Split-op0.0.0.10.output.1.DefaultFormat.float32.npy",
+                second,
+            ),
+            (
+                "Split.Default_split_Split-op0.0.0.10.output.2.DefaultFormat.float32.npy",
+                &[3.0][..],
+            ),
+            (
+                "Concat.Default_concat_Concat-op0.0.0.20.output.0.DefaultFormat.float32.npy",
+                &[3.0, 1.0][..],
+            ),
+        ] {
+            std::fs::write(it.join(name), npy_f32(v)).unwrap();
+        }
+    };
+    let reference = tmp.join("ref");
+    std::fs::create_dir_all(&reference).unwrap();
+    for (name, v) in [
+        ("s0", &[1.0f32][..]),
+        ("s1", &[2.0][..]),
+        ("s2", &[3.0][..]),
+        ("c", &[3.0, 1.0][..]),
+    ] {
+        std::fs::write(reference.join(format!("{name}.npy")), npy_f32(v)).unwrap();
+    }
+    run(&tmp.join("good"), &[2.0]);
+    let o = opdump(&[
+        "compare",
+        tmp.join("good").to_str().unwrap(),
+        reference.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j = json(&o);
+    let pairs: Vec<(String, u64, String)> = j["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["a"]["op_type"].as_str().unwrap().to_owned(),
+                p["a"]["slot"].as_u64().unwrap(),
+                p["b"]["op_name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let want = [
+        ("Split", 0, "s0"),
+        ("Split", 1, "s1"),
+        ("Split", 2, "s2"),
+        ("Concat", 0, "c"),
+    ]
+    .map(|(t, s, v)| (t.to_owned(), s, v.to_owned()));
+    assert_eq!(pairs, want);
+    assert!(
+        j["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["rule"] == "value")
+    );
+    assert_eq!(j["only_in_b"].as_array().map_or(0, Vec::len), 0);
+    // The second output off: exit 1, that output named first, beside its own array.
+    run(&tmp.join("bad"), &[2.5]);
+    let o = opdump(&[
+        "compare",
+        tmp.join("bad").to_str().unwrap(),
+        reference.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let j = json(&o);
+    assert_eq!(j["first_divergent"]["op_name"], "Default_split_Split-op0");
+    assert_eq!(j["first_divergent"]["slot"], 1);
+    assert_eq!(j["first_divergent"]["b_op_name"], "s1");
+}

@@ -5,7 +5,8 @@
 //! with one `%i(value) = Op(args)` line per node followed by its `: (in types) -> (out types)`
 //! line, `# Fullname with scope: (...)` and `# In file ...` lines, then `Return` and `# Order:`.
 //! Differences (no ANF monads, `Load` or `UpdateState` nodes; a second output of a node is
-//! written `%i[k]` where MindSpore inserts a `TupleGetItem`) are listed in docs/compat.md.
+//! written `%i[k]` where MindSpore inserts a `TupleGetItem`, and its value name on a
+//! `# Output value k: {value}` line after the node's other rows) are listed in docs/compat.md.
 
 use std::fmt::Write as _;
 
@@ -74,6 +75,11 @@ fn write_node(s: &mut String, g: &Graph, i: usize, n: &Node) {
     let _ = writeln!(s, "      # Fullname with scope: ({})", n.name);
     if let Some(src) = &n.source {
         let _ = writeln!(s, "      # In file {src}");
+    }
+    // The `%i(value)` head names the first output's value only; the others' names (an ONNX
+    // Split's or LSTM's second and third outputs) are what reference arrays are keyed by.
+    for (k, o) in n.outputs.iter().enumerate().skip(1) {
+        let _ = writeln!(s, "      # Output value {k}: {}", o.value);
     }
 }
 
@@ -156,7 +162,7 @@ mod tests {
              <Float32xDefaultFormat[const vector]{2, 1, 8, 8}>  :  IsWeight: false\n"
         ));
         assert!(ir.contains("%para2_w: <Ref[Tensor[Float32]], (5), ref_key=w, is_parameter>"));
-        assert!(ir.contains("  %0(a) = Split(%para1_x, %para2_w)\n      : (<Tensor[Float32], (2, 1, 8, 8)>, <Tensor[Float32], (5)>) -> (<Tensor[Float32], (1)>, <Tensor[Float32], (1)>)\n      # Fullname with scope: (Default/split-Split/Split-op0)\n      # In file m.onnx: node split\n"), "{ir}");
+        assert!(ir.contains("  %0(a) = Split(%para1_x, %para2_w)\n      : (<Tensor[Float32], (2, 1, 8, 8)>, <Tensor[Float32], (5)>) -> (<Tensor[Float32], (1)>, <Tensor[Float32], (1)>)\n      # Fullname with scope: (Default/split-Split/Split-op0)\n      # In file m.onnx: node split\n      # Output value 1: b\n"), "{ir}");
         assert!(ir.contains("  Return(%0[1])\n"), "{ir}");
         assert!(ir.contains("#   1: @g:a{Default/split-Split/Split-op0}"));
     }

@@ -11,8 +11,11 @@
 //!    decomposition's helpers, the inputs of both sides) is reported as
 //!    [`within`](Pairing::within_a) that node, never as unpaired.
 //! 3. **value**: kernels that found no partner by name, whose graph nodes (`graphs/*.ir`)
-//!    define the same value name (the ONNX value name the adapters keep), in the same rank and
-//!    iteration. Their tensors pair by IO and slot.
+//!    define the same value names (the ONNX value names the adapters keep, one per output), in
+//!    the same rank and iteration. When every value of A's kernel is defined by one kernel of B
+//!    at the same slot, their tensors pair by IO and slot; otherwise each output pairs with the
+//!    output that defines its value (an ONNX Split's or LSTM's outputs against one reference
+//!    array each).
 //! 4. **order**: kernels that found no partner by name are paired by their position in the run
 //!    order of the same rank and iteration, when their op types agree (two runtimes or two
 //!    frameworks that name ops differently); a kernel whose op type does not match the next
@@ -116,29 +119,63 @@ pub fn pair_tensors_with(a: &Dump, b: &Dump, mapping: Option<&Mapping>) -> Pairi
     within_a.extend(mapped_a);
     within_b.extend(mapped_b);
     let mut within_a_set: HashSet<usize> = within_a.iter().map(|(i, _)| *i).collect();
-    // The value rule over kernels untouched by the rules above.
-    let mut by_value: HashMap<(u32, u64, &str), usize> = HashMap::new();
+    // The value rule over kernels untouched by the rules above, by every output's value name.
+    let mut by_value: HashMap<(u32, u64, &str), (usize, u32)> = HashMap::new();
     for (n, k) in kb.iter().enumerate() {
-        if let Some(v) = &k.value
-            && !k.tensors.iter().any(|j| used_b.contains(j))
-        {
-            by_value
-                .entry((k.rank, k.iteration, v.as_str()))
-                .or_insert(n);
+        if k.tensors.iter().any(|j| used_b.contains(j)) {
+            continue;
+        }
+        for (slot, v) in k.values.iter().enumerate() {
+            if !v.is_empty() {
+                by_value
+                    .entry((k.rank, k.iteration, v.as_str()))
+                    .or_insert((n, slot_u32(slot)));
+            }
         }
     }
     for k in &ka {
-        let Some(v) = &k.value else { continue };
-        if k.tensors
-            .iter()
-            .any(|i| partner.contains_key(i) || within_a_set.contains(i))
+        if k.values.is_empty()
+            || k.tensors
+                .iter()
+                .any(|i| partner.contains_key(i) || within_a_set.contains(i))
         {
             continue;
         }
-        let Some(&n) = by_value.get(&(k.rank, k.iteration, v.as_str())) else {
-            continue;
-        };
-        pair_slots(a, b, k, &kb[n], PairRule::Value, &mut partner, &mut used_b);
+        let found: Vec<(u32, Option<(usize, u32)>)> = k
+            .values
+            .iter()
+            .enumerate()
+            .map(|(slot, v)| {
+                let hit = (!v.is_empty())
+                    .then(|| by_value.get(&(k.rank, k.iteration, v.as_str())).copied())
+                    .flatten();
+                (slot_u32(slot), hit)
+            })
+            .collect();
+        match found.first() {
+            // The kernel's values are one kernel of B's, slot for slot: every tensor pairs by
+            // IO and slot, inputs included (two runs of one graph).
+            Some(&(_, Some((n, 0))))
+                if found
+                    .iter()
+                    .all(|&(s, hit)| hit.is_none_or(|(m, t)| m == n && t == s)) =>
+            {
+                pair_slots(a, b, k, &kb[n], PairRule::Value, &mut partner, &mut used_b);
+            }
+            // Otherwise each output pairs with the output defining its value, wherever it is
+            // (an ONNX Split's or LSTM's outputs against one reference array each).
+            _ => {
+                for (slot, hit) in found {
+                    if let Some((n, t)) = hit
+                        && let Some(i) = output_at(a, k, slot)
+                        && let Some(j) = output_at(b, &kb[n], t)
+                        && used_b.insert(j)
+                    {
+                        partner.insert(i, (j, PairRule::Value));
+                    }
+                }
+            }
+        }
     }
     // Across frameworks: a torch-side dump against ONNX nodes, either way round.
     let (mut fused_a, mut fused_b) = (Vec::new(), Vec::new());
@@ -364,7 +401,9 @@ fn pair_mapped(
     let mut by: HashMap<&str, Vec<usize>> = HashMap::new();
     for (n, k) in kb.iter().enumerate() {
         let mut names: Vec<&str> = vec![k.op_name.as_str()];
-        names.extend(k.value.as_deref());
+        // The first value only: the mapping pairs outputs slot for slot, so naming a further
+        // output's value would pair the wrong ones.
+        names.extend(k.values.first().map(String::as_str));
         if let Some(o) = &k.onnx {
             names.push(o.node.as_str());
             names.extend(o.call.as_deref());
@@ -582,6 +621,19 @@ fn pair_nodes(
 }
 
 /// Pairs the tensors of kernels `ka` (of `a`) and `kb` (of `b`) by IO and slot.
+/// A kernel's output tensor at `slot`.
+fn output_at(d: &Dump, k: &KernelRef, slot: u32) -> Option<usize> {
+    k.tensors
+        .iter()
+        .copied()
+        .find(|&i| d.tensors[i].id.io == Io::Output && d.tensors[i].id.slot == slot)
+}
+
+/// An output slot as the tensor identity stores it (graphs list far fewer outputs).
+fn slot_u32(slot: usize) -> u32 {
+    u32::try_from(slot).unwrap_or(u32::MAX)
+}
+
 fn pair_slots(
     a: &Dump,
     b: &Dump,

@@ -213,7 +213,7 @@ impl Dialect for Polygraphy {
                         Some((_, nodes)) => nodes.push(GraphNode {
                             op_name: name.clone(),
                             full_name: String::new(),
-                            value: name.clone(),
+                            values: vec![name.clone()],
                             inputs: Vec::new(),
                             onnx: None,
                         }),
@@ -222,7 +222,7 @@ impl Dialect for Polygraphy {
                             vec![GraphNode {
                                 op_name: name.clone(),
                                 full_name: String::new(),
-                                value: name.clone(),
+                                values: vec![name.clone()],
                                 inputs: Vec::new(),
                                 onnx: None,
                             }],

@@ -68,7 +68,7 @@ fn push(dump: &mut Dump, name: &str, path: PathBuf) {
             dump.graphs[0].1.push(GraphNode {
                 op_name: name.to_owned(),
                 full_name: String::new(),
-                value: name.to_owned(),
+                values: vec![name.to_owned()],
                 inputs: Vec::new(),
                 onnx: None,
             });

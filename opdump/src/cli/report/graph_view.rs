@@ -753,7 +753,7 @@ mod tests {
             tensors: vec![],
             first_timestamp: 0,
             exec_index: None,
-            value: None,
+            values: Vec::new(),
             full_name: Some("/layer2/layer2.0/conv1/Conv".into()),
             producers: vec![],
             onnx: Some(dump_read::OnnxOrigin::node(
