@@ -308,3 +308,50 @@ fn a_missing_pt_is_a_warning_and_its_statistics_compare() {
     assert_eq!(pair["diverged"], false);
     let _ = std::fs::remove_dir_all(&copy);
 }
+
+/// candle-onnx 0.11.1 runs none of the four exports (docs/runtimes.md: a Reshape after the
+/// dynamo exporter's ReduceMean, `Shape` with `start`/`end`, no `GlobalAveragePool`); where it
+/// cannot, `opdump run --runtime candle` must still end cleanly: exit 1, one error line naming
+/// the node and op, no panic and no candle backtrace even with `RUST_BACKTRACE=1`. Where it
+/// runs (a later candle), the compare against every msprobe dump must hold as for the others.
+#[cfg(feature = "candle")]
+#[test]
+fn candle_runs_each_export_or_names_the_node_it_cannot_run() {
+    let Some(dir) = fixtures() else { return };
+    for (model, _) in MODELS {
+        let out = format!("runs/{model}_candle");
+        let _ = std::fs::remove_dir_all(dir.join(&out));
+        let o = Command::new(env!("CARGO_BIN_EXE_opdump"))
+            .current_dir(&dir)
+            .args(["run", &format!("{model}.onnx"), "--runtime", "candle"])
+            .args(["--input", "x=input.npy", "--out", &out])
+            .env("RUST_BACKTRACE", "1")
+            .env_remove("MINDSPORE_DUMP_CONFIG")
+            .output()
+            .expect("run opdump");
+        let err = String::from_utf8_lossy(&o.stderr);
+        if o.status.code() == Some(0) {
+            for level in LEVELS {
+                let a = format!("msprobe/{level}_statistics");
+                let (code, j, e) = compare(&dir, &a, &out);
+                assert_eq!(code, 0, "{a} vs {out}: {e}\n{:#}", j["first_divergent"]);
+            }
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(1), "{model}: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(
+            errors.len(),
+            1,
+            "{model}: one error line, no backtrace: {err}"
+        );
+        assert!(
+            errors[0].contains("candle-onnx failed at node \""),
+            "{model}: {err}"
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("candle_core::"),
+            "{model}: {err}"
+        );
+    }
+}

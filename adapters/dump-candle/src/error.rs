@@ -65,7 +65,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Dump(e) => write!(f, "dump: {e}"),
-            Error::Candle(e) => write!(f, "candle: {e}"),
+            Error::Candle(e) => write!(f, "candle: {}", Plain(e)),
             Error::Unsupported(m) => f.write_str(m),
             Error::Model(m) => write!(f, "model: {m}"),
             Error::Eval { node, cause } => {
@@ -78,10 +78,27 @@ impl fmt::Display for Error {
                     None => write!(f, "candle-onnx {verb}: ")?,
                 }
                 match &**cause {
-                    EvalCause::Candle(e) => write!(f, "{e}"),
+                    EvalCause::Candle(e) => write!(f, "{}", Plain(e)),
                     EvalCause::Panic(m) => f.write_str(m),
                 }
             }
+        }
+    }
+}
+
+/// candle's error as its message, without the backtrace candle attaches to it when
+/// `RUST_BACKTRACE` is set (a command-line user reads what failed, not candle's frames; the
+/// error itself, backtrace included, stays reachable through `source()`).
+struct Plain<'a>(&'a candle_core::Error);
+
+impl fmt::Display for Plain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use candle_core::Error as E;
+        match self.0 {
+            E::WithBacktrace { inner, .. } => Plain(inner).fmt(f),
+            E::Context { inner, context } => write!(f, "{context}\n{}", Plain(inner)),
+            E::WithPath { inner, path } => write!(f, "path: {path:?} {}", Plain(inner)),
+            e => write!(f, "{e}"),
         }
     }
 }
@@ -109,5 +126,45 @@ impl From<dump_host::Error> for Error {
 impl From<candle_core::Error> for Error {
     fn from(e: candle_core::Error) -> Self {
         Error::Candle(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With a backtrace captured (as `RUST_BACKTRACE=1` makes candle do), the message is the
+    /// same as without one, at any depth.
+    #[test]
+    fn messages_leave_out_candle_backtraces() {
+        let bare = candle_core::Error::Msg("shape mismatch".into());
+        let traced = candle_core::Error::WithBacktrace {
+            inner: Box::new(candle_core::Error::Msg("shape mismatch".into())),
+            backtrace: Box::new(std::backtrace::Backtrace::force_capture()),
+        };
+        assert!(
+            traced.to_string().lines().count() > 1,
+            "candle prints the frames"
+        );
+        let node = NodeAt {
+            index: 3,
+            name: "node_view".into(),
+            op_type: "Reshape".into(),
+        };
+        let eval = |e| Error::Eval {
+            node: Some(Box::new(node.clone())),
+            cause: Box::new(EvalCause::Candle(e)),
+        };
+        let want = "candle-onnx failed at node \"node_view\" (Reshape, #3): shape mismatch";
+        assert_eq!(eval(bare).to_string(), want);
+        assert_eq!(eval(traced).to_string(), want);
+        let wrapped = candle_core::Error::Context {
+            inner: Box::new(candle_core::Error::WithBacktrace {
+                inner: Box::new(candle_core::Error::Msg("bad".into())),
+                backtrace: Box::new(std::backtrace::Backtrace::force_capture()),
+            }),
+            context: Box::new("loading w"),
+        };
+        assert_eq!(Error::Candle(wrapped).to_string(), "candle: loading w\nbad");
     }
 }
