@@ -16,6 +16,13 @@
 //!   `--quick`), the files' MD5s hashed together in multi-buffer lanes, against numpy +
 //!   `hashlib` (md5 and sha1) doing the same per file in one process.
 //!
+//! - `compare-pt`: an msprobe tensor dump whose tensors are PyTorch `.pt` files (16 x 64 MiB
+//!   f32, 1 GiB; 16 x 4 MiB with `--quick`; written by `torch.save`) against the same dump in
+//!   `.npy`, both with msprobe's `dump.json`. Baselines from the same interleaved rounds: `cat`
+//!   of both dumps' tensor files, `opdump compare` of the `.npy` dump against itself (what the
+//!   `.pt` reader costs), and `torch.load` + `np.load` + the numpy metrics above per pair.
+//!   Needs torch (`tools/install-torch.sh`); without it the rows are left out with a note.
+//!
 //! Peak RSS of each opdump run (`getrusage` of the child, through python3) is printed.
 
 use std::{
@@ -101,6 +108,69 @@ for _ in range(3):
     times.append(time.perf_counter() - t)
 times.sort()
 print(times[1])
+"#;
+
+/// Writes the `compare-pt` dumps: `{root}/pt` and `{root}/npy`, msprobe layout
+/// (`step0/rank0/dump.json`, `dump_tensor_data/`), `files` outputs of `per` bytes of f32 each.
+const PY_PT_DUMPS: &str = r#"
+import json, os, sys
+import numpy as np, torch
+root, files, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+elems = per // 4
+for fmt in ("pt", "npy"):
+    d = os.path.join(root, fmt, "step0", "rank0")
+    t = os.path.join(d, "dump_tensor_data")
+    os.makedirs(t, exist_ok=True)
+    data = {}
+    for f in range(files):
+        i = np.arange(elems, dtype=np.int64)
+        x = ((((i * 2654435761 + f) % 20011).astype(np.float32)) - 10005.0) * 1e-3
+        name = f"Functional.linear.{f}.forward"
+        dn = f"{name}.output.0.{fmt}"
+        if fmt == "pt":
+            torch.save(torch.from_numpy(x), os.path.join(t, dn))
+        else:
+            np.save(os.path.join(t, dn), x)
+        xd = x.astype(np.float64)
+        data[name] = {"input_args": [], "input_kwargs": {}, "output": [{
+            "type": "torch.Tensor", "dtype": "torch.float32", "shape": [elems],
+            "Max": float(x.max()), "Min": float(x.min()), "Mean": float(xd.mean()),
+            "Norm": float(np.sqrt(np.dot(xd, xd))), "requires_grad": False, "data_name": dn}]}
+    doc = {"task": "tensor", "level": "L1", "framework": "pytorch", "dump_data_dir": t,
+           "data": data}
+    with open(os.path.join(d, "dump.json"), "w") as fh:
+        json.dump(doc, fh)
+"#;
+
+/// numpy's compare of the `compare-pt` dumps: per output, `torch.load` of the `.pt`,
+/// `np.load` of the `.npy`, the metrics of `PY_COMPARE`.
+const PY_PT_COMPARE: &str = r#"
+import sys, time, os, json
+import numpy as np, torch
+pt, npy = sys.argv[1], sys.argv[2]
+def ordered(x):
+    i = x.view(np.int32).astype(np.int64)
+    return np.where(i < 0, -(i & 0x7fffffff), i)
+t = time.perf_counter()
+doc = json.load(open(os.path.join(pt, "dump.json")))
+for name, entry in doc["data"].items():
+    dn = entry["output"][0]["data_name"]
+    a = torch.load(os.path.join(pt, "dump_tensor_data", dn), weights_only=True).numpy()
+    b = np.load(os.path.join(npy, "dump_tensor_data", dn[:-3] + ".npy"))
+    fin = np.isfinite(a) & np.isfinite(b)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    mismatch = np.count_nonzero(~fin & ~same)
+    x = a[fin].astype(np.float64); y = b[fin].astype(np.float64)
+    cos = np.dot(x, y) / np.sqrt(np.dot(x, x) * np.dot(y, y))
+    d = np.abs(x - y); ay = np.abs(y)
+    max_abs = d.max()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(d == 0, 0.0, d / ay)
+    max_rel = rel.max()
+    r1 = np.count_nonzero(d > 0.001 * ay); r5 = np.count_nonzero(d > 0.005 * ay)
+    nc = np.count_nonzero(d > 1e-6 + 1e-4 * ay)
+    ulp = np.abs(ordered(a[fin]) - ordered(b[fin])).max()
+print(time.perf_counter() - t)
 "#;
 
 fn f32_npy(path: &Path, values: impl Iterator<Item = f32>, elems: usize) -> Result<(), String> {
@@ -316,7 +386,123 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         }
     }
     stats_dir(opts, bin, &dir, rows)?;
+    compare_pt(opts, bin, &dir, rows)?;
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The median of `v` (sorted in place).
+fn median(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+/// `opdump compare` of an msprobe dump of `.pt` tensors against the same in `.npy`, against
+/// `cat`, the all-`.npy` compare and torch + numpy, in interleaved rounds.
+fn compare_pt(opts: &Opts, bin: &str, dir: &Path, rows: &mut Vec<Row>) -> Result<(), String> {
+    let (files, per) = if opts.quick {
+        (16, 4usize << 20)
+    } else {
+        (16, 64usize << 20)
+    };
+    let root = dir.join("msprobe-pt");
+    let made = Command::new("python3")
+        .args(["-c", PY_PT_DUMPS, &root.display().to_string()])
+        .args([files.to_string(), per.to_string()])
+        .output()
+        .map_err(|e| format!("python3: {e}"))?;
+    if !made.status.success() {
+        println!(
+            "note: compare-pt left out: the .pt dump needs torch (bash tools/install-torch.sh): {}",
+            String::from_utf8_lossy(&made.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        );
+        return Ok(());
+    }
+    let (pt, npy) = (root.join("pt/step0/rank0"), root.join("npy/step0/rank0"));
+    let (pts, npys) = (pt.display().to_string(), npy.display().to_string());
+    let mut cat = vec!["cat".to_owned()];
+    for d in [&pt, &npy] {
+        let mut names: Vec<String> = std::fs::read_dir(d.join("dump_tensor_data"))
+            .map_err(|e| format!("{}: {e}", d.display()))?
+            .flatten()
+            .map(|e| e.path().display().to_string())
+            .collect();
+        names.sort();
+        cat.extend(names);
+    }
+    let cat: Vec<&str> = cat.iter().map(String::as_str).collect();
+    let total = 2 * files * per;
+    let _ = timed(1, &cat);
+    let (mut read, mut ours, mut npy_only, mut theirs, mut rss) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), 0);
+    for _ in 0..opts.runs.clamp(1, 5) {
+        if let Some((s, _)) = timed(1, &cat) {
+            read.push(s);
+        }
+        if let Some((s, r)) = timed(1, &[bin, "compare", &pts, &npys, "--json"]) {
+            ours.push(s);
+            rss = rss.max(r);
+        }
+        if let Some((s, _)) = timed(1, &[bin, "compare", &npys, &npys, "--json"]) {
+            npy_only.push(s);
+        }
+        if let Some(s) = python(PY_PT_COMPARE, &[&pts, &npys]) {
+            theirs.push(s);
+        }
+    }
+    let gbps = |v: &mut Vec<f64>| median(v).map(|s| total as f64 / s / 1e9);
+    let (read, ours, npy_only, theirs) = (
+        gbps(&mut read),
+        gbps(&mut ours),
+        gbps(&mut npy_only),
+        gbps(&mut theirs),
+    );
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // cat and the Python code use one thread; opdump's compare all.
+    let row = |kernel: &str, g: f64, vs_read: Option<f64>, vs_numpy: Option<f64>| Row {
+        kernel: kernel.into(),
+        dtype: "float32".into(),
+        bytes: total,
+        threads: if kernel.starts_with("compare-pt:") {
+            1
+        } else {
+            threads
+        },
+        gbps: g,
+        vs_read,
+        vs_numpy,
+    };
+    if let Some(g) = read {
+        rows.push(row("compare-pt:cat", g, None, None));
+    }
+    if let Some(g) = theirs {
+        rows.push(row("compare-pt:torch+numpy", g, read.map(|r| g / r), None));
+    }
+    if let Some(g) = npy_only {
+        rows.push(row(
+            "compare-pt/npy-vs-npy",
+            g,
+            read.map(|r| g / r),
+            theirs.map(|n| g / n),
+        ));
+    }
+    if let Some(g) = ours {
+        println!(
+            "opdump compare .pt vs .npy: {files} x {} MiB pairs at {g:.2} GB/s ({:.2}x the .npy-only compare), peak RSS {} MiB",
+            per >> 20,
+            npy_only.map_or(f64::NAN, |n| g / n),
+            rss / 1024
+        );
+        rows.push(row(
+            "compare-pt",
+            g,
+            read.map(|r| g / r),
+            theirs.map(|n| g / n),
+        ));
+    }
     Ok(())
 }
 
@@ -358,10 +544,6 @@ fn stats_dir(opts: &Opts, bin: &str, dir: &Path, rows: &mut Vec<Row>) -> Result<
             theirs.push(s);
         }
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
-    };
     let np = median(&mut theirs).map(|s| total as f64 / s / 1e9);
     if let Some(s) = median(&mut ours) {
         let g = total as f64 / s / 1e9;
