@@ -1,9 +1,11 @@
 //! The model's graph on an HTML page: one node per kernel, its data-flow edges (the
 //! `graphs/*.ir` producers each kernel reads), the module scope as nested, collapsible
 //! `<details>` groups, and each node shaded by how far it diverges (`compare`) or whether its
-//! outputs hold NaN/Inf (`inspect`), linked to its table row. No script: a nested list whose
-//! nodes carry a small coloured bar (longer and warmer the worse), ordered by topological
-//! layer, so the page stays small and readable at thousands of kernels.
+//! outputs hold NaN/Inf (`inspect`), linked to its table row. A nested list whose nodes carry
+//! a small coloured bar (longer and warmer the worse), ordered by topological layer, so the
+//! page stays small and readable at thousands of kernels; the outermost folded groups keep
+//! their members as text until opened (the page's script; without it they show as markup),
+//! so a browser lays out only the open path.
 
 use std::{collections::HashMap, fmt::Write as _};
 
@@ -456,7 +458,7 @@ pub fn render(nodes: &[Node], compare: bool) -> String {
     open[0] = true;
     let mut stack = vec![0usize];
     mark_open(&groups, nodes, &mut stack, &mut open);
-    write_group(&mut s, &groups, nodes, &layer, 0, &open);
+    write_group(&mut s, &groups, nodes, &layer, 0, &open, true);
     s.push_str("</div>");
     s
 }
@@ -481,6 +483,9 @@ fn mark_open(groups: &[Group], nodes: &[Node], stack: &mut Vec<usize>, open: &mu
     }
 }
 
+/// Writes group `g`; a closed group whose enclosing groups are all open (`lazy`) keeps its
+/// members in a `<noscript class="lazy">` ([`super::html::folded`]): a browser with scripting
+/// lays out none of them until the group opens.
 fn write_group(
     s: &mut String,
     groups: &[Group],
@@ -488,12 +493,14 @@ fn write_group(
     layer: &[usize],
     g: usize,
     open: &[bool],
+    lazy: bool,
 ) {
     let gr = &groups[g];
+    let wrap = lazy && !open[g];
     let worst = gr.worst.unwrap_or(Shade::Unknown);
     let _ = write!(
         s,
-        r#"<details{}><summary><span class="b {}"></span> {} ({} kernels)</summary><ul>"#,
+        r#"<details{}><summary><span class="b {}"></span> {} ({} kernels)</summary>"#,
         if open[g] { " open" } else { "" },
         worst.class(),
         if g == 0 {
@@ -503,17 +510,25 @@ fn write_group(
         },
         gr.count
     );
+    if wrap {
+        s.push_str(r#"<noscript class="lazy">"#);
+    }
+    s.push_str("<ul>");
     for m in &gr.members {
         match m {
             Member::Group(c) => {
                 s.push_str("<li>");
-                write_group(s, groups, nodes, layer, *c, open);
+                write_group(s, groups, nodes, layer, *c, open, lazy && !wrap);
                 s.push_str("</li>");
             }
             Member::Node(n) => write_node(s, nodes, layer, *n),
         }
     }
-    s.push_str("</ul></details>");
+    s.push_str("</ul>");
+    if wrap {
+        s.push_str("</noscript>");
+    }
+    s.push_str("</details>");
 }
 
 fn write_node(s: &mut String, nodes: &[Node], layer: &[usize], n: usize) {
@@ -550,7 +565,7 @@ fn write_node(s: &mut String, nodes: &[Node], layer: &[usize], n: usize) {
 /// The CSS the view needs (added to the page's style).
 pub fn css() -> String {
     let mut c = String::from(
-        ".graph ul{list-style:none;margin:0;padding-left:18px;font-size:12px} .graph details{margin:2px 0} .graph li:target{background:#ffe08a} .graph i{color:#888} span.b{display:inline-block;height:10px;vertical-align:middle}\n",
+        ".graph ul{list-style:none;margin:0;padding-left:18px;font-size:12px} .graph details{margin:2px 0} .graph li:target,.graph li.target{background:#ffe08a} .graph i{color:#888} span.b{display:inline-block;height:10px;vertical-align:middle}\n",
     );
     for (i, sh) in Shade::ALL.iter().enumerate() {
         let _ = write!(
@@ -711,6 +726,25 @@ mod tests {
             "{view}"
         );
         assert!(view.contains("Default (6 kernels)"));
+        // The folded group's members wait as text; the open ones are markup.
+        assert!(
+            view.contains(r#"blockA (3 kernels)</summary><noscript class="lazy"><ul><li id="g-0""#)
+        );
+        assert!(view.contains(r#"blockB (3 kernels)</summary><ul><li id="g-3""#));
+        no_nested_noscript(view);
+    }
+
+    /// No `<noscript>` inside another (the first `</noscript>` would end the outer one).
+    fn no_nested_noscript(page: &str) {
+        let mut depth = 0;
+        let mut rest = page;
+        while let Some(at) = rest.find("noscript") {
+            let closing = rest[..at].ends_with("</");
+            depth += if closing { -1 } else { 1 };
+            assert!((0..=1).contains(&depth), "nested noscript");
+            rest = &rest[at + 8..];
+        }
+        assert_eq!(depth, 0);
     }
 
     #[test]
@@ -910,5 +944,16 @@ mod tests {
         assert_eq!(view.matches(r#"<li id="g-3210" title"#).count(), 1);
         assert!(node_li(&view, 3210).contains(r#"class="b s6""#));
         assert!(view.len() < 250 * N, "{} bytes", view.len());
+        // Only the red node's path is markup: its block's 50 nodes; the other 9 layers and the
+        // other 9 blocks of layer 6 wait as text.
+        no_nested_noscript(&view);
+        assert_eq!(view.matches(r#"<noscript class="lazy">"#).count(), 18);
+        let mut markup = view.clone();
+        while let Some(a) = markup.find("<noscript") {
+            let b = markup[a..].find("</noscript>").unwrap() + a + 11;
+            markup.replace_range(a..b, "");
+        }
+        assert_eq!(markup.matches(r#"<li id="g-"#).count(), 50);
+        assert!(markup.contains(r#"<li id="g-3210""#));
     }
 }
