@@ -13,7 +13,9 @@
 //! the baseline of the same run (the machine is shared: compare against it, not against
 //! another day's numbers). Each page is loaded by `chromium --headless --screenshot` (window
 //! 1200×900, process start to exit) in `OPDUMP_HTML_BENCH_ROUNDS` (default 3) interleaved
-//! rounds; the medians are printed. With `OPDUMP_HTML_BENCH_BEFORE=/path/to/an/older/opdump`
+//! rounds; the medians are printed, with the page's own time (navigation start to the first
+//! frame after its load event, which a copy of the page with one line of script appended
+//! logs), which leaves out the browser's start. With `OPDUMP_HTML_BENCH_BEFORE=/path/to/an/older/opdump`
 //! the same dumps' pages written by that binary are loaded in the same rounds (before/after
 //! in one run).
 //!
@@ -30,12 +32,27 @@ use html_common::{
     Kernel, load_sized, median, opdump_bin, prerequisites, run, scoped_dump, tmpdir,
 };
 
-/// One timed page: its label, file and size, and its load times.
+/// One timed page: its label, file and size, its load times (the process's wall time) and
+/// the page's own times (navigation start to the first frame after its load event).
 struct Timed {
     label: String,
     page: PathBuf,
     bytes: u64,
     times: Vec<Duration>,
+    in_page: Vec<Duration>,
+}
+
+/// What the timed copy of a page logs once its load event has fired and a frame was drawn:
+/// `TIMING <ms since navigation start>`.
+const TIMING_JS: &str = r#"<script>addEventListener('load', function () { requestAnimationFrame(function () { setTimeout(function () { console.log('TIMING ' + Math.round(performance.now())); }, 0); }); });</script>"#;
+
+/// A copy of `page` beside it (`*.timed.html`) with [`TIMING_JS`] before `</body>`.
+fn timed_copy(page: &Path) -> PathBuf {
+    let html = std::fs::read_to_string(page).unwrap();
+    let at = html.rfind("</body>").expect("a page ends its body");
+    let copy = page.with_extension("timed.html");
+    std::fs::write(&copy, format!("{}{TIMING_JS}{}", &html[..at], &html[at..])).unwrap();
+    copy
 }
 
 /// Writes `bin`'s compare page of `bad` against `clean` and inspect page of `nan` into `dir`
@@ -108,39 +125,49 @@ fn bench(dir: &Path, n: usize, rounds: usize, before: Option<&Path>) -> Vec<Time
             bytes: std::fs::metadata(&page).unwrap().len(),
             page,
             times: Vec::new(),
+            in_page: Vec::new(),
         })
         .collect();
+    let copies: Vec<PathBuf> = timed.iter().map(|t| timed_copy(&t.page)).collect();
     for _ in 0..rounds {
-        for t in &mut timed {
-            let l = load_sized(&t.page, dir, "1200,900");
-            assert!(
-                l.console.is_empty(),
-                "{}: console output {:?}",
-                t.label,
-                l.console
-            );
+        for (t, copy) in timed.iter_mut().zip(&copies) {
+            let l = load_sized(copy, dir, "1200,900");
+            let (timing, other): (Vec<&String>, Vec<&String>) =
+                l.console.iter().partition(|c| c.contains("TIMING "));
+            assert!(other.is_empty(), "{}: console output {other:?}", t.label);
+            let ms: u64 = timing
+                .first()
+                .and_then(|c| c.split("TIMING ").nth(1))
+                .and_then(|v| v.split(|ch: char| !ch.is_ascii_digit()).next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{}: no TIMING line in {:?}", t.label, l.console));
             t.times.push(l.took);
+            t.in_page.push(Duration::from_millis(ms));
         }
     }
     timed
 }
 
 fn report(timed: &mut [Timed]) {
-    println!("| page | size | median load (headless Chromium) | every round |");
-    println!("|---|---|---|---|");
-    for t in timed {
-        let all: Vec<String> = t
-            .times
-            .iter()
+    println!(
+        "| page | size | median load, process start to exit | every round | median in the page, to the first frame after load | every round |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let secs = |v: &[Duration]| -> String {
+        v.iter()
             .map(|d| format!("{:.2}", d.as_secs_f64()))
-            .collect();
-        let m = median(&mut t.times.clone());
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for t in timed {
         println!(
-            "| {} | {:.2} MB | {:.2} s | {} |",
+            "| {} | {:.2} MB | {:.2} s | {} | {:.2} s | {} |",
             t.label,
             t.bytes as f64 / 1e6,
-            m.as_secs_f64(),
-            all.join(", ")
+            median(&mut t.times.clone()).as_secs_f64(),
+            secs(&t.times),
+            median(&mut t.in_page.clone()).as_secs_f64(),
+            secs(&t.in_page),
         );
     }
 }
@@ -200,7 +227,16 @@ fn the_timing_harness_times_every_page_in_every_round() {
     );
     for t in &timed {
         assert_eq!(t.times.len(), 2, "{}", t.label);
+        assert_eq!(t.in_page.len(), 2, "{}", t.label);
         assert!(t.times.iter().all(|d| !d.is_zero()), "{}", t.label);
+        // The page's own time is part of the process's.
+        for (page, all) in t.in_page.iter().zip(&t.times) {
+            assert!(
+                page < all,
+                "{}: {page:?} in the page, {all:?} in all",
+                t.label
+            );
+        }
         let html = std::fs::read_to_string(&t.page).unwrap();
         assert_eq!(html.len() as u64, t.bytes);
         let kernels = if t.label.contains("40 kernels") {
