@@ -11,30 +11,12 @@ use std::{collections::HashMap, fmt::Write as _};
 
 use dump_read::KernelRef;
 
-use super::{
-    compare_report::CompareReport, esc, g, html::MAX_ROWS, html::rel_error,
-    inspect_report::InspectReport,
-};
+use super::{compare_report::CompareReport, esc, g, html::MAX_ROWS, inspect_report::InspectReport};
 
-/// How a node is shaded: its colour and bar length, worse the later.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Shade {
-    /// Nothing to judge it by (no pair, no statistics).
-    Unknown,
-    /// Within 1e-6 relative error (compare), or every output finite (inspect).
-    Close,
-    /// Within 1e-4.
-    Near,
-    /// Within 1e-3.
-    Drift,
-    /// Over 1e-3 but within tolerance.
-    Far,
-    /// Outside tolerance (compare), or NaN/Inf in its outputs (inspect).
-    Bad,
-    /// The first divergent (compare) or first non-finite (inspect) kernel.
-    First,
-}
+pub use super::shade::Shade;
 
+/// How a shade is drawn: its CSS class and colour (bar length grows with it), and its words
+/// in the legend.
 impl Shade {
     /// The CSS class (`s0` … `s6`).
     pub fn class(self) -> &'static str {
@@ -62,17 +44,6 @@ impl Shade {
         }
     }
 
-    /// Every shade, mildest first.
-    pub const ALL: [Shade; 7] = [
-        Shade::Unknown,
-        Shade::Close,
-        Shade::Near,
-        Shade::Drift,
-        Shade::Far,
-        Shade::Bad,
-        Shade::First,
-    ];
-
     /// What the shade means on a compare page.
     fn compare_words(self) -> &'static str {
         match self {
@@ -94,23 +65,6 @@ impl Shade {
             Shade::Bad => Some("NaN/Inf in its outputs"),
             Shade::First => Some("first non-finite"),
             _ => None,
-        }
-    }
-
-    /// The shade of a pair's largest relative error `rel` (NaN: unknown), `diverged` or not.
-    pub fn of_error(rel: f64, diverged: bool) -> Shade {
-        if diverged {
-            Shade::Bad
-        } else if rel.is_nan() {
-            Shade::Unknown
-        } else if rel <= 1e-6 {
-            Shade::Close
-        } else if rel <= 1e-4 {
-            Shade::Near
-        } else if rel <= 1e-3 {
-            Shade::Drift
-        } else {
-            Shade::Far
         }
     }
 }
@@ -253,48 +207,13 @@ fn skeleton(kernels: &[KernelRef]) -> Vec<Node> {
 /// The nodes of a compare page: A's kernels, each shaded by its worst pair (the first
 /// divergent pair's kernel [`Shade::First`]) and linked to that pair's row.
 pub fn compare_nodes(r: &CompareReport<'_>) -> Vec<Node> {
-    let kernels = r.a.kernels();
-    let mut nodes = skeleton(&kernels);
-    let mut kernel_of = vec![usize::MAX; r.a.tensors.len()];
-    for (n, k) in kernels.iter().enumerate() {
-        for &t in &k.tensors {
-            kernel_of[t] = n;
-        }
-    }
-    let first = r.first.as_ref().map(|f| f.pair);
-    // Per kernel: (shade, its largest error, the pair behind the shade).
-    let mut worst: Vec<Option<(Shade, f64, usize)>> = vec![None; kernels.len()];
-    for (i, p) in r.cmp.pairs.iter().enumerate() {
-        let Some(&n) = kernel_of.get(p.a).filter(|&&n| n != usize::MAX) else {
-            continue;
-        };
-        let rel = rel_error(p);
-        let shade = if first == Some(i) {
-            Shade::First
-        } else {
-            Shade::of_error(rel, p.diverged())
-        };
-        // Worse shade, then larger error, then an output over an input (ties link outputs).
-        let key = |rel: f64| if rel.is_nan() { -1.0 } else { rel };
-        let out = |i: usize| r.a.tensors[r.cmp.pairs[i].a].id.io == dump_stats::Io::Output;
-        let better = match worst[n] {
-            None => true,
-            Some((s, w, j)) => {
-                shade > s
-                    || (shade == s && key(rel) > key(w))
-                    || (shade == s && key(rel) == key(w) && out(i) && !out(j))
-            }
-        };
-        if better {
-            worst[n] = Some((shade, rel, i));
-        }
-    }
-    for (node, w) in nodes.iter_mut().zip(&worst) {
-        if let Some((shade, rel, i)) = *w {
-            node.shade = shade;
-            node.row = Some(i).filter(|&i| i < MAX_ROWS);
-            node.note = note_of(rel);
-            let _ = write!(node.title, "; pair #{i}: {}", node.note);
+    let mut nodes = skeleton(&r.kernels);
+    for (node, w) in nodes.iter_mut().zip(&r.kernel_worst) {
+        if let Some(w) = w {
+            node.shade = w.shade;
+            node.row = Some(w.pair).filter(|&i| i < MAX_ROWS);
+            node.note = note_of(w.rel);
+            let _ = write!(node.title, "; pair #{}: {}", w.pair, node.note);
         }
     }
     nodes
@@ -315,36 +234,10 @@ fn note_of(rel: f64) -> String {
 /// count (the first non-finite kernel [`Shade::First`]) and linked to its row (`row-N`, N
 /// the kernel) when `linked(N)`.
 pub fn inspect_nodes(r: &InspectReport<'_>, linked: &dyn Fn(usize) -> bool) -> Vec<Node> {
-    let kernels = &r.ins.kernels;
-    let mut nodes = skeleton(kernels);
-    let first = r.ins.first_nonfinite.as_ref().map(|f| f.kernel);
-    for (n, (node, k)) in nodes.iter_mut().zip(kernels).enumerate() {
-        let mut known = false;
-        let mut bad = 0u64;
-        for &i in &k.tensors {
-            if r.dump.tensors[i].id.io != dump_stats::Io::Output {
-                continue;
-            }
-            let st = r.stats(i);
-            if let Some(nan) = st.nan {
-                known = true;
-                bad += nan;
-            }
-            if let (Some(p), Some(m)) = (st.pos_inf, st.neg_inf) {
-                known = true;
-                bad += p + m;
-            }
-        }
-        node.shade = if first == Some(n) {
-            Shade::First
-        } else if bad > 0 {
-            Shade::Bad
-        } else if known {
-            Shade::Close
-        } else {
-            Shade::Unknown
-        };
-        if bad > 0 {
+    let mut nodes = skeleton(&r.ins.kernels);
+    for (n, (node, k)) in nodes.iter_mut().zip(&r.kernel_nonfinite).enumerate() {
+        node.shade = k.shade;
+        if let Some(bad) = k.count.filter(|&c| c > 0) {
             node.note = format!("{bad} NaN/Inf");
             let _ = write!(node.title, "; {bad} NaN/Inf in its outputs");
         }
@@ -682,7 +575,7 @@ mod tests {
         assert_eq!(shades[0], Shade::Close);
         assert_eq!(shades[3], Shade::Close);
         for n in [1, 2] {
-            let rel = html::rel_error(&r.cmp.pairs[n]);
+            let rel = r.pair_rel[n];
             assert_eq!(shades[n], Shade::of_error(rel, false), "kernel {n}: {rel}");
         }
         assert_eq!(shades[1], Shade::Drift, "5e-4");
@@ -745,6 +638,33 @@ mod tests {
             rest = &rest[at + 8..];
         }
         assert_eq!(depth, 0);
+    }
+
+    #[test]
+    fn the_view_draws_the_shades_the_report_holds() {
+        let (a, b) = chain_dumps("graph-report", [1.0; 6]);
+        let cmp = compare_dumps(&a, &b, &Tolerances::default(), 1, &|_, _| {});
+        let mut r = CompareReport::new(&a, &b, cmp, false);
+        assert!(
+            r.kernel_worst
+                .iter()
+                .all(|w| w.unwrap().shade == Shade::Close)
+        );
+        // The renderer formats the report's judgement as it stands; it judges nothing again.
+        r.kernel_worst[2] = Some(crate::cli::report::shade::KernelWorst {
+            shade: Shade::Far,
+            rel: 0.25,
+            pair: 2,
+        });
+        r.kernel_worst[5] = None;
+        let nodes = compare_nodes(&r);
+        assert_eq!(nodes[2].shade, Shade::Far);
+        assert_eq!(nodes[2].note, "rel 0.25");
+        assert_eq!(nodes[5].shade, Shade::Unknown);
+        assert_eq!(nodes[5].row, None);
+        let view = render(&nodes, true);
+        assert!(node_li(&view, 2).contains(r#"class="b s4""#));
+        assert!(node_li(&view, 5).contains(r#"class="b s0""#));
     }
 
     #[test]
@@ -880,6 +800,8 @@ mod tests {
             .expect("kernel 1 has NaN")
             .kernel;
         assert_eq!(first, 1);
+        let counts: Vec<Option<u64>> = r.kernel_nonfinite.iter().map(|k| k.count).collect();
+        assert_eq!(counts, vec![Some(0), Some(4), Some(0), Some(2)]);
         let nodes = inspect_nodes(&r, &|_| true);
         assert_eq!(nodes.len(), 4);
         let shades: Vec<Shade> = nodes.iter().map(|n| n.shade).collect();

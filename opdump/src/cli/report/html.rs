@@ -560,22 +560,6 @@ fn pair_name(r: &CompareReport<'_>, n: usize) -> String {
     format!("#{n} {} {} {}", t.id.op_type, t.id.op_name, t.io_slot())
 }
 
-/// A pair's largest relative error: over its elements (`+inf` where their NaN/Inf positions
-/// differ), or over its statistics.
-pub(super) fn rel_error(p: &PairResult) -> f64 {
-    match &p.outcome {
-        PairOutcome::Elements(m) if m.nonfinite_mismatch > 0 => f64::INFINITY,
-        PairOutcome::Elements(m) => m.max_rel,
-        PairOutcome::Statistics { rel } => rel
-            .iter()
-            .flatten()
-            .copied()
-            .reduce(f64::max)
-            .unwrap_or(f64::NAN),
-        _ => f64::NAN,
-    }
-}
-
 /// The plots of pairs `idx` (`what` they are): both runs' l2norm, `1 - cosine` and the
 /// largest relative error, on log scales (errors below [`ERROR_FLOOR`] drawn at it; pairs
 /// whose NaN/Inf positions differ on the top edge).
@@ -645,7 +629,7 @@ fn pair_plots(r: &CompareReport<'_>, idx: &[usize], what: &str) -> Vec<Plot> {
             ),
             series: vec![Series {
                 name: "max rel error".into(),
-                values: values(&rel_error),
+                values: idx.iter().map(|&n| r.pair_rel[n]).collect(),
                 color: "#b0302a",
             }],
             floor: Some(ERROR_FLOOR),
