@@ -207,7 +207,8 @@ fn the_graph_view_shows_the_perturbed_kernel_as_a_red_node() {
 /// the kernel and its four groups in the first non-finite red; the address `#row-100` shows
 /// the row's page and marks the row (counted in the screenshot: the page is shorter than the
 /// window, as headless Chromium draws a scrolled page blank); `#g-5`, a node of a folded
-/// group whose members wait as text, is turned into markup, its group opened and marked.
+/// group whose members wait as text, is turned into markup, its group opened and marked;
+/// clicks on a header, "next" and "every row" sort every row and page through them.
 #[test]
 fn the_inspect_page_shows_the_first_non_finite_node_and_reaches_its_row() {
     if !prerequisites() {
@@ -286,5 +287,33 @@ fn the_inspect_page_shows_the_first_non_finite_node_and_reaches_its_row() {
     // Without the address, node 5 waits as text.
     let d = dom(&url(""), &tmp);
     assert!(in_noscript(&d, d.find(r#"<li id="g-5""#).expect("node 5")));
+
+    // The pager and the sort, driven by a copy of the page with clicks appended: `#` sorted
+    // twice (descending) puts kernel 109 first and sorts every row, not the page's; "next"
+    // shows the last 20 (kernels 9 to 0); "every row" all 220.
+    let clicks = r#"<script>
+var th = document.querySelectorAll('#rows th'), b = document.body;
+function state() {
+  var rows = document.querySelectorAll('#rows tbody tr');
+  return rows[0].id + ' ' + rows.length + ' ' + document.querySelector('#pager span').textContent;
+}
+th[0].click(); th[0].click();
+b.setAttribute('data-sorted', state());
+document.querySelector('#pager button[data-go="1"]').click();
+b.setAttribute('data-next', state());
+document.querySelector('#pager button[data-go="all"]').click();
+b.setAttribute('data-all', state());
+</script></body>"#;
+    let driven = tmp.join("driven.html");
+    std::fs::write(&driven, html.replace("</body>", clicks)).unwrap();
+    let d = dom(&format!("file://{}", driven.display()), &tmp);
+    let body = &d[d.find("<body").unwrap()..];
+    let body = &body[..body.find('>').unwrap()];
+    assert_eq!(
+        body,
+        "<body data-sorted=\"row-109 200 rows 1\u{2013}200 of 220 (page 1 of 2)\" \
+         data-next=\"row-9 20 rows 201\u{2013}220 of 220 (page 2 of 2)\" \
+         data-all=\"row-109 220 rows 1\u{2013}220 of 220\""
+    );
     let _ = std::fs::remove_dir_all(&tmp);
 }
