@@ -7,132 +7,59 @@
 //! fails the test (CI installs them: `apt-get install -y --no-install-recommends chromium
 //! python3`), otherwise the test prints why it skips.
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
+mod html_common;
+
+use std::{path::Path, process::Command};
+
+use html_common::{
+    Kernel, load_sized, load_url, opdump_bin, pixels, prerequisites, scoped_dump, tmpdir,
 };
 
-fn prerequisites() -> bool {
-    use opdump_test_support::{Prereq, require};
-    require(Prereq::Python3) && require(Prereq::Chromium)
+/// Loads `page` in a 1200×900 window: (console lines, screenshot path).
+fn load(page: &Path, dir: &Path) -> (Vec<String>, std::path::PathBuf) {
+    let l = load_sized(page, dir, "1200,900");
+    (l.console, l.shot)
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("opdump-html-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn opdump(args: &[&str]) -> std::process::Output {
+    html_common::run(&opdump_bin(), args)
 }
 
-/// Loads `page` in headless Chromium; returns (console lines, screenshot path).
-fn load(page: &Path, dir: &Path) -> (Vec<String>, PathBuf) {
-    load_sized(page, dir, "1200,900")
+/// Whether byte `at` of a serialized DOM is inside a `<noscript>` (which a browser with
+/// scripting keeps as text).
+fn in_noscript(dom: &str, at: usize) -> bool {
+    let before = &dom[..at];
+    match (before.rfind("<noscript"), before.rfind("</noscript>")) {
+        (Some(open), Some(close)) => open > close,
+        (open, _) => open.is_some(),
+    }
 }
 
-/// [`load`] in a window of `size` (`W,H`).
-fn load_sized(page: &Path, dir: &Path, size: &str) -> (Vec<String>, PathBuf) {
-    let shot = dir.join(format!(
-        "{}.png",
-        page.file_stem().unwrap().to_string_lossy()
-    ));
-    let profile = dir.join(format!(
-        "profile-{}",
-        page.file_stem().unwrap().to_string_lossy()
-    ));
+/// The DOM of `url` once its scripts ran (`chromium --dump-dom`).
+fn dom(url: &str, dir: &Path) -> String {
     let o = Command::new("chromium")
         .args([
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
             "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
+            "--disable-background-networking",
         ])
-        .arg(format!("--window-size={size}"))
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", page.display()))
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.join("profile-dom").display()
+        ))
+        .arg("--dump-dom")
+        .arg(url)
         .output()
         .expect("run chromium");
-    let err = String::from_utf8_lossy(&o.stderr);
-    let console = err
-        .lines()
-        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
-        .map(str::to_owned)
-        .collect();
-    assert!(shot.is_file(), "no screenshot; chromium said: {err}");
-    (console, shot)
-}
-
-/// (share of non-white pixels, number of strongly red pixels, number of pixels of the graph
-/// view's first-divergent red `#f00000`) of a PNG, decoded by python3's zlib (8-bit
-/// RGB/RGBA, all five PNG filters).
-fn pixels(png: &Path) -> (f64, u64, u64) {
-    let script = r#"
-import sys, zlib, struct
-d = open(sys.argv[1], 'rb').read()
-assert d[:8] == b'\x89PNG\r\n\x1a\n'
-i, idat = 8, b''
-while i < len(d):
-    n, t = struct.unpack('>I4s', d[i:i+8])
-    c = d[i+8:i+8+n]
-    if t == b'IHDR':
-        w, h, depth, ctype = struct.unpack('>IIBB', c[:10])
-    if t == b'IDAT':
-        idat += c
-    i += 12 + n
-assert depth == 8 and ctype in (2, 6), (depth, ctype)
-bpp = 3 if ctype == 2 else 4
-raw = zlib.decompress(idat)
-stride = w * bpp
-prev = bytearray(stride)
-nonwhite = red = graph_red = 0
-p = 0
-for y in range(h):
-    f = raw[p]; line = bytearray(raw[p+1:p+1+stride]); p += 1 + stride
-    for x in range(stride):
-        a = line[x-bpp] if x >= bpp else 0
-        b = prev[x]
-        c = prev[x-bpp] if x >= bpp else 0
-        if f == 1: line[x] = (line[x] + a) & 255
-        elif f == 2: line[x] = (line[x] + b) & 255
-        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
-        elif f == 4:
-            pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
-            pr = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-            line[x] = (line[x] + pr) & 255
-    for x in range(0, stride, bpp):
-        r, g, bl = line[x], line[x+1], line[x+2]
-        if r < 250 or g < 250 or bl < 250: nonwhite += 1
-        if r > 180 and g < 60 and bl < 60: red += 1
-        if abs(r - 240) <= 4 and g <= 4 and bl <= 4: graph_red += 1
-    prev = line
-print(nonwhite / (w * h), red, graph_red)
-"#;
-    let o = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(png)
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let mut it = out.split_whitespace();
-    (
-        it.next().unwrap().parse().unwrap(),
-        it.next().unwrap().parse().unwrap(),
-        it.next().unwrap().parse().unwrap(),
-    )
-}
-
-fn opdump(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_opdump"))
-        .args(args)
-        .output()
-        .unwrap()
+    let d = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        d.contains("</html>"),
+        "no DOM: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    d
 }
 
 #[test]
@@ -189,7 +116,7 @@ fn inspect_and_compare_pages_render_in_chromium_without_console_errors() {
             "{}: console output {console:?}",
             page.display()
         );
-        let (ink, red, _) = pixels(&shot);
+        let (ink, red, _, _) = pixels(&shot);
         assert!(
             ink > 0.02,
             "{}: screenshot nearly blank ({ink})",
@@ -216,41 +143,6 @@ fn inspect_and_compare_pages_render_in_chromium_without_console_errors() {
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
-/// A statistic-only dump of 40 `Conv2D` kernels (input and output each) in scopes
-/// `Default/layer{i/20}/block{i/10}`, a chain in its `graphs/*.ir`; kernel `perturbed`'s
-/// output is 1.5 instead of 1.
-fn scoped_dump(root: &Path, perturbed: Option<usize>) {
-    let it = root.join("rank_0/Net/0/0");
-    let graphs = root.join("rank_0/graphs");
-    std::fs::create_dir_all(&it).unwrap();
-    std::fs::create_dir_all(&graphs).unwrap();
-    let mut csv = String::from(
-        "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,Min Value,L2Norm Value,NaN Count\n",
-    );
-    let mut ir = String::new();
-    for i in 0..40 {
-        let full = format!("Default/layer{}/block{}/Conv2D-op{i}", i / 20, i / 10);
-        let name = full.replace('/', "_");
-        let v = if perturbed == Some(i) { 1.5 } else { 1.0 };
-        csv += &format!(
-            "Conv2D,{name},0,0,{},input,1,4,float32,\"(1)\",100,100,100,0\n",
-            10 + 2 * i
-        );
-        csv += &format!(
-            "Conv2D,{name},0,0,{},output,0,4,float32,\"(1)\",{v},{v},{v},0\n",
-            11 + 2 * i
-        );
-        let arg = if i == 0 {
-            "%para1_x".to_owned()
-        } else {
-            format!("%{}", i - 1)
-        };
-        ir += &format!("  %{i}(v{i}) = Conv2D({arg})\n      # Fullname with scope: ({full})\n");
-    }
-    std::fs::write(it.join("statistic.csv"), csv).unwrap();
-    std::fs::write(graphs.join("ms_output_trace_code_graph_0.ir"), ir).unwrap();
-}
-
 #[test]
 fn the_graph_view_shows_the_perturbed_kernel_as_a_red_node() {
     if !prerequisites() {
@@ -258,8 +150,15 @@ fn the_graph_view_shows_the_perturbed_kernel_as_a_red_node() {
     }
     let tmp = tmpdir("graph");
     let (clean, bad) = (tmp.join("clean"), tmp.join("bad"));
-    scoped_dump(&clean, None);
-    scoped_dump(&bad, Some(25));
+    // 40 kernels in scopes Default/layer{i/4}/block{i}: kernel 25 in layer6, block25.
+    scoped_dump(&clean, 40, &|_| Kernel::Plain);
+    scoped_dump(&bad, 40, &|i| {
+        if i == 25 {
+            Kernel::Perturbed
+        } else {
+            Kernel::Plain
+        }
+    });
     let mut counts = Vec::new();
     for (a, code, name) in [(&clean, 0, "same.html"), (&bad, 1, "perturbed.html")] {
         let page = tmp.join(name);
@@ -283,18 +182,138 @@ fn the_graph_view_shows_the_perturbed_kernel_as_a_red_node() {
             "a node per kernel"
         );
         // Tall enough for the plots, the folded inputs and the graph view.
-        let (console, shot) = load_sized(&page, &tmp, "1000,2400");
-        assert!(console.is_empty(), "{name}: console output {console:?}");
-        counts.push(pixels(&shot).2);
+        let l = load_sized(&page, &tmp, "1000,2400");
+        assert!(
+            l.console.is_empty(),
+            "{name}: console output {:?}",
+            l.console
+        );
+        counts.push(pixels(&l.shot).2);
     }
     let (legend, perturbed) = (counts[0], counts[1]);
     // The legend's swatch is the only #f00000 on the page of equal dumps; the perturbed
     // kernel's page adds its node's bar and those of the four groups it sits in (model,
-    // Default, layer1, block2: open, so the node shows), each as large as the legend's.
+    // Default, layer6, block25: open, so the node shows), each as large as the legend's.
     assert!(legend >= 200, "legend swatch not drawn ({legend} pixels)");
     assert!(
         perturbed * 2 >= legend * 9,
         "the red node and its groups are not visible: {perturbed} red pixels against the legend's {legend}"
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// The inspect page of a dump whose kernel 100 (of 110; its output row is the table's 202nd,
+/// on the second page, which only the script lays out) outputs a NaN: the graph view draws
+/// the kernel and its four groups in the first non-finite red; the address `#row-100` shows
+/// the row's page and marks the row (counted in the screenshot: the page is shorter than the
+/// window, as headless Chromium draws a scrolled page blank); `#g-5`, a node of a folded
+/// group whose members wait as text, is turned into markup, its group opened and marked;
+/// clicks on a header, "next" and "every row" sort every row and page through them.
+#[test]
+fn the_inspect_page_shows_the_first_non_finite_node_and_reaches_its_row() {
+    if !prerequisites() {
+        return;
+    }
+    let tmp = tmpdir("inspect");
+    let (clean, nan) = (tmp.join("clean"), tmp.join("nan"));
+    scoped_dump(&clean, 110, &|_| Kernel::Plain);
+    scoped_dump(&nan, 110, &|i| {
+        if i == 100 { Kernel::Nan } else { Kernel::Plain }
+    });
+    let mut pages = Vec::new();
+    for (dump, code, name) in [(&clean, 0, "finite.html"), (&nan, 1, "nan.html")] {
+        let page = tmp.join(name);
+        let o = opdump(&[
+            "inspect",
+            dump.to_str().unwrap(),
+            "--html",
+            page.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        pages.push(page);
+    }
+    let html = std::fs::read_to_string(&pages[1]).unwrap();
+    assert!(html.contains(r#"<tr id="row-100" class="hl">"#));
+    let first_page = &html[..html.find(r#"<noscript id="rest">"#).expect("a paged table")];
+    assert!(
+        !first_page.contains(r#"id="row-100""#),
+        "row 100 is on the second page"
+    );
+
+    let size = "1000,1800";
+    let shot = |page: &Path, hash: &str, tag: &str| {
+        let l = load_url(&format!("file://{}{hash}", page.display()), &tmp, tag, size);
+        assert!(
+            l.console.is_empty(),
+            "{tag}: console output {:?}",
+            l.console
+        );
+        pixels(&l.shot)
+    };
+    let (ink, _, legend, none) = shot(&pages[0], "", "finite");
+    assert!(ink > 0.02, "screenshot nearly blank ({ink})");
+    assert!(legend >= 200, "legend swatch not drawn ({legend} pixels)");
+    assert_eq!(none, 0, "nothing is marked without an address");
+    let (_, _, red, marked) = shot(&pages[1], "", "nan");
+    // The legend, the node and its groups model, Default, layer9 and block100.
+    assert!(
+        red * 2 >= legend * 11,
+        "the red node and its groups are not visible: {red} red pixels against the legend's {legend}"
+    );
+    assert_eq!(marked, 0);
+    let (_, _, _, marked) = shot(&pages[1], "#row-100", "nan-row");
+    assert!(
+        marked >= 5000,
+        "row 100 is not shown marked after going to #row-100 ({marked} pixels)"
+    );
+
+    // What the script did, in the DOM.
+    let url = |hash: &str| format!("file://{}{hash}", pages[1].display());
+    let d = dom(&url("#row-100"), &tmp);
+    assert!(d.contains(r#"<tr id="row-100" class="hl target">"#), "{d}");
+    assert!(d.contains("rows 201\u{2013}220 of 220 (page 2 of 2)"));
+    let d = dom(&url("#g-5"), &tmp);
+    let at = d.find(r#"<li id="g-5""#).expect("node 5");
+    assert!(!in_noscript(&d, at), "node 5 turned into markup");
+    assert!(d[at..d[at..].find('>').unwrap() + at].contains(r#"class="target""#));
+    assert!(d.contains(
+        r#"<details open=""><summary><span class="b s1"></span> layer0 (11 kernels)</summary><ul>"#
+    ));
+    // Without the address, node 5 waits as text.
+    let d = dom(&url(""), &tmp);
+    assert!(in_noscript(&d, d.find(r#"<li id="g-5""#).expect("node 5")));
+
+    // The pager and the sort, driven by a copy of the page with clicks appended: `#` sorted
+    // twice (descending) puts kernel 109 first and sorts every row, not the page's; "next"
+    // shows the last 20 (kernels 9 to 0); "every row" all 220.
+    let clicks = r#"<script>
+var th = document.querySelectorAll('#rows th'), b = document.body;
+function state() {
+  var rows = document.querySelectorAll('#rows tbody tr');
+  return rows[0].id + ' ' + rows.length + ' ' + document.querySelector('#pager span').textContent;
+}
+th[0].click(); th[0].click();
+b.setAttribute('data-sorted', state());
+document.querySelector('#pager button[data-go="1"]').click();
+b.setAttribute('data-next', state());
+document.querySelector('#pager button[data-go="all"]').click();
+b.setAttribute('data-all', state());
+</script></body>"#;
+    let driven = tmp.join("driven.html");
+    std::fs::write(&driven, html.replace("</body>", clicks)).unwrap();
+    let d = dom(&format!("file://{}", driven.display()), &tmp);
+    let body = &d[d.find("<body").unwrap()..];
+    let body = &body[..body.find('>').unwrap()];
+    assert_eq!(
+        body,
+        "<body data-sorted=\"row-109 200 rows 1\u{2013}200 of 220 (page 1 of 2)\" \
+         data-next=\"row-9 20 rows 201\u{2013}220 of 220 (page 2 of 2)\" \
+         data-all=\"row-109 220 rows 1\u{2013}220 of 220\""
     );
     let _ = std::fs::remove_dir_all(&tmp);
 }

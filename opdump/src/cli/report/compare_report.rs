@@ -1,7 +1,9 @@
 //! [`CompareReport`]: everything `opdump compare` found, built once by the command and read by
 //! every renderer (`text`, `json`, `csv`, `html`), none of which derives anything again.
 
-use dump_read::{Dump, compare::Comparison};
+use dump_read::{Dump, KernelRef, compare::Comparison};
+
+use super::shade::{KernelWorst, compare_worst, rel_error};
 
 /// Pairs the terminal table lists at least (divergent pairs are always listed).
 pub const TABLE_FIRST: usize = 20;
@@ -46,6 +48,12 @@ pub struct CompareReport<'a> {
     pub listed: Vec<usize>,
     /// The pairs with notes on how they were compared.
     pub noted: Vec<usize>,
+    /// Per pair: its largest relative error ([`rel_error`]; NaN when none is known).
+    pub pair_rel: Vec<f64>,
+    /// A's kernels, in run order (the graph view's nodes).
+    pub kernels: Vec<KernelRef>,
+    /// Per kernel of `kernels`: its worst pair and shade (`None` without a pair).
+    pub kernel_worst: Vec<Option<KernelWorst>>,
 }
 
 impl<'a> CompareReport<'a> {
@@ -69,11 +77,23 @@ impl<'a> CompareReport<'a> {
         let noted = (0..cmp.pairs.len())
             .filter(|&n| !cmp.pairs[n].notes.is_empty())
             .collect();
+        let pair_rel: Vec<f64> = cmp.pairs.iter().map(rel_error).collect();
+        let kernels = a.kernels();
+        let kernel_worst = compare_worst(
+            a,
+            &kernels,
+            &cmp.pairs,
+            &pair_rel,
+            first.as_ref().map(|f| f.pair),
+        );
         CompareReport {
             a,
             b,
             diverged,
             first,
+            pair_rel,
+            kernels,
+            kernel_worst,
             within: within_nodes(&cmp),
             within_tensors: cmp.within_a.len() + cmp.within_b.len(),
             listed,
@@ -127,7 +147,7 @@ mod tests {
     use dump_read::compare::{Tolerances, compare};
 
     use super::*;
-    use crate::cli::report::{test_dumps as td, text};
+    use crate::cli::report::{json, shade::Shade, test_dumps as td, text};
 
     /// A and B with 25 one-element kernels; B's values differ at `diverge` (the folder is
     /// removed once both are read).
@@ -169,6 +189,39 @@ mod tests {
         assert_eq!(r.listed, want);
         assert_eq!(r.hidden(), 4);
         assert!(r.noted.is_empty() && r.within.is_empty() && r.within_tensors == 0);
+
+        // Each kernel's shade, judged once: the first divergent red, the other divergent one
+        // bad, the rest close (equal values).
+        assert_eq!(r.kernels.len(), 25);
+        assert_eq!(r.pair_rel.len(), 25);
+        let shades: Vec<Shade> = r
+            .kernel_worst
+            .iter()
+            .map(|w| w.expect("every kernel has a pair").shade)
+            .collect();
+        for (n, s) in shades.iter().enumerate() {
+            let want = match n {
+                3 => Shade::First,
+                22 => Shade::Bad,
+                _ => Shade::Close,
+            };
+            assert_eq!(*s, want, "kernel {n}");
+        }
+        let w3 = r.kernel_worst[3].unwrap();
+        assert_eq!((w3.pair, w3.rel), (first.pair, r.pair_rel[first.pair]));
+        assert!(r.pair_rel[first.pair] > 0.4, "2 against 1");
+        assert_eq!(r.pair_rel[0], 0.0);
+        // --json lists them.
+        let mut out = Vec::new();
+        json::compare(&r, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let ks = v["kernel_shades"].as_array().unwrap();
+        assert_eq!(ks.len(), 25);
+        assert_eq!(ks[3]["shade"], "first");
+        assert_eq!(ks[3]["pair"], first.pair);
+        assert_eq!(ks[3]["op_name"], "Default_Add-op3");
+        assert_eq!(ks[22]["shade"], "bad");
+        assert_eq!(ks[0]["shade"], "close");
 
         let (a, b) = dumps("listed-all", &[22]);
         let r = build(&a, &b, true);

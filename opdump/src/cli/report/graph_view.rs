@@ -1,38 +1,22 @@
 //! The model's graph on an HTML page: one node per kernel, its data-flow edges (the
 //! `graphs/*.ir` producers each kernel reads), the module scope as nested, collapsible
 //! `<details>` groups, and each node shaded by how far it diverges (`compare`) or whether its
-//! outputs hold NaN/Inf (`inspect`), linked to its table row. No script: a nested list whose
-//! nodes carry a small coloured bar (longer and warmer the worse), ordered by topological
-//! layer, so the page stays small and readable at thousands of kernels.
+//! outputs hold NaN/Inf (`inspect`), linked to its table row. A nested list whose nodes carry
+//! a small coloured bar (longer and warmer the worse), ordered by topological layer, so the
+//! page stays small and readable at thousands of kernels; the outermost folded groups keep
+//! their members as text until opened (the page's script; without it they show as markup),
+//! so a browser lays out only the open path.
 
 use std::{collections::HashMap, fmt::Write as _};
 
 use dump_read::KernelRef;
 
-use super::{
-    compare_report::CompareReport, esc, g, html::MAX_ROWS, html::rel_error,
-    inspect_report::InspectReport,
-};
+use super::{compare_report::CompareReport, esc, g, html::MAX_ROWS, inspect_report::InspectReport};
 
-/// How a node is shaded: its colour and bar length, worse the later.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Shade {
-    /// Nothing to judge it by (no pair, no statistics).
-    Unknown,
-    /// Within 1e-6 relative error (compare), or every output finite (inspect).
-    Close,
-    /// Within 1e-4.
-    Near,
-    /// Within 1e-3.
-    Drift,
-    /// Over 1e-3 but within tolerance.
-    Far,
-    /// Outside tolerance (compare), or NaN/Inf in its outputs (inspect).
-    Bad,
-    /// The first divergent (compare) or first non-finite (inspect) kernel.
-    First,
-}
+pub use super::shade::Shade;
 
+/// How a shade is drawn: its CSS class and colour (bar length grows with it), and its words
+/// in the legend.
 impl Shade {
     /// The CSS class (`s0` … `s6`).
     pub fn class(self) -> &'static str {
@@ -60,17 +44,6 @@ impl Shade {
         }
     }
 
-    /// Every shade, mildest first.
-    pub const ALL: [Shade; 7] = [
-        Shade::Unknown,
-        Shade::Close,
-        Shade::Near,
-        Shade::Drift,
-        Shade::Far,
-        Shade::Bad,
-        Shade::First,
-    ];
-
     /// What the shade means on a compare page.
     fn compare_words(self) -> &'static str {
         match self {
@@ -92,23 +65,6 @@ impl Shade {
             Shade::Bad => Some("NaN/Inf in its outputs"),
             Shade::First => Some("first non-finite"),
             _ => None,
-        }
-    }
-
-    /// The shade of a pair's largest relative error `rel` (NaN: unknown), `diverged` or not.
-    pub fn of_error(rel: f64, diverged: bool) -> Shade {
-        if diverged {
-            Shade::Bad
-        } else if rel.is_nan() {
-            Shade::Unknown
-        } else if rel <= 1e-6 {
-            Shade::Close
-        } else if rel <= 1e-4 {
-            Shade::Near
-        } else if rel <= 1e-3 {
-            Shade::Drift
-        } else {
-            Shade::Far
         }
     }
 }
@@ -251,48 +207,13 @@ fn skeleton(kernels: &[KernelRef]) -> Vec<Node> {
 /// The nodes of a compare page: A's kernels, each shaded by its worst pair (the first
 /// divergent pair's kernel [`Shade::First`]) and linked to that pair's row.
 pub fn compare_nodes(r: &CompareReport<'_>) -> Vec<Node> {
-    let kernels = r.a.kernels();
-    let mut nodes = skeleton(&kernels);
-    let mut kernel_of = vec![usize::MAX; r.a.tensors.len()];
-    for (n, k) in kernels.iter().enumerate() {
-        for &t in &k.tensors {
-            kernel_of[t] = n;
-        }
-    }
-    let first = r.first.as_ref().map(|f| f.pair);
-    // Per kernel: (shade, its largest error, the pair behind the shade).
-    let mut worst: Vec<Option<(Shade, f64, usize)>> = vec![None; kernels.len()];
-    for (i, p) in r.cmp.pairs.iter().enumerate() {
-        let Some(&n) = kernel_of.get(p.a).filter(|&&n| n != usize::MAX) else {
-            continue;
-        };
-        let rel = rel_error(p);
-        let shade = if first == Some(i) {
-            Shade::First
-        } else {
-            Shade::of_error(rel, p.diverged())
-        };
-        // Worse shade, then larger error, then an output over an input (ties link outputs).
-        let key = |rel: f64| if rel.is_nan() { -1.0 } else { rel };
-        let out = |i: usize| r.a.tensors[r.cmp.pairs[i].a].id.io == dump_stats::Io::Output;
-        let better = match worst[n] {
-            None => true,
-            Some((s, w, j)) => {
-                shade > s
-                    || (shade == s && key(rel) > key(w))
-                    || (shade == s && key(rel) == key(w) && out(i) && !out(j))
-            }
-        };
-        if better {
-            worst[n] = Some((shade, rel, i));
-        }
-    }
-    for (node, w) in nodes.iter_mut().zip(&worst) {
-        if let Some((shade, rel, i)) = *w {
-            node.shade = shade;
-            node.row = Some(i).filter(|&i| i < MAX_ROWS);
-            node.note = note_of(rel);
-            let _ = write!(node.title, "; pair #{i}: {}", node.note);
+    let mut nodes = skeleton(&r.kernels);
+    for (node, w) in nodes.iter_mut().zip(&r.kernel_worst) {
+        if let Some(w) = w {
+            node.shade = w.shade;
+            node.row = Some(w.pair).filter(|&i| i < MAX_ROWS);
+            node.note = note_of(w.rel);
+            let _ = write!(node.title, "; pair #{}: {}", w.pair, node.note);
         }
     }
     nodes
@@ -313,36 +234,10 @@ fn note_of(rel: f64) -> String {
 /// count (the first non-finite kernel [`Shade::First`]) and linked to its row (`row-N`, N
 /// the kernel) when `linked(N)`.
 pub fn inspect_nodes(r: &InspectReport<'_>, linked: &dyn Fn(usize) -> bool) -> Vec<Node> {
-    let kernels = &r.ins.kernels;
-    let mut nodes = skeleton(kernels);
-    let first = r.ins.first_nonfinite.as_ref().map(|f| f.kernel);
-    for (n, (node, k)) in nodes.iter_mut().zip(kernels).enumerate() {
-        let mut known = false;
-        let mut bad = 0u64;
-        for &i in &k.tensors {
-            if r.dump.tensors[i].id.io != dump_stats::Io::Output {
-                continue;
-            }
-            let st = r.stats(i);
-            if let Some(nan) = st.nan {
-                known = true;
-                bad += nan;
-            }
-            if let (Some(p), Some(m)) = (st.pos_inf, st.neg_inf) {
-                known = true;
-                bad += p + m;
-            }
-        }
-        node.shade = if first == Some(n) {
-            Shade::First
-        } else if bad > 0 {
-            Shade::Bad
-        } else if known {
-            Shade::Close
-        } else {
-            Shade::Unknown
-        };
-        if bad > 0 {
+    let mut nodes = skeleton(&r.ins.kernels);
+    for (n, (node, k)) in nodes.iter_mut().zip(&r.kernel_nonfinite).enumerate() {
+        node.shade = k.shade;
+        if let Some(bad) = k.count.filter(|&c| c > 0) {
             node.note = format!("{bad} NaN/Inf");
             let _ = write!(node.title, "; {bad} NaN/Inf in its outputs");
         }
@@ -456,7 +351,7 @@ pub fn render(nodes: &[Node], compare: bool) -> String {
     open[0] = true;
     let mut stack = vec![0usize];
     mark_open(&groups, nodes, &mut stack, &mut open);
-    write_group(&mut s, &groups, nodes, &layer, 0, &open);
+    write_group(&mut s, &groups, nodes, &layer, 0, &open, true);
     s.push_str("</div>");
     s
 }
@@ -481,6 +376,9 @@ fn mark_open(groups: &[Group], nodes: &[Node], stack: &mut Vec<usize>, open: &mu
     }
 }
 
+/// Writes group `g`; a closed group whose enclosing groups are all open (`lazy`) keeps its
+/// members in a `<noscript class="lazy">` ([`super::html::folded`]): a browser with scripting
+/// lays out none of them until the group opens.
 fn write_group(
     s: &mut String,
     groups: &[Group],
@@ -488,12 +386,14 @@ fn write_group(
     layer: &[usize],
     g: usize,
     open: &[bool],
+    lazy: bool,
 ) {
     let gr = &groups[g];
+    let wrap = lazy && !open[g];
     let worst = gr.worst.unwrap_or(Shade::Unknown);
     let _ = write!(
         s,
-        r#"<details{}><summary><span class="b {}"></span> {} ({} kernels)</summary><ul>"#,
+        r#"<details{}><summary><span class="b {}"></span> {} ({} kernels)</summary>"#,
         if open[g] { " open" } else { "" },
         worst.class(),
         if g == 0 {
@@ -503,17 +403,25 @@ fn write_group(
         },
         gr.count
     );
+    if wrap {
+        s.push_str(r#"<noscript class="lazy">"#);
+    }
+    s.push_str("<ul>");
     for m in &gr.members {
         match m {
             Member::Group(c) => {
                 s.push_str("<li>");
-                write_group(s, groups, nodes, layer, *c, open);
+                write_group(s, groups, nodes, layer, *c, open, lazy && !wrap);
                 s.push_str("</li>");
             }
             Member::Node(n) => write_node(s, nodes, layer, *n),
         }
     }
-    s.push_str("</ul></details>");
+    s.push_str("</ul>");
+    if wrap {
+        s.push_str("</noscript>");
+    }
+    s.push_str("</details>");
 }
 
 fn write_node(s: &mut String, nodes: &[Node], layer: &[usize], n: usize) {
@@ -550,7 +458,7 @@ fn write_node(s: &mut String, nodes: &[Node], layer: &[usize], n: usize) {
 /// The CSS the view needs (added to the page's style).
 pub fn css() -> String {
     let mut c = String::from(
-        ".graph ul{list-style:none;margin:0;padding-left:18px;font-size:12px} .graph details{margin:2px 0} .graph li:target{background:#ffe08a} .graph i{color:#888} span.b{display:inline-block;height:10px;vertical-align:middle}\n",
+        ".graph ul{list-style:none;margin:0;padding-left:18px;font-size:12px} .graph details{margin:2px 0} .graph li:target,.graph li.target{background:#ffe08a} .graph i{color:#888} span.b{display:inline-block;height:10px;vertical-align:middle}\n",
     );
     for (i, sh) in Shade::ALL.iter().enumerate() {
         let _ = write!(
@@ -667,7 +575,7 @@ mod tests {
         assert_eq!(shades[0], Shade::Close);
         assert_eq!(shades[3], Shade::Close);
         for n in [1, 2] {
-            let rel = html::rel_error(&r.cmp.pairs[n]);
+            let rel = r.pair_rel[n];
             assert_eq!(shades[n], Shade::of_error(rel, false), "kernel {n}: {rel}");
         }
         assert_eq!(shades[1], Shade::Drift, "5e-4");
@@ -711,6 +619,52 @@ mod tests {
             "{view}"
         );
         assert!(view.contains("Default (6 kernels)"));
+        // The folded group's members wait as text; the open ones are markup.
+        assert!(
+            view.contains(r#"blockA (3 kernels)</summary><noscript class="lazy"><ul><li id="g-0""#)
+        );
+        assert!(view.contains(r#"blockB (3 kernels)</summary><ul><li id="g-3""#));
+        no_nested_noscript(view);
+    }
+
+    /// No `<noscript>` inside another (the first `</noscript>` would end the outer one).
+    fn no_nested_noscript(page: &str) {
+        let mut depth = 0;
+        let mut rest = page;
+        while let Some(at) = rest.find("noscript") {
+            let closing = rest[..at].ends_with("</");
+            depth += if closing { -1 } else { 1 };
+            assert!((0..=1).contains(&depth), "nested noscript");
+            rest = &rest[at + 8..];
+        }
+        assert_eq!(depth, 0);
+    }
+
+    #[test]
+    fn the_view_draws_the_shades_the_report_holds() {
+        let (a, b) = chain_dumps("graph-report", [1.0; 6]);
+        let cmp = compare_dumps(&a, &b, &Tolerances::default(), 1, &|_, _| {});
+        let mut r = CompareReport::new(&a, &b, cmp, false);
+        assert!(
+            r.kernel_worst
+                .iter()
+                .all(|w| w.unwrap().shade == Shade::Close)
+        );
+        // The renderer formats the report's judgement as it stands; it judges nothing again.
+        r.kernel_worst[2] = Some(crate::cli::report::shade::KernelWorst {
+            shade: Shade::Far,
+            rel: 0.25,
+            pair: 2,
+        });
+        r.kernel_worst[5] = None;
+        let nodes = compare_nodes(&r);
+        assert_eq!(nodes[2].shade, Shade::Far);
+        assert_eq!(nodes[2].note, "rel 0.25");
+        assert_eq!(nodes[5].shade, Shade::Unknown);
+        assert_eq!(nodes[5].row, None);
+        let view = render(&nodes, true);
+        assert!(node_li(&view, 2).contains(r#"class="b s4""#));
+        assert!(node_li(&view, 5).contains(r#"class="b s0""#));
     }
 
     #[test]
@@ -846,6 +800,8 @@ mod tests {
             .expect("kernel 1 has NaN")
             .kernel;
         assert_eq!(first, 1);
+        let counts: Vec<Option<u64>> = r.kernel_nonfinite.iter().map(|k| k.count).collect();
+        assert_eq!(counts, vec![Some(0), Some(4), Some(0), Some(2)]);
         let nodes = inspect_nodes(&r, &|_| true);
         assert_eq!(nodes.len(), 4);
         let shades: Vec<Shade> = nodes.iter().map(|n| n.shade).collect();
@@ -910,5 +866,16 @@ mod tests {
         assert_eq!(view.matches(r#"<li id="g-3210" title"#).count(), 1);
         assert!(node_li(&view, 3210).contains(r#"class="b s6""#));
         assert!(view.len() < 250 * N, "{} bytes", view.len());
+        // Only the red node's path is markup: its block's 50 nodes; the other 9 layers and the
+        // other 9 blocks of layer 6 wait as text.
+        no_nested_noscript(&view);
+        assert_eq!(view.matches(r#"<noscript class="lazy">"#).count(), 18);
+        let mut markup = view.clone();
+        while let Some(a) = markup.find("<noscript") {
+            let b = markup[a..].find("</noscript>").unwrap() + a + 11;
+            markup.replace_range(a..b, "");
+        }
+        assert_eq!(markup.matches(r#"<li id="g-"#).count(), 50);
+        assert!(markup.contains(r#"<li id="g-3210""#));
     }
 }

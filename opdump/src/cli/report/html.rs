@@ -29,23 +29,139 @@ use super::{
 /// Most table rows a page holds (`--json` and `--csv` have every row).
 pub const MAX_ROWS: usize = 20_000;
 
-const SORT_JS: &str = r#"
-document.querySelectorAll('table.sortable th').forEach(function (th, col) {
-  th.addEventListener('click', function () {
-    var table = th.closest('table');
-    var body = table.tBodies[0];
-    var rows = Array.prototype.slice.call(body.rows);
-    var asc = th.getAttribute('data-asc') !== 'true';
-    th.setAttribute('data-asc', asc ? 'true' : 'false');
-    rows.sort(function (a, b) {
-      var x = a.cells[col].textContent, y = b.cells[col].textContent;
-      var nx = parseFloat(x), ny = parseFloat(y);
-      var c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
-      return asc ? c : -c;
+/// Rows of the tensor table laid out at once: a longer table shows its first page, the rest
+/// waits as text (`<noscript id="rest">`) until the pager, a sort or a link asks for it.
+pub const PAGE_ROWS: usize = 200;
+
+/// The page's one script: the table's pager (its other rows read from `#rest` when first
+/// needed), sorting on a header click (every row of a paged table), folded sections'
+/// `<noscript class="lazy">` bodies turned into markup when they open, and links and the
+/// address's `#id` revealing their target (its table page shown, its folded sections opened,
+/// marked `.target`). With scripting off, the `<noscript>`s are plain markup: every row and
+/// every node shows.
+const PAGE_JS: &str = r#"
+(function () {
+  var t = document.getElementById('rows'), bar = document.getElementById('pager');
+  var rest = document.getElementById('rest');
+  var P = 0, N = 0, R = null, at = {}, page = 0, all = false;
+  function text(s) {
+    return s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+  }
+  function index() {
+    at = {};
+    R.forEach(function (h, i) {
+      var m = /^<tr id="([^"]+)"/.exec(h);
+      if (m) at[m[1]] = i;
     });
-    rows.forEach(function (r) { body.appendChild(r); });
+  }
+  function rows() {
+    if (!R) {
+      R = [].map.call(t.tBodies[0].rows, function (r) { return r.outerHTML; });
+      var s = rest.textContent;
+      s.slice(s.indexOf('<tbody>') + 7, s.lastIndexOf('</tbody>')).split('</tr>')
+        .forEach(function (h) { if (h) R.push(h + '</tr>'); });
+      rest.parentNode.removeChild(rest);
+      index();
+    }
+    return R;
+  }
+  function label(a, b) {
+    bar.querySelector('span').textContent = 'rows ' + (a + 1) + '\u2013' + b + ' of ' + N +
+      (all ? '' : ' (page ' + (page + 1) + ' of ' + Math.ceil(N / P) + ')');
+  }
+  function show(k) {
+    var r = rows();
+    page = Math.max(0, Math.min(Math.ceil(N / P) - 1, k));
+    var a = all ? 0 : page * P, b = all ? N : Math.min(N, a + P);
+    t.tBodies[0].innerHTML = r.slice(a, b).join('');
+    label(a, b);
+  }
+  if (t && bar && rest) {
+    N = Number(t.getAttribute('data-rows'));
+    P = t.tBodies[0].rows.length;
+    label(0, P);
+    bar.hidden = false;
+    bar.addEventListener('click', function (e) {
+      var go = e.target.getAttribute('data-go');
+      if (go === 'all') { all = !all; show(page); }
+      else if (go) { all = false; show(page + Number(go)); }
+    });
+  }
+  function sortPaged(col, asc) {
+    var r = rows(), key = r.map(function (h) {
+      var c = h.split('<td>')[col + 1] || '';
+      return text(c.slice(0, c.indexOf('</td>')));
+    });
+    var o = r.map(function (_, i) { return i; });
+    o.sort(function (i, j) { return order(key[i], key[j], asc) || i - j; });
+    R = o.map(function (i) { return r[i]; });
+    index();
+    show(0);
+  }
+  function order(x, y, asc) {
+    var nx = parseFloat(x), ny = parseFloat(y);
+    var c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+    return asc ? c : -c;
+  }
+  document.querySelectorAll('table.sortable th').forEach(function (th) {
+    th.addEventListener('click', function () {
+      var table = th.closest('table'), col = th.cellIndex;
+      var asc = th.getAttribute('data-asc') !== 'true';
+      th.setAttribute('data-asc', asc ? 'true' : 'false');
+      if (table === t && P) return sortPaged(col, asc);
+      var body = table.tBodies[0], list = [].slice.call(body.rows);
+      list.sort(function (a, b) {
+        return order(a.cells[col].textContent, b.cells[col].textContent, asc);
+      });
+      list.forEach(function (r) { body.appendChild(r); });
+    });
   });
-});
+  function unfold(n) {
+    n.insertAdjacentHTML('afterend', n.textContent);
+    n.parentNode.removeChild(n);
+  }
+  document.addEventListener('toggle', function (e) {
+    var d = e.target;
+    if (d.open) [].slice.call(d.children).forEach(function (c) {
+      if (c.matches('noscript.lazy')) unfold(c);
+    });
+  }, true);
+  function find(id) {
+    var el = document.getElementById(id);
+    if (el) return el;
+    var key = 'id="' + id + '"', ns = document.querySelectorAll('noscript.lazy');
+    for (var i = 0; i < ns.length; i++) {
+      if (ns[i].textContent.indexOf(key) >= 0) { unfold(ns[i]); return find(id); }
+    }
+    if (P && rows() && at[id] !== undefined) {
+      all = false;
+      show(Math.floor(at[id] / P));
+      return document.getElementById(id);
+    }
+    return null;
+  }
+  function reveal(id) {
+    var el = find(id);
+    for (var d = el && el.parentElement; d; d = d.parentElement) {
+      if (d.tagName === 'DETAILS') d.open = true;
+    }
+    return el;
+  }
+  document.addEventListener('click', function (e) {
+    var a = e.target.closest && e.target.closest('a');
+    var h = a && a.getAttribute('href');
+    if (h && h.charAt(0) === '#') reveal(decodeURIComponent(h.slice(1)));
+  });
+  function fromHash() {
+    var old = document.querySelector('.target');
+    if (old) old.classList.remove('target');
+    var el = location.hash && reveal(decodeURIComponent(location.hash.slice(1)));
+    if (el) { el.classList.add('target'); el.scrollIntoView(); }
+  }
+  window.addEventListener('hashchange', fromHash);
+  fromHash();
+})();
 "#;
 
 /// The whole page: `summary` (already HTML), the plots, and a sortable table whose row
@@ -106,7 +222,7 @@ pub fn page_with(
         r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{t}</title><style>
 body{{font-family:sans-serif;margin:16px;color:#222}} table{{border-collapse:collapse;font-size:12px}}
 th,td{{border:1px solid #ccc;padding:2px 6px;text-align:left}} th{{cursor:pointer;background:#eee}}
-tr.hl td{{background:#fdd}} tr:target td{{background:#ffe08a}} .sum{{font-size:14px;margin-bottom:12px}}
+tr.hl td{{background:#fdd}} tr:target td,tr.target td{{background:#ffe08a}} #pager{{margin:6px 0;font-size:13px}} .sum{{font-size:14px;margin-bottom:12px}}
 svg.plot{{display:block;width:100%;height:auto;max-width:1800px;margin:8px 0}}
 svg.plot circle{{fill-opacity:.55}} svg.plot circle:hover{{fill-opacity:1;stroke:#000}}
 details{{margin:8px 0}} summary{{cursor:pointer;font-weight:bold}}
@@ -118,12 +234,44 @@ details{{margin:8px 0}} summary{{cursor:pointer;font-weight:bold}}
         s.push_str(&svg(p));
     }
     s.push_str(extra);
-    s.push_str(r#"<table class="sortable"><thead><tr>"#);
+    tensor_table(&mut s, head, rows, ids, highlight);
+    let _ = writeln!(s, "<script>{PAGE_JS}</script></body></html>");
+    s
+}
+
+/// The tensor table (`id="rows"`): its first [`PAGE_ROWS`] rows as markup, the rest (up to
+/// [`MAX_ROWS`]) in a second table inside `<noscript id="rest">`, which a browser with
+/// scripting on keeps as text (cheap to load; the pager reads it) and one without shows.
+fn tensor_table(
+    s: &mut String,
+    head: &[&str],
+    rows: &[Vec<String>],
+    ids: &[Option<usize>],
+    highlight: Option<usize>,
+) {
+    let shown = rows.len().min(MAX_ROWS);
+    let paged = shown > PAGE_ROWS;
+    let mut thead = String::from("<thead><tr>");
     for h in head {
-        let _ = write!(s, "<th>{}</th>", esc(h));
+        let _ = write!(thead, "<th>{}</th>", esc(h));
     }
-    s.push_str("</tr></thead><tbody>");
-    for (i, r) in rows.iter().enumerate().take(MAX_ROWS) {
+    thead.push_str("</tr></thead>");
+    if paged {
+        s.push_str(
+            r#"<div id="pager" hidden><button data-go="-1">&#9664; previous</button> <span></span> <button data-go="1">next &#9654;</button> <button data-go="all">every row</button></div>"#,
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<table class="sortable" id="rows" data-rows="{shown}">{thead}<tbody>"#
+    );
+    for (i, r) in rows.iter().enumerate().take(shown) {
+        if i == PAGE_ROWS {
+            let _ = write!(
+                s,
+                r#"</tbody></table><noscript id="rest"><table class="sortable">{thead}<tbody>"#
+            );
+        }
         s.push_str("<tr");
         if let Some(Some(id)) = ids.get(i) {
             let _ = write!(s, r#" id="row-{id}""#);
@@ -138,6 +286,9 @@ details{{margin:8px 0}} summary{{cursor:pointer;font-weight:bold}}
         s.push_str("</tr>");
     }
     s.push_str("</tbody></table>");
+    if paged {
+        s.push_str("</noscript>");
+    }
     if rows.len() > MAX_ROWS {
         let _ = write!(
             s,
@@ -145,8 +296,20 @@ details{{margin:8px 0}} summary{{cursor:pointer;font-weight:bold}}
             rows.len()
         );
     }
-    let _ = writeln!(s, "<script>{SORT_JS}</script></body></html>");
-    s
+}
+
+/// A `<details>` section (`attrs` after the tag name, e.g. ` id="x"`) with `summary`; when
+/// closed, its `body` is kept in a `<noscript class="lazy">`, which the page's script turns
+/// into markup when the section opens (a browser without scripting shows it as is). `body`
+/// must hold no `<noscript>` of its own.
+pub fn folded(attrs: &str, open: bool, summary: &str, body: &str) -> String {
+    if open {
+        format!("<details{attrs} open><summary>{summary}</summary>{body}</details>")
+    } else {
+        format!(
+            r#"<details{attrs}><summary>{summary}</summary><noscript class="lazy">{body}</noscript></details>"#
+        )
+    }
 }
 
 /// Colours of the parameters' lines, in turn.
@@ -277,15 +440,16 @@ pub fn inspect(r: &InspectReport<'_>) -> String {
     let plots = kernel_plots(&compute, "forward and backward kernels");
     let mut extra = String::new();
     if !state.is_empty() {
-        let _ = write!(
-            extra,
-            "<details><summary>Parameter and optimizer kernels ({} kernels)</summary>",
-            state.len()
+        let body: String = kernel_plots(&state, "parameter and optimizer kernels")
+            .iter()
+            .map(svg)
+            .collect();
+        extra += &folded(
+            "",
+            false,
+            &format!("Parameter and optimizer kernels ({} kernels)", state.len()),
+            &body,
         );
-        for p in kernel_plots(&state, "parameter and optimizer kernels") {
-            extra += &svg(&p);
-        }
-        extra += "</details>";
     }
     extra += &graph_view::render(&graph_view::inspect_nodes(r, &|n| link(n).is_some()), false);
     extra += &trends(r);
@@ -396,22 +560,6 @@ fn pair_name(r: &CompareReport<'_>, n: usize) -> String {
     format!("#{n} {} {} {}", t.id.op_type, t.id.op_name, t.io_slot())
 }
 
-/// A pair's largest relative error: over its elements (`+inf` where their NaN/Inf positions
-/// differ), or over its statistics.
-pub(super) fn rel_error(p: &PairResult) -> f64 {
-    match &p.outcome {
-        PairOutcome::Elements(m) if m.nonfinite_mismatch > 0 => f64::INFINITY,
-        PairOutcome::Elements(m) => m.max_rel,
-        PairOutcome::Statistics { rel } => rel
-            .iter()
-            .flatten()
-            .copied()
-            .reduce(f64::max)
-            .unwrap_or(f64::NAN),
-        _ => f64::NAN,
-    }
-}
-
 /// The plots of pairs `idx` (`what` they are): both runs' l2norm, `1 - cosine` and the
 /// largest relative error, on log scales (errors below [`ERROR_FLOOR`] drawn at it; pairs
 /// whose NaN/Inf positions differ on the top edge).
@@ -481,7 +629,7 @@ fn pair_plots(r: &CompareReport<'_>, idx: &[usize], what: &str) -> Vec<Plot> {
             ),
             series: vec![Series {
                 name: "max rel error".into(),
-                values: values(&rel_error),
+                values: idx.iter().map(|&n| r.pair_rel[n]).collect(),
                 color: "#b0302a",
             }],
             floor: Some(ERROR_FLOOR),
@@ -495,9 +643,11 @@ const OPEN_SECTION: usize = 20;
 
 /// `<details>`, open when it lists at most [`OPEN_SECTION`] rows.
 fn section(id: &str, rows: usize, summary: &str, body: &str) -> String {
-    format!(
-        r#"<details id="{id}"{}><summary>{summary}</summary>{body}</details>"#,
-        if rows <= OPEN_SECTION { " open" } else { "" }
+    folded(
+        &format!(r#" id="{id}""#),
+        rows <= OPEN_SECTION,
+        summary,
+        body,
     )
 }
 
@@ -579,15 +729,19 @@ pub fn compare(r: &CompareReport<'_>) -> String {
     let plots = pair_plots(r, &outs, "kernel outputs");
     let mut extra = String::new();
     if !ins.is_empty() {
-        let _ = write!(
-            extra,
-            "<details><summary>Kernel inputs: weights, parameters and activations fed in ({} pairs)</summary>",
-            ins.len()
+        let body: String = pair_plots(r, &ins, "kernel inputs")
+            .iter()
+            .map(svg)
+            .collect();
+        extra += &folded(
+            "",
+            false,
+            &format!(
+                "Kernel inputs: weights, parameters and activations fed in ({} pairs)",
+                ins.len()
+            ),
+            &body,
         );
-        for p in pair_plots(r, &ins, "kernel inputs") {
-            extra += &svg(&p);
-        }
-        extra += "</details>";
     }
     extra += &graph_view::render(&graph_view::compare_nodes(r), true);
     extra += &fused_and_unpaired(r);
@@ -752,6 +906,98 @@ mod tests {
                 "{target}"
             );
         }
+    }
+
+    /// The markup of `page` a browser with scripting on lays out: `<noscript>` text removed.
+    fn laid_out(page: &str) -> String {
+        let mut s = page.to_owned();
+        while let Some(a) = s.find("<noscript") {
+            let b = s[a..].find("</noscript>").unwrap() + a + "</noscript>".len();
+            s.replace_range(a..b, "");
+        }
+        s
+    }
+
+    #[test]
+    fn a_long_table_lays_out_one_page_and_keeps_every_row() {
+        let n = 2 * PAGE_ROWS + 50;
+        let rows: Vec<Vec<String>> = (0..n).map(|i| vec![i.to_string()]).collect();
+        let ids: Vec<Option<usize>> = (0..n).map(Some).collect();
+        // Points linking to rows on the first page, the second and the last.
+        let p = Plot {
+            xs: vec![0, PAGE_ROWS + 7, n - 1],
+            names: vec!["a".into(), "b".into(), "c".into()],
+            rows: vec![Some(0), Some(PAGE_ROWS + 7), Some(n - 1)],
+            series: vec![Series {
+                name: "s".into(),
+                values: vec![1.0, 2.0, 3.0],
+                color: "#00f",
+            }],
+            ..Plot::new("", "x", n)
+        };
+        let page = page("t", "", &[p], &["#"], &rows, &ids, Some(PAGE_ROWS + 7));
+        // Every row is in the page once, in order, the highlighted one marked.
+        assert_eq!(page.matches(r#"<tr id="row-"#).count(), n);
+        let mut at = 0;
+        for i in 0..n {
+            let row = format!(r#"<tr id="row-{i}""#);
+            let found = page[at..].find(&row).unwrap_or_else(|| panic!("row {i}"));
+            at += found + row.len();
+        }
+        assert!(page.contains(&format!(r#"<tr id="row-{}" class="hl">"#, PAGE_ROWS + 7)));
+        // The first page is markup; the rest waits in #rest, a table of its own (shown as is
+        // without scripting) with the same header.
+        let shown = laid_out(&page);
+        assert_eq!(shown.matches(r#"<tr id="row-"#).count(), PAGE_ROWS);
+        assert!(shown.contains(&format!(r#"<tr id="row-{}">"#, PAGE_ROWS - 1)));
+        assert!(!shown.contains(&format!(r#"<tr id="row-{PAGE_ROWS}">"#)));
+        let rest = &page[page.find(r#"<noscript id="rest">"#).unwrap()..];
+        assert!(rest.starts_with(
+            r#"<noscript id="rest"><table class="sortable"><thead><tr><th>#</th></tr></thead><tbody><tr id="row-200">"#
+        ));
+        assert!(rest.contains("</tbody></table></noscript>"));
+        assert!(page.contains(&format!(
+            r#"<table class="sortable" id="rows" data-rows="{n}"><thead><tr><th>#</th></tr></thead><tbody><tr id="row-0">"#
+        )));
+        // The pager, hidden until the script shows it; the script that pages, sorts and
+        // reveals link targets.
+        assert!(page.contains(r#"<div id="pager" hidden><button data-go="-1">"#));
+        assert_eq!(page.matches("<script>").count(), 1);
+        for part in [
+            "getElementById('rest')",
+            "addEventListener('hashchange'",
+            "noscript.lazy",
+            "sortPaged(col, asc)",
+        ] {
+            assert!(page.contains(part), "{part}");
+        }
+        // Every link lands on an id the page holds (on a later page too).
+        let hrefs: Vec<&str> = page.split("href=\"#").skip(1).collect();
+        assert_eq!(hrefs.len(), 3);
+        for h in hrefs {
+            let target = &h[..h.find('"').unwrap()];
+            assert_eq!(
+                page.matches(&format!(r#" id="{target}""#)).count(),
+                1,
+                "{target}"
+            );
+        }
+        // A short table is one page: no pager, no #rest.
+        let short = super::page("t", "", &[], &["#"], &rows[..PAGE_ROWS], &ids, None);
+        assert_eq!(short.matches(r#"<tr id="row-"#).count(), PAGE_ROWS);
+        assert!(!short.contains("<noscript") && !short.contains(r#"<div id="pager""#));
+    }
+
+    #[test]
+    fn a_folded_section_keeps_its_body_as_text_until_opened() {
+        assert_eq!(
+            folded(r#" id="x""#, false, "S", "<p>b</p>"),
+            r#"<details id="x"><summary>S</summary><noscript class="lazy"><p>b</p></noscript></details>"#
+        );
+        assert_eq!(
+            folded("", true, "S", "<p>b</p>"),
+            "<details open><summary>S</summary><p>b</p></details>"
+        );
     }
 
     /// Kernels `k0..k5`, each with a weight input (l2norm 100) and an output (l2norm 1); B's

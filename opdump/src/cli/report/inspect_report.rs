@@ -10,6 +10,8 @@ use dump_read::{
 };
 use dump_stats::Io;
 
+use super::shade::{KernelNonfinite, inspect_nonfinite};
+
 /// What a kernel is in a training step: its role and, when it belongs to one, the parameter.
 pub struct KernelRole {
     /// Activation, gradient, parameter or optimizer.
@@ -105,6 +107,8 @@ pub struct InspectReport<'a> {
     /// The first non-finite tensor is not the first non-finite operator's output (so it is
     /// reported on its own).
     pub tensor_apart: bool,
+    /// Per kernel of `ins.kernels`: its outputs' NaN/Inf count and shade.
+    pub kernel_nonfinite: Vec<KernelNonfinite>,
 }
 
 impl<'a> InspectReport<'a> {
@@ -137,7 +141,14 @@ impl<'a> InspectReport<'a> {
                 .as_ref()
                 .is_none_or(|f| f.tensor != t.tensor)
         });
+        let kernel_nonfinite = inspect_nonfinite(
+            dump,
+            &ins.kernels,
+            &ins.stats,
+            ins.first_nonfinite.as_ref().map(|f| f.kernel),
+        );
         InspectReport {
+            kernel_nonfinite,
             dir,
             dump,
             ins,

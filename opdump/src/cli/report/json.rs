@@ -161,7 +161,8 @@ pub fn inspect(r: &InspectReport<'_>, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The object `inspect --json` prints (keys `first_nonfinite`, `first_nonfinite_tensor`,
-/// `growth`, `parameters`, ...).
+/// `growth`, `kernel_shades` (per kernel: its outputs' shade and NaN/Inf count),
+/// `parameters`, ...).
 fn inspect_value(r: &InspectReport<'_>) -> Value {
     let (dump, ins) = (r.dump, &r.ins);
     let first = match &ins.first_nonfinite {
@@ -213,6 +214,9 @@ fn inspect_value(r: &InspectReport<'_>) -> Value {
                 "op_type": k.op_type, "op_name": k.op_name,
                 "max_abs_ratio": num(gr.max_abs_ratio), "l2norm_ratio": num(gr.l2norm_ratio)})
         }).collect::<Vec<_>>(),
+        "kernel_shades": ins.kernels.iter().zip(&r.kernel_nonfinite).map(|(k, s)| json!({
+            "rank": k.rank, "iteration": k.iteration, "op_name": k.op_name,
+            "shade": s.shade.as_str(), "nonfinite": s.count})).collect::<Vec<_>>(),
         "parameters": ins.parameters.iter().map(trend).collect::<Vec<_>>(),
         "parameter_thresholds": {
             "exploding_growth": EXPLODING_GROWTH, "exploding_update": EXPLODING_UPDATE,
@@ -241,7 +245,8 @@ pub fn compare(r: &CompareReport<'_>, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The object `compare --json` prints (keys `pairs`, `matched`, `only_in_a`, `only_in_b`,
-/// `within_a`, `within_b`, `first_divergent`, ...).
+/// `within_a`, `within_b`, `first_divergent`, `kernel_shades` (per kernel of A: its worst
+/// pair's shade, pair and relative error), ...).
 fn compare_value(r: &CompareReport<'_>) -> Value {
     let (a, b, cmp) = (r.a, r.b, &r.cmp);
     let first = match &r.first {
@@ -285,6 +290,10 @@ fn compare_value(r: &CompareReport<'_>) -> Value {
         "nearest_a": nearest(a, b, &cmp.nearest_a),
         "nearest_b": nearest(b, a, &cmp.nearest_b),
         "pairs": cmp.pairs.iter().map(|p| pair(a, b, p)).collect::<Vec<_>>(),
+        "kernel_shades": r.kernels.iter().zip(&r.kernel_worst).map(|(k, w)| json!({
+            "rank": k.rank, "iteration": k.iteration, "op_name": k.op_name,
+            "shade": w.map_or("unknown", |w| w.shade.as_str()),
+            "pair": w.map(|w| w.pair), "max_rel_error": w.map(|w| num(w.rel))})).collect::<Vec<_>>(),
     })
 }
 

@@ -3,7 +3,8 @@
 //! [`stats_report::StatsReport`]) that holds everything an output needs; one renderer
 //! per format takes it: [`text`] (the terminal report, warnings and the stderr summary),
 //! [`json`] (`--json`), [`csv`] (compare's `--csv`, stats' rows) and [`html`] (`--html`: one page with
-//! [`svg`] plots and a [`graph_view`] of the model). The renderers format; they never derive a finding again. Around them:
+//! [`svg`] plots and a [`graph_view`] of the model). The renderers format; they never derive a finding again (a kernel's colour in the
+//! graph view included: [`shade`]). Around them:
 //! wordings and table cells shared by several formats ([`words`], [`cells`]), progress on
 //! stderr, and output files written whole (temp file + rename; Ctrl-C removes the temp file,
 //! so no partial output file is ever left).
@@ -17,6 +18,7 @@ pub mod inspect_report;
 pub mod json;
 pub mod output;
 pub mod progress;
+pub mod shade;
 pub mod stats_report;
 pub mod svg;
 #[cfg(test)]

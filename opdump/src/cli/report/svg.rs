@@ -98,8 +98,10 @@ const PAD_B: f64 = 42.0;
 const CHAR_W: f64 = 7.0;
 
 /// Most points a line gets: longer series are reduced to the largest value of each of this
-/// many buckets (a spike stays visible), so a page for a million tensors stays small.
-pub const MAX_POINTS: usize = 2000;
+/// many buckets (a spike stays visible), so a page for a million tensors stays small and
+/// quick to open. About one point per unit of the plot area's width ([`W`] less the
+/// margins): more would only overlap.
+pub const MAX_POINTS: usize = 1000;
 
 /// For each bucket of `per` consecutive points, the point with the largest drawn value
 /// (`None` for a bucket with nothing to draw); `per` is 1 for a short series.
@@ -425,18 +427,18 @@ mod tests {
 
     #[test]
     fn long_series_are_reduced_keeping_spikes() {
-        let mut v = vec![1.0; 10 * MAX_POINTS];
+        let mut v = vec![1.0; 20 * MAX_POINTS];
         v[12_345] = 1e6;
         let ys: Vec<Option<f64>> = v.iter().map(|&x| Some(x)).collect();
-        let r = reduce(&ys, 10);
+        let r = reduce(&ys, 20);
         assert_eq!(r.len(), MAX_POINTS);
-        assert_eq!(r[1234], Some(12_345), "the bucket keeps its spike");
+        assert_eq!(r[12_345 / 20], Some(12_345), "the bucket keeps its spike");
         let mut p = plot(v);
         p.mark = Some((12_345, "m".into()));
         p.log = true;
         let svg = svg(&p);
         assert!(
-            svg.contains("(max of every 10 points)") && svg.len() < 400_000,
+            svg.contains("(max of every 20 points)") && svg.len() < 400_000,
             "{}",
             svg.len()
         );
