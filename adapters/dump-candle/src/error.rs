@@ -89,7 +89,7 @@ impl fmt::Display for Error {
 /// candle's error as its message, without the backtrace candle attaches to it when
 /// `RUST_BACKTRACE` is set (a command-line user reads what failed, not candle's frames; the
 /// error itself, backtrace included, stays reachable through `source()`).
-struct Plain<'a>(&'a candle_core::Error);
+pub(crate) struct Plain<'a>(pub(crate) &'a candle_core::Error);
 
 impl fmt::Display for Plain<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

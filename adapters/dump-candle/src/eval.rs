@@ -64,6 +64,20 @@ fn prefix(model: &ModelProto, k: usize) -> ModelProto {
     m
 }
 
+/// The values of `model`'s graph outputs that its first `k` nodes compute (with the exposed
+/// model: every value they compute), or why they could not be computed.
+pub(crate) fn values_before(
+    model: &ModelProto,
+    inputs: &HashMap<String, Tensor>,
+    k: usize,
+) -> Result<HashMap<String, Tensor>, String> {
+    match eval(&prefix(model, k), inputs) {
+        Outcome::Ok(v) => Ok(v),
+        Outcome::Failed(e) => Err(crate::error::Plain(&e).to_string()),
+        Outcome::Panicked(m) => Err(format!("candle-onnx panicked (caught): {m}")),
+    }
+}
+
 /// Evaluates `model` on `inputs`; a failure or panic names the first node that fails.
 pub(crate) fn evaluate(
     model: &ModelProto,

@@ -15,7 +15,7 @@
 use std::{collections::HashMap, path::Path};
 
 use candle_core::Tensor;
-use dump_host::Dumper;
+use dump_host::{Dumper, config::OpDebugMode};
 use dump_onnx::{ExposedModel, Hand, Lookup, Model, OnnxDump};
 use prost::Message;
 
@@ -30,6 +30,8 @@ pub struct CandleRunner {
     pub(crate) fed: HashMap<String, Tensor>,
     /// The outputs of the last [`OnnxRuntime::step`](dump_onnx::OnnxRuntime::step).
     pub(crate) last: HashMap<String, Tensor>,
+    /// What an exception dump could not do (the run's own error stands).
+    pub(crate) diagnostics: Vec<String>,
 }
 
 impl CandleRunner {
@@ -66,6 +68,7 @@ impl CandleRunner {
             exposed,
             fed: HashMap::new(),
             last: HashMap::new(),
+            diagnostics: Vec::new(),
         })
     }
 
@@ -78,8 +81,9 @@ impl CandleRunner {
     /// in graph order as the Dumper's next step, and returns the model's declared outputs.
     ///
     /// A panic inside candle-onnx is caught and returned as [`Error::Eval`], which names the
-    /// first node that fails (found by evaluating prefixes of the graph); nothing is dumped
-    /// for that step.
+    /// first node that fails (found by evaluating prefixes of the graph); nothing else is
+    /// dumped for that step. With `op_debug_mode` 4 (exception dump) that node's inputs go to
+    /// `Step::kernel_failed`, computed again by the graph cut before it.
     pub fn run(
         &mut self,
         dumper: &mut Dumper,
@@ -88,10 +92,67 @@ impl CandleRunner {
         self.model
             .check_inputs(|n| inputs.contains_key(n))
             .map_err(|e| Error::Model(e.to_string()))?;
-        let mut values = crate::eval::evaluate(&self.exposed, &inputs)?;
+        let mut values = match crate::eval::evaluate(&self.exposed, &inputs) {
+            Ok(v) => v,
+            Err(e) => {
+                self.exception_dump(dumper, &e, &inputs);
+                return Err(e);
+            }
+        };
         values.extend(inputs);
         self.model.dump_values(dumper, &values, view)?;
         Ok(self.model.take_outputs(|name| values.remove(name)))
+    }
+}
+
+impl CandleRunner {
+    /// Exception dump (`op_debug_mode` 4) after evaluation failed with `e`: the values the
+    /// failed node was given are evaluated again by the graph cut before it (every node output
+    /// is a graph output of the exposed model), and its inputs go to `Step::kernel_failed`.
+    /// What cannot be done is a diagnostic; the run's error stands.
+    fn exception_dump(&mut self, dumper: &mut Dumper, e: &Error, inputs: &HashMap<String, Tensor>) {
+        if dumper.plan().map(|p| p.op_debug_mode) != Some(OpDebugMode::Exception) {
+            return;
+        }
+        let Error::Eval { node: Some(at), .. } = e else {
+            self.diagnostics.push(format!(
+                "exception dump: the failed node could not be found: {e}"
+            ));
+            return;
+        };
+        let mut values = match crate::eval::values_before(&self.exposed, inputs, at.index) {
+            Ok(v) => v,
+            Err(why) => {
+                self.diagnostics.push(format!(
+                    "exception dump: the inputs of {at} could not be computed again: {why}"
+                ));
+                return;
+            }
+        };
+        values.extend(inputs.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let wanted = self
+            .model
+            .model()
+            .graph
+            .nodes
+            .get(at.index)
+            .map(|n| n.inputs.clone())
+            .unwrap_or_default();
+        let mut host = HashMap::new();
+        for name in wanted {
+            let Some(t) = values.get(&name) else { continue };
+            match crate::runtime::to_host(&name, t) {
+                Ok(h) => {
+                    host.insert(name, h);
+                }
+                Err(e) => self
+                    .diagnostics
+                    .push(format!("exception dump: input {name:?} of {at}: {e}")),
+            }
+        }
+        if let Err(e) = self.model.dump_failed(dumper, at.index, &host) {
+            self.diagnostics.push(format!("exception dump: {e}"));
+        }
     }
 }
 

@@ -56,12 +56,16 @@ impl OnnxRuntime for CandleRunner {
     }
 
     fn diagnostics(&self) -> Vec<String> {
-        self.dump().diagnostics().map(str::to_owned).collect()
+        self.dump()
+            .diagnostics()
+            .map(str::to_owned)
+            .chain(self.diagnostics.iter().cloned())
+            .collect()
     }
 }
 
 /// `t` copied to the host in C order.
-fn to_host(name: &str, t: &Tensor) -> Result<HostTensor, Error> {
+pub(crate) fn to_host(name: &str, t: &Tensor) -> Result<HostTensor, Error> {
     let t = t.to_device(&Device::Cpu)?.contiguous()?;
     convert::with_tensor_ref(&t, |r| HostTensor {
         name: name.to_owned(),

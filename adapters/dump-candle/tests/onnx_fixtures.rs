@@ -144,3 +144,45 @@ fn save_kernel_args_writes_the_onnx_attributes() {
     assert!(conv.contains("\"kernel_shape\": \"[3, 3]\""), "{conv}");
     assert_eq!(json("Relu."), "null", "no attributes");
 }
+
+/// Exception dump (`op_debug_mode` 4): the Gather candle-onnx fails on (index 7 of 4) has its
+/// inputs dumped, the computed one evaluated again by the graph cut before it; nothing else.
+#[test]
+fn exception_dump_writes_the_inputs_of_the_node_candle_fails_on() {
+    // gather_oob: x -> Add (doubled) -> Gather at index 7 of 4 (fails) -> Mul.
+    let tmp = Tmp::new("candle-exception");
+    let mut d = dumper(&tmp.0, r#", "saved_data": "tensor", "op_debug_mode": 4"#);
+    let mut r = CandleRunner::new(model_bytes("gather_oob"), 0).unwrap();
+    let e = r
+        .run(&mut d, candle_inputs("gather_oob"))
+        .expect_err("index 7 of 4");
+    assert!(e.to_string().contains("\"gather1\" (Gather"), "{e}");
+    d.close().unwrap();
+    let diags = dump_onnx::OnnxRuntime::diagnostics(&r);
+    let files = npy_in(&tmp.rank().join("Net/0/0"));
+    let names: Vec<String> = files.iter().map(|p| file_name(p)).collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "the failed node's two inputs only: {names:?}; {e}; {diags:?}"
+    );
+    assert!(
+        names[0].starts_with("Gather.")
+            && names[0].contains("gather1")
+            && names[0].contains(".input.0."),
+        "{names:?}"
+    );
+    assert!(names[1].contains(".input.1."), "{names:?}");
+    // Input 0 was computed again by the cut graph: Add doubled 0, 1, 2, 3.
+    let doubled = dump_npy::read_file(&files[0]).unwrap();
+    let want: Vec<u8> = [0f32, 2.0, 4.0, 6.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(doubled.data, want);
+    assert_eq!(
+        dump_npy::read_file(&files[1]).unwrap().data,
+        7i64.to_le_bytes()
+    );
+    assert!(diags.is_empty(), "{diags:?}");
+}
