@@ -53,16 +53,46 @@ impl CandleRunner {
     }
 
     fn build(bytes: Vec<u8>, dir: &Path, graph_id: u32) -> Result<Self, Error> {
-        let inlined = dump_onnx::inline_data(&bytes, dir, dump_onnx::MAX_INLINE_MODEL)
-            .map_err(|e| Error::Model(e.to_string()))?;
-        drop(bytes);
-        let model = Model::parse(inlined).map_err(|e| Error::Model(e.to_string()))?;
-        let model = ExposedModel::new(model, graph_id);
-        let rewritten = model
-            .exposed_bytes()
-            .map_err(|e| Error::Model(e.to_string()))?;
-        let exposed = candle_onnx::onnx::ModelProto::decode(rewritten.as_slice())
+        let model = |e: dump_onnx::Error| Error::Model(e.to_string());
+        // candle-onnx's model is built from the exposed graph without its weights, then each
+        // initializer gets its bytes in `raw_data` (the only field candle-onnx reads), tensor
+        // by tensor: the weights never pass through one protobuf message, so models beyond
+        // protobuf's 2 GiB run.
+        let parsed = Model::parse(bytes).map_err(model)?;
+        let small = ExposedModel::new(parsed, graph_id);
+        let rewritten = small.exposed_bytes().map_err(model)?;
+        let mut exposed = candle_onnx::onnx::ModelProto::decode(rewritten.as_slice())
             .map_err(|e| Error::Model(format!("candle-onnx cannot read the model: {e}")))?;
+        drop(rewritten);
+        if let Some(g) = exposed.graph.as_mut() {
+            for t in &mut g.initializer {
+                let encoded = t.encode_to_vec();
+                if let Some(data) =
+                    dump_onnx::initializer_data(&encoded, dir, u64::MAX).map_err(model)?
+                {
+                    t.raw_data = data;
+                    t.float_data.clear();
+                    t.int32_data.clear();
+                    t.int64_data.clear();
+                    t.double_data.clear();
+                    t.uint64_data.clear();
+                    t.external_data.clear();
+                    t.data_location = 0;
+                }
+            }
+        }
+        // The dump reads the weights too (constants, kernel inputs): from the external files
+        // when the model fits one message, else without them (a diagnostic names each).
+        let model = if has_external(small.model()) {
+            match dump_onnx::inline_data(small.model().bytes(), dir, dump_onnx::MAX_INLINE_MODEL)
+                .and_then(Model::parse)
+            {
+                Ok(m) => ExposedModel::new(m, graph_id),
+                Err(_) => small,
+            }
+        } else {
+            small
+        };
         Ok(CandleRunner {
             model,
             exposed,
@@ -154,6 +184,11 @@ impl CandleRunner {
             self.diagnostics.push(format!("exception dump: {e}"));
         }
     }
+}
+
+/// Whether an initializer of `model` keeps its data outside the model.
+fn has_external(model: &Model) -> bool {
+    model.graph.initializers.iter().any(|i| i.data.is_none())
 }
 
 /// Shows one candle tensor of an evaluation to the Dumper (dump-onnx's

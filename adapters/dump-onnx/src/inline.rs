@@ -80,9 +80,28 @@ struct External {
     length: Option<u64>,
 }
 
-/// One `TensorProto` with its data in `raw_data` (unchanged when its type has no element
-/// bytes).
-fn normalise(t: &[u8], base: &Path, budget: u64) -> Result<Vec<u8>, Error> {
+/// The element bytes of one initializer (`tensor`: a `TensorProto`'s bytes), little-endian
+/// as `raw_data` holds them, wherever the model keeps them: `raw_data`, a typed field
+/// (`float_data`, `int64_data`, ...) or an external file (looked up in `base`, at most
+/// `budget` bytes, checked against the file and the tensor's size). `None` for a type with no
+/// element bytes (strings) or a tensor without data.
+///
+/// A runtime that builds its own model structure (candle-onnx's `ModelProto`) fills
+/// `raw_data` with it tensor by tensor, so the weights never pass through one protobuf
+/// message and models beyond protobuf's 2 GiB run.
+pub fn initializer_data(tensor: &[u8], base: &Path, budget: u64) -> Result<Option<Vec<u8>>, Error> {
+    Ok(parse_initializer(tensor, base, budget)?.data)
+}
+
+/// An initializer's identity and its element bytes (see [`initializer_data`]).
+struct Initializer {
+    name: String,
+    data_type: i32,
+    dims: Vec<i64>,
+    data: Option<Vec<u8>>,
+}
+
+fn parse_initializer(t: &[u8], base: &Path, budget: u64) -> Result<Initializer, Error> {
     let mut name = String::new();
     let mut data_type = 0i32;
     let mut dims: Vec<i64> = Vec::new();
@@ -100,12 +119,29 @@ fn normalise(t: &[u8], base: &Path, budget: u64) -> Result<Vec<u8>, Error> {
         }
     }
     let data = if external {
-        read_external(&name, data_type, &dims, &ext, base, budget)?
+        Some(read_external(&name, data_type, &dims, &ext, base, budget)?)
     } else {
-        match parse_tensor(t)?.data {
-            Some(d) if dtype(data_type).is_some() => d,
-            _ => return Ok(t.to_vec()),
-        }
+        parse_tensor(t)?.data.filter(|_| dtype(data_type).is_some())
+    };
+    Ok(Initializer {
+        name,
+        data_type,
+        dims,
+        data,
+    })
+}
+
+/// One `TensorProto` with its data in `raw_data` (unchanged when its type has no element
+/// bytes).
+fn normalise(t: &[u8], base: &Path, budget: u64) -> Result<Vec<u8>, Error> {
+    let Initializer {
+        name,
+        data_type,
+        dims,
+        data,
+    } = parse_initializer(t, base, budget)?;
+    let Some(data) = data else {
+        return Ok(t.to_vec());
     };
     let mut out = Vec::with_capacity(data.len() + name.len() + 32);
     for d in &dims {
@@ -333,6 +369,47 @@ mod tests {
         }
         assert_eq!(n, 3);
         std::fs::remove_dir_all(&d).ok();
+    }
+
+    #[test]
+    fn initializer_data_reads_raw_typed_and_external_bytes() {
+        let d = dir("one");
+        let w: Vec<u8> = [1.5f32, -2.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        std::fs::write(d.join("w.bin"), [&[9u8; 3][..], &w].concat()).unwrap();
+        let ext = tensor(
+            "w",
+            1,
+            &[2],
+            &external(&[("location", "w.bin"), ("offset", "3")]),
+        );
+        assert_eq!(
+            initializer_data(&ext, &d, u64::MAX).unwrap(),
+            Some(w.clone())
+        );
+        let mut raw = Vec::new();
+        put_bytes(&mut raw, 9, &w);
+        assert_eq!(
+            initializer_data(&tensor("r", 1, &[2], &raw), &d, 0).unwrap(),
+            Some(w.clone())
+        );
+        let mut ints = Vec::new();
+        put_varint(&mut ints, 5);
+        let mut typed = Vec::new();
+        put_bytes(&mut typed, 7, &ints);
+        assert_eq!(
+            initializer_data(&tensor("i", 7, &[1], &typed), &d, 0).unwrap(),
+            Some(5i64.to_le_bytes().to_vec())
+        );
+        // Strings have no element bytes; an external file over the budget is an error.
+        assert_eq!(
+            initializer_data(&tensor("s", 8, &[1], &[]), &d, 0).unwrap(),
+            None
+        );
+        let e = initializer_data(&ext, &d, 4).unwrap_err().to_string();
+        assert!(e.contains("exceeds 4 bytes"), "{e}");
     }
 
     #[test]

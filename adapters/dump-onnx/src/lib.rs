@@ -76,7 +76,7 @@ pub use describe::{describe, full_name};
 pub use error::{Cause, Error};
 pub use expose::{only_outputs, with_outputs};
 pub use exposed::{ExposedModel, Hand, View};
-pub use inline::{MAX_INLINE_MODEL, inline_data};
+pub use inline::{MAX_INLINE_MODEL, initializer_data, inline_data};
 pub use model::{Dim, Graph, Initializer, Model, Node, ValueInfo, dtype, onnx_code, type_name};
 pub use runtime::{DeclaredInput, HostTensor, LoadOptions, OnnxRuntime, load_boxed, model_dir};
 pub use scope::{
