@@ -114,44 +114,60 @@ fn describe_as(dtype: Option<String>, shape: Option<&[usize]>) -> String {
 
 /// Gives an ml_dtypes array (numpy saves it with an opaque descr, see
 /// [`dump_npy::opaque_carrier`]) the element type the model declares for the input: `<V2` as
-/// bfloat16; `<V1` as int4 (ml_dtypes' one value per byte, its low nibble, packed two per byte,
-/// low nibble first). Anything else (float8, uint4, a model that declares no type) is an
-/// error saying what the file may hold and what opdump reads.
+/// bfloat16; `<V1` as int4 or uint4 (ml_dtypes' one value per byte, its low nibble, packed two
+/// per byte, low nibble first) or float8_e4m3fn; `<f1` as float8_e5m2. Anything else (a
+/// declared type the descr cannot hold, a model that declares no type) is an error saying what
+/// the file may hold and what opdump reads.
 fn resolve_opaque(npy: &mut dump_npy::NpyFile, d: &DeclaredInput) -> Result<(), String> {
+    let e5m2 = npy.descr.ends_with("f1");
     let holds = match npy.descr.as_str() {
-        "<f1" | "|f1" => "ml_dtypes' float8_e5m2",
+        _ if e5m2 => "ml_dtypes' float8_e5m2",
         d if d.ends_with('2') => "ml_dtypes' bfloat16",
-        _ => "ml_dtypes' int4, uint4 or a float8 (one byte per element)",
+        _ => "ml_dtypes' int4, uint4 or float8_e4m3fn (one byte per element)",
     };
     let declared = declared_type(d);
     let unsupported = || {
         format!(
             "descr {:?} is {holds}; the model declares {declared}. opdump reads '<V2' as \
-             bfloat16 and '<V1' as int4 when the model's input has that type; float8 and uint4 \
-             inputs are not supported",
+             bfloat16, '<V1' as int4, uint4 or float8_e4m3fn and '<f1' as float8_e5m2, \
+             whichever the model declares for the input",
             npy.descr
         )
     };
     match (npy.dtype, d.dtype) {
         (DType::UInt16, Some(DType::BFloat16)) => npy.dtype = DType::BFloat16,
-        (DType::UInt8, Some(DType::Int4)) if !npy.descr.ends_with("f1") => {
-            let mut packed = vec![0u8; npy.data.len().div_ceil(2)];
-            for (k, &b) in npy.data.iter().enumerate() {
-                // ml_dtypes keeps an int4 in the low nibble; the high one is 0 or its sign.
-                if b >> 4 != 0 && b >> 4 != 0xf {
-                    return Err(format!(
-                        "element {k} is byte {b:#04x}, not an int4 as ml_dtypes stores one \
-                         (the value in the low nibble)"
-                    ));
-                }
-                packed[k / 2] |= (b & 0x0f) << (4 * (k % 2));
-            }
-            npy.data = packed;
-            npy.dtype = DType::Int4;
+        (DType::UInt8, Some(DType::Float8E5M2)) if e5m2 => npy.dtype = DType::Float8E5M2,
+        (DType::UInt8, Some(DType::Float8E4M3FN)) if !e5m2 => npy.dtype = DType::Float8E4M3FN,
+        (DType::UInt8, Some(to @ (DType::Int4 | DType::UInt4))) if !e5m2 => {
+            npy.data = pack_nibbles(&npy.data, to)?;
+            npy.dtype = to;
         }
         _ => return Err(unsupported()),
     }
     Ok(())
+}
+
+/// ml_dtypes' int4/uint4 (one value per byte) packed two per byte, low nibble first. Each byte
+/// must be what ml_dtypes stores: the value in the low nibble, the high nibble 0 (or, for
+/// int4, all ones when the value is negative).
+fn pack_nibbles(bytes: &[u8], to: DType) -> Result<Vec<u8>, String> {
+    let mut packed = vec![0u8; bytes.len().div_ceil(2)];
+    for (k, &b) in bytes.iter().enumerate() {
+        let fits = match to {
+            DType::Int4 => b >> 4 == 0 || b >> 4 == 0xf,
+            _ => b <= 15,
+        };
+        if !fits {
+            let what = if to == DType::Int4 {
+                "an int4 as ml_dtypes stores one (the value in the low nibble)"
+            } else {
+                "a uint4 (0..=15)"
+            };
+            return Err(format!("element {k} is byte {b:#04x}, not {what}"));
+        }
+        packed[k / 2] |= (b & 0x0f) << (4 * (k % 2));
+    }
+    Ok(packed)
 }
 
 /// Reads `--input NAME=FILE.npy` values and checks them against the declared inputs.
