@@ -410,17 +410,18 @@ const fn fp8_table<const E: u32, const IEEE: bool>() -> [u32; 256] {
 }
 
 /// float32 bits of each float8 E4M3FN pattern (index: the byte): bias 7, no infinities,
-/// `0x7f`/`0xff` NaN.
-pub const F8E4M3FN_TO_F32: [u32; 256] = fp8_table::<4, false>();
+/// `0x7f`/`0xff` NaN. A `static` (computed at compile time), so every lookup reads the one
+/// table in read-only memory, never a copy on the stack.
+pub static F8E4M3FN_TO_F32: [u32; 256] = fp8_table::<4, false>();
 
 /// float32 bits of each float8 E5M2 pattern (index: the byte): bias 15, `0x7c`/`0xfc` ±inf,
 /// `0x7d..=0x7f` and `0xfd..=0xff` NaN.
-pub const F8E5M2_TO_F32: [u32; 256] = fp8_table::<5, true>();
+pub static F8E5M2_TO_F32: [u32; 256] = fp8_table::<5, true>();
 
 /// The float32 value of one float8 byte of `dtype` (`Float8E4M3FN` or `Float8E5M2`; `None`
 /// for any other dtype).
 #[inline]
-pub const fn fp8_to_f32(dtype: DType, b: u8) -> Option<f32> {
+pub fn fp8_to_f32(dtype: DType, b: u8) -> Option<f32> {
     match dtype {
         DType::Float8E4M3FN => Some(f32::from_bits(F8E4M3FN_TO_F32[b as usize])),
         DType::Float8E5M2 => Some(f32::from_bits(F8E5M2_TO_F32[b as usize])),
