@@ -23,9 +23,14 @@ fn dtypes() -> PathBuf {
 
 /// `opdump run cast_T.onnx --runtime RT --input x=X --out OUT`.
 fn run(ty: &str, rt: &str, x: &Path, out: &Path) -> Output {
+    run_model(&format!("cast_{ty}"), rt, x, out)
+}
+
+/// `opdump run MODEL.onnx --runtime RT --input x=X --out OUT`.
+fn run_model(model: &str, rt: &str, x: &Path, out: &Path) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_opdump"))
         .arg("run")
-        .arg(dtypes().join(format!("cast_{ty}.onnx")))
+        .arg(dtypes().join(format!("{model}.onnx")))
         .args(["--runtime", rt, "--input"])
         .arg(format!("x={}", x.display()))
         .arg("--out")
@@ -108,8 +113,8 @@ fn tract_takes_bool_int16_uint16_and_names_the_types_it_lacks() {
 /// ONNX Runtime takes numpy's bool/int16/uint16 and ml_dtypes' bfloat16 (`<V2`), int4 and
 /// uint4 (`<V1`, one per byte, repacked two per byte), float8_e4m3fn (`<V1`) and float8_e5m2
 /// (`<f1`) as the model declares them; the dumped input holds the widened values (int8/uint8,
-/// float32). A file whose descr cannot hold the declared type, or whose bytes are no int4 /
-/// uint4, is refused (exit 2) saying why.
+/// float32), and so do outputs of these types (`cast_to_T.onnx`). A file whose descr cannot
+/// hold the declared type, or whose bytes are no int4 / uint4, is refused (exit 2) saying why.
 #[cfg(feature = "ort")]
 #[test]
 fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
@@ -154,6 +159,42 @@ fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
             .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(got, [0.0, 1.5, -2.0, 3.0, -0.25, 7.0], "{ty}");
+    }
+    // Outputs of these types (Cast from float32, saturating and rounding to nearest even)
+    // are dumped widened: float32 / uint8 files with onnx.reference's values, rows named by
+    // the output's own dtype with its storage as Data Size.
+    for (ty, wide, size) in [
+        ("float8_e4m3fn", dump_core::DType::Float32, 6),
+        ("float8_e5m2", dump_core::DType::Float32, 6),
+        ("uint4", dump_core::DType::UInt8, 3),
+    ] {
+        let out = tmp.0.join(format!("to-{ty}"));
+        let o = run_model(
+            &format!("cast_to_{ty}"),
+            "ort",
+            &dtypes().join(format!("to_{ty}.npy")),
+            &out,
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{ty}: {err}");
+        let dir = out.join(format!("rank_0/cast_to_{ty}/0/0"));
+        let y = npy_in(&dir)
+            .into_iter()
+            .find(|p| p.to_string_lossy().contains(".output.0."))
+            .unwrap_or_else(|| panic!("{ty}: no Cast output in {}", dir.display()));
+        assert_eq!(dump_npy::read_file(&y).unwrap().dtype, wide, "{ty}");
+        assert_close(
+            &format!("to {ty}"),
+            &y,
+            &dtypes().join(format!("to_{ty}.expected.npy")),
+            0.0,
+        );
+        let csv = std::fs::read_to_string(dir.join("statistic.csv")).unwrap();
+        assert!(
+            csv.lines()
+                .any(|l| l.contains(&format!(",output,0,{size},{ty},\"(2,3)\","))),
+            "{ty}: {csv}"
+        );
     }
     // The descr decides what a file can hold: `<f1` is float8_e5m2 only, `<V1` never is.
     let o = run(
