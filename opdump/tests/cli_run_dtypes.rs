@@ -196,6 +196,37 @@ fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
             "{ty}: {csv}"
         );
     }
+    // Without --input: seeded random values of the declared type, which the Cast returns as
+    // float32 exactly (the dumped input and output files hold the same values).
+    for ty in ["int4", "uint4", "float8_e4m3fn", "float8_e5m2"] {
+        let out = tmp.0.join(format!("random-{ty}"));
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_opdump"))
+            .arg("run")
+            .arg(dtypes().join(format!("cast_{ty}.onnx")))
+            .args(["--runtime", "ort", "--seed", "11", "--out"])
+            .arg(&out)
+            .env_remove("MINDSPORE_DUMP_CONFIG")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{ty}: {err}");
+        let files = npy_in(&out.join(format!("rank_0/cast_{ty}/0/0")));
+        let find = |io: &str| {
+            files
+                .iter()
+                .find(|p| {
+                    let n = p.to_string_lossy();
+                    n.contains("/Cast.") && n.contains(io)
+                })
+                .unwrap_or_else(|| panic!("{ty}: no Cast {io} in {files:?}"))
+        };
+        assert_close(
+            &format!("random {ty}"),
+            find(".output.0."),
+            find(".input.0."),
+            0.0,
+        );
+    }
     // The descr decides what a file can hold: `<f1` is float8_e5m2 only, `<V1` never is.
     let o = run(
         "float8_e4m3fn",

@@ -253,7 +253,27 @@ impl SplitMix {
     }
 }
 
-/// Random values for every declared input: floats in [-1, 1), integers in 0..10, booleans.
+/// A float8 byte of `dtype` for `v` in (-2, 2): `v` truncated toward zero to the format (its
+/// exponent kept, its mantissa cut to 3 bits for e4m3fn or 2 for e5m2; values below the
+/// smallest normal become zero of their sign), so the result's magnitude never exceeds `|v|`.
+fn fp8_toward_zero(dtype: DType, v: f64) -> u8 {
+    let (m_bits, bias) = if dtype == DType::Float8E5M2 {
+        (2, 15)
+    } else {
+        (3, 7)
+    };
+    let bits = v.to_bits();
+    let sign = ((bits >> 63) as u8) << 7;
+    let exp = ((bits >> 52) & 0x7ff) as i32 - 1023 + bias;
+    if exp < 1 {
+        return sign;
+    }
+    let man = ((bits >> (52 - m_bits)) & ((1 << m_bits) - 1)) as u8;
+    sign | ((exp as u8) << m_bits) | man
+}
+
+/// Random values for every declared input: floats in [-1, 1) (float8 truncated toward zero to
+/// the format), integers in 0..10 (int4 in 0..8), booleans.
 fn random_feeds(declared: &[DeclaredInput], seed: u64) -> Result<Vec<HostTensor>, Failure> {
     let mut rng = SplitMix(seed);
     declared
@@ -281,6 +301,12 @@ fn random_feeds(declared: &[DeclaredInput], seed: u64) -> Result<Vec<HostTensor>
                     DType::Int16 | DType::UInt16 => data.extend((int as u16).to_le_bytes()),
                     DType::Int32 | DType::UInt32 => data.extend((int as u32).to_le_bytes()),
                     DType::Int64 | DType::UInt64 => data.extend(int.to_le_bytes()),
+                    DType::Float8E4M3FN | DType::Float8E5M2 => {
+                        data.push(fp8_toward_zero(dtype, u));
+                    }
+                    // One value per byte here; packed two per byte below.
+                    DType::Int4 => data.push((int.min(7)) as u8),
+                    DType::UInt4 => data.push(int as u8),
                     other => {
                         return Err(Failure::Invalid(format!(
                             "input {:?}: no random {other} values; pass --input {}=FILE.npy",
@@ -288,6 +314,9 @@ fn random_feeds(declared: &[DeclaredInput], seed: u64) -> Result<Vec<HostTensor>
                         )));
                     }
                 }
+            }
+            if matches!(dtype, DType::Int4 | DType::UInt4) {
+                data = pack_nibbles(&data, dtype).map_err(Failure::Invalid)?;
             }
             Ok(HostTensor {
                 name: d.name.clone(),
@@ -557,6 +586,77 @@ impl Events {
         for (nothing, l) in lines {
             if !(failed && nothing) {
                 let _ = writeln!(err, "{l}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every float8 value of magnitude below 2 maps to itself (subnormals to zero of their
+    /// sign); anything else truncates toward zero.
+    #[test]
+    fn fp8_toward_zero_keeps_exact_values_and_never_grows() {
+        for dtype in [DType::Float8E4M3FN, DType::Float8E5M2] {
+            for b in 0..=255u8 {
+                let v = f64::from(dump_core::widen::fp8_to_f32(dtype, b).unwrap());
+                if !v.is_finite() || v.abs() >= 2.0 {
+                    continue;
+                }
+                let got = fp8_toward_zero(dtype, v);
+                let exp_mask = if dtype == DType::Float8E5M2 {
+                    0x7c
+                } else {
+                    0x78
+                };
+                let subnormal = b & exp_mask == 0;
+                let want = if subnormal { b & 0x80 } else { b };
+                assert_eq!(got, want, "{dtype} {b:#04x} ({v})");
+            }
+            for v in [0.3, -0.77, 0.999_999, -1.0, 1e-9] {
+                let b = fp8_toward_zero(dtype, v);
+                let w = f64::from(dump_core::widen::fp8_to_f32(dtype, b).unwrap());
+                assert!(w.abs() <= v.abs() && w * v >= 0.0, "{dtype} {v} -> {w}");
+                assert!(
+                    v.abs() - w.abs() < v.abs() / 4.0 + 1e-2,
+                    "{dtype} {v} -> {w}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn random_inputs_of_float8_and_4_bit_types() {
+        let declared = |dtype| DeclaredInput {
+            name: "x".into(),
+            dtype: Some(dtype),
+            shape: Some(vec![5]),
+            onnx_type: None,
+        };
+        let feeds = random_feeds(
+            &[
+                declared(DType::Int4),
+                declared(DType::UInt4),
+                declared(DType::Float8E4M3FN),
+                declared(DType::Float8E5M2),
+            ],
+            7,
+        )
+        .unwrap();
+        assert_eq!(feeds[0].data.len(), 3, "int4 packed two per byte");
+        assert_eq!(feeds[1].data.len(), 3, "uint4 packed two per byte");
+        let mut nib = [0u8; 5];
+        dump_core::widen::int4_to_int8(&feeds[0].data, 5, &mut nib).unwrap();
+        assert!(nib.iter().all(|&b| (0..8).contains(&(b as i8))), "{nib:?}");
+        dump_core::widen::uint4_to_uint8(&feeds[1].data, 5, &mut nib).unwrap();
+        assert!(nib.iter().all(|&b| b < 10), "{nib:?}");
+        for f in &feeds[2..] {
+            assert_eq!(f.data.len(), 5);
+            for &b in &f.data {
+                let v = dump_core::widen::fp8_to_f32(f.dtype, b).unwrap();
+                assert!((-1.0..1.0).contains(&v), "{} {b:#04x}: {v}", f.dtype);
             }
         }
     }
