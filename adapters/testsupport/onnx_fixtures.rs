@@ -91,7 +91,7 @@ pub fn inputs(model: &str) -> Vec<(String, dump_npy::NpyFile)> {
     v
 }
 
-/// The values of an `.npy` file as f64 (f16/bf16/f32/f64 widened), NaN kept.
+/// The values of an `.npy` file as f64 (f16/bf16/f32/f64 widened, int8/uint8 exact), NaN kept.
 pub fn values(p: &Path) -> (Vec<usize>, Vec<f64>) {
     let f = dump_npy::read_file(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let v = match f.dtype {
@@ -115,6 +115,8 @@ pub fn values(p: &Path) -> (Vec<usize>, Vec<f64>) {
             .chunks(2)
             .map(|c| half::bf16::from_le_bytes(c.try_into().unwrap()).to_f64())
             .collect(),
+        DType::UInt8 => f.data.iter().map(|&b| f64::from(b)).collect(),
+        DType::Int8 => f.data.iter().map(|&b| f64::from(b as i8)).collect(),
         other => panic!("{}: unexpected dtype {other}", p.display()),
     };
     (f.shape, v)

@@ -5,8 +5,11 @@ use crate::Error;
 
 /// A tensor element type, as MindSpore names them.
 ///
-/// Sub-byte types are packed: `Int4` holds two elements per byte (low nibble first) and `UInt1`
-/// eight (most significant bit first).
+/// Sub-byte types are packed: `Int4` and `UInt4` hold two elements per byte (low nibble first)
+/// and `UInt1` eight (most significant bit first).
+///
+/// The declaration order is the wire format's dtype code (postcard's variant index and the bit
+/// of a `DTypeSet`): new dtypes are appended at the end, never inserted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -45,11 +48,19 @@ pub enum DType {
     Complex64,
     /// Two binary64 values (re, im).
     Complex128,
+    /// 8-bit float E4M3FN (sign, 4 exponent bits with bias 7, 3 mantissa bits): finite only,
+    /// `S.1111.111` is NaN. Stored widened to float32.
+    Float8E4M3FN,
+    /// 8-bit float E5M2 (sign, 5 exponent bits with bias 15, 2 mantissa bits): the high byte
+    /// of an IEEE binary16, with infinities and NaN. Stored widened to float32.
+    Float8E5M2,
+    /// 4-bit unsigned integer, two per byte, low nibble first. Stored widened to uint8.
+    UInt4,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 17] = [
+    pub const ALL: [DType; 20] = [
         DType::Bool,
         DType::Int4,
         DType::Int8,
@@ -67,14 +78,17 @@ impl DType {
         DType::Float64,
         DType::Complex64,
         DType::Complex128,
+        DType::Float8E4M3FN,
+        DType::Float8E5M2,
+        DType::UInt4,
     ];
 
     /// Bits per element.
     pub const fn bits(self) -> u32 {
         match self {
             DType::UInt1 => 1,
-            DType::Int4 => 4,
-            DType::Bool | DType::Int8 | DType::UInt8 => 8,
+            DType::Int4 | DType::UInt4 => 4,
+            DType::Bool | DType::Int8 | DType::UInt8 | DType::Float8E4M3FN | DType::Float8E5M2 => 8,
             DType::Int16 | DType::UInt16 | DType::Float16 | DType::BFloat16 => 16,
             DType::Int32 | DType::UInt32 | DType::Float32 => 32,
             DType::Int64 | DType::UInt64 | DType::Float64 | DType::Complex64 => 64,
@@ -82,10 +96,11 @@ impl DType {
         }
     }
 
-    /// Bytes per element for byte-addressable dtypes, `None` for the packed `Int4` and `UInt1`.
+    /// Bytes per element for byte-addressable dtypes, `None` for the packed `Int4`, `UInt4`
+    /// and `UInt1`.
     pub const fn size(self) -> Option<usize> {
         match self {
-            DType::Int4 | DType::UInt1 => None,
+            DType::Int4 | DType::UInt4 | DType::UInt1 => None,
             _ => Some(self.bits() as usize / 8),
         }
     }
@@ -95,7 +110,7 @@ impl DType {
     pub const fn storage_bytes(self, elems: usize) -> Option<usize> {
         match self {
             DType::UInt1 => Some(elems.div_ceil(8)),
-            DType::Int4 => Some(elems.div_ceil(2)),
+            DType::Int4 | DType::UInt4 => Some(elems.div_ceil(2)),
             _ => elems.checked_mul(self.bits() as usize / 8),
         }
     }
@@ -114,8 +129,9 @@ impl DType {
 
     /// The `.npy` descr MindSpore writes for raw data of this dtype (`<f4`, `|b1`, `<E2`, ...).
     ///
-    /// `None` for `Int4` and `UInt1`, which have no numpy type; they are stored widened to
-    /// `|i1` / `|u1` (see [`crate::widen`]). `BFloat16` gives `<E2` (ml_dtypes' char), which is
+    /// `None` for `Int4`, `UInt4`, `UInt1`, `Float8E4M3FN` and `Float8E5M2`, which have no
+    /// numpy type (MindSpore writes no file for them); opdump stores them widened to `|i1`,
+    /// `|u1`, `|u1`, `<f4` and `<f4` (see [`DType::widened`] and [`crate::widen`]). `BFloat16` gives `<E2` (ml_dtypes' char), which is
     /// what MindSpore 2.10 writes on CPU and what stock numpy cannot load.
     pub const fn npy_descr(self) -> Option<&'static str> {
         Some(match self {
@@ -134,8 +150,22 @@ impl DType {
             DType::Float64 => "<f8",
             DType::Complex64 => "<c8",
             DType::Complex128 => "<c16",
-            DType::Int4 | DType::UInt1 => return None,
+            DType::Int4 | DType::UInt4 | DType::UInt1 | DType::Float8E4M3FN | DType::Float8E5M2 => {
+                return None;
+            }
         })
+    }
+
+    /// The dtype a tensor of this dtype is stored as (in `.npy` files, and what statistics
+    /// see): `Int8` for `Int4`, `UInt8` for `UInt4` and `UInt1`, `Float32` for the float8
+    /// types, itself for every other dtype. The widening is exact ([`crate::widen`]).
+    pub const fn widened(self) -> DType {
+        match self {
+            DType::Int4 => DType::Int8,
+            DType::UInt4 | DType::UInt1 => DType::UInt8,
+            DType::Float8E4M3FN | DType::Float8E5M2 => DType::Float32,
+            d => d,
+        }
     }
 
     /// The dtype of an `.npy` descr (`<f4`, `|b1`, `<E2`, also `=f4`/`f4` native-order forms
@@ -194,6 +224,9 @@ impl DType {
             DType::Float64 => "float64",
             DType::Complex64 => "complex64",
             DType::Complex128 => "complex128",
+            DType::Float8E4M3FN => "float8_e4m3fn",
+            DType::Float8E5M2 => "float8_e5m2",
+            DType::UInt4 => "uint4",
         }
     }
 
@@ -217,6 +250,9 @@ impl DType {
             DType::Float64 => "Float64",
             DType::Complex64 => "Complex64",
             DType::Complex128 => "Complex128",
+            DType::Float8E4M3FN => "Float8E4M3FN",
+            DType::Float8E5M2 => "Float8E5M2",
+            DType::UInt4 => "UInt4",
         }
     }
 
@@ -229,11 +265,16 @@ impl DType {
             .ok_or(Error::UnknownDType)
     }
 
-    /// `true` for Float16, BFloat16, Float32 and Float64.
+    /// `true` for Float8E4M3FN, Float8E5M2, Float16, BFloat16, Float32 and Float64.
     pub const fn is_float(self) -> bool {
         matches!(
             self,
-            DType::Float16 | DType::BFloat16 | DType::Float32 | DType::Float64
+            DType::Float8E4M3FN
+                | DType::Float8E5M2
+                | DType::Float16
+                | DType::BFloat16
+                | DType::Float32
+                | DType::Float64
         )
     }
 
@@ -270,7 +311,17 @@ mod tests {
         for d in DType::ALL {
             assert_eq!(DType::from_name(d.name()), Ok(d));
             assert_eq!(DType::from_name(d.cpu_name()), Ok(d));
-            assert_eq!(d.cpu_name().to_ascii_lowercase(), d.name());
+            // The float8 names follow MindSpore's two spellings (`float8_e4m3fn` in Python,
+            // `Float8E4M3FN` for its TypeId): the same letters, without the underscore.
+            assert_eq!(d.cpu_name().to_ascii_lowercase(), d.name().replace('_', ""));
+        }
+        // Declaration order is the wire code: the first 17 never move.
+        assert_eq!(DType::Complex128 as u32, 16);
+        assert_eq!(DType::Float8E4M3FN as u32, 17);
+        assert_eq!(DType::Float8E5M2 as u32, 18);
+        assert_eq!(DType::UInt4 as u32, 19);
+        for (i, d) in DType::ALL.iter().enumerate() {
+            assert_eq!(*d as usize, i);
         }
         assert_eq!(DType::from_name("FLOAT32"), Err(Error::UnknownDType));
         assert_eq!(DType::from_name(""), Err(Error::UnknownDType));
@@ -281,7 +332,10 @@ mod tests {
         for d in DType::ALL {
             match d.npy_descr() {
                 Some(s) => assert_eq!(DType::from_npy_descr(s), Some(d), "{s}"),
-                None => assert!(matches!(d, DType::Int4 | DType::UInt1)),
+                None => {
+                    assert_ne!(d.widened(), d);
+                    assert!(d.widened().npy_descr().is_some(), "{d}");
+                }
             }
         }
         assert_eq!(DType::from_npy_descr(">f4"), None);
@@ -307,6 +361,13 @@ mod tests {
             })
         );
         assert_eq!(DType::Int4.size(), None);
+        assert_eq!(DType::UInt4.size(), None);
+        assert_eq!(DType::UInt4.storage_bytes(5), Some(3));
+        assert_eq!(DType::Float8E5M2.storage_bytes(5), Some(5));
+        assert_eq!(DType::Float8E4M3FN.size(), Some(1));
+        assert_eq!(DType::Float8E4M3FN.widened(), DType::Float32);
+        assert_eq!(DType::UInt4.widened(), DType::UInt8);
+        assert!(DType::Float8E5M2.is_float() && DType::UInt4.is_int());
         assert_eq!(DType::BFloat16.size(), Some(2));
     }
 }

@@ -4,14 +4,19 @@
 //! |------|----|------|
 //! | bfloat16 | float32 | the 16 bits become the high half of the float32 (`bits << 16`) |
 //! | float16 | float32 | exact IEEE conversion; subnormals exact; NaN sign and payload kept |
+//! | float8 e4m3fn | float32 | exact; bias 7, no infinities, `S.1111.111` is NaN |
+//! | float8 e5m2 | float32 | exact; bias 15, IEEE-like (±inf, NaN) |
 //! | int4 | int8 | two per byte, low nibble first, sign-extended from bit 3 |
+//! | uint4 | uint8 | two per byte, low nibble first, zero-extended |
 //! | uint1 | uint8 | eight per byte, most significant bit first; the last byte emits `elems % 8` bits |
 //!
 //! All kernels work on raw little-endian bytes, write into a caller buffer, never allocate, and
 //! return the number of bytes written. Bad lengths give an [`Error`], never a panic.
 //!
-//! NaN payloads are kept bit for bit, signalling NaNs included: a float16 signalling NaN widens
-//! to a float32 signalling NaN with the same payload (shifted left by 13), never quietened.
+//! NaN payloads of bfloat16 and float16 are kept bit for bit, signalling NaNs included: a
+//! float16 signalling NaN widens to a float32 signalling NaN with the same payload (shifted left
+//! by 13), never quietened. float8 NaNs (which carry no useful payload) widen to the quiet NaN
+//! `0x7fc00000` with their sign, exactly what ml_dtypes' and torch's float32 casts give.
 //!
 //! # Chunking
 //!
@@ -20,7 +25,8 @@
 //!
 //! - bf16 / f16: split the source at any **even** byte offset; the output of the piece starting at
 //!   source byte `o` goes to output byte `2 * o`.
-//! - int4: split at any byte; every piece but the last must pass `elems = 2 * bytes`, the last
+//! - float8: split anywhere; the piece at source byte `o` goes to output byte `4 * o`.
+//! - int4 / uint4: split at any byte; every piece but the last must pass `elems = 2 * bytes`, the last
 //!   passes the remaining element count (which may be odd). Output of the piece starting at
 //!   source byte `o` goes to output byte `2 * o`.
 //! - uint1: split at any byte; every piece but the last passes `elems = 8 * bytes`, the last the
@@ -307,7 +313,36 @@ pub fn f16_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
 /// `elems` the final high nibble is ignored. `dst` must hold at least `elems` bytes. Writes
 /// `elems` int8 values and returns `elems`.
 pub fn int4_to_int8(src: &[u8], elems: usize, dst: &mut [u8]) -> Result<usize, Error> {
-    DType::Int4.check_len(src.len(), elems)?;
+    nibbles_to_bytes::<true>(src, elems, dst)
+}
+
+/// Widens packed uint4 to uint8 (0..=15 per byte): low nibble first, zero-extended.
+///
+/// Same contract as [`int4_to_int8`]: `src.len()` must equal
+/// `DType::UInt4.storage_bytes(elems)`, with odd `elems` the final high nibble is ignored,
+/// `dst` must hold at least `elems` bytes. Returns `elems`.
+pub fn uint4_to_uint8(src: &[u8], elems: usize, dst: &mut [u8]) -> Result<usize, Error> {
+    nibbles_to_bytes::<false>(src, elems, dst)
+}
+
+/// One nibble as a byte: sign-extended from bit 3 when `SIGNED`, else zero-extended.
+#[inline(always)]
+const fn nibble<const SIGNED: bool>(n: u8) -> u8 {
+    if SIGNED {
+        (((n << 4) as i8) >> 4) as u8
+    } else {
+        n & 0x0f
+    }
+}
+
+/// The kernel of [`int4_to_int8`] (`SIGNED`) and [`uint4_to_uint8`].
+fn nibbles_to_bytes<const SIGNED: bool>(
+    src: &[u8],
+    elems: usize,
+    dst: &mut [u8],
+) -> Result<usize, Error> {
+    let dtype = if SIGNED { DType::Int4 } else { DType::UInt4 };
+    dtype.check_len(src.len(), elems)?;
     if dst.len() < elems {
         return Err(Error::BufferTooSmall {
             needed: elems,
@@ -317,13 +352,112 @@ pub fn int4_to_int8(src: &[u8], elems: usize, dst: &mut [u8]) -> Result<usize, E
     let dst = &mut dst[..elems];
     let mut pairs = dst.chunks_exact_mut(2);
     for (&b, d) in src.iter().zip(&mut pairs) {
-        d[0] = (((b << 4) as i8) >> 4) as u8;
-        d[1] = ((b as i8) >> 4) as u8;
+        d[0] = nibble::<SIGNED>(b);
+        d[1] = nibble::<SIGNED>(b >> 4);
     }
     if let (Some(last), Some(&b)) = (pairs.into_remainder().first_mut(), src.last()) {
-        *last = (((b << 4) as i8) >> 4) as u8;
+        *last = nibble::<SIGNED>(b);
     }
     Ok(elems)
+}
+
+/// The float32 bits of a float8 value `b` with `E` exponent bits and `M = 7 - E` mantissa bits
+/// (bias `2^(E-1) - 1`), decoded from the format's definition.
+///
+/// `IEEE`: an all-ones exponent is infinity (mantissa 0) or NaN (E5M2). Otherwise (the `FN`
+/// "finite" formats, E4M3FN) only the all-ones pattern `S.1111.111` is NaN and the rest of the
+/// top binade holds normal numbers. NaN widens to the float32 quiet NaN `0x7fc00000` with the
+/// sign kept, the value ml_dtypes and torch give; every other value is exact.
+const fn fp8_bits<const E: u32, const IEEE: bool>(b: u8) -> u32 {
+    const QUIET_NAN: u32 = 0x7fc0_0000;
+    let m_bits = 7 - E;
+    let bias = (1i32 << (E - 1)) - 1;
+    let sign = ((b >> 7) as u32) << 31;
+    let exp = ((b >> m_bits) as u32) & ((1 << E) - 1);
+    let man = (b as u32) & ((1 << m_bits) - 1);
+    let exp_max = (1 << E) - 1;
+    let man_max = (1 << m_bits) - 1;
+    if exp == exp_max && (IEEE || man == man_max) {
+        return if IEEE && man == 0 {
+            sign | 0x7f80_0000
+        } else {
+            sign | QUIET_NAN
+        };
+    }
+    if exp == 0 {
+        if man == 0 {
+            return sign;
+        }
+        // Subnormal: man * 2^(1 - bias - m_bits). Normalise around its highest set bit `p`:
+        // 2^(p + 1 - bias - m_bits) * (1 + rest / 2^p).
+        let p = 31 - man.leading_zeros();
+        let e32 = (p as i32 + 1 - bias - m_bits as i32 + 127) as u32;
+        return sign | (e32 << 23) | ((man ^ (1 << p)) << (23 - p));
+    }
+    let e32 = (exp as i32 - bias + 127) as u32;
+    sign | (e32 << 23) | (man << (23 - m_bits))
+}
+
+/// The float32 bits of every float8 bit pattern, computed at compile time.
+const fn fp8_table<const E: u32, const IEEE: bool>() -> [u32; 256] {
+    let mut t = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = fp8_bits::<E, IEEE>(i as u8);
+        i += 1;
+    }
+    t
+}
+
+/// float32 bits of each float8 E4M3FN pattern (index: the byte): bias 7, no infinities,
+/// `0x7f`/`0xff` NaN. A `static` (computed at compile time), so every lookup reads the one
+/// table in read-only memory, never a copy on the stack.
+pub static F8E4M3FN_TO_F32: [u32; 256] = fp8_table::<4, false>();
+
+/// float32 bits of each float8 E5M2 pattern (index: the byte): bias 15, `0x7c`/`0xfc` ±inf,
+/// `0x7d..=0x7f` and `0xfd..=0xff` NaN.
+pub static F8E5M2_TO_F32: [u32; 256] = fp8_table::<5, true>();
+
+/// The float32 value of one float8 byte of `dtype` (`Float8E4M3FN` or `Float8E5M2`; `None`
+/// for any other dtype).
+#[inline]
+pub fn fp8_to_f32(dtype: DType, b: u8) -> Option<f32> {
+    match dtype {
+        DType::Float8E4M3FN => Some(f32::from_bits(F8E4M3FN_TO_F32[b as usize])),
+        DType::Float8E5M2 => Some(f32::from_bits(F8E5M2_TO_F32[b as usize])),
+        _ => None,
+    }
+}
+
+/// Widens float8 E4M3FN to float32, exactly (NaN to a quiet NaN of the same sign).
+///
+/// `src` holds one value per byte; `dst` receives little-endian f32 values and must hold at
+/// least `4 * src.len()` bytes. Returns the bytes written (`4 * src.len()`). Stateless: split
+/// the source anywhere; the piece at source byte `o` goes to output byte `4 * o`.
+pub fn f8e4m3fn_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+    fp8_widen(&F8E4M3FN_TO_F32, src, dst)
+}
+
+/// Widens float8 E5M2 to float32, exactly (±inf kept, NaN to a quiet NaN of the same sign).
+///
+/// Same contract as [`f8e4m3fn_to_f32`].
+pub fn f8e5m2_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+    fp8_widen(&F8E5M2_TO_F32, src, dst)
+}
+
+/// The table lookup behind both float8 kernels.
+fn fp8_widen(table: &[u32; 256], src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+    let needed = src.len().checked_mul(4).ok_or(Error::Overflow)?;
+    if dst.len() < needed {
+        return Err(Error::BufferTooSmall {
+            needed,
+            available: dst.len(),
+        });
+    }
+    for (&b, d) in src.iter().zip(dst[..needed].chunks_exact_mut(4)) {
+        d.copy_from_slice(&table[b as usize].to_le_bytes());
+    }
+    Ok(needed)
 }
 
 /// Widens packed uint1 to uint8 (0 or 1 per byte), most significant bit first.
@@ -541,6 +675,94 @@ mod tests {
         );
         assert_eq!(int4_to_int8(&[], 0, &mut []), Ok(0));
         assert_eq!(uint1_to_uint8(&[], 0, &mut []), Ok(0));
+    }
+
+    /// ml_dtypes' float32 bits of every float8 pattern (`tests/fixtures/gen_fp8.py`):
+    /// `(byte, e4m3fn, e5m2)`.
+    fn ml_dtypes_fp8() -> Vec<(u8, u32, u32)> {
+        let rows: Vec<(u8, u32, u32)> = include_str!("../tests/fixtures/fp8_f32.txt")
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let hex = |s: &str| u32::from_str_radix(s, 16).expect("hex");
+                (hex(f[0]) as u8, hex(f[1]), hex(f[2]))
+            })
+            .collect();
+        assert_eq!(rows.len(), 256);
+        rows
+    }
+
+    #[test]
+    fn fp8_matches_ml_dtypes() {
+        let rows = ml_dtypes_fp8();
+        let src: Vec<u8> = (0..=255).collect();
+        let mut e4 = vec![0xAAu8; 1024 + 3];
+        let mut e5 = vec![0xAAu8; 1024];
+        assert_eq!(f8e4m3fn_to_f32(&src, &mut e4), Ok(1024));
+        assert_eq!(e4[1024..], [0xAA; 3], "wrote past 4 * len");
+        assert_eq!(f8e5m2_to_f32(&src, &mut e5), Ok(1024));
+        for ((&(b, want4, want5), w4), w5) in rows.iter().zip(words(&e4)).zip(words(&e5)) {
+            assert_eq!(w4, want4, "e4m3fn {b:#04x}");
+            assert_eq!(w5, want5, "e5m2 {b:#04x}");
+            assert_eq!(
+                fp8_to_f32(DType::Float8E4M3FN, b).map(f32::to_bits),
+                Some(want4)
+            );
+            assert_eq!(
+                fp8_to_f32(DType::Float8E5M2, b).map(f32::to_bits),
+                Some(want5)
+            );
+        }
+        assert_eq!(fp8_to_f32(DType::Float16, 0), None);
+        // The format facts, independent of the fixture.
+        let v4 = |b: u8| f32::from_bits(F8E4M3FN_TO_F32[b as usize]);
+        let v5 = |b: u8| f32::from_bits(F8E5M2_TO_F32[b as usize]);
+        assert_eq!((v4(0x7e), v4(0x38), v4(0x01)), (448.0, 1.0, 2f32.powi(-9)));
+        assert!(v4(0x7f).is_nan() && v4(0xff).is_nan() && v4(0xff).is_sign_negative());
+        assert_eq!((0..=255u8).filter(|&b| v4(b).is_infinite()).count(), 0);
+        assert_eq!((0..=255u8).filter(|&b| v4(b).is_nan()).count(), 2);
+        assert_eq!(
+            (v5(0x7b), v5(0x3c), v5(0x01)),
+            (57344.0, 1.0, 2f32.powi(-16))
+        );
+        assert_eq!((v5(0x7c), v5(0xfc)), (f32::INFINITY, f32::NEG_INFINITY));
+        assert_eq!((0..=255u8).filter(|&b| v5(b).is_nan()).count(), 6);
+        // e5m2 is the high byte of a binary16: every non-NaN value agrees with the f16 path.
+        for b in 0..=255u8 {
+            if !v5(b).is_nan() {
+                assert_eq!(v5(b).to_bits(), f16_bits_to_f32_bits(u16::from(b) << 8));
+            }
+        }
+        let mut small = [0u8; 7];
+        assert_eq!(
+            f8e5m2_to_f32(&[1, 2], &mut small),
+            Err(Error::BufferTooSmall {
+                needed: 8,
+                available: 7
+            })
+        );
+        assert_eq!(f8e4m3fn_to_f32(&[], &mut []), Ok(0));
+    }
+
+    #[test]
+    fn uint4_all_bytes() {
+        let src: Vec<u8> = (0..=255).collect();
+        let mut d = vec![0u8; 512];
+        assert_eq!(uint4_to_uint8(&src, 512, &mut d), Ok(512));
+        for (b, pair) in src.iter().zip(d.chunks_exact(2)) {
+            assert_eq!(pair, [b & 0xf, b >> 4], "byte {b:#04x}");
+        }
+        let mut d3 = [0xEEu8; 4];
+        assert_eq!(uint4_to_uint8(&[0x8f, 0xf7], 3, &mut d3), Ok(3));
+        assert_eq!(d3, [0x0f, 0x08, 0x07, 0xEE]);
+        assert_eq!(
+            uint4_to_uint8(&[0; 2], 5, &mut d3),
+            Err(Error::LengthMismatch {
+                expected: 3,
+                actual: 2
+            })
+        );
     }
 
     #[test]

@@ -234,6 +234,22 @@ mod tests {
         );
         assert_eq!(text(DType::Complex64, &[0; 8], 1), ["null"; 4]);
         assert_eq!(text(DType::Int4, &[0x21], 2), ["null"; 4]);
+        // No device kernel takes float8 or uint4: every cell null, never a wrong value.
+        for p in [Precision::High, Precision::Low] {
+            let sim = Simulated::new(p);
+            for (d, bytes) in [
+                (DType::Float8E4M3FN, &[0x38u8, 0x7f][..]),
+                (DType::Float8E5M2, &[0x3c, 0x7c][..]),
+                (DType::UInt4, &[0x21][..]),
+            ] {
+                let s = sim.statistics(d, bytes, 2).unwrap().unwrap();
+                assert_eq!(
+                    [s.max, s.min, s.avg, s.l2norm].map(|v| v.to_string()),
+                    ["null"; 4],
+                    "{d} {p:?}"
+                );
+            }
+        }
         assert_eq!(sim.statistics(DType::Float32, &[], 0), Ok(None));
         assert!(matches!(
             sim.statistics(DType::Float32, &[0; 3], 1),

@@ -146,6 +146,27 @@ fn check_bytes(ctx: &str, t: &TensorMeta, expect: &Value, bytes: &[u8]) {
             assert_eq!(wide, data, "{ctx}");
             assert_eq!(t.shape_bytes(), Some(t.size), "{ctx}");
         }
+        "fp8" => {
+            let name = expect["name"].as_str().unwrap();
+            let dtype = match name {
+                "FLOAT8_E5M2" => DType::Float8E5M2,
+                "FLOAT8_E4M3FN" => DType::Float8E4M3FN,
+                other => panic!("{ctx}: fp8 check of {other}"),
+            };
+            assert_eq!(t.data_type.name(), Some(name));
+            assert_eq!(t.dtype().unwrap(), dtype, "{ctx}");
+            assert_eq!(bytes.len(), elems, "{ctx}: one byte per element");
+            let mut wide = vec![0u8; bytes.len() * 4];
+            if dtype == DType::Float8E5M2 {
+                widen::f8e5m2_to_f32(bytes, &mut wide).unwrap();
+            } else {
+                widen::f8e4m3fn_to_f32(bytes, &mut wide).unwrap();
+            }
+            // ml_dtypes' float32 values, NaN bits included.
+            assert_eq!(wide, data, "{ctx}");
+            assert_eq!(descr, "<f4");
+            assert_eq!(t.shape_bytes(), Some(t.size), "{ctx}");
+        }
         "unsupported" => {
             assert_eq!(bytes, &data[..], "{ctx}");
             let name = expect["name"].as_str().unwrap();

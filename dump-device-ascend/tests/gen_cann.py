@@ -29,7 +29,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 try:
     import ml_dtypes
-except ImportError:  # only bf16 needs it
+except ImportError:  # bf16 falls back to truncation; float8 needs it
     ml_dtypes = None
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "cann")
@@ -109,6 +109,8 @@ PB = build_classes()
 #   "bf16":  the .npy holds float32 values; the test widens bf16 -> f32
 #   "int4":  the .npy holds int8 values; the test widens int4 -> int8 (low nibble first)
 #   "uint1": the .npy holds uint8 bits (np.unpackbits, MSB first); the test widens uint1
+#   "fp8":   the payload is random bytes; the .npy holds ml_dtypes' float32 of them (NaN as
+#            ml_dtypes gives it); the test widens float8 -> float32
 #   None:    no workspace dtype: the .npy holds the raw bytes as uint8, dtype() must fail
 DTYPES = [
     ("UNDEFINED", 0, None, None), ("FLOAT", 1, "raw", np.float32), ("FLOAT16", 2, "raw", np.float16),
@@ -122,8 +124,8 @@ DTYPES = [
     ("RESOURCE", 23, None, None), ("STRING_REF", 24, None, None), ("DUAL", 25, None, None),
     ("VARIANT", 26, None, None), ("BF16", 27, "bf16", None), ("INT4", 28, "int4", None),
     ("UINT1", 29, "uint1", None), ("INT2", 30, None, None), ("UINT2", 31, None, None),
-    ("COMPLEX32", 32, None, None), ("HIFLOAT8", 33, None, None), ("FLOAT8_E5M2", 34, None, None),
-    ("FLOAT8_E4M3FN", 35, None, None), ("FLOAT8_E8M0", 36, None, None),
+    ("COMPLEX32", 32, None, None), ("HIFLOAT8", 33, None, None), ("FLOAT8_E5M2", 34, "fp8", "float8_e5m2"),
+    ("FLOAT8_E4M3FN", 35, "fp8", "float8_e4m3fn"), ("FLOAT8_E8M0", 36, None, None),
     ("FLOAT6_E3M2", 37, None, None), ("FLOAT6_E2M3", 38, None, None),
     ("FLOAT4_E2M1", 39, None, None), ("FLOAT4_E1M2", 40, None, None),
     ("HIFLOAT4", 41, None, None), ("HIFLOAT4_SCALE", 42, None, None),
@@ -178,6 +180,12 @@ def tensor_payload(dname, check, npt, shape, stem):
         payload = np.packbits(bits).tobytes()  # MSB first, last byte zero-padded
         return payload, {"check": "uint1", "npy": npy_save(stem + ".npy", bits.reshape(shape))}
     raw = RNG.integers(0, 255, size=(n,), dtype=np.uint8, endpoint=True)
+    if check == "fp8":
+        if ml_dtypes is None:
+            raise SystemExit("float8 fixtures need ml_dtypes (pip install ml_dtypes)")
+        widened = raw.view(getattr(ml_dtypes, npt)).astype(np.float32)
+        return raw.tobytes(), {"check": "fp8", "name": dname,
+                               "npy": npy_save(stem + ".npy", widened.reshape(shape))}
     return raw.tobytes(), {"check": "unsupported", "name": dname,
                            "npy": npy_save(stem + ".npy", raw)}
 

@@ -519,7 +519,10 @@ mod tests {
                                 | DType::UInt32
                                 | DType::UInt64
                                 | DType::Int4
+                                | DType::UInt4
                                 | DType::UInt1
+                                | DType::Float8E4M3FN
+                                | DType::Float8E5M2
                                 | DType::Complex64
                                 | DType::Complex128
                         ),

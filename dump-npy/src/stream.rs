@@ -3,7 +3,8 @@
 //! through the caller's scratch buffer like [`write_npy_with_scratch`](crate::write_npy_with_scratch).
 //!
 //! Chunks may be cut anywhere: a bf16 element split between two chunks waits in the writer
-//! until its second byte arrives; `int4` nibbles and `uint1` bits are unpacked byte by byte,
+//! until its second byte arrives; float8 bytes are widened as they come; `int4`/`uint4` nibbles
+//! and `uint1` bits are unpacked byte by byte,
 //! and the element count decides how many of the last byte's nibbles or bits are written. The
 //! file is byte-identical to the one-shot writer's for every cut. Allocation-free, `no_std`.
 //!
@@ -53,7 +54,7 @@ impl<'s, S: NpySink> NpyStream<'s, S> {
     /// Validates the file for `data_len` bytes of `dtype` with logical `shape` (as
     /// [`NpyLayout::new`]) and writes the header into `sink`. `scratch` must hold at least
     /// [`MIN_SCRATCH_LEN`] bytes when the dtype widens (bf16 with [`Bf16Mode::Widen`](crate::Bf16Mode),
-    /// int4, uint1); about 1 MiB keeps file writes as fast as plain ones.
+    /// float8, int4, uint4, uint1); about 1 MiB keeps file writes as fast as plain ones.
     pub fn new(
         mut sink: S,
         dtype: DType,
@@ -101,7 +102,9 @@ impl<'s, S: NpySink> NpyStream<'s, S> {
         match (self.layout.widens(), self.layout.dtype()) {
             (false, _) => self.sink.write_all(chunk),
             (true, DType::BFloat16) => self.bf16(chunk),
+            (true, DType::Float8E4M3FN | DType::Float8E5M2) => self.fp8(chunk),
             (true, DType::Int4) => self.packed(chunk, 2, widen::int4_to_int8),
+            (true, DType::UInt4) => self.packed(chunk, 2, widen::uint4_to_uint8),
             (true, _) => self.packed(chunk, 8, widen::uint1_to_uint8),
         }
     }
@@ -134,7 +137,17 @@ impl<'s, S: NpySink> NpyStream<'s, S> {
         Ok(())
     }
 
-    /// int4 (`per_byte` 2) or uint1 (8): whole bytes unpacked; the last byte of the tensor
+    /// float8 widened to f32, one byte per element: cut anywhere.
+    fn fp8(&mut self, chunk: &[u8]) -> Result<(), S::Error> {
+        let kernel = crate::write::fp8_kernel(self.layout.dtype());
+        for piece in chunk.chunks((self.scratch.len() / 4).max(1)) {
+            let n = kernel(piece, &mut self.scratch[..piece.len() * 4]).map_err(Error::Core)?;
+            self.sink.write_all(&self.scratch[..n])?;
+        }
+        Ok(())
+    }
+
+    /// int4, uint4 (`per_byte` 2) or uint1 (8): whole bytes unpacked; the last byte of the tensor
     /// gives only the elements that remain.
     fn packed(&mut self, chunk: &[u8], per_byte: usize, unpack: Unpack) -> Result<(), S::Error> {
         let step = (self.scratch.len() / per_byte).max(1);
@@ -185,12 +198,13 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
 
-        /// Any chunking of an int4 / uint1 / bf16 / f32 tensor, through any scratch size, gives
+        /// Any chunking of an int4 / uint4 / uint1 / float8 / bf16 / f32 tensor, through any scratch size, gives
         /// the one-shot writer's bytes.
         #[test]
         fn any_chunking_gives_the_one_shot_file(
             dtype in prop::sample::select(vec![
                 DType::Int4, DType::UInt1, DType::BFloat16, DType::Float32, DType::Int8,
+                DType::UInt4, DType::Float8E4M3FN, DType::Float8E5M2,
             ]),
             raw in any::<bool>(),
             elems in 0usize..300,

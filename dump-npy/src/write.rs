@@ -4,7 +4,9 @@
 //! | dtype | written as | how |
 //! |---|---|---|
 //! | `bfloat16` | `<f4` (default) or `<E2` ([`Bf16Mode::Raw`]) | exact widening `bits << 16` |
+//! | `float8_e4m3fn`, `float8_e5m2` | `<f4` | exact widening (NaN to a quiet NaN, sign kept) |
 //! | `int4` | `|i1` | low nibble first, sign-extended |
+//! | `uint4` | `|u1` | low nibble first, zero-extended |
 //! | `uint1` | `|u1` | most significant bit first, 0/1 bytes |
 //! | others | their own descr | bytes copied as given |
 //!
@@ -15,7 +17,8 @@ use dump_core::{DType, widen};
 
 use crate::{Bf16Mode, Error, NpySink, WriteOptions, header};
 
-/// Bytes of the stack buffer [`write_npy`] widens through (bf16, int4, uint1 only; other
+/// Bytes of the stack buffer [`write_npy`] widens through (bf16, float8, int4, uint4, uint1
+/// only; other
 /// dtypes use no buffer). On small stacks (firmware), widen with [`write_npy_with_scratch`]
 /// and a smaller buffer instead.
 pub const SCRATCH_LEN: usize = 64 * 1024;
@@ -28,8 +31,12 @@ pub const MIN_SCRATCH_LEN: usize = 8;
 enum Widening {
     /// bf16 to f32.
     Bf16ToF32,
+    /// float8 (E4M3FN or E5M2, the dtype says which) to f32.
+    Fp8ToF32(DType),
     /// Packed int4 to one int8 per element.
     Int4ToI8,
+    /// Packed uint4 to one uint8 per element.
+    UInt4ToU8,
     /// Packed uint1 to one uint8 (0/1) per element.
     UInt1ToU8,
 }
@@ -69,7 +76,11 @@ impl NpyLayout {
         }
         let (descr, widening, out_size) = match (dtype, opts.bf16) {
             (DType::BFloat16, Bf16Mode::Widen) => ("<f4", Some(Widening::Bf16ToF32), 4),
+            (DType::Float8E4M3FN | DType::Float8E5M2, _) => {
+                ("<f4", Some(Widening::Fp8ToF32(dtype)), 4)
+            }
             (DType::Int4, _) => ("|i1", Some(Widening::Int4ToI8), 1),
+            (DType::UInt4, _) => ("|u1", Some(Widening::UInt4ToU8), 1),
             (DType::UInt1, _) => ("|u1", Some(Widening::UInt1ToU8), 1),
             (d, _) => (
                 d.npy_descr().ok_or(Error::NoDescr(d))?,
@@ -122,7 +133,8 @@ impl NpyLayout {
         self.header_len + self.data_len
     }
 
-    /// `true` when the data is converted on the way (bf16 widened, int4, uint1).
+    /// `true` when the data is converted on the way (bf16 widened, float8, int4, uint4,
+    /// uint1).
     pub fn widens(&self) -> bool {
         self.widening.is_some()
     }
@@ -206,8 +218,8 @@ pub fn write_npy_with_scratch<S: NpySink + ?Sized>(
 }
 
 /// Streams the widened data in chunks that respect each kernel's alignment rules: even byte
-/// offsets for bf16, even element counts for int4 and multiples of 8 for uint1 (except the
-/// last chunk).
+/// offsets for bf16, even element counts for int4/uint4 and multiples of 8 for uint1 (except
+/// the last chunk); float8 may be cut anywhere.
 fn write_widened<S: NpySink + ?Sized>(
     sink: &mut S,
     widening: Widening,
@@ -226,12 +238,23 @@ fn write_widened<S: NpySink + ?Sized>(
                 done += n;
                 written
             }
-            Widening::Int4ToI8 => {
+            Widening::Fp8ToF32(dtype) => {
+                let n = (total - done).min(scratch.len() / 4);
+                let src = &data[done..done + n];
+                let written = fp8_kernel(dtype)(src, &mut scratch[..n * 4]).map_err(Error::Core)?;
+                done += n;
+                written
+            }
+            Widening::Int4ToI8 | Widening::UInt4ToU8 => {
                 let n = (total - done).min(scratch.len() & !1);
                 let start = done / 2;
                 let src = &data[start..start + n.div_ceil(2)];
-                let written =
-                    widen::int4_to_int8(src, n, &mut scratch[..n]).map_err(Error::Core)?;
+                let unpack = if widening == Widening::Int4ToI8 {
+                    widen::int4_to_int8
+                } else {
+                    widen::uint4_to_uint8
+                };
+                let written = unpack(src, n, &mut scratch[..n]).map_err(Error::Core)?;
                 done += n;
                 written
             }
@@ -248,6 +271,15 @@ fn write_widened<S: NpySink + ?Sized>(
         sink.write_all(&scratch[..out_len])?;
     }
     Ok(())
+}
+
+/// The `dump_core::widen` kernel of a float8 dtype (E5M2 for `Float8E5M2`, E4M3FN otherwise).
+pub(crate) fn fp8_kernel(dtype: DType) -> fn(&[u8], &mut [u8]) -> Result<usize, dump_core::Error> {
+    if dtype == DType::Float8E5M2 {
+        widen::f8e5m2_to_f32
+    } else {
+        widen::f8e4m3fn_to_f32
+    }
 }
 
 #[cfg(test)]
@@ -327,6 +359,62 @@ mod tests {
             let want: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
             assert_eq!(&wide[128..], &want[..], "scratch {scratch_len}");
         }
+    }
+
+    #[test]
+    fn float8_and_uint4_widen() {
+        // e4m3fn 1.0 (0x38), -448 (0xfe), NaN (0x7f); e5m2 1.0 (0x3c), -inf (0xfc), 2^-16 (0x01)
+        let cases: [(DType, [u8; 3], [u32; 3]); 2] = [
+            (
+                DType::Float8E4M3FN,
+                [0x38, 0xfe, 0x7f],
+                [1f32.to_bits(), (-448f32).to_bits(), 0x7fc0_0000],
+            ),
+            (
+                DType::Float8E5M2,
+                [0x3c, 0xfc, 0x01],
+                [
+                    1f32.to_bits(),
+                    f32::NEG_INFINITY.to_bits(),
+                    2f32.powi(-16).to_bits(),
+                ],
+            ),
+        ];
+        for (dtype, src, want) in cases {
+            // Scratch of 8 bytes: two elements per chunk, so the three take two chunks.
+            for scratch_len in [8, 9, SCRATCH_LEN] {
+                let mut scratch = vec![0u8; scratch_len];
+                let mut out = Vec::new();
+                let n = write_npy_with_scratch(
+                    &mut out,
+                    dtype,
+                    &[3],
+                    &src,
+                    WriteOptions::new(),
+                    &mut scratch,
+                )
+                .unwrap();
+                assert_eq!(n, 128 + 12);
+                assert!(out[10..].starts_with(b"{'descr': '<f4'"), "{dtype}");
+                let got: Vec<u32> = out[128..]
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                    .collect();
+                assert_eq!(got, want, "{dtype} scratch {scratch_len}");
+            }
+        }
+        // uint4 [1, 15, 8, 0, 7] low nibble first; the last byte's high nibble is padding.
+        let mut out = Vec::new();
+        write_npy(
+            &mut out,
+            DType::UInt4,
+            &[5],
+            &[0xF1, 0x08, 0xA7],
+            WriteOptions::new(),
+        )
+        .unwrap();
+        assert!(out[10..].starts_with(b"{'descr': '|u1'"));
+        assert_eq!(&out[128..], [1, 15, 8, 0, 7]);
     }
 
     #[test]

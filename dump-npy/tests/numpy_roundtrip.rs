@@ -4,7 +4,8 @@
 //! rank 64, and a version 2.0 header above 65535 bytes), the test writes a file with
 //! [`dump_npy::write_file`] and a `.src` file with the raw input bytes. Python rebuilds the
 //! expected array from the raw bytes with its own, independent conversion (bf16 `<< 16`,
-//! int4 nibbles, `np.unpackbits`) and compares dtype, shape and bytes exactly.
+//! int4/uint4 nibbles, `np.unpackbits`, float8 decoded field by field) and compares dtype, shape
+//! and bytes exactly.
 //! Without python3 + numpy the test prints SKIP and passes (CI installs numpy).
 
 use opdump_test_support::{Prereq, require};
@@ -37,6 +38,30 @@ for c in cases:
         nib[0::2] = b & 15
         nib[1::2] = b >> 4
         exp = np.where(nib >= 8, nib - 16, nib)[:n].astype(np.int8)
+    elif kind == "uint4":
+        b = np.frombuffer(raw, np.uint8)
+        nib = np.empty(2 * len(b), np.uint8)
+        nib[0::2] = b & 15
+        nib[1::2] = b >> 4
+        exp = nib[:n]
+    elif kind in ("e4m3fn", "e5m2"):
+        # Decoded from the format's fields in float64 (exact), NaN as float32 0x7fc00000|sign.
+        b = np.frombuffer(raw, np.uint8).astype(np.int64)
+        ebits, bias = (4, 7) if kind == "e4m3fn" else (5, 15)
+        mbits = 7 - ebits
+        s, e, m = b >> 7, (b >> mbits) & ((1 << ebits) - 1), b & ((1 << mbits) - 1)
+        top = (1 << ebits) - 1
+        mag = np.where(e == 0, m * 2.0 ** (1 - bias - mbits),
+                       (1 + m / 2.0 ** mbits) * 2.0 ** (e - bias))
+        if kind == "e5m2":
+            mag = np.where((e == top) & (m == 0), np.inf, mag)
+            nan = (e == top) & (m != 0)
+        else:
+            nan = (e == top) & (m == (1 << mbits) - 1)
+        val = np.where(s == 1, -mag, mag).astype("<f4")
+        bits = val.view("<u4").copy()
+        bits[nan] = (0x7FC00000 | (s[nan] << 31)).astype("<u4")
+        exp = bits.view("<f4")
     elif kind == "uint1":
         exp = np.unpackbits(np.frombuffer(raw, np.uint8), bitorder="big")[:n]
     else:
@@ -113,6 +138,9 @@ fn cases() -> Vec<Case> {
         DType::BFloat16,
         DType::Int4,
         DType::UInt1,
+        DType::UInt4,
+        DType::Float8E4M3FN,
+        DType::Float8E5M2,
     ];
     let mut out = Vec::new();
     for d in dtypes {
@@ -142,6 +170,14 @@ fn cases() -> Vec<Case> {
     out.push(Case {
         dtype: DType::UInt1,
         shape: vec![3, 100_003],
+    });
+    out.push(Case {
+        dtype: DType::Float8E5M2,
+        shape: vec![70_001],
+    });
+    out.push(Case {
+        dtype: DType::UInt4,
+        shape: vec![70_001],
     });
     // A header above 65535 bytes (version 2.0): 33000 dims, one of them 3.
     let mut huge = vec![1usize; 33_000];
@@ -181,6 +217,9 @@ fn numpy_loads_what_opdump_writes() {
         let (kind, npy) = match c.dtype {
             DType::BFloat16 => ("bf16", "<f4"),
             DType::Int4 => ("int4", "|i1"),
+            DType::UInt4 => ("uint4", "|u1"),
+            DType::Float8E4M3FN => ("e4m3fn", "<f4"),
+            DType::Float8E5M2 => ("e5m2", "<f4"),
             DType::UInt1 => ("uint1", "|u1"),
             d => ("copy", d.npy_descr().unwrap()),
         };

@@ -320,8 +320,45 @@ mod tests {
              Cast,Default_Cast-op1,0,0,6,output,0,1,int4,\"()\",-7,0,\n",
         )
         .unwrap();
+        // float8 widened to f32 and uint4 widened to one byte per element (opdump's files).
+        let f8: Vec<u8> = [57344.0f32, f32::NEG_INFINITY, 0.25]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let f8_name = "Cast.Default_Cast-op2.0.0.7.output.0.DefaultFormat.Float8E5M2.npy";
+        std::fs::write(it.join(f8_name), npy("<f4", &[3], &f8)).unwrap();
+        let u4_name = "Cast.Default_Cast-op3.0.0.8.output.0.DefaultFormat.uint4.npy";
+        std::fs::write(it.join(u4_name), npy("|u1", &[2], &[15, 3])).unwrap();
         let d = Dump::open(&root).unwrap();
         assert!(d.problems.is_empty(), "{:?}", d.problems);
+        assert_eq!(d.tensors.len(), 4);
+        let f8 = d
+            .tensors
+            .iter()
+            .find(|t| t.id.op_name.ends_with("op2"))
+            .unwrap();
+        assert_eq!(
+            (f8.dtype, f8.stored),
+            (DType::Float8E5M2, Some(DType::Float32))
+        );
+        let s = f8.stats(dump_stats::Hashes::NONE).unwrap();
+        assert_eq!(
+            (s.max, s.min, s.neg_inf, s.count),
+            (Some(57344.0), Some(f64::NEG_INFINITY), Some(1), Some(3))
+        );
+        let u4 = d
+            .tensors
+            .iter()
+            .find(|t| t.id.op_name.ends_with("op3"))
+            .unwrap();
+        assert_eq!((u4.dtype, u4.stored), (DType::UInt4, Some(DType::UInt8)));
+        let s = u4.stats(dump_stats::Hashes::NONE).unwrap();
+        assert_eq!((s.max, s.min), (Some(15.0), Some(3.0)));
+        let d = {
+            std::fs::remove_file(it.join(f8_name)).unwrap();
+            std::fs::remove_file(it.join(u4_name)).unwrap();
+            Dump::open(&root).unwrap()
+        };
         assert_eq!(d.tensors.len(), 2);
         let add = d.tensors.iter().find(|t| t.id.op_type == "Add").unwrap();
         assert_eq!((add.rank, add.graph, add.iteration), (3, 1, 7));

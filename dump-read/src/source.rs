@@ -133,30 +133,43 @@ impl TensorStream {
     pub fn read_chunk(&mut self, buf: &mut [u8]) -> Result<(), Error> {
         match self {
             TensorStream::File(n) => n.read_chunk(buf),
-            TensorStream::Cann(c) if c.widen => {
-                // bf16 read, f32 handed out: each element's two bytes become the high half.
-                let mut half = std::mem::take(&mut c.narrow);
-                half.resize(buf.len() / 2, 0);
-                let r = c.read_chunk(&mut half);
-                for (o, h) in buf.chunks_exact_mut(4).zip(half.chunks_exact(2)) {
-                    o.copy_from_slice(&[0, 0, h[0], h[1]]);
-                }
-                c.narrow = half;
-                r
+            TensorStream::Cann(c) if c.widen.is_some() => {
+                // bf16 or float8 read, f32 handed out (exact).
+                let from = c.widen.unwrap_or(DType::BFloat16);
+                let unit = from.size().unwrap_or(2);
+                let mut narrow = std::mem::take(&mut c.narrow);
+                narrow.resize(buf.len() / 4 * unit, 0);
+                let r = c.read_chunk(&mut narrow);
+                let kernel = match from {
+                    DType::Float8E4M3FN => dump_core::widen::f8e4m3fn_to_f32,
+                    DType::Float8E5M2 => dump_core::widen::f8e5m2_to_f32,
+                    _ => dump_core::widen::bf16_to_f32,
+                };
+                let widened =
+                    kernel(&narrow, buf).map_err(|e| Error::format(&c.path, e.to_string()));
+                c.narrow = narrow;
+                r.and(widened.map(|_| ()))
             }
             TensorStream::Cann(c) => c.read_chunk(buf),
         }
     }
 
-    /// Hands a bf16 CANN payload out as float32 (exact), the way opdump and MindSpore store
-    /// bf16 in `.npy` files, so the two pair element by element; `false` (nothing changed)
-    /// for anything else.
-    pub fn widen_bf16(&mut self) -> bool {
+    /// Hands a bf16 or float8 CANN payload out as float32 (exact), the way opdump and
+    /// MindSpore store bf16 (and msaccucmp float8) in `.npy` files, so the two pair element by
+    /// element; `false` (nothing changed) for anything else.
+    pub fn widen_to_f32(&mut self) -> bool {
         match self {
-            TensorStream::Cann(c) if c.dtype == DType::BFloat16 && !c.widen => {
-                c.widen = true;
+            TensorStream::Cann(c)
+                if c.widen.is_none()
+                    && matches!(
+                        c.dtype,
+                        DType::BFloat16 | DType::Float8E4M3FN | DType::Float8E5M2
+                    ) =>
+            {
+                let unit = c.dtype.size().unwrap_or(2) as u64;
+                c.widen = Some(c.dtype);
                 c.dtype = DType::Float32;
-                c.data_len *= 2;
+                c.data_len = c.data_len / unit * 4;
                 true
             }
             _ => false,
@@ -177,8 +190,9 @@ pub struct CannStream {
     out: Vec<u8>,
     at: usize,
     filled: usize,
-    /// bf16 handed out as f32 ([`TensorStream::widen_bf16`]); `narrow` holds the bf16 bytes.
-    widen: bool,
+    /// bf16 or float8 handed out as f32 ([`TensorStream::widen_to_f32`]): the payload's
+    /// dtype; `narrow` holds its bytes.
+    widen: Option<DType>,
     narrow: Vec<u8>,
 }
 
@@ -220,7 +234,7 @@ impl CannStream {
             out: vec![0u8; plan.max_dst_bytes()],
             at: 0,
             filled: 0,
-            widen: false,
+            widen: None,
             narrow: Vec::new(),
         })
     }

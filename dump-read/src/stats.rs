@@ -148,8 +148,9 @@ pub fn name_dtype_fits(named: DType, stored: DType) -> bool {
         || matches!(
             (named, stored),
             (DType::BFloat16, DType::Float32)
+                | (DType::Float8E4M3FN | DType::Float8E5M2, DType::Float32)
                 | (DType::Int4, DType::Int8)
-                | (DType::UInt1, DType::UInt8)
+                | (DType::UInt4 | DType::UInt1, DType::UInt8)
         )
 }
 
@@ -159,8 +160,9 @@ pub fn name_dtype_fits(named: DType, stored: DType) -> bool {
 /// `named` is the dtype the file name gives. A bf16 tensor widened to `<f4` is narrowed back
 /// chunk by chunk (exact: widening only appends zero bits), so statistics and digests are the
 /// bf16 tensor's own; if a value is not an exact bf16 the file is summarised as the stored
-/// f32 values, with a warning. Int4/UInt1 widened to one byte per element are summarised as
-/// the stored bytes (the same values).
+/// f32 values, with a warning. Int4/UInt4/UInt1 widened to one byte per element and float8
+/// widened to f32 are summarised as the stored values (the same values; their digests are of
+/// the stored bytes).
 pub fn summarize_npy(
     path: &Path,
     named: Option<DType>,

@@ -32,7 +32,7 @@ fn every_readable_tensor_has_numpys_statistics() {
             .find(|t| t.id.op_name == op && t.io_slot() == io)
             .unwrap_or_else(|| panic!("{op} {io}: {:?}", d.problems))
     };
-    let mut host_checked = 0;
+    let (mut host_checked, mut fp8_checked) = (0, 0);
     for t in &d.tensors {
         let Some(TensorSource::Cann(c)) = &t.source else {
             panic!("{t:?}")
@@ -61,8 +61,13 @@ fn every_readable_tensor_has_numpys_statistics() {
             assert!(same(got.min.unwrap(), w.min_value()), "{file}");
         }
         host_checked += 1;
+        fp8_checked += usize::from(matches!(t.dtype, DType::Float8E4M3FN | DType::Float8E5M2));
     }
     assert!(host_checked >= 40, "{host_checked}");
+    assert_eq!(
+        fp8_checked, 6,
+        "both float8 casts (in and out) and MatMul's outputs"
+    );
 
     // NC1HWC0 (1,1,2,2,16) of original (1,3,2,2): the 13 padding channels are not values.
     let x = find(conv, "input.0");
@@ -133,7 +138,21 @@ fn every_readable_tensor_has_numpys_statistics() {
     );
     assert!(find(conv, "output.4").source.is_some());
     // Types with no numpy equivalent are named, not guessed; inline (v1) files are read.
-    assert!(why("FLOAT8_E4M3FN"), "{:?}", d.problems);
+    assert!(why("HIFLOAT8") && why("FLOAT8_E8M0"), "{:?}", d.problems);
+    // FLOAT8_E5M2 / FLOAT8_E4M3FN are read (their statistics checked against ml_dtypes'
+    // float32 above), never a problem.
+    assert!(
+        !why("data type FLOAT8_E4M3FN") && !why("data type FLOAT8_E5M2"),
+        "{:?}",
+        d.problems
+    );
+    let f8 = find("Default_MatMul-op7", "output.1");
+    assert_eq!(
+        (f8.dtype, f8.shape.as_slice()),
+        (DType::Float8E4M3FN, &[5][..])
+    );
+    let e5 = find("Default_network_cast34", "output.0");
+    assert_eq!(e5.dtype, DType::Float8E5M2);
     let mm = find("Default_MatMul-op7", "output.0");
     assert_eq!(
         (mm.dtype, mm.id.task_id, mm.id.stream_id),
@@ -202,4 +221,42 @@ fn ge_layout_gives_device_model_and_step_and_hostile_files_are_problems() {
     let e = t.stats(Hashes::NONE).unwrap_err().to_string();
     assert!(e.contains("file ends at byte"), "{e}");
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A CANN bf16 or float8 payload compares element by element with the `.npy` holding its
+/// float32 widening (ml_dtypes' values for float8), in either order: exact, NaNs paired.
+#[test]
+fn float8_and_bf16_payloads_compare_with_their_float32_npy() {
+    let d = Dump::open(&fixtures()).unwrap();
+    let mut seen = 0;
+    for t in &d.tensors {
+        if !matches!(
+            t.dtype,
+            DType::Float8E4M3FN | DType::Float8E5M2 | DType::BFloat16
+        ) {
+            continue;
+        }
+        let Some(src @ TensorSource::Cann(c)) = &t.source else {
+            panic!("{t:?}")
+        };
+        let file = c.path.file_name().unwrap().to_str().unwrap();
+        let npy = TensorSource::File(fixtures().join(format!("npy/{file}.{}.npy", t.io_slot())));
+        let tol = dump_core::compare::Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+        };
+        for (a, b) in [(src, &npy), (&npy, src)] {
+            let (m, sa, sb) = dump_read::compare::compare_sources(a, b, tol, true)
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(m.count, t.elems() as u64, "{file}");
+            assert_eq!((m.not_close, m.nonfinite_mismatch), (0, 0), "{file}");
+            let (sa, sb) = (sa.unwrap(), sb.unwrap());
+            assert_eq!((sa.nan, sa.count), (sb.nan, sb.count), "{file}");
+        }
+        seen += usize::from(t.dtype != DType::BFloat16);
+    }
+    assert_eq!(
+        seen, 6,
+        "float8 payloads: both casts (in and out) and MatMul's two outputs"
+    );
 }

@@ -487,6 +487,43 @@ mod tests {
                 .unwrap(),
             "Add,b,0,0,3,output,0,4,bfloat16,\"(1,2)\",1.5,-2,2.5,\n"
         );
+        // float8: Data Size is the float8 storage (1 byte each), values the widened ones;
+        // e5m2 [448 (0x5f), -inf (0xfc), NaN (0x7e)], e4m3fn [448 (0x7e), 2^-9 (0x01)].
+        let cats = CategorySet::parse(["max", "min", "nan count", "negative inf count"]).unwrap();
+        for (dtype, data, want) in [
+            (
+                DType::Float8E5M2,
+                &[0x5f, 0xfc, 0x7e][..],
+                "Add,f8,0,0,3,output,0,3,float8_e5m2,\"(3)\",nan,nan,1,1,\n",
+            ),
+            (
+                DType::Float8E4M3FN,
+                &[0x7e, 0x01][..],
+                "Add,f8,0,0,3,output,0,2,float8_e4m3fn,\"(2)\",448,0.00195312,0,0,\n",
+            ),
+            (
+                DType::UInt4,
+                &[0xf3][..],
+                "Add,f8,0,0,3,output,0,1,uint4,\"(2)\",15,3,0,0,\n",
+            ),
+        ] {
+            let n = if dtype == DType::UInt4 { 2 } else { data.len() };
+            let st = TensorStats {
+                summary: summarize_reference(dtype, data, n).unwrap(),
+                ..TensorStats::default()
+            };
+            let shape = [n];
+            let m = RowMeta {
+                dtype,
+                data_size: data_size(dtype, n).unwrap(),
+                ..meta("f8", Io::Output, 0, 3, &shape)
+            };
+            assert_eq!(
+                row_string(&m, &cats, &st).unwrap().unwrap(),
+                want,
+                "{dtype}"
+            );
+        }
     }
 
     #[test]

@@ -230,9 +230,13 @@ pub fn device_statistics(
         return Ok(None);
     }
     let mut out = DeviceStats::NULL;
+    // No device kernel for the dtype (float8, packed, complex, wide unsigned): every cell null.
+    if !device_supports_minmax(dtype, precision) {
+        return Ok(Some(out));
+    }
     if dtype.is_float() {
         float_stats(dtype, data, elems, precision, &mut out);
-    } else if device_supports_minmax(dtype, precision) {
+    } else {
         int_stats(dtype, data, elems, precision, &mut out);
     }
     Ok(Some(out))

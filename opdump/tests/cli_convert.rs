@@ -57,24 +57,30 @@ fn parse_mode_writes_what_numpy_reads_for_every_tensor_and_overflow_json() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
-        err.contains("FLOAT8_E4M3FN"),
+        err.contains("HIFLOAT8") && err.contains("FLOAT8_E8M0"),
         "unsupported types are named: {err}"
+    );
+    assert!(
+        !err.contains("data type FLOAT8_E4M3FN") && !err.contains("data type FLOAT8_E5M2"),
+        "float8 tensors are converted, not refused: {err}"
     );
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(fixtures().join("manifest.json")).unwrap()).unwrap();
-    let mut checked = 0;
+    let (mut checked, mut fp8) = (0, 0);
     for f in manifest["files"].as_array().unwrap() {
         let file = f["file"].as_str().unwrap();
         for t in f["tensors"].as_array().unwrap() {
             let e = &t["expect"];
             match e["check"].as_str().unwrap() {
-                "raw" | "bf16" | "int4" | "uint1" => {
+                "raw" | "bf16" | "int4" | "uint1" | "fp8" => {
+                    // fp8: ml_dtypes' float32 of the payload (NaN bits included), `<f4`.
                     let name = e["npy"].as_str().unwrap();
                     let (wd, ws, wb) = npy(&fixtures().join("npy").join(name));
                     let (gd, gs, gb) = npy(&out.join(name));
                     assert_eq!((gd, gs), (wd, ws), "{name}");
                     assert!(gb == wb, "{name}: data differs");
                     checked += 1;
+                    fp8 += usize::from(e["check"] == "fp8");
                 }
                 "bytes" => {
                     let word = if t["kind"] == "buffer" {
@@ -103,7 +109,11 @@ fn parse_mode_writes_what_numpy_reads_for_every_tensor_and_overflow_json() {
             }
         }
     }
-    assert!(checked >= 59, "{checked}");
+    assert!(checked >= 65, "{checked}");
+    assert_eq!(
+        fp8, 6,
+        "both float8 casts (input and output) and MatMul's two outputs"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -316,6 +326,19 @@ fn mindspore_layout_is_read_by_inspect_and_compare_and_stats_writes_rows_only() 
         "{csv}"
     );
     assert!(csv.contains("Conv2D,Default_network_conv1-Conv2d_Conv2D-op12,12,3,1700000000000044,input,0,24,float16,\"(1,3,2,2)\""), "{csv}");
+    // MatMul's FLOAT8_E4M3FN output: a float32 file (ml_dtypes' values) and a float8 row
+    // whose Data Size is the float8 storage.
+    let mm = "MatMul.Default_MatMul-op7.7.1.1700000000000046";
+    let (descr, shape, data) =
+        npy(&it.join(format!("{mm}.output.1.DefaultFormat.Float8E4M3FN.npy")));
+    let (_, _, want) = npy(&fixtures().join(format!("npy/{mm}.output.1.npy")));
+    assert_eq!((descr.as_str(), shape, data), ("<f4", vec![5], want));
+    assert!(
+        csv.contains(
+            "MatMul,Default_MatMul-op7,7,1,1700000000000046,output,1,5,float8_e4m3fn,\"(5)\""
+        ),
+        "{csv}"
+    );
     let o = opdump(&["inspect", ms.to_str().unwrap(), "--json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["layout"], "mindspore");

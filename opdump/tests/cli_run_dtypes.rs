@@ -23,9 +23,14 @@ fn dtypes() -> PathBuf {
 
 /// `opdump run cast_T.onnx --runtime RT --input x=X --out OUT`.
 fn run(ty: &str, rt: &str, x: &Path, out: &Path) -> Output {
+    run_model(&format!("cast_{ty}"), rt, x, out)
+}
+
+/// `opdump run MODEL.onnx --runtime RT --input x=X --out OUT`.
+fn run_model(model: &str, rt: &str, x: &Path, out: &Path) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_opdump"))
         .arg("run")
-        .arg(dtypes().join(format!("cast_{ty}.onnx")))
+        .arg(dtypes().join(format!("{model}.onnx")))
         .args(["--runtime", rt, "--input"])
         .arg(format!("x={}", x.display()))
         .arg("--out")
@@ -88,6 +93,7 @@ fn tract_takes_bool_int16_uint16_and_names_the_types_it_lacks() {
     for (ty, onnx) in [
         ("bfloat16", "BFLOAT16"),
         ("int4", "INT4"),
+        ("uint4", "UINT4"),
         ("float8_e4m3fn", "FLOAT8E4M3FN"),
         ("float8_e5m2", "FLOAT8E5M2"),
     ] {
@@ -104,9 +110,11 @@ fn tract_takes_bool_int16_uint16_and_names_the_types_it_lacks() {
     }
 }
 
-/// ONNX Runtime takes numpy's bool/int16/uint16 and ml_dtypes' bfloat16 (`<V2`) and int4
-/// (`<V1`, one per byte, repacked two per byte) as the model declares them; ml_dtypes' float8
-/// files are refused (exit 2) with what the file may hold and the declared type.
+/// ONNX Runtime takes numpy's bool/int16/uint16 and ml_dtypes' bfloat16 (`<V2`), int4 and
+/// uint4 (`<V1`, one per byte, repacked two per byte), float8_e4m3fn (`<V1`) and float8_e5m2
+/// (`<f1`) as the model declares them; the dumped input holds the widened values (int8/uint8,
+/// float32), and so do outputs of these types (`cast_to_T.onnx`). A file whose descr cannot
+/// hold the declared type, or whose bytes are no int4 / uint4, is refused (exit 2) saying why.
 #[cfg(feature = "ort")]
 #[test]
 fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
@@ -114,57 +122,165 @@ fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
         return;
     }
     let tmp = Tmp::new("dtypes-ort");
-    for ty in ["bool", "int16", "uint16", "bfloat16", "int4"] {
+    for ty in [
+        "bool",
+        "int16",
+        "uint16",
+        "bfloat16",
+        "int4",
+        "uint4",
+        "float8_e4m3fn",
+        "float8_e5m2",
+    ] {
         runs(ty, "ort", &tmp);
     }
-    // The int4 input is dumped as MindSpore does (widened to int8): the values as given.
-    let dir = tmp.0.join("int4-ort/rank_0/cast_int4/0/0");
-    let x = npy_in(&dir)
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains(".input.0."))
-        .unwrap();
-    let f = dump_npy::read_file(&x).unwrap();
+    // Inputs are dumped as MindSpore's converters store them: int4 widened to int8, uint4 to
+    // uint8, float8 to float32 (exact): the values as given.
+    let input = |ty: &str| {
+        let dir = tmp.0.join(format!("{ty}-ort/rank_0/cast_{ty}/0/0"));
+        let x = npy_in(&dir)
+            .into_iter()
+            .find(|p| p.to_string_lossy().contains(".input.0."))
+            .unwrap_or_else(|| panic!("{ty}: no input file in {}", dir.display()));
+        dump_npy::read_file(&x).unwrap()
+    };
+    let f = input("int4");
     assert_eq!(f.dtype, dump_core::DType::Int8);
     assert_eq!(f.data, [0u8, 1, 0xfe, 3, 0, 7]);
-    refused(
+    let f = input("uint4");
+    assert_eq!(f.dtype, dump_core::DType::UInt8);
+    assert_eq!(f.data, [0u8, 1, 2, 3, 0, 7]);
+    for ty in ["float8_e4m3fn", "float8_e5m2"] {
+        let f = input(ty);
+        assert_eq!(f.dtype, dump_core::DType::Float32, "{ty}");
+        let got: Vec<f32> = f
+            .data
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, [0.0, 1.5, -2.0, 3.0, -0.25, 7.0], "{ty}");
+    }
+    // Outputs of these types (Cast from float32, saturating and rounding to nearest even)
+    // are dumped widened: float32 / uint8 files with onnx.reference's values, rows named by
+    // the output's own dtype with its storage as Data Size.
+    for (ty, wide, size) in [
+        ("float8_e4m3fn", dump_core::DType::Float32, 6),
+        ("float8_e5m2", dump_core::DType::Float32, 6),
+        ("uint4", dump_core::DType::UInt8, 3),
+    ] {
+        let out = tmp.0.join(format!("to-{ty}"));
+        let o = run_model(
+            &format!("cast_to_{ty}"),
+            "ort",
+            &dtypes().join(format!("to_{ty}.npy")),
+            &out,
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{ty}: {err}");
+        let dir = out.join(format!("rank_0/cast_to_{ty}/0/0"));
+        let y = npy_in(&dir)
+            .into_iter()
+            .find(|p| p.to_string_lossy().contains(".output.0."))
+            .unwrap_or_else(|| panic!("{ty}: no Cast output in {}", dir.display()));
+        assert_eq!(dump_npy::read_file(&y).unwrap().dtype, wide, "{ty}");
+        assert_close(
+            &format!("to {ty}"),
+            &y,
+            &dtypes().join(format!("to_{ty}.expected.npy")),
+            0.0,
+        );
+        let csv = std::fs::read_to_string(dir.join("statistic.csv")).unwrap();
+        assert!(
+            csv.lines()
+                .any(|l| l.contains(&format!(",output,0,{size},{ty},\"(2,3)\","))),
+            "{ty}: {csv}"
+        );
+    }
+    // Without --input: seeded random values of the declared type, which the Cast returns as
+    // float32 exactly (the dumped input and output files hold the same values).
+    for ty in ["int4", "uint4", "float8_e4m3fn", "float8_e5m2"] {
+        let out = tmp.0.join(format!("random-{ty}"));
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_opdump"))
+            .arg("run")
+            .arg(dtypes().join(format!("cast_{ty}.onnx")))
+            .args(["--runtime", "ort", "--seed", "11", "--out"])
+            .arg(&out)
+            .env_remove("MINDSPORE_DUMP_CONFIG")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{ty}: {err}");
+        let files = npy_in(&out.join(format!("rank_0/cast_{ty}/0/0")));
+        let find = |io: &str| {
+            files
+                .iter()
+                .find(|p| {
+                    let n = p.to_string_lossy();
+                    n.contains("/Cast.") && n.contains(io)
+                })
+                .unwrap_or_else(|| panic!("{ty}: no Cast {io} in {files:?}"))
+        };
+        assert_close(
+            &format!("random {ty}"),
+            find(".output.0."),
+            find(".input.0."),
+            0.0,
+        );
+    }
+    // The descr decides what a file can hold: `<f1` is float8_e5m2 only, `<V1` never is.
+    let o = run(
         "float8_e4m3fn",
         "ort",
-        2,
-        &[
-            "--input x",
-            "\"<V1\" is ml_dtypes' int4, uint4 or a float8",
-            "the model declares FLOAT8E4M3FN [2, 3]",
-            "float8 and uint4 inputs are not supported",
-        ],
-        &tmp,
+        &dtypes().join("float8_e5m2.npy"),
+        &tmp.0.join("e5m2-as-e4m3"),
     );
-    refused(
-        "float8_e5m2",
-        "ort",
-        2,
-        &["\"<f1\" is ml_dtypes' float8_e5m2", "FLOAT8E5M2"],
-        &tmp,
-    );
-    // A `<V1` file whose bytes are no int4 (a float8 file fed to an int4 input).
-    let bad = tmp.0.join("not_int4.npy");
-    std::fs::create_dir_all(&tmp.0).unwrap();
-    std::fs::copy(dtypes().join("float8_e4m3fn.npy"), &bad).unwrap();
-    let o = run("int4", "ort", &bad, &tmp.0.join("bad"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("element 1 is byte 0x3c, not an int4 as ml_dtypes stores one"),
+        err.contains("\"<f1\" is ml_dtypes' float8_e5m2; the model declares float8_e4m3fn [2, 3]"),
         "{err}"
     );
+    let o = run(
+        "float8_e5m2",
+        "ort",
+        &dtypes().join("float8_e4m3fn.npy"),
+        &tmp.0.join("e4m3-as-e5m2"),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("\"<V1\" is ml_dtypes' int4, uint4 or float8_e4m3fn"),
+        "{err}"
+    );
+    assert!(err.contains("'<f1' as float8_e5m2"), "{err}");
+    // A `<V1` file whose bytes are no int4 / uint4 (a float8 file fed to an int4 or a uint4
+    // input).
+    for (ty, what) in [
+        ("int4", "not an int4 as ml_dtypes stores one"),
+        ("uint4", "not a uint4 (0..=15)"),
+    ] {
+        let o = run(
+            ty,
+            "ort",
+            &dtypes().join("float8_e4m3fn.npy"),
+            &tmp.0.join(format!("bad-{ty}")),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("element 1 is byte 0x3c, {what}")),
+            "{err}"
+        );
+    }
 }
 
-/// candle has no bool, uint16 or int4 tensors and candle-onnx takes no int16 or bfloat16
-/// inputs: each is one clean error line.
+/// candle has no bool, uint16, int4, uint4 or float8_e5m2 tensors, and candle-onnx takes no
+/// int16, bfloat16 or float8_e4m3fn (candle's F8E4M3) inputs: each is one clean error line.
 #[cfg(feature = "candle")]
 #[test]
 fn candle_refuses_the_types_it_lacks_cleanly() {
     let tmp = Tmp::new("dtypes-candle");
-    for ty in ["bool", "uint16", "int4"] {
+    for ty in ["bool", "uint16", "int4", "uint4", "float8_e5m2"] {
         refused(
             ty,
             "candle",
@@ -173,7 +289,7 @@ fn candle_refuses_the_types_it_lacks_cleanly() {
             &tmp,
         );
     }
-    for ty in ["int16", "bfloat16"] {
+    for ty in ["int16", "bfloat16", "float8_e4m3fn"] {
         refused(ty, "candle", 1, &["candle-onnx failed", "data-type"], &tmp);
     }
 }

@@ -140,10 +140,17 @@ fn gpu_tensors_dump_like_host_tensors() {
         "only the tensor stays allocated"
     );
 
-    // Packed dtypes have no statistics kernel, but their byte-addressed views stream like any
-    // tensor: int4 and uint1 GPU tensors of odd lengths, written by a synchronous writer, go
-    // through the pinned pipeline into the file and the row, which equal the host dump's.
-    for (dtype, n) in [(DType::Int4, 10_001usize), (DType::UInt1, 10_003)] {
+    // Packed and float8 dtypes have no statistics kernel, but their byte-addressed views
+    // stream like any tensor: int4, uint4, uint1 and float8 GPU tensors of odd lengths,
+    // written by a synchronous writer, go through the pinned pipeline into the file (widened)
+    // and the row, which equal the host dump's.
+    for (dtype, n) in [
+        (DType::Int4, 10_001usize),
+        (DType::UInt4, 10_001),
+        (DType::UInt1, 10_003),
+        (DType::Float8E4M3FN, 10_001),
+        (DType::Float8E5M2, 10_001),
+    ] {
         let packed: Vec<u8> = (0..dtype.storage_bytes(n).unwrap())
             .map(|i| (i * 37 % 251) as u8)
             .collect();
@@ -172,11 +179,26 @@ fn gpu_tensors_dump_like_host_tensors() {
             dump_npy::read_file(&f[0]).unwrap()
         };
         let (g, h) = (read(&on_gpu), read(&on_host));
+        let width = dtype.widened().size().unwrap();
         assert_eq!(
             (g.shape, g.data.len()),
-            (vec![n], n),
-            "{dtype}: one byte per element"
+            (vec![n], n * width),
+            "{dtype}: one widened element per element"
         );
         assert!(g.data == h.data, "{dtype}: streamed file = host file");
+        // Statistics only: no kernel takes these dtypes, so the Dumper copies the tensor and
+        // computes the row on the host (the documented fallback): the host's row exactly.
+        mock.log(true);
+        let stats_gpu = TempDir::new("cuda-mock-packed-stats");
+        let gpu_row = dump(&stats_gpu, "statistic", TensorRef::device(&ct));
+        let log = mock.log(true);
+        let whole = format!("cuMemcpyDtoHAsync {} ", packed.len());
+        assert!(
+            log.contains(&whole),
+            "{dtype}: the fallback copies the tensor:\n{log}"
+        );
+        let stats_host = TempDir::new("cuda-mock-packed-stats-host");
+        let host_row = dump(&stats_host, "statistic", host);
+        assert_eq!(gpu_row, host_row, "{dtype}: fallback row = host row");
     }
 }

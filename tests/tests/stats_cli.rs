@@ -181,8 +181,8 @@ fn categories_header_flag_neutral_names_and_errors() {
 
 #[test]
 fn stats_matches_the_dumper_for_every_widened_or_plain_dtype() {
-    // Int4/UInt1 are stored unpacked (|i1, |u1) and bf16 as <f4: without digests (which hash
-    // the stored bytes for int4/uint1) stats must still give the Dumper's rows.
+    // Int4/UInt4/UInt1 are stored unpacked (|i1, |u1) and bf16 and float8 as <f4: without
+    // digests (which hash the stored bytes for them) stats must still give the Dumper's rows.
     let cats = [
         "max",
         "min",
@@ -207,6 +207,19 @@ fn stats_matches_the_dumper_for_every_widened_or_plain_dtype() {
     let tensors: Vec<(DType, Vec<usize>, Vec<u8>)> = vec![
         (DType::Int4, vec![2, 3], vec![0x7f, 0x08, 0x31]),
         (DType::UInt1, vec![10], vec![0b1010_0110, 0b11]),
+        // uint4 [1, 15, 7] (|u1); float8 widened to <f4: e5m2 +inf, 1, -2, NaN, 2^-16 and
+        // e4m3fn 448, -448, 1, -0.
+        (DType::UInt4, vec![3], vec![0xf1, 0x07]),
+        (
+            DType::Float8E5M2,
+            vec![5],
+            vec![0x7c, 0x3c, 0xc0, 0x7d, 0x01],
+        ),
+        (
+            DType::Float8E4M3FN,
+            vec![2, 2],
+            vec![0x7e, 0xfe, 0x38, 0x80],
+        ),
         (
             DType::BFloat16,
             vec![3],
@@ -261,7 +274,16 @@ fn stats_matches_the_dumper_for_every_widened_or_plain_dtype() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, csv);
     for dt in [
-        "int4", "uint1", "bfloat16", "float16", "bool", "int64", "uint8",
+        "int4",
+        "uint1",
+        "uint4",
+        "float8_e5m2",
+        "float8_e4m3fn",
+        "bfloat16",
+        "float16",
+        "bool",
+        "int64",
+        "uint8",
     ] {
         assert!(out.contains(&format!(",{dt},")), "{dt} reported: {out}");
     }

@@ -11,7 +11,8 @@ pub use crate::dtype::{candle_dtype, dtype_of};
 pub fn host_tensor(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor, crate::Error> {
     let c = candle_dtype(dtype).ok_or_else(|| {
         crate::Error::Model(format!(
-            "{dtype} tensors are not supported by candle (u8 u32 i16 i32 i64 bf16 f16 f32 f64 are)"
+            "{dtype} tensors are not supported by candle (u8 u32 i16 i32 i64 bf16 f16 f32 f64 \
+             f8e4m3 are)"
         ))
     })?;
     Ok(Tensor::from_raw_buffer(
@@ -27,7 +28,7 @@ pub(crate) fn unsupported_reason(t: &Tensor) -> Option<String> {
     if dtype_of(t.dtype()).is_none() {
         return Some(format!(
             "candle dtype {:?} has no MindSpore dtype (supported: u8 u32 i16 i32 i64 bf16 f16 \
-             f32 f64); its tensors are skipped",
+             f32 f64 f8e4m3); its tensors are skipped",
             t.dtype()
         ));
     }
@@ -106,8 +107,21 @@ fn cpu_bytes(s: &CpuStorage) -> Option<(DType, &[u8])> {
         CpuStorage::F16(v) => (DType::Float16, b(v)),
         CpuStorage::F32(v) => (DType::Float32, b(v)),
         CpuStorage::F64(v) => (DType::Float64, b(v)),
+        CpuStorage::F8E4M3(v) => (DType::Float8E4M3FN, one_byte(v)?),
         _ => return None,
     })
+}
+
+/// The bytes of a slice of a one-byte element type (candle's `F8E4M3`, a transparent `u8`);
+/// `None` if `T` is not one byte.
+fn one_byte<T: Copy>(v: &[T]) -> Option<&[u8]> {
+    if size_of::<T>() != 1 || align_of::<T>() != 1 {
+        return None;
+    }
+    // SAFETY: `T` is one byte with alignment 1 (checked above), so `v` covers exactly
+    // `v.len()` initialised bytes (a one-byte `Copy` value has no padding); the returned
+    // slice borrows `v` and lives no longer than it.
+    Some(unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), v.len()) })
 }
 
 /// Dumps `t` as input or output `slot` of kernel `k`. A tensor without a dump mapping is
@@ -214,14 +228,52 @@ mod tests {
         assert_eq!(contiguous_bytes(&t).len(), 24);
     }
 
+    /// candle's F8E4M3 is dumped as float8_e4m3fn: its own bytes, which widen to the values
+    /// candle's cast to f32 gives; its E8M0, F6 and F4 types still have no dump dtype.
     #[test]
-    fn eight_bit_floats_are_unsupported() {
-        let t = Tensor::zeros(4, candle_core::DType::F8E4M3, &Device::Cpu).unwrap();
-        let e = with_tensor_ref(&t, |_| ()).unwrap_err().to_string();
+    fn f8e4m3_is_float8_e4m3fn_and_other_small_floats_are_unsupported() {
+        let vals = [1.0f32, -2.5, 448.0, 0.001_953_125, -0.0, 96.0];
+        let t = Tensor::new(&vals, &Device::Cpu)
+            .unwrap()
+            .to_dtype(candle_core::DType::F8E4M3)
+            .unwrap();
+        let (dtype, bytes) =
+            with_tensor_ref(&t, |r| (r.dtype(), r.host_bytes().unwrap().to_vec())).unwrap();
+        assert_eq!(dtype, DType::Float8E4M3FN);
+        assert_eq!(bytes, [0x38, 0xc2, 0x7e, 0x01, 0x80, 0x6c]);
+        let mut wide = vec![0u8; 4 * bytes.len()];
+        dump_core::widen::f8e4m3fn_to_f32(&bytes, &mut wide).unwrap();
+        let back: Vec<f32> = t
+            .to_dtype(candle_core::DType::F32)
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        assert_eq!(back, vals);
+        assert_eq!(wide, bytemuck::cast_slice::<f32, u8>(&back));
+        assert_eq!(unsupported_reason(&t), None);
+        assert_eq!(
+            candle_dtype(DType::Float8E4M3FN),
+            Some(candle_core::DType::F8E4M3)
+        );
+        assert_eq!(candle_dtype(DType::Float8E5M2), None);
+
+        // candle makes no CPU tensors of its other sub-16-bit floats; their dtypes map to none.
+        for d in [
+            candle_core::DType::F8E8M0,
+            candle_core::DType::F6E2M3,
+            candle_core::DType::F6E3M2,
+            candle_core::DType::F4,
+        ] {
+            assert_eq!(dtype_of(d), None, "{d:?}");
+        }
+        let t = Tensor::new(&[1u8, 2], &Device::Cpu).unwrap();
+        assert!(unsupported_reason(&t).is_none());
+        let e = host_tensor(DType::Float8E5M2, &[1], &[0x3c])
+            .unwrap_err()
+            .to_string();
         assert!(
-            e.contains("F8E4M3") && e.contains("no MindSpore dtype"),
+            e.contains("float8_e5m2 tensors are not supported by candle"),
             "{e}"
         );
-        assert!(unsupported_reason(&t).unwrap().contains("F8E4M3"));
     }
 }

@@ -2,8 +2,9 @@
 
 use dump_core::DType;
 
-/// The dump dtype of a candle dtype; `None` for candle's 8/6/4-bit float formats, which have
-/// no MindSpore dtype.
+/// The dump dtype of a candle dtype (`F8E4M3`, OCP's E4M3 with NaN at `S.1111.111` and 448
+/// its largest value: [`DType::Float8E4M3FN`]); `None` for candle's 6/4-bit float formats and
+/// its E8M0 scale type, which have no dump dtype.
 pub fn dtype_of(d: candle_core::DType) -> Option<DType> {
     use candle_core::DType as C;
     Some(match d {
@@ -16,6 +17,7 @@ pub fn dtype_of(d: candle_core::DType) -> Option<DType> {
         C::F16 => DType::Float16,
         C::F32 => DType::Float32,
         C::F64 => DType::Float64,
+        C::F8E4M3 => DType::Float8E4M3FN,
         _ => return None,
     })
 }
@@ -33,6 +35,7 @@ pub fn candle_dtype(d: DType) -> Option<candle_core::DType> {
         C::F16,
         C::F32,
         C::F64,
+        C::F8E4M3,
     ]
     .into_iter()
     .find(|&c| dtype_of(c) == Some(d))

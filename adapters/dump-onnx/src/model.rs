@@ -115,9 +115,10 @@ impl Initializer {
     }
 }
 
-/// The dump dtype of an ONNX `TensorProto.DataType` code (`INT4`, 22: [`DType::Int4`], two
-/// per byte, low nibble first, as ONNX packs it); `None` for strings, 8-bit floats, uint4 and
-/// other types MindSpore has no dtype for.
+/// The dump dtype of an ONNX `TensorProto.DataType` code (`INT4`, 22: [`DType::Int4`] and
+/// `UINT4`, 21: [`DType::UInt4`], two per byte, low nibble first, as ONNX packs them;
+/// `FLOAT8E4M3FN`, 17 and `FLOAT8E5M2`, 19: the float8 dtypes); `None` for strings, the
+/// `FNUZ` float8 variants, 4-bit floats and other types opdump has no dtype for.
 pub fn dtype(code: i32) -> Option<DType> {
     Some(match code {
         1 => DType::Float32,
@@ -135,6 +136,9 @@ pub fn dtype(code: i32) -> Option<DType> {
         14 => DType::Complex64,
         15 => DType::Complex128,
         16 => DType::BFloat16,
+        17 => DType::Float8E4M3FN,
+        19 => DType::Float8E5M2,
+        21 => DType::UInt4,
         22 => DType::Int4,
         _ => return None,
     })
@@ -419,7 +423,12 @@ mod tests {
         assert_eq!(type_name(99), "an unknown type");
         assert_eq!(dtype(22), Some(DType::Int4));
         assert_eq!(onnx_code(DType::Int4), Some(22));
-        assert_eq!(dtype(21), None, "no uint4 dump dtype");
+        assert_eq!(dtype(21), Some(DType::UInt4));
+        assert_eq!(dtype(17), Some(DType::Float8E4M3FN));
+        assert_eq!(dtype(19), Some(DType::Float8E5M2));
+        assert_eq!(onnx_code(DType::Float8E5M2), Some(19));
+        assert_eq!(dtype(18), None, "no FLOAT8E4M3FNUZ dump dtype");
+        assert_eq!(dtype(20), None, "no FLOAT8E5M2FNUZ dump dtype");
         for c in 1..=16 {
             if let Some(d) = dtype(c) {
                 assert_eq!(onnx_code(d), Some(c));

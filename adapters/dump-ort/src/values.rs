@@ -11,8 +11,9 @@ use ort::{
 
 use crate::Error;
 
-/// The dump dtype of an ONNX Runtime element type (int4: two per byte, low nibble first, as
-/// both ONNX Runtime and MindSpore store it); `None` for strings, uint4 and 8/4-bit floats.
+/// The dump dtype of an ONNX Runtime element type (int4 and uint4: two per byte, low nibble
+/// first, as both ONNX Runtime and MindSpore store them; float8 E4M3FN and E5M2: one byte per
+/// element); `None` for strings, the `FNUZ` float8 variants and 4-bit floats.
 pub fn dtype_of(t: TensorElementType) -> Option<DType> {
     use TensorElementType as T;
     Some(match t {
@@ -30,6 +31,9 @@ pub fn dtype_of(t: TensorElementType) -> Option<DType> {
         T::Uint64 => DType::UInt64,
         T::Bfloat16 => DType::BFloat16,
         T::Int4 => DType::Int4,
+        T::Uint4 => DType::UInt4,
+        T::Float8E4M3FN => DType::Float8E4M3FN,
+        T::Float8E5M2 => DType::Float8E5M2,
         T::Complex64 => DType::Complex64,
         T::Complex128 => DType::Complex128,
         _ => return None,
@@ -53,6 +57,9 @@ fn element_type(d: DType) -> Option<TensorElementType> {
         T::Uint64,
         T::Bfloat16,
         T::Int4,
+        T::Uint4,
+        T::Float8E4M3FN,
+        T::Float8E5M2,
         T::Complex64,
         T::Complex128,
     ]

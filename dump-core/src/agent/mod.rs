@@ -116,7 +116,7 @@ pub enum Sent {
 }
 
 /// The dtypes an agent summarises: every real dtype (complex ones have no statistics).
-pub const AGENT_DTYPES: [DType; 15] = [
+pub const AGENT_DTYPES: [DType; 18] = [
     DType::Bool,
     DType::Int4,
     DType::Int8,
@@ -132,6 +132,9 @@ pub const AGENT_DTYPES: [DType; 15] = [
     DType::BFloat16,
     DType::Float32,
     DType::Float64,
+    DType::Float8E4M3FN,
+    DType::Float8E5M2,
+    DType::UInt4,
 ];
 
 /// Kernels of a graph whose plan decision [`Agent::begin_graph`] takes once, by position in

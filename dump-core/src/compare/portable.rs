@@ -23,6 +23,7 @@ fn float_bits(dtype: DType, data: &[u8], i: usize) -> Option<(u64, u32)> {
         u64::from_le_bytes(b)
     };
     match dtype {
+        DType::Float8E4M3FN | DType::Float8E5M2 => Some((le(1), 8)),
         DType::Float16 | DType::BFloat16 => Some((le(2), 16)),
         DType::Float32 => Some((le(4), 32)),
         DType::Float64 => Some((le(8), 64)),
@@ -42,7 +43,7 @@ fn int_value(dtype: DType, data: &[u8], i: usize) -> i128 {
         DType::Int32 => le(4) as u32 as i32 as i128,
         DType::Int64 => le(8) as i64 as i128,
         DType::UInt16 | DType::UInt32 | DType::UInt64 => le(dtype.size().unwrap_or(8)) as i128,
-        // Bool, int4, int8, uint1, uint8: exact in f64.
+        // Bool, int4, uint4, int8, uint1, uint8: exact in f64.
         _ => element_f64(dtype, data, i) as i128,
     }
 }

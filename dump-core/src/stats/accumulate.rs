@@ -70,7 +70,7 @@ impl Backend {
     }
 }
 
-/// Elements unpacked per stack block for `Int4`/`UInt1`.
+/// Elements unpacked per stack block for `Int4`/`UInt4`/`UInt1`.
 const UNPACK_BLOCK: usize = 4096;
 
 /// Streaming statistics of one tensor fed in element-aligned chunks.
@@ -130,7 +130,7 @@ impl Accumulator {
 
     /// Adds the next chunk of the tensor's bytes.
     ///
-    /// The chunk must hold whole elements (whole bytes for `Int4`/`UInt1`; the last chunk may
+    /// The chunk must hold whole elements (whole bytes for `Int4`/`UInt4`/`UInt1`; the last chunk may
     /// end in a partly used byte), else [`Error::Misaligned`]; more elements than the
     /// tensor has give [`Error::LengthMismatch`].
     pub fn update(&mut self, chunk: &[u8]) -> Result<(), Error> {
@@ -169,7 +169,7 @@ impl Accumulator {
             return Ok(());
         }
         let part = match dtype {
-            DType::Int4 | DType::UInt1 => self.packed(chunk, n),
+            DType::Int4 | DType::UInt4 | DType::UInt1 => self.packed(chunk, n),
             _ => {
                 let mut p = raw(self.backend, dtype, chunk);
                 complete(dtype, chunk, n, &mut p);
@@ -200,9 +200,10 @@ impl Accumulator {
     /// frame of every `update` (it was most of a device agent's stack).
     #[inline(never)]
     fn packed(&self, chunk: &[u8], n: usize) -> Summary {
-        let (wide, per_byte) = match self.dtype {
-            DType::Int4 => (DType::Int8, 2),
-            _ => (DType::UInt8, 8),
+        let (wide, per_byte, signed) = match self.dtype {
+            DType::Int4 => (DType::Int8, 2, true),
+            DType::UInt4 => (DType::UInt8, 2, false),
+            _ => (DType::UInt8, 8, false),
         };
         let mut out = Summary::EMPTY;
         let mut block = [0u8; UNPACK_BLOCK];
@@ -213,7 +214,11 @@ impl Accumulator {
                 for (i, b) in block[..m].iter_mut().enumerate() {
                     let byte = bytes[i / 2];
                     let nib = if i % 2 == 0 { byte << 4 } else { byte & 0xf0 };
-                    *b = ((nib as i8) >> 4) as u8;
+                    *b = if signed {
+                        ((nib as i8) >> 4) as u8
+                    } else {
+                        nib >> 4
+                    };
                 }
             } else {
                 for (i, b) in block[..m].iter_mut().enumerate() {
@@ -295,13 +300,15 @@ fn complete(dtype: DType, data: &[u8], n: usize, p: &mut Summary) {
     }
 }
 
-/// Elements of a float dtype equal to `+inf` (or `-inf` if `negative`), by bit pattern.
+/// Elements of a float dtype equal to `+inf` (or `-inf` if `negative`), by bit pattern
+/// (float8 E4M3FN has no infinities).
 fn count_inf(dtype: DType, data: &[u8], negative: bool) -> u64 {
     fn count<const S: usize>(data: &[u8], pat: [u8; S]) -> u64 {
         data.chunks_exact(S).filter(|c| *c == pat).count() as u64
     }
     let sign = if negative { 0x80 } else { 0 };
     match dtype {
+        DType::Float8E5M2 => count(data, [0x7c | sign]),
         DType::Float16 => count(data, [0x00, 0x7c | sign]),
         DType::BFloat16 => count(data, [0x80, 0x7f | sign]),
         DType::Float32 => count(data, [0, 0, 0x80, 0x7f | sign]),

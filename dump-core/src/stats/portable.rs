@@ -256,7 +256,7 @@ pub(super) fn fold_int<const S: usize>(data: &[u8], conv: impl Fn([u8; S]) -> i6
 
 /// Raw partial of `data` (whole elements of `dtype`) with the portable kernels.
 ///
-/// Packed `Int4`/`UInt1` must be unpacked by the caller (to `Int8`/`UInt8`) and complex dtypes
+/// Packed `Int4`/`UInt4`/`UInt1` must be unpacked by the caller (to `Int8`/`UInt8`) and complex dtypes
 /// never reach here (`accumulate.rs` rejects them); both give the empty partial.
 #[inline(always)]
 pub(super) fn raw(dtype: DType, data: &[u8]) -> Summary {
@@ -278,7 +278,15 @@ pub(super) fn raw(dtype: DType, data: &[u8]) -> Summary {
         DType::Float16 => fold_f32::<2>(data, |b| {
             half::f16::from_bits(u16::from_le_bytes(b)).to_f32()
         }),
-        DType::Int4 | DType::UInt1 | DType::Complex64 | DType::Complex128 => Summary::EMPTY,
+        DType::Float8E4M3FN => fold_f32::<1>(data, |b| {
+            f32::from_bits(crate::widen::F8E4M3FN_TO_F32[b[0] as usize])
+        }),
+        DType::Float8E5M2 => fold_f32::<1>(data, |b| {
+            f32::from_bits(crate::widen::F8E5M2_TO_F32[b[0] as usize])
+        }),
+        DType::Int4 | DType::UInt4 | DType::UInt1 | DType::Complex64 | DType::Complex128 => {
+            Summary::EMPTY
+        }
     }
 }
 

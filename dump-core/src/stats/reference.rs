@@ -26,7 +26,8 @@ pub fn summarize_reference(
     Ok(Some(s))
 }
 
-/// Element `i` of a real-typed buffer as `f64` (int4 sign-extended, uint1 MSB first).
+/// Element `i` of a real-typed buffer as `f64` (int4 sign-extended, uint4 zero-extended, uint1 MSB
+/// first, float8 widened exactly).
 /// The caller guarantees `data` holds at least `i + 1` elements.
 pub(crate) fn element_f64(dtype: DType, data: &[u8], i: usize) -> f64 {
     macro_rules! le {
@@ -48,6 +49,14 @@ pub(crate) fn element_f64(dtype: DType, data: &[u8], i: usize) -> f64 {
             };
             (((nib << 4) as i8) >> 4) as f64
         }
+        DType::UInt4 => {
+            let byte = data[i / 2];
+            (if i.is_multiple_of(2) {
+                byte & 0x0f
+            } else {
+                byte >> 4
+            }) as f64
+        }
         DType::UInt1 => ((data[i / 8] >> (7 - i % 8)) & 1) as f64,
         DType::Int8 => data[i] as i8 as f64,
         DType::UInt8 => data[i] as f64,
@@ -61,6 +70,10 @@ pub(crate) fn element_f64(dtype: DType, data: &[u8], i: usize) -> f64 {
         DType::BFloat16 => f32::from_bits((le!(u16) as u32) << 16) as f64,
         DType::Float32 => le!(f32) as f64,
         DType::Float64 => le!(f64),
+        DType::Float8E4M3FN | DType::Float8E5M2 => match crate::widen::fp8_to_f32(dtype, data[i]) {
+            Some(v) => v as f64,
+            None => f64::NAN,
+        },
         DType::Complex64 | DType::Complex128 => f64::NAN,
     }
 }

@@ -79,7 +79,8 @@ fn nan_bytes(dtype: DType, neg: bool, payload: u64, out: &mut Vec<u8>) {
 /// values, NaN (both signs, payloads), ±inf, ±0 and subnormals; integers use raw bits.
 fn make(dtype: DType, words: &[u64]) -> Vec<u8> {
     let mut out = Vec::new();
-    if !dtype.is_float() {
+    // float8: raw random bytes already cover every pattern (NaN, ±inf, ±0, subnormals).
+    if !dtype.is_float() || dtype.bits() == 8 {
         match dtype.size() {
             Some(size) => words
                 .iter()
@@ -204,7 +205,7 @@ proptest! {
         for dtype in real() {
             let data = make(dtype, &words);
             let elems = words.len();
-            let per_byte = match dtype { DType::Int4 => 2, DType::UInt1 => 8, _ => 1 };
+            let per_byte = match dtype { DType::Int4 | DType::UInt4 => 2, DType::UInt1 => 8, _ => 1 };
             let unit = dtype.size().unwrap_or(1);
             let split_bytes = ((data.len() as f64 * cut) as usize / unit) * unit;
             let split_bytes = split_bytes.min((elems / per_byte) * unit);
@@ -302,6 +303,55 @@ fn packed_types_ignore_padding() {
             .unwrap()
             .unwrap();
         assert_eq!((s.sum, s.zero, s.pos), (2.0, 1, 2));
+        // uint4 [8, 7, 15] (zero-extended, unlike int4) with a junk high nibble.
+        let s = summarize_with(b, DType::UInt4, &[0x78, 0xff], 3)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (s.min, s.max, s.sum, s.count, s.neg, s.pos),
+            (7.0, 15.0, 30.0, 3, 0, 3)
+        );
+    }
+}
+
+/// Statistics of float8 see the widened float32 values: e5m2 infinities and NaNs counted,
+/// e4m3fn's top binade finite (448) and only `S.1111.111` NaN.
+#[test]
+fn float8_statistics_see_widened_values() {
+    for b in backends() {
+        // e5m2: +inf, -inf, NaN (0x7d), -NaN (0xff), 1.0 (0x3c), -2.0 (0xc0), -0.0, 57344 (0x7b)
+        let e5 = [0x7c, 0xfc, 0x7d, 0xff, 0x3c, 0xc0, 0x80, 0x7b];
+        let s = summarize_with(b, DType::Float8E5M2, &e5, 8)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (s.count, s.nan, s.pos_inf, s.neg_inf, s.zero, s.pos, s.neg),
+            (8, 2, 1, 1, 1, 3, 2),
+            "{b:?}"
+        );
+        assert_eq!((s.max, s.min), (f64::INFINITY, f64::NEG_INFINITY));
+        assert!(s.first_nan.is_nan() && s.last_nan.is_sign_negative());
+        // Without the infinities (whose sum is NaN) the sum is exact.
+        let s = summarize_with(b, DType::Float8E5M2, &e5[2..], 6)
+            .unwrap()
+            .unwrap();
+        assert_eq!((s.sum, s.max, s.min), (1.0 - 2.0 + 57344.0, 57344.0, -2.0));
+        // e4m3fn: 448 (0x7e), -448 (0xfe), NaN (0x7f), 0.5 (0x30), 2^-9 (0x01), 0x78 = 256
+        let e4 = [0x7e, 0xfe, 0x7f, 0x30, 0x01, 0x78];
+        let s = summarize_with(b, DType::Float8E4M3FN, &e4, 6)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (s.count, s.nan, s.pos_inf, s.neg_inf, s.pos, s.neg),
+            (6, 1, 0, 0, 4, 1),
+            "{b:?}"
+        );
+        assert_eq!((s.max, s.min), (448.0, -448.0));
+        assert_eq!(s.sum, 0.5 + 2f64.powi(-9) + 256.0);
+        assert_eq!(
+            s.sum_sq,
+            2.0 * 448.0 * 448.0 + 0.25 + 2f64.powi(-18) + 65536.0
+        );
     }
 }
 

@@ -545,3 +545,27 @@ fn the_spec_example_bytes() {
         ]
     );
 }
+
+/// A dtype's wire code is its declaration index (postcard's varint variant index): the codes
+/// of `docs/wire.md`, new dtypes appended after complex128 without moving the old ones.
+#[test]
+fn dtype_codes_are_stable() {
+    for (code, d) in DType::ALL.iter().enumerate() {
+        let mut buf = [0u8; 4];
+        let bytes = postcard::to_slice(d, &mut buf).unwrap();
+        assert_eq!(bytes, [code as u8], "{d}");
+        assert_eq!(postcard::from_bytes::<DType>(&[code as u8]).unwrap(), *d);
+    }
+    let named = [
+        (DType::Bool, 0),
+        (DType::Float32, 13),
+        (DType::Complex128, 16),
+        (DType::Float8E4M3FN, 17),
+        (DType::Float8E5M2, 18),
+        (DType::UInt4, 19),
+    ];
+    for (d, code) in named {
+        assert_eq!(d as u8, code, "{d}");
+    }
+    assert!(postcard::from_bytes::<DType>(&[20]).is_err());
+}

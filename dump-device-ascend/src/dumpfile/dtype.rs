@@ -46,8 +46,8 @@ const TABLE: [(i32, &str, Option<DType>, Option<u32>); 43] = [
     (31, "UINT2", None, Some(2)),
     (32, "COMPLEX32", None, Some(32)),
     (33, "HIFLOAT8", None, Some(8)),
-    (34, "FLOAT8_E5M2", None, Some(8)),
-    (35, "FLOAT8_E4M3FN", None, Some(8)),
+    (34, "FLOAT8_E5M2", Some(DType::Float8E5M2), Some(8)),
+    (35, "FLOAT8_E4M3FN", Some(DType::Float8E4M3FN), Some(8)),
     (36, "FLOAT8_E8M0", None, Some(8)),
     (37, "FLOAT6_E3M2", None, Some(6)),
     (38, "FLOAT6_E2M3", None, Some(6)),
@@ -87,9 +87,10 @@ impl CannDType {
         self.entry().map(|e| e.1)
     }
 
-    /// The workspace dtype with the same bytes, `None` where there is none (the 8-, 6- and
-    /// 4-bit floats, quantised and 2-bit integers, strings, ...): such tensors are reported by
-    /// name, never reinterpreted.
+    /// The workspace dtype with the same bytes, `None` where there is none (HIFLOAT8,
+    /// FLOAT8_E8M0, the 6- and 4-bit floats, quantised and 2-bit integers, strings, ...): such
+    /// tensors are reported by name, never reinterpreted. FLOAT8_E5M2 (34) and FLOAT8_E4M3FN
+    /// (35) are `DType::Float8E5M2` / `DType::Float8E4M3FN`.
     pub fn dtype(self) -> Option<DType> {
         self.entry().and_then(|e| e.2)
     }
@@ -128,8 +129,18 @@ mod tests {
             assert_eq!(t.0 as usize, i);
         }
         for d in DType::ALL {
+            if d == DType::UInt4 {
+                // CANN's OutputDataType has no uint4.
+                assert_eq!(CannDType::from_dtype(d), CannDType::UNDEFINED);
+                continue;
+            }
             assert_eq!(CannDType::from_dtype(d).dtype(), Some(d), "{d}");
             assert_eq!(CannDType::from_dtype(d).bits(), Some(d.bits()));
+        }
+        assert_eq!(CannDType(34).dtype(), Some(DType::Float8E5M2));
+        assert_eq!(CannDType(35).dtype(), Some(DType::Float8E4M3FN));
+        for refused in [33, 36] {
+            assert_eq!(CannDType(refused).dtype(), None, "{}", CannDType(refused));
         }
         assert_eq!(CannDType(35).to_string(), "FLOAT8_E4M3FN");
         assert_eq!(CannDType(43).to_string(), "OutputDataType(43)");

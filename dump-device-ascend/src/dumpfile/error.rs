@@ -112,8 +112,8 @@ pub enum DumpFileError {
         /// The file's length.
         file_len: u64,
     },
-    /// A tensor's data type has no workspace [`DType`](dump_core::DType) (FP8, HIFLOAT8,
-    /// QINT8, STRING, ...): its bytes are available but cannot be converted.
+    /// A tensor's data type has no workspace [`DType`](dump_core::DType) (HIFLOAT8,
+    /// FLOAT8_E8M0, QINT8, STRING, ...): its bytes are available but cannot be converted.
     UnsupportedDType {
         /// The tensor.
         tensor: TensorId,
@@ -277,8 +277,8 @@ impl core::fmt::Display for DumpFileError {
             DumpFileError::UnsupportedDType { tensor, data_type } => write!(
                 f,
                 "{tensor} has data type {data_type} ({}), which has no host dtype (supported: \
-                 FLOAT, FLOAT16, BF16, DOUBLE, INT4/8/16/32/64, UINT1/8/16/32/64, BOOL, \
-                 COMPLEX64/128)",
+                 FLOAT, FLOAT16, BF16, DOUBLE, FLOAT8_E5M2, FLOAT8_E4M3FN, INT4/8/16/32/64, \
+                 UINT1/8/16/32/64, BOOL, COMPLEX64/128)",
                 data_type.0
             ),
             DumpFileError::PayloadCount { expected, actual } => write!(

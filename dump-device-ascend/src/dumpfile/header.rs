@@ -149,7 +149,7 @@ impl TensorMeta {
     }
 
     /// The workspace dtype of the tensor, or [`DumpFileError::UnsupportedDType`] naming the
-    /// CANN type when it has none (FP8, HIFLOAT8, QINT8, STRING, ...).
+    /// CANN type when it has none (HIFLOAT8, FLOAT8_E8M0, QINT8, STRING, ...).
     pub fn dtype(&self) -> Result<DType, DumpFileError> {
         self.data_type
             .dtype()

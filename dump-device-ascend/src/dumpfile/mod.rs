@@ -52,8 +52,9 @@
 //! [`CannDType`] and [`CannFormat`] keep the numbers of the file (values a newer CANN adds
 //! survive), with the spec's names (§2.1, §2.2). [`CannDType::dtype`] gives the workspace
 //! [`DType`](dump_core::DType) for FLOAT, FLOAT16, BF16, DOUBLE, the integers, BOOL, INT4,
-//! UINT1 and the complex types; the others (FP8, HIFLOAT8, FP6, FP4, INT2, QINT*, COMPLEX32,
-//! STRING, ...) have none and [`TensorMeta::dtype`] reports them by name. [`CannFormat::format`]
+//! UINT1, FLOAT8_E5M2, FLOAT8_E4M3FN and the complex types (float8 is written widened to
+//! float32, as msaccucmp does); the others (HIFLOAT8, FLOAT8_E8M0, FP6, FP4, INT2, QINT*,
+//! COMPLEX32, STRING, ...) have none and [`TensorMeta::dtype`] reports them by name. [`CannFormat::format`]
 //! gives this crate's [`Format`](crate::Format) for NCHW, NHWC, ND, NC1HWC0, FRACTAL_Z and
 //! FRACTAL_NZ.
 //!

@@ -87,6 +87,9 @@ pub fn torch_dtype(d: DType) -> &'static str {
         DType::Float64 => "torch.float64",
         DType::Complex64 => "torch.complex64",
         DType::Complex128 => "torch.complex128",
+        DType::Float8E4M3FN => "torch.float8_e4m3fn",
+        DType::Float8E5M2 => "torch.float8_e5m2",
+        DType::UInt4 => "torch.uint4",
     }
 }
 

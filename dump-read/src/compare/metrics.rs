@@ -45,13 +45,13 @@ pub fn compare_sources(
     let (a, b) = (sa.path(), sb.path());
     let mut fa = TensorStream::open(sa)?;
     let mut fb = TensorStream::open(sb)?;
-    // A CANN bf16 payload against an .npy that holds bf16 widened to f32.
+    // A CANN bf16 or float8 payload against an .npy that holds it widened to f32.
     match (fa.dtype(), fb.dtype()) {
-        (DType::BFloat16, DType::Float32) => {
-            fa.widen_bf16();
+        (DType::BFloat16 | DType::Float8E4M3FN | DType::Float8E5M2, DType::Float32) => {
+            fa.widen_to_f32();
         }
-        (DType::Float32, DType::BFloat16) => {
-            fb.widen_bf16();
+        (DType::Float32, DType::BFloat16 | DType::Float8E4M3FN | DType::Float8E5M2) => {
+            fb.widen_to_f32();
         }
         _ => {}
     }

@@ -30,8 +30,10 @@
 //!
 //! A file that cannot be read (corrupt, truncated, a hostile length) is an error for that file
 //! only, naming it and the byte offset; the others are converted. Exit code 2 if any file
-//! failed, 0 otherwise. Tensors whose data type has no numpy equivalent (FP8, HIFLOAT8, QINT*,
-//! STRING, ...) are reported by name and skipped.
+//! failed, 0 otherwise. FLOAT8_E5M2 and FLOAT8_E4M3FN tensors are written widened to float32
+//! (`<f4`, exact; msaccucmp and MindSpore's converters do the same). Tensors whose data type
+//! has no workspace dtype (HIFLOAT8, FLOAT8_E8M0, QINT*, STRING, ...) are reported by name and
+//! skipped.
 
 use std::{
     collections::BTreeMap,

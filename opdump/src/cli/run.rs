@@ -114,44 +114,60 @@ fn describe_as(dtype: Option<String>, shape: Option<&[usize]>) -> String {
 
 /// Gives an ml_dtypes array (numpy saves it with an opaque descr, see
 /// [`dump_npy::opaque_carrier`]) the element type the model declares for the input: `<V2` as
-/// bfloat16; `<V1` as int4 (ml_dtypes' one value per byte, its low nibble, packed two per byte,
-/// low nibble first). Anything else (float8, uint4, a model that declares no type) is an
-/// error saying what the file may hold and what opdump reads.
+/// bfloat16; `<V1` as int4 or uint4 (ml_dtypes' one value per byte, its low nibble, packed two
+/// per byte, low nibble first) or float8_e4m3fn; `<f1` as float8_e5m2. Anything else (a
+/// declared type the descr cannot hold, a model that declares no type) is an error saying what
+/// the file may hold and what opdump reads.
 fn resolve_opaque(npy: &mut dump_npy::NpyFile, d: &DeclaredInput) -> Result<(), String> {
+    let e5m2 = npy.descr.ends_with("f1");
     let holds = match npy.descr.as_str() {
-        "<f1" | "|f1" => "ml_dtypes' float8_e5m2",
+        _ if e5m2 => "ml_dtypes' float8_e5m2",
         d if d.ends_with('2') => "ml_dtypes' bfloat16",
-        _ => "ml_dtypes' int4, uint4 or a float8 (one byte per element)",
+        _ => "ml_dtypes' int4, uint4 or float8_e4m3fn (one byte per element)",
     };
     let declared = declared_type(d);
     let unsupported = || {
         format!(
             "descr {:?} is {holds}; the model declares {declared}. opdump reads '<V2' as \
-             bfloat16 and '<V1' as int4 when the model's input has that type; float8 and uint4 \
-             inputs are not supported",
+             bfloat16, '<V1' as int4, uint4 or float8_e4m3fn and '<f1' as float8_e5m2, \
+             whichever the model declares for the input",
             npy.descr
         )
     };
     match (npy.dtype, d.dtype) {
         (DType::UInt16, Some(DType::BFloat16)) => npy.dtype = DType::BFloat16,
-        (DType::UInt8, Some(DType::Int4)) if !npy.descr.ends_with("f1") => {
-            let mut packed = vec![0u8; npy.data.len().div_ceil(2)];
-            for (k, &b) in npy.data.iter().enumerate() {
-                // ml_dtypes keeps an int4 in the low nibble; the high one is 0 or its sign.
-                if b >> 4 != 0 && b >> 4 != 0xf {
-                    return Err(format!(
-                        "element {k} is byte {b:#04x}, not an int4 as ml_dtypes stores one \
-                         (the value in the low nibble)"
-                    ));
-                }
-                packed[k / 2] |= (b & 0x0f) << (4 * (k % 2));
-            }
-            npy.data = packed;
-            npy.dtype = DType::Int4;
+        (DType::UInt8, Some(DType::Float8E5M2)) if e5m2 => npy.dtype = DType::Float8E5M2,
+        (DType::UInt8, Some(DType::Float8E4M3FN)) if !e5m2 => npy.dtype = DType::Float8E4M3FN,
+        (DType::UInt8, Some(to @ (DType::Int4 | DType::UInt4))) if !e5m2 => {
+            npy.data = pack_nibbles(&npy.data, to)?;
+            npy.dtype = to;
         }
         _ => return Err(unsupported()),
     }
     Ok(())
+}
+
+/// ml_dtypes' int4/uint4 (one value per byte) packed two per byte, low nibble first. Each byte
+/// must be what ml_dtypes stores: the value in the low nibble, the high nibble 0 (or, for
+/// int4, all ones when the value is negative).
+fn pack_nibbles(bytes: &[u8], to: DType) -> Result<Vec<u8>, String> {
+    let mut packed = vec![0u8; bytes.len().div_ceil(2)];
+    for (k, &b) in bytes.iter().enumerate() {
+        let fits = match to {
+            DType::Int4 => b >> 4 == 0 || b >> 4 == 0xf,
+            _ => b <= 15,
+        };
+        if !fits {
+            let what = if to == DType::Int4 {
+                "an int4 as ml_dtypes stores one (the value in the low nibble)"
+            } else {
+                "a uint4 (0..=15)"
+            };
+            return Err(format!("element {k} is byte {b:#04x}, not {what}"));
+        }
+        packed[k / 2] |= (b & 0x0f) << (4 * (k % 2));
+    }
+    Ok(packed)
 }
 
 /// Reads `--input NAME=FILE.npy` values and checks them against the declared inputs.
@@ -237,7 +253,27 @@ impl SplitMix {
     }
 }
 
-/// Random values for every declared input: floats in [-1, 1), integers in 0..10, booleans.
+/// A float8 byte of `dtype` for `v` in (-2, 2): `v` truncated toward zero to the format (its
+/// exponent kept, its mantissa cut to 3 bits for e4m3fn or 2 for e5m2; values below the
+/// smallest normal become zero of their sign), so the result's magnitude never exceeds `|v|`.
+fn fp8_toward_zero(dtype: DType, v: f64) -> u8 {
+    let (m_bits, bias) = if dtype == DType::Float8E5M2 {
+        (2, 15)
+    } else {
+        (3, 7)
+    };
+    let bits = v.to_bits();
+    let sign = ((bits >> 63) as u8) << 7;
+    let exp = ((bits >> 52) & 0x7ff) as i32 - 1023 + bias;
+    if exp < 1 {
+        return sign;
+    }
+    let man = ((bits >> (52 - m_bits)) & ((1 << m_bits) - 1)) as u8;
+    sign | ((exp as u8) << m_bits) | man
+}
+
+/// Random values for every declared input: floats in [-1, 1) (float8 truncated toward zero to
+/// the format), integers in 0..10 (int4 in 0..8), booleans.
 fn random_feeds(declared: &[DeclaredInput], seed: u64) -> Result<Vec<HostTensor>, Failure> {
     let mut rng = SplitMix(seed);
     declared
@@ -265,6 +301,12 @@ fn random_feeds(declared: &[DeclaredInput], seed: u64) -> Result<Vec<HostTensor>
                     DType::Int16 | DType::UInt16 => data.extend((int as u16).to_le_bytes()),
                     DType::Int32 | DType::UInt32 => data.extend((int as u32).to_le_bytes()),
                     DType::Int64 | DType::UInt64 => data.extend(int.to_le_bytes()),
+                    DType::Float8E4M3FN | DType::Float8E5M2 => {
+                        data.push(fp8_toward_zero(dtype, u));
+                    }
+                    // One value per byte here; packed two per byte below.
+                    DType::Int4 => data.push((int.min(7)) as u8),
+                    DType::UInt4 => data.push(int as u8),
                     other => {
                         return Err(Failure::Invalid(format!(
                             "input {:?}: no random {other} values; pass --input {}=FILE.npy",
@@ -272,6 +314,9 @@ fn random_feeds(declared: &[DeclaredInput], seed: u64) -> Result<Vec<HostTensor>
                         )));
                     }
                 }
+            }
+            if matches!(dtype, DType::Int4 | DType::UInt4) {
+                data = pack_nibbles(&data, dtype).map_err(Failure::Invalid)?;
             }
             Ok(HostTensor {
                 name: d.name.clone(),
@@ -541,6 +586,77 @@ impl Events {
         for (nothing, l) in lines {
             if !(failed && nothing) {
                 let _ = writeln!(err, "{l}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every float8 value of magnitude below 2 maps to itself (subnormals to zero of their
+    /// sign); anything else truncates toward zero.
+    #[test]
+    fn fp8_toward_zero_keeps_exact_values_and_never_grows() {
+        for dtype in [DType::Float8E4M3FN, DType::Float8E5M2] {
+            for b in 0..=255u8 {
+                let v = f64::from(dump_core::widen::fp8_to_f32(dtype, b).unwrap());
+                if !v.is_finite() || v.abs() >= 2.0 {
+                    continue;
+                }
+                let got = fp8_toward_zero(dtype, v);
+                let exp_mask = if dtype == DType::Float8E5M2 {
+                    0x7c
+                } else {
+                    0x78
+                };
+                let subnormal = b & exp_mask == 0;
+                let want = if subnormal { b & 0x80 } else { b };
+                assert_eq!(got, want, "{dtype} {b:#04x} ({v})");
+            }
+            for v in [0.3, -0.77, 0.999_999, -1.0, 1e-9] {
+                let b = fp8_toward_zero(dtype, v);
+                let w = f64::from(dump_core::widen::fp8_to_f32(dtype, b).unwrap());
+                assert!(w.abs() <= v.abs() && w * v >= 0.0, "{dtype} {v} -> {w}");
+                assert!(
+                    v.abs() - w.abs() < v.abs() / 4.0 + 1e-2,
+                    "{dtype} {v} -> {w}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn random_inputs_of_float8_and_4_bit_types() {
+        let declared = |dtype| DeclaredInput {
+            name: "x".into(),
+            dtype: Some(dtype),
+            shape: Some(vec![5]),
+            onnx_type: None,
+        };
+        let feeds = random_feeds(
+            &[
+                declared(DType::Int4),
+                declared(DType::UInt4),
+                declared(DType::Float8E4M3FN),
+                declared(DType::Float8E5M2),
+            ],
+            7,
+        )
+        .unwrap();
+        assert_eq!(feeds[0].data.len(), 3, "int4 packed two per byte");
+        assert_eq!(feeds[1].data.len(), 3, "uint4 packed two per byte");
+        let mut nib = [0u8; 5];
+        dump_core::widen::int4_to_int8(&feeds[0].data, 5, &mut nib).unwrap();
+        assert!(nib.iter().all(|&b| (0..8).contains(&(b as i8))), "{nib:?}");
+        dump_core::widen::uint4_to_uint8(&feeds[1].data, 5, &mut nib).unwrap();
+        assert!(nib.iter().all(|&b| b < 10), "{nib:?}");
+        for f in &feeds[2..] {
+            assert_eq!(f.data.len(), 5);
+            for &b in &f.data {
+                let v = dump_core::widen::fp8_to_f32(f.dtype, b).unwrap();
+                assert!((-1.0..1.0).contains(&v), "{} {b:#04x}: {v}", f.dtype);
             }
         }
     }
