@@ -194,6 +194,46 @@ fn md5_mode_is_the_crc32_of_the_bytes() {
     std::fs::remove_dir_all(&r).unwrap();
 }
 
+/// summary_mode xor: no Max/Min/Mean/Norm, `md5` is `0x%016x` of the bytes' XOR fold (an
+/// odd byte count padded), a 0-d number is its value (float or integer), as msprobe 26.
+#[test]
+fn xor_mode_replaces_the_statistics_with_the_xor_checksum() {
+    let r = root("xor");
+    let mut d = open(&r, "statistics", "L1", r#"{"summary_mode": "xor"}"#, &[]);
+    run(&mut d, false);
+    let step = d.begin_step();
+    let k = step.kernel("Odd", "Default/net/Odd-op3").unwrap();
+    let odd = [1u8, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
+    k.input(0, TensorRef::from_slice(&[11], &odd)).unwrap();
+    k.input(1, TensorRef::from_slice(&[], &[2.5f32])).unwrap();
+    k.output(0, TensorRef::from_slice(&[], &[-7i32])).unwrap();
+    k.finish().unwrap();
+    step.finish().unwrap();
+    d.close().unwrap();
+    let doc = json(&r.join("step0/rank0/dump.json"));
+    let x = &doc["data"]["Functional.Conv2D.0.forward"]["input_args"][0];
+    let keys: Vec<&str> = x.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["type", "dtype", "shape", "requires_grad", "md5"]);
+    // f32 [1, -2, 3, 4]: words 0xc0000000_3f800000 and 0x40800000_40400000.
+    assert_eq!(
+        x["md5"],
+        format!(
+            "0x{:016x}",
+            0xc000_0000_3f80_0000u64 ^ 0x4080_0000_4040_0000
+        )
+    );
+    let doc = json(&r.join("step1/rank0/dump.json"));
+    let e = &doc["data"]["Functional.Odd.0.forward"];
+    assert_eq!(
+        e["input_args"][0]["md5"],
+        format!("0x{:016x}", 0x0807_0605_0403_0201u64 ^ 0x0b_0a09)
+    );
+    assert_eq!(e["input_args"][1]["md5"], 2.5);
+    assert_eq!(e["output"][0]["md5"], -7);
+    assert!(e["output"][0].get("Max").is_none());
+    std::fs::remove_dir_all(&r).unwrap();
+}
+
 #[test]
 fn levels_pick_modules_and_apis_and_construct_maps_parents() {
     for (level, want) in [
