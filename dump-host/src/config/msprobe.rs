@@ -441,8 +441,9 @@ fn parse(text: &str, d: &mut Diagnostics) -> Option<MsprobeConfig> {
     if !data_mode.forward {
         d.warn(
             format!("{name}.data_mode"),
-            "only backward calls are selected; a Rust runtime reports forward calls only, so \
-             nothing is dumped",
+            "only backward calls are selected; a Rust runtime reports forward calls only (and, \
+             at levels L0 and mix, the parameters_grad of a dumped training step), so nothing \
+             else is dumped",
         );
     }
     Some(MsprobeConfig {

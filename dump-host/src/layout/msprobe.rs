@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use dump_core::{DType, Summary};
 
 use crate::config::SummaryMode;
-use dump_stats::{CategorySet, DeviceValue, TensorId};
+use dump_stats::{CategorySet, DeviceValue, Io, TensorId};
 
 use super::{OutputLayout, RowTensor, RowValues};
 
@@ -224,8 +224,12 @@ impl OutputLayout for MsprobeLayout {
             .join(format!("ms_global_execution_order_graph_{graph}.csv"))
     }
 
-    /// `{call}.{input|output}.{slot}.npy`.
+    /// `{call}.{input|output}.{slot}.npy`; a parameter's gradient (call
+    /// `Module.{path}.{Class}.parameters_grad.{param}[.{k}]`, output 0) is `{call}.npy`.
     fn tensor_file(&self, id: TensorId<&str>, _format: &str, _dtype: DType) -> String {
+        if id.op_name.contains(".parameters_grad.") && id.io == Io::Output && id.slot == 0 {
+            return format!("{}.npy", id.op_name);
+        }
         format!("{}.{}.{}.npy", id.op_name, id.io.as_str(), id.slot)
     }
 
