@@ -1,6 +1,7 @@
 //! msprobe's layout (shared spec peers.md §2–§3): `{dump_path}/step{N}/rank{R}/` holding
 //! `dump.json`, `stack.json`, `construct.json` and, for the tensor and overflow tasks,
-//! `dump_tensor_data/{call}.{input|output}.{slot}.npy`.
+//! `dump_tensor_data/{call}.{input|output}.{slot}.npy` (a parameter's gradient:
+//! `{entry}.{param}.npy`, see `dumper::msprobe`).
 //!
 //! A row of this layout is one tensor object of `dump.json` (keys in msprobe's order: `type`,
 //! `dtype`, `shape`, `Max`, `Min`, `Mean`, `Norm`, `requires_grad`, `data_name`, `md5`; with
