@@ -190,6 +190,57 @@ mod tests {
         }
     }
 
+    /// The same rule written in numpy (pad, view as `<u8`, `bitwise_xor.reduce`) on tensors of
+    /// every length 0..=40 bytes and one of 1 MiB + 3 bytes.
+    #[test]
+    fn equals_numpy() {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        if !opdump_test_support::require(opdump_test_support::Prereq::Numpy) {
+            return;
+        }
+        let big: Vec<u8> = (0..(1 << 20) + 3)
+            .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let mut cases: Vec<Vec<u8>> = (0..=40u8)
+            .map(|n| (0..n).map(|i| i.wrapping_mul(53) ^ 0xa5).collect())
+            .collect();
+        cases.push(big);
+        let script = "import sys, numpy as np\n\
+            data = sys.stdin.buffer.read()\n\
+            i = 0\n\
+            while i < len(data):\n\
+            \x20   n = int.from_bytes(data[i:i+8], 'little'); b = data[i+8:i+8+n]; i += 8 + n\n\
+            \x20   b = b + bytes(-len(b) % 8)\n\
+            \x20   w = np.frombuffer(b, dtype='<u8')\n\
+            \x20   print('0x%016x' % (int(np.bitwise_xor.reduce(w)) if len(w) else 0))\n";
+        let mut child = Command::new("python3")
+            .args(["-c", script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start python3");
+        let mut input = Vec::new();
+        for c in &cases {
+            input.extend_from_slice(&(c.len() as u64).to_le_bytes());
+            input.extend_from_slice(c);
+        }
+        child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(&input)
+            .expect("write to python3");
+        let out = child.wait_with_output().expect("python3 output");
+        assert!(out.status.success(), "python3 failed: {:?}", out.status);
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        let got: Vec<&str> = text.lines().collect();
+        assert_eq!(got.len(), cases.len(), "{text}");
+        for (c, g) in cases.iter().zip(got) {
+            assert_eq!(hex(xor64(c)).as_str(), g, "{} bytes", c.len());
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
