@@ -162,7 +162,11 @@ fn scalar_value(t: &RowTensor<'_>, values: RowValues<'_>) -> Option<String> {
         return None;
     }
     let v = match values {
-        RowValues::Host(s) => s.summary.as_ref().filter(|s| s.count == 1)?.max,
+        RowValues::Host(s) => {
+            let s = s.summary.as_ref().filter(|s| s.count == 1)?;
+            // `max` leaves NaN out: a NaN value is only counted.
+            if s.nan > 0 { f64::NAN } else { s.max }
+        }
         RowValues::Device(d) => match d.max {
             DeviceValue::Float(v) => v,
             DeviceValue::Int(v) => return Some(v.to_string()),

@@ -207,6 +207,10 @@ fn xor_mode_replaces_the_statistics_with_the_xor_checksum() {
     k.input(0, TensorRef::from_slice(&[11], &odd)).unwrap();
     k.input(1, TensorRef::from_slice(&[], &[2.5f32])).unwrap();
     k.output(0, TensorRef::from_slice(&[], &[-7i32])).unwrap();
+    k.output(1, TensorRef::from_slice(&[], &[f32::NAN]))
+        .unwrap();
+    k.output(2, TensorRef::from_slice(&[], &[f32::NEG_INFINITY]))
+        .unwrap();
     k.finish().unwrap();
     step.finish().unwrap();
     d.close().unwrap();
@@ -230,6 +234,8 @@ fn xor_mode_replaces_the_statistics_with_the_xor_checksum() {
     );
     assert_eq!(e["input_args"][1]["md5"], 2.5);
     assert_eq!(e["output"][0]["md5"], -7);
+    assert_eq!(e["output"][1]["md5"], "NaN");
+    assert_eq!(e["output"][2]["md5"], "-Infinity");
     assert!(e["output"][0].get("Max").is_none());
     std::fs::remove_dir_all(&r).unwrap();
 }
