@@ -5,6 +5,8 @@
 //!   bit-identical, about 8x (AVX2) and 10x (AVX-512) one stream per core).
 //! - [`crc32`]: CRC-32 (zlib's), what msprobe's dynamic mode calls `md5`, and the wire
 //!   format's frame check.
+//! - [`xor64`]: msprobe 26's `summary_mode: xor` checksum (the XOR of the bytes' little-endian
+//!   `u64` words, zero-padded), streamed without a buffer.
 //! - `hash:sha1` (MindSpore 2.10): SHA-1 of the raw bytes for tensors of at most
 //!   [`SHA1_SLICE_ELEMS`] (20480) elements; for larger tensors SHA-1 of the concatenated
 //!   lowercase hex SHA-1 digests of consecutive 20480-element slices, the last slice holding the
@@ -69,6 +71,7 @@ use md5::Digest as _;
 
 pub mod crc32;
 mod multi;
+pub mod xor64;
 
 pub use multi::{MD5_MAX_LANES, Md5Backend, Md5Multi, md5_many, md5_many_with};
 

@@ -146,6 +146,9 @@ pub enum SummaryMode {
     /// The four statistics and `md5`: the CRC-32 of the tensor's bytes (as msprobe's dynamic
     /// mode computes it).
     Md5,
+    /// msprobe 26's `xor`: no statistics; `md5` holds `0x%016x`, the XOR of the tensor's bytes
+    /// as little-endian `u64` words, zero-padded ([`dump_core::hash::xor64`]).
+    Xor,
 }
 
 impl SummaryMode {
@@ -154,6 +157,7 @@ impl SummaryMode {
         match self {
             SummaryMode::Statistics => "statistics",
             SummaryMode::Md5 => "md5",
+            SummaryMode::Xor => "xor",
         }
     }
 }
@@ -437,8 +441,9 @@ fn parse(text: &str, d: &mut Diagnostics) -> Option<MsprobeConfig> {
     if !data_mode.forward {
         d.warn(
             format!("{name}.data_mode"),
-            "only backward calls are selected; a Rust runtime reports forward calls only, so \
-             nothing is dumped",
+            "only backward calls are selected; a Rust runtime reports forward calls only (and, \
+             at levels L0 and mix, the parameters_grad of a dumped training step), so nothing \
+             else is dumped",
         );
     }
     Some(MsprobeConfig {
@@ -904,11 +909,12 @@ fn parse_data_mode(section: &str, v: Option<&Value>, d: &mut Diagnostics) -> Dat
 
 fn parse_summary_mode(section: &str, v: Option<&Value>, d: &mut Diagnostics) -> SummaryMode {
     let path = format!("{section}.summary_mode");
-    let allowed = "allowed: \"statistics\" or \"md5\"";
+    let allowed = "allowed: \"statistics\", \"md5\" or \"xor\"";
     match v {
         None => SummaryMode::Statistics,
         Some(Value::String(s)) if s == "statistics" => SummaryMode::Statistics,
         Some(Value::String(s)) if s == "md5" => SummaryMode::Md5,
+        Some(Value::String(s)) if s == "xor" => SummaryMode::Xor,
         Some(Value::String(s)) => {
             d.error(
                 &path,

@@ -416,6 +416,7 @@ impl Emit<'_> {
             shape: v.shape,
             data_size: len,
             crc32: None,
+            xor64: None,
         };
         self.device_row(to, who, t, stats)
             .map_err(|message| who.error(message))
@@ -491,6 +492,7 @@ impl Emit<'_> {
                 shape,
                 data_size: bytes.len(),
                 crc32: None,
+                xor64: None,
             };
             return self.stat_row(to, who, t, bytes, elems);
         }

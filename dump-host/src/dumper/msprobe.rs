@@ -11,6 +11,19 @@
 //! that module. Any other kernel is an API call, `Functional.{op_type}.{n}.forward` (L1 and
 //! mix). `n` counts the calls of that module path or op type in the step, whether dumped or
 //! not, as msprobe's counters do.
+//!
+//! Gradients. A training step's gradient kernel (dump-candle's `DumpedOptimizer`:
+//! `Gradients/Default/{module path}/{param}/Gradient-op{n}`, op type `Gradient`) is, at levels
+//! L0 and mix with backward in `data_mode`, one parameter of msprobe's
+//! `Module.{module path}.{Class}.parameters_grad` entry, `{param: [tensor, ...]}`; its tensor
+//! file is `{entry}.{param}.npy` (`{entry}.{param}.{k}.npy` for the k-th gradient of that
+//! parameter in the step). `Class` is the class of the module call of that path seen in the
+//! step (a `Dumped` module's kernel names it), else `Module` (every torch module is an
+//! `nn.Module`: the class is not known). At L1 msprobe writes no parameter gradients (its L1
+//! dump of a training step has none), nor does opdump. The gradients of a step are gathered
+//! and their entries appended when the step ends (an entry is never rewritten once in
+//! dump.json, and a parameter's gradients must all be in its entry), so a kill -9 during a
+//! step loses that step's gradient entries, never dump.json's validity.
 
 pub(crate) mod journal;
 
@@ -44,6 +57,8 @@ pub(crate) struct Call {
     pub(crate) kernel: String,
     /// The runtime's op type.
     pub(crate) op_type: String,
+    /// A parameter's gradient: the `parameters_grad` entry it goes into and the parameter.
+    pub(crate) grad: Option<(String, String)>,
 }
 
 /// Characters kept in name parts; others become `_` (a dot would split the name).
@@ -75,10 +90,37 @@ fn scope_of(full_name: &str) -> (Vec<String>, Option<&str>) {
     (path, class)
 }
 
+/// The entry name (`Module.{path}.{Class}.parameters_grad`) and the parameter of a gradient
+/// kernel `Gradients/[Default/]{path}/{param}/Gradient-op{n}`; `None` for other names.
+fn grad_of(full_name: &str, classes: &HashMap<String, String>) -> Option<(String, String)> {
+    let rest = full_name.strip_prefix("Gradients/")?;
+    let mut segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    if segs.first() == Some(&"Default") {
+        segs.remove(0);
+    }
+    segs.pop()?;
+    let param = clean(segs.pop()?);
+    let path: Vec<String> = segs.iter().map(|s| clean(s)).collect();
+    let path = path.join(".");
+    let class = classes.get(&path).map_or("Module", String::as_str);
+    let entry = if path.is_empty() {
+        format!("Module.{class}.parameters_grad")
+    } else {
+        format!("Module.{path}.{class}.parameters_grad")
+    };
+    Some((entry, param))
+}
+
 /// Per-step call naming and filtering.
 #[derive(Debug, Default)]
 pub(crate) struct Namer {
     counters: HashMap<String, u32>,
+    /// Module path → class, from the kernels named this step (`features.conv1` → `Conv2d`).
+    classes: HashMap<String, String>,
+    /// Module paths of the module calls dumped this step (`scope` selects their gradients).
+    dumped_modules: std::collections::HashSet<String>,
+    /// Gradients named this step per `{entry}.{param}` (a parameter's k-th file name).
+    grads: HashMap<String, u32>,
     /// Inside `scope` (between its first and last name).
     in_scope: bool,
     /// Calls named but not yet in dump.json, by kernel name: asking again for the same
@@ -110,7 +152,18 @@ impl Namer {
     }
 
     fn new_call(&mut self, cfg: &MsprobeConfig, op_type: &str, full_name: &str) -> (Call, bool) {
+        if op_type == "Gradient"
+            && let Some((entry, param)) = grad_of(full_name, &self.classes)
+        {
+            return self.grad_call(cfg, op_type, full_name, entry, param);
+        }
         let (path, class) = scope_of(full_name);
+        if let Some(c) = class
+            && !path.is_empty()
+        {
+            let p = path.join(".");
+            self.classes.entry(p).or_insert_with(|| clean(c));
+        }
         // At L1 every kernel is an operator: a module-form kernel is the only operator of its
         // module, so it is that operator's call.
         let is_module = cfg.level != MsprobeLevel::L1
@@ -152,12 +205,58 @@ impl Namer {
                 .iter()
                 .any(|l| name.contains(l.as_str()) || full_name.contains(l.as_str()));
         }
+        if wanted && let Some(m) = &module {
+            self.dumped_modules.insert(m.clone());
+        }
         let call = Call {
             name,
             module,
             scope,
             kernel: full_name.to_owned(),
             op_type: op_type.to_owned(),
+            grad: None,
+        };
+        (call, wanted)
+    }
+
+    /// A gradient's call: named `{entry}.{param}` (its file `{entry}.{param}.npy`), or
+    /// `{entry}.{param}.{k}` for the parameter's k-th gradient of the step. Wanted at L0 and
+    /// mix with backward in `data_mode`; with a `scope`, when a module call of that path was
+    /// dumped this step; with a `list`, when an item is in the entry name or the kernel name.
+    fn grad_call(
+        &mut self,
+        cfg: &MsprobeConfig,
+        op_type: &str,
+        full_name: &str,
+        entry: String,
+        param: String,
+    ) -> (Call, bool) {
+        let base = format!("{entry}.{param}");
+        let k = self.grads.entry(base.clone()).or_insert(0);
+        let name = if *k == 0 { base } else { format!("{base}.{k}") };
+        *k += 1;
+        let path = entry
+            .strip_prefix("Module.")
+            .and_then(|e| e.strip_suffix(".parameters_grad"))
+            .and_then(|e| e.rsplit_once('.'))
+            .map_or(String::new(), |(p, _)| p.to_owned());
+        let mut wanted = cfg.level != MsprobeLevel::L1 && cfg.data_mode.backward;
+        if !cfg.scope.is_empty() {
+            wanted &= self.dumped_modules.contains(&path);
+        }
+        if !cfg.list.is_empty() {
+            wanted &= cfg
+                .list
+                .iter()
+                .any(|l| entry.contains(l.as_str()) || full_name.contains(l.as_str()));
+        }
+        let call = Call {
+            name,
+            module: None,
+            scope: path,
+            kernel: full_name.to_owned(),
+            op_type: op_type.to_owned(),
+            grad: Some((entry, param)),
         };
         (call, wanted)
     }
@@ -177,6 +276,12 @@ impl Entry {
             Io::Input => self.inputs.push((slot, object)),
             Io::Output => self.outputs.push((slot, object)),
         }
+    }
+
+    /// The tensor object of output `slot`, taken out.
+    fn take_output(&mut self, slot: u32) -> Option<String> {
+        let i = self.outputs.iter().position(|(s, _)| *s == slot)?;
+        Some(self.outputs.swap_remove(i).1)
     }
 
     /// Tensors gathered.
@@ -228,6 +333,32 @@ fn list(o: &mut String, items: &mut [(u32, String)]) {
     o.push_str("\n   ]");
 }
 
+/// One `parameters_grad` entry being gathered: its name, the call of its first gradient, and
+/// per parameter (in the order their first gradient came) the tensor objects.
+type GradEntry = (String, Call, Vec<(String, Vec<String>)>);
+
+/// The `"Module.….parameters_grad": {"weight": [...], ...}` member of `data`.
+fn render_grads(name: &str, params: &[(String, Vec<String>)]) -> String {
+    let mut o =
+        String::with_capacity(64 + params.iter().map(|(_, v)| 300 * v.len()).sum::<usize>());
+    let _ = write!(o, "  {}: {{", Value::String(name.to_owned()));
+    for (i, (param, objs)) in params.iter().enumerate() {
+        let _ = write!(
+            o,
+            "{}\n   {}: [",
+            if i == 0 { "" } else { "," },
+            Value::String(param.clone())
+        );
+        for (j, obj) in objs.iter().enumerate() {
+            o.push_str(if j == 0 { "\n" } else { ",\n" });
+            o.push_str(obj);
+        }
+        o.push_str("\n   ]");
+    }
+    o.push_str("\n  }");
+    o
+}
+
 /// The msprobe state of one step: names, its `dump.json`, the calls for construct.json.
 #[derive(Debug, Default)]
 pub(crate) struct StepDoc {
@@ -241,6 +372,8 @@ pub(crate) struct StepDoc {
     pending: Vec<(String, Call, u64)>,
     /// When dump.json was last published.
     last_commit: Option<std::time::Instant>,
+    /// `parameters_grad` entries gathered this step, appended at its end.
+    grads: Vec<GradEntry>,
 }
 
 impl StepDoc {
@@ -256,6 +389,13 @@ impl StepDoc {
         if self.failed {
             return;
         }
+        if let Some((name, param)) = call.grad.clone() {
+            let mut entry = entry;
+            if let Some(obj) = entry.take_output(0) {
+                self.gather_grad(name, param, call, obj);
+            }
+            return;
+        }
         let tensors = entry.tensors() as u64;
         let member = entry.render(&call.name);
         self.pending.push((member, call, tensors));
@@ -264,6 +404,24 @@ impl StepDoc {
             .is_none_or(|t| t.elapsed() >= plan.msprobe_commit_interval);
         if due {
             self.publish((plan, out), step);
+        }
+    }
+
+    /// Adds a gradient's tensor object to its `parameters_grad` entry.
+    fn gather_grad(&mut self, name: String, param: String, call: Call, obj: String) {
+        let i = match self.grads.iter().position(|(n, _, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                let mut first = call;
+                first.name = name.clone();
+                self.grads.push((name, first, Vec::new()));
+                self.grads.len() - 1
+            }
+        };
+        let params = &mut self.grads[i].2;
+        match params.iter_mut().find(|(p, _)| *p == param) {
+            Some((_, objs)) => objs.push(obj),
+            None => params.push((param, vec![obj])),
         }
     }
 
@@ -313,7 +471,14 @@ impl StepDoc {
     /// ext4, and dump.json is already complete.
     pub(crate) fn finish(&mut self, (plan, out): (&DumpPlan, &Out), step: u64) {
         // What waits for a group commit goes in now, on the caller's thread: the step's
-        // dump.json is complete when the step is.
+        // dump.json is complete when the step is. The gradients' entries come last, whole.
+        if !self.failed {
+            for (name, call, params) in std::mem::take(&mut self.grads) {
+                let tensors = params.iter().map(|(_, v)| v.len() as u64).sum();
+                self.pending
+                    .push((render_grads(&name, &params), call, tensors));
+            }
+        }
         self.publish((plan, out), step);
         let Some(j) = self.journal.take() else {
             return;
@@ -366,6 +531,9 @@ pub(crate) fn construct(calls: &[Call], level: MsprobeLevel) -> Value {
         return Value::Object(m);
     }
     for (i, c) in calls.iter().enumerate() {
+        if c.grad.is_some() {
+            continue; // parameters_grad entries are not calls of the hierarchy
+        }
         let parent = (!c.scope.is_empty())
             .then(|| {
                 calls[i + 1..]

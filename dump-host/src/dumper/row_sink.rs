@@ -107,6 +107,7 @@ impl RowSink {
                 shape: &row.shape,
                 data_size: row.data_size,
                 crc32: None,
+                xor64: None,
             };
             match layout.stat_row(t, &self.categories, values) {
                 Ok(r) => r,

@@ -1,9 +1,12 @@
 //! msprobe's layout (shared spec peers.md §2–§3): `{dump_path}/step{N}/rank{R}/` holding
 //! `dump.json`, `stack.json`, `construct.json` and, for the tensor and overflow tasks,
-//! `dump_tensor_data/{call}.{input|output}.{slot}.npy`.
+//! `dump_tensor_data/{call}.{input|output}.{slot}.npy` (a parameter's gradient:
+//! `{entry}.{param}.npy`, see `dumper::msprobe`).
 //!
 //! A row of this layout is one tensor object of `dump.json` (keys in msprobe's order: `type`,
-//! `dtype`, `shape`, `Max`, `Min`, `Mean`, `Norm`, `requires_grad`, `data_name`, `md5`),
+//! `dtype`, `shape`, `Max`, `Min`, `Mean`, `Norm`, `requires_grad`, `data_name`, `md5`; with
+//! summary_mode `xor` the four statistics are left out and `md5` is `"0x%016x"`, the
+//! [`xor64`](dump_core::hash::xor64) of the bytes, or for a 0-d number the value itself),
 //! indented as msprobe's `json.dump(indent=1)` puts it inside a call's argument list; the
 //! Dumper gathers a call's tensors into one `dump.json` entry and appends it crash-safely
 //! (`dumper::msprobe`). Call names are the op names the Dumper hands over
@@ -18,7 +21,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use dump_core::{DType, Summary};
-use dump_stats::{CategorySet, DeviceValue, TensorId};
+
+use crate::config::SummaryMode;
+use dump_stats::{CategorySet, DeviceValue, Io, TensorId};
 
 use super::{OutputLayout, RowTensor, RowValues};
 
@@ -29,29 +34,30 @@ pub struct MsprobeLayout {
     rank: u32,
     /// Tensor files are written (`data_name` keys, `dump_tensor_data/`).
     files: bool,
-    /// `md5` keys (summary_mode md5).
-    crc: bool,
+    /// What goes with the statistics: `md5` keys (CRC-32, summary_mode md5), or the XOR
+    /// checksum instead of them (summary_mode xor).
+    summary: SummaryMode,
 }
 
 impl MsprobeLayout {
-    /// The layout under `root` for `rank`; `files`: the task writes tensor files; `crc`:
-    /// summary_mode md5.
-    pub fn new(root: &Path, rank: u32, files: bool, crc: bool) -> Self {
+    /// The layout under `root` for `rank`; `files`: the task writes tensor files; `summary`:
+    /// the statistics task's summary_mode.
+    pub fn new(root: &Path, rank: u32, files: bool, summary: SummaryMode) -> Self {
         MsprobeLayout {
             root: root.to_owned(),
             rank,
             files,
-            crc,
+            summary,
         }
     }
 
     /// The layout of an msprobe plan (task and summary mode from its msprobe config).
     pub fn from_plan(plan: &crate::DumpPlan) -> Self {
-        let crc = plan
+        let summary = plan
             .msprobe
             .as_ref()
-            .is_some_and(|m| m.summary_mode == crate::config::SummaryMode::Md5);
-        MsprobeLayout::new(&plan.root, plan.rank, plan.saved_data.tensors(), crc)
+            .map_or(SummaryMode::Statistics, |m| m.summary_mode);
+        MsprobeLayout::new(&plan.root, plan.rank, plan.saved_data.tensors(), summary)
     }
 
     /// `{root}/step{step}/rank{rank}`: where `dump.json`, `stack.json`, `construct.json` go.
@@ -151,6 +157,37 @@ fn push_stats(out: &mut String, pad: &str, dtype: DType, s: Option<&Summary>) {
     push_float(out, norm);
 }
 
+/// xor mode on a 0-d tensor: msprobe writes the number itself under `md5` (a float, or an
+/// integer), not a checksum. `None` (the checksum is written) for other shapes, bool, integers
+/// beyond 2^53 and values the row does not hold.
+fn scalar_value(t: &RowTensor<'_>, values: RowValues<'_>) -> Option<String> {
+    if !t.shape.is_empty() || t.dtype == DType::Bool || t.dtype.is_complex() {
+        return None;
+    }
+    let v = match values {
+        RowValues::Host(s) => {
+            let s = s.summary.as_ref().filter(|s| s.count == 1)?;
+            // `max` leaves NaN out: a NaN value is only counted.
+            if s.nan > 0 { f64::NAN } else { s.max }
+        }
+        RowValues::Device(d) => match d.max {
+            DeviceValue::Float(v) => v,
+            DeviceValue::Int(v) => return Some(v.to_string()),
+            _ => return None,
+        },
+    };
+    let mut out = String::new();
+    if t.dtype.is_int() {
+        if v.fract() != 0.0 || v.abs() >= 9.007_199_254_740_992e15 {
+            return None;
+        }
+        let _ = write!(out, "{}", v as i64);
+    } else {
+        push_float(&mut out, v);
+    }
+    Some(out)
+}
+
 impl OutputLayout for MsprobeLayout {
     fn name(&self) -> &'static str {
         "msprobe"
@@ -195,8 +232,12 @@ impl OutputLayout for MsprobeLayout {
             .join(format!("ms_global_execution_order_graph_{graph}.csv"))
     }
 
-    /// `{call}.{input|output}.{slot}.npy`.
+    /// `{call}.{input|output}.{slot}.npy`; a parameter's gradient (call
+    /// `Module.{path}.{Class}.parameters_grad.{param}[.{k}]`, output 0) is `{call}.npy`.
     fn tensor_file(&self, id: TensorId<&str>, _format: &str, _dtype: DType) -> String {
+        if id.op_name.contains(".parameters_grad.") && id.io == Io::Output && id.slot == 0 {
+            return format!("{}.npy", id.op_name);
+        }
         format!("{}.{}.{}.npy", id.op_name, id.io.as_str(), id.slot)
     }
 
@@ -224,7 +265,11 @@ impl OutputLayout for MsprobeLayout {
     }
 
     fn wants_crc32(&self) -> bool {
-        self.crc
+        self.summary == SummaryMode::Md5
+    }
+
+    fn wants_xor64(&self) -> bool {
+        self.summary == SummaryMode::Xor
     }
 
     fn per_kernel_entries(&self) -> bool {
@@ -256,6 +301,8 @@ impl OutputLayout for MsprobeLayout {
             let _ = write!(o, "\n{PAD}]");
         }
         match values {
+            // xor mode: no statistics.
+            _ if self.summary == SummaryMode::Xor => {}
             RowValues::Host(s) => push_stats(&mut o, PAD, t.dtype, s.summary.as_ref()),
             RowValues::Device(d) => {
                 for (k, v) in [
@@ -289,7 +336,17 @@ impl OutputLayout for MsprobeLayout {
             let _ = write!(o, ",\n{PAD}\"data_name\": ");
             o.push_str(&serde_json::Value::String(name).to_string());
         }
-        if self.crc {
+        if self.summary == SummaryMode::Xor {
+            let _ = write!(o, ",\n{PAD}\"md5\": ");
+            match (scalar_value(&t, values), t.xor64) {
+                (Some(v), _) => o.push_str(&v),
+                (None, Some(x)) => {
+                    let _ = write!(o, "\"{}\"", dump_core::hash::xor64::hex(x));
+                }
+                (None, None) => o.push_str("null"),
+            }
+        }
+        if self.summary == SummaryMode::Md5 {
             match t.crc32 {
                 Some(c) => {
                     let _ = write!(o, ",\n{PAD}\"md5\": \"{c:08x}\"");

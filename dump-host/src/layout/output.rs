@@ -71,6 +71,9 @@ pub struct RowTensor<'a> {
     pub data_size: u64,
     /// CRC-32 of the tensor's bytes, when the layout asked for it ([`OutputLayout::wants_crc32`]).
     pub crc32: Option<u32>,
+    /// msprobe's XOR checksum of the tensor's bytes ([`dump_core::hash::xor64`]), when the
+    /// layout asked for it ([`OutputLayout::wants_xor64`]).
+    pub xor64: Option<u64>,
 }
 
 /// An on-disk layout the Dumper writes (see the module docs).
@@ -129,6 +132,10 @@ pub trait OutputLayout: Send + Sync + fmt::Debug {
     }
     /// Whether rows carry the CRC-32 of the tensor's bytes (msprobe's summary_mode md5).
     fn wants_crc32(&self) -> bool {
+        false
+    }
+    /// Whether rows carry the XOR checksum of the tensor's bytes (msprobe's summary_mode xor).
+    fn wants_xor64(&self) -> bool {
         false
     }
     /// Whether rows are gathered per kernel into one document entry (msprobe's `dump.json`)
@@ -342,6 +349,7 @@ mod tests {
             shape: &[3],
             data_size: 12,
             crc32: None,
+            xor64: None,
         };
         let cats = CategorySet::parse(["max", "min", "avg"]).unwrap();
         let owned = layout

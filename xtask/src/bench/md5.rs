@@ -11,7 +11,11 @@
 //! - `md5mb-portable`, `md5mb-avx2`, `md5mb-avx512`: [`md5_many_with`] on the whole set with
 //!   that backend (backends this CPU lacks are skipped);
 //! - `ms_sha1-1stream`: MindSpore's `hash:sha1` of each tensor as bytes (sha1 0.11; for
-//!   tensors above 20480 bytes it is the hash of the slices' hashes, 0.2% more work).
+//!   tensors above 20480 bytes it is the hash of the slices' hashes, 0.2% more work);
+//! - `crc32-1stream`: zlib's CRC-32 of each tensor (msprobe's `summary_mode: md5`);
+//! - `xor64-1stream`: msprobe's `summary_mode: xor` checksum of each tensor
+//!   ([`dump_core::hash::xor64`]), also reported against `read`;
+//! - `read`: the memory-read baseline (a wrapping sum of each tensor's `u64`s in 8 lanes).
 //!
 //! Timing: one thread; a round hashes the whole set once with every kernel in turn, and each
 //! kernel's figure is the median over the rounds of the calling thread's CPU time (so load
@@ -19,10 +23,13 @@
 //! `md5-1stream` come from the same rounds. Every multi-buffer digest is checked against the
 //! baseline's.
 
-use super::{Opts, Row, stats::cpu_now};
+use super::{
+    Opts, Row,
+    stats::{cpu_now, read_u64},
+};
 use dump_core::{
     DType,
-    hash::{Md5Backend, md5, md5_many_with, ms_sha1},
+    hash::{Md5Backend, crc32::crc32, md5, md5_many_with, ms_sha1, xor64::xor64},
 };
 use std::hint::black_box;
 
@@ -127,6 +134,23 @@ fn run_set(opts: &Opts, rows: &mut Vec<Row>, sizes: &[usize], what: &str) {
             }
         }),
     ));
+    for (name, f) in [
+        (
+            "crc32-1stream",
+            (|m| u64::from(crc32(m))) as fn(&[u8]) -> u64,
+        ),
+        ("xor64-1stream", xor64),
+        ("read", read_u64),
+    ] {
+        kernels.push((
+            name.into(),
+            Box::new(move || {
+                for m in msgs {
+                    black_box(f(black_box(m)));
+                }
+            }),
+        ));
+    }
     // Warm-up round, then the timed interleaved rounds.
     for (_, f) in kernels.iter_mut() {
         f();
@@ -146,16 +170,28 @@ fn run_set(opts: &Opts, rows: &mut Vec<Row>, sizes: &[usize], what: &str) {
             total as f64 / s[s.len() / 2].max(1e-12) / 1e9
         })
         .collect();
-    println!("{:<18} {:>9} {:>12}", "kernel", "GB/s", "vs 1-stream");
+    let read = kernels
+        .iter()
+        .position(|(name, _)| name == "read")
+        .map(|i| gbps[i]);
+    println!(
+        "{:<18} {:>9} {:>12} {:>9}",
+        "kernel", "GB/s", "vs 1-stream", "vs read"
+    );
     for ((name, _), g) in kernels.iter().zip(&gbps) {
-        println!("{name:<18} {g:>9.3} {:>11.2}x", g / gbps[0]);
+        let vs_read = read.map(|r| g / r.max(1e-12));
+        println!(
+            "{name:<18} {g:>9.3} {:>11.2}x {:>8.2}x",
+            g / gbps[0],
+            vs_read.unwrap_or(f64::NAN)
+        );
         rows.push(Row {
             kernel: name.clone(),
             dtype: "bytes".into(),
             bytes: total,
             threads: 1,
             gbps: *g,
-            vs_read: None,
+            vs_read,
             vs_numpy: None,
         });
     }

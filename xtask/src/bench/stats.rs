@@ -72,7 +72,7 @@ fn fill(dtype: DType, bytes: usize) -> Vec<u8> {
 }
 
 /// The memory-read baseline: a wrapping sum of the buffer's `u64`s in 8 independent lanes.
-fn read_u64(data: &[u8]) -> u64 {
+pub(super) fn read_u64(data: &[u8]) -> u64 {
     let mut lanes = [0u64; 8];
     for c in data.chunks_exact(64) {
         for (i, l) in lanes.iter_mut().enumerate() {

@@ -289,3 +289,29 @@ fn name_forms() {
     assert!(is_module_name("Cell.net.Dense.backward.3"));
     assert!(!is_module_name("Module.conv1.Conv2d.forward"));
 }
+
+/// msprobe 26's `summary_mode: "xor"` is accepted (and kept by the effective config); other
+/// strings and other types are refused naming the three allowed modes.
+#[test]
+fn summary_mode_xor_is_accepted_and_others_refused() {
+    let v = MsprobeConfig::from_json_str(
+        r#"{"dump_path": "/d", "statistics": {"summary_mode": "xor"}}"#,
+    )
+    .unwrap();
+    assert!(v.warnings.is_empty(), "{}", v.warnings);
+    assert_eq!(v.config.summary_mode, SummaryMode::Xor);
+    let again = MsprobeConfig::from_json_str(&v.config.to_effective_json().to_string()).unwrap();
+    assert_eq!(again.config.summary_mode, SummaryMode::Xor);
+    for bad in [r#""XOR""#, r#""xor64""#, "1", r#"["xor"]"#] {
+        let e = errors(&format!(
+            r#"{{"dump_path": "/d", "statistics": {{"summary_mode": {bad}}}}}"#
+        ));
+        assert_eq!(e.len(), 1, "{bad}: {e:?}");
+        assert_eq!(e[0].0, "statistics.summary_mode", "{bad}");
+        assert!(
+            e[0].1.contains(r#"allowed: "statistics", "md5" or "xor""#),
+            "{bad}: {}",
+            e[0].1
+        );
+    }
+}

@@ -77,6 +77,7 @@ impl Emit<'_> {
             shape,
             data_size,
             crc32: None,
+            xor64: None,
         };
         let stats = TensorStats {
             summary: Some(summary),

@@ -24,6 +24,8 @@ pub(super) struct RowTensor<'a> {
     pub(super) data_size: usize,
     /// CRC-32 of the bytes (layouts that ask for it).
     pub(super) crc32: Option<u32>,
+    /// XOR checksum of the bytes (layouts that ask for it).
+    pub(super) xor64: Option<u64>,
 }
 
 impl Emit<'_> {
@@ -36,13 +38,14 @@ impl Emit<'_> {
         bytes: &[u8],
         elems: usize,
     ) -> Result<(), String> {
+        let layout = self.out.tree.layout();
         let t = RowTensor {
-            crc32: self
-                .out
-                .tree
-                .layout()
+            crc32: layout
                 .wants_crc32()
                 .then(|| dump_core::hash::crc32::crc32(bytes)),
+            xor64: layout
+                .wants_xor64()
+                .then(|| dump_core::hash::xor64::xor64(bytes)),
             ..t
         };
         if self.plan.stats_kind() == StatsKind::Device {
@@ -113,6 +116,7 @@ impl Emit<'_> {
             shape: t.shape,
             data_size: t.data_size as u64,
             crc32: t.crc32,
+            xor64: t.xor64,
         };
         let categories = &self.plan.categories;
         let held = to.held.zip(self.recorder);

@@ -54,7 +54,17 @@ impl Emit<'_> {
             None
         };
         let want_stats = stats.is_some();
+        // msprobe's digests, from the same chunks (the row's `md5`).
+        let layout = self.out.tree.layout();
+        let mut crc = (rows && layout.wants_crc32()).then(dump_core::hash::crc32::Crc32::new);
+        let mut xor = (rows && layout.wants_xor64()).then(dump_core::hash::xor64::Xor64::new);
         let mut feed = |chunk: &[u8]| -> Result<(), DeviceError> {
+            if let Some(c) = crc.as_mut() {
+                c.update(chunk);
+            }
+            if let Some(x) = xor.as_mut() {
+                x.update(chunk);
+            }
             match stats.as_mut() {
                 Some(s) => Ok(s.update(chunk)?),
                 None => Ok(()),
@@ -100,7 +110,8 @@ impl Emit<'_> {
             dtype: v.dtype,
             shape: v.shape,
             data_size: len,
-            crc32: None,
+            crc32: crc.map(|c| c.finish()),
+            xor64: xor.map(|x| x.finish()),
         };
         let row = stats.finish().map_err(|e| e.to_string()).and_then(|s| {
             if let Some(sm) = &s.summary {

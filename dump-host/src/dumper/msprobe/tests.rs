@@ -194,6 +194,52 @@ fn md5_mode_is_the_crc32_of_the_bytes() {
     std::fs::remove_dir_all(&r).unwrap();
 }
 
+/// summary_mode xor: no Max/Min/Mean/Norm, `md5` is `0x%016x` of the bytes' XOR fold (an
+/// odd byte count padded), a 0-d number is its value (float or integer), as msprobe 26.
+#[test]
+fn xor_mode_replaces_the_statistics_with_the_xor_checksum() {
+    let r = root("xor");
+    let mut d = open(&r, "statistics", "L1", r#"{"summary_mode": "xor"}"#, &[]);
+    run(&mut d, false);
+    let step = d.begin_step();
+    let k = step.kernel("Odd", "Default/net/Odd-op3").unwrap();
+    let odd = [1u8, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
+    k.input(0, TensorRef::from_slice(&[11], &odd)).unwrap();
+    k.input(1, TensorRef::from_slice(&[], &[2.5f32])).unwrap();
+    k.output(0, TensorRef::from_slice(&[], &[-7i32])).unwrap();
+    k.output(1, TensorRef::from_slice(&[], &[f32::NAN]))
+        .unwrap();
+    k.output(2, TensorRef::from_slice(&[], &[f32::NEG_INFINITY]))
+        .unwrap();
+    k.finish().unwrap();
+    step.finish().unwrap();
+    d.close().unwrap();
+    let doc = json(&r.join("step0/rank0/dump.json"));
+    let x = &doc["data"]["Functional.Conv2D.0.forward"]["input_args"][0];
+    let keys: Vec<&str> = x.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["type", "dtype", "shape", "requires_grad", "md5"]);
+    // f32 [1, -2, 3, 4]: words 0xc0000000_3f800000 and 0x40800000_40400000.
+    assert_eq!(
+        x["md5"],
+        format!(
+            "0x{:016x}",
+            0xc000_0000_3f80_0000u64 ^ 0x4080_0000_4040_0000
+        )
+    );
+    let doc = json(&r.join("step1/rank0/dump.json"));
+    let e = &doc["data"]["Functional.Odd.0.forward"];
+    assert_eq!(
+        e["input_args"][0]["md5"],
+        format!("0x{:016x}", 0x0807_0605_0403_0201u64 ^ 0x0b_0a09)
+    );
+    assert_eq!(e["input_args"][1]["md5"], 2.5);
+    assert_eq!(e["output"][0]["md5"], -7);
+    assert_eq!(e["output"][1]["md5"], "NaN");
+    assert_eq!(e["output"][2]["md5"], "-Infinity");
+    assert!(e["output"][0].get("Max").is_none());
+    std::fs::remove_dir_all(&r).unwrap();
+}
+
 #[test]
 fn levels_pick_modules_and_apis_and_construct_maps_parents() {
     for (level, want) in [
@@ -493,4 +539,105 @@ fn a_call_name_too_long_for_a_file_names_its_short_file() {
     assert!(name.len() <= 255, "{name}");
     assert!(dir.join("dump_tensor_data").join(name).exists(), "{name}");
     std::fs::remove_dir_all(&r).unwrap();
+}
+
+/// A training step's gradient kernels (dump-candle's `Gradients/Default/{path}/{param}/
+/// Gradient-op{n}`) become msprobe's `Module.{path}.{Class}.parameters_grad` entries at mix
+/// and L0 (class from the module call of that path, else `Module`), `{param: [tensors]}` with
+/// files `{entry}.{param}.npy`; none at L1.
+#[test]
+fn gradients_are_parameters_grad_entries() {
+    let w = [0.5f32, -0.25, 2.0, 1.0];
+    let b = [0.125f32];
+    for level in ["mix", "L0", "L1"] {
+        let r = root(&format!("grad-{level}"));
+        let mut d = open(&r, "tensor", level, "{}", &[]);
+        let step = d.begin_step();
+        let k = step
+            .kernel("Linear", "Default/fc-Linear/Linear-op0")
+            .unwrap();
+        k.output(0, TensorRef::from_slice(&[2, 2], &w)).unwrap();
+        k.finish().unwrap();
+        for (name, t, shape) in [
+            (
+                "Gradients/Default/fc/weight/Gradient-op1",
+                &w[..],
+                &[2usize, 2][..],
+            ),
+            ("Gradients/Default/fc/bias/Gradient-op2", &b[..], &[1][..]),
+            ("Gradients/Default/scale/Gradient-op3", &b[..], &[1][..]),
+            // The same parameter again (a second backward in the step): a second tensor.
+            (
+                "Gradients/Default/fc/weight/Gradient-op4",
+                &w[..],
+                &[2, 2][..],
+            ),
+        ] {
+            if let Some(k) = step.kernel("Gradient", name) {
+                k.output(0, TensorRef::from_slice(shape, t)).unwrap();
+                k.finish().unwrap();
+            }
+        }
+        if let Some(k) = step.kernel("Update", "Optimizer/Default/fc/weight/Update-op5") {
+            k.output(0, TensorRef::from_slice(&[2, 2], &w)).unwrap();
+            k.finish().unwrap();
+        }
+        step.finish().unwrap();
+        d.close().unwrap();
+        let dir = r.join("step0/rank0");
+        let doc = json(&dir.join("dump.json"));
+        let data = doc["data"].as_object().unwrap();
+        let names: Vec<&str> = data.keys().map(String::as_str).collect();
+        if level == "L1" {
+            assert!(
+                names.iter().all(|n| !n.contains("parameters_grad")),
+                "{names:?}"
+            );
+            std::fs::remove_dir_all(&r).unwrap();
+            continue;
+        }
+        let fc = &data["Module.fc.Linear.parameters_grad"];
+        let keys: Vec<&str> = fc.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["weight", "bias"], "{level}");
+        assert_eq!(fc["weight"].as_array().unwrap().len(), 2);
+        assert_eq!(fc["bias"][0]["Max"], 0.125);
+        assert_eq!(fc["weight"][0]["Min"], -0.25);
+        assert_eq!(
+            fc["weight"][0]["data_name"],
+            "Module.fc.Linear.parameters_grad.weight.npy"
+        );
+        assert_eq!(
+            fc["weight"][1]["data_name"],
+            "Module.fc.Linear.parameters_grad.weight.1.npy"
+        );
+        let top = &data["Module.Module.parameters_grad"];
+        assert_eq!(
+            top["scale"][0]["data_name"],
+            "Module.Module.parameters_grad.scale.npy"
+        );
+        for n in [
+            "Module.fc.Linear.parameters_grad.weight.npy",
+            "Module.fc.Linear.parameters_grad.weight.1.npy",
+            "Module.fc.Linear.parameters_grad.bias.npy",
+            "Module.Module.parameters_grad.scale.npy",
+        ] {
+            let f = dump_npy::read_file(dir.join("dump_tensor_data").join(n)).unwrap();
+            assert!(!f.shape.is_empty(), "{n}");
+        }
+        // The gradient entries come after the step's calls; construct.json leaves them out.
+        assert!(
+            names.last().unwrap().ends_with("parameters_grad"),
+            "{names:?}"
+        );
+        let construct = json(&dir.join("construct.json"));
+        assert!(
+            construct
+                .as_object()
+                .unwrap()
+                .keys()
+                .all(|k| !k.contains("parameters_grad")),
+            "{construct}"
+        );
+        std::fs::remove_dir_all(&r).unwrap();
+    }
 }
