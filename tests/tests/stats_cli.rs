@@ -221,11 +221,7 @@ fn stats_matches_the_dumper_for_every_widened_or_plain_dtype() {
             vec![0x7e, 0xfe, 0x38, 0x80],
         ),
         // FNUZ: e4m3fnuz 240, NaN (0x80, not -0), 1, 0; e5m2fnuz -57344, 2^-17, 2.0.
-        (
-            DType::Float8E4M3FNUZ,
-            vec![4],
-            vec![0x7f, 0x80, 0x40, 0x00],
-        ),
+        (DType::Float8E4M3FNUZ, vec![4], vec![0x7f, 0x80, 0x40, 0x00]),
         (DType::Float8E5M2FNUZ, vec![3], vec![0xff, 0x01, 0x44]),
         (
             DType::BFloat16,
