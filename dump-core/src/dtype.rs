@@ -56,11 +56,17 @@ pub enum DType {
     Float8E5M2,
     /// 4-bit unsigned integer, two per byte, low nibble first. Stored widened to uint8.
     UInt4,
+    /// 8-bit float E4M3FNUZ (sign, 4 exponent bits with bias 8, 3 mantissa bits): finite
+    /// only, no negative zero, `0x80` is the single NaN. Stored widened to float32.
+    Float8E4M3FNUZ,
+    /// 8-bit float E5M2FNUZ (sign, 5 exponent bits with bias 16, 2 mantissa bits): finite
+    /// only, no negative zero, `0x80` is the single NaN. Stored widened to float32.
+    Float8E5M2FNUZ,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 20] = [
+    pub const ALL: [DType; 22] = [
         DType::Bool,
         DType::Int4,
         DType::Int8,
@@ -81,6 +87,8 @@ impl DType {
         DType::Float8E4M3FN,
         DType::Float8E5M2,
         DType::UInt4,
+        DType::Float8E4M3FNUZ,
+        DType::Float8E5M2FNUZ,
     ];
 
     /// Bits per element.
@@ -88,7 +96,13 @@ impl DType {
         match self {
             DType::UInt1 => 1,
             DType::Int4 | DType::UInt4 => 4,
-            DType::Bool | DType::Int8 | DType::UInt8 | DType::Float8E4M3FN | DType::Float8E5M2 => 8,
+            DType::Bool
+            | DType::Int8
+            | DType::UInt8
+            | DType::Float8E4M3FN
+            | DType::Float8E5M2
+            | DType::Float8E4M3FNUZ
+            | DType::Float8E5M2FNUZ => 8,
             DType::Int16 | DType::UInt16 | DType::Float16 | DType::BFloat16 => 16,
             DType::Int32 | DType::UInt32 | DType::Float32 => 32,
             DType::Int64 | DType::UInt64 | DType::Float64 | DType::Complex64 => 64,
@@ -129,9 +143,9 @@ impl DType {
 
     /// The `.npy` descr MindSpore writes for raw data of this dtype (`<f4`, `|b1`, `<E2`, ...).
     ///
-    /// `None` for `Int4`, `UInt4`, `UInt1`, `Float8E4M3FN` and `Float8E5M2`, which have no
+    /// `None` for `Int4`, `UInt4`, `UInt1` and the four float8 dtypes, which have no
     /// numpy type (MindSpore writes no file for them); opdump stores them widened to `|i1`,
-    /// `|u1`, `|u1`, `<f4` and `<f4` (see [`DType::widened`] and [`crate::widen`]). `BFloat16` gives `<E2` (ml_dtypes' char), which is
+    /// `|u1`, `|u1` and `<f4` (see [`DType::widened`] and [`crate::widen`]). `BFloat16` gives `<E2` (ml_dtypes' char), which is
     /// what MindSpore 2.10 writes on CPU and what stock numpy cannot load.
     pub const fn npy_descr(self) -> Option<&'static str> {
         Some(match self {
@@ -150,9 +164,11 @@ impl DType {
             DType::Float64 => "<f8",
             DType::Complex64 => "<c8",
             DType::Complex128 => "<c16",
-            DType::Int4 | DType::UInt4 | DType::UInt1 | DType::Float8E4M3FN | DType::Float8E5M2 => {
-                return None;
-            }
+            DType::Int4 | DType::UInt4 | DType::UInt1 => return None,
+            DType::Float8E4M3FN
+            | DType::Float8E5M2
+            | DType::Float8E4M3FNUZ
+            | DType::Float8E5M2FNUZ => return None,
         })
     }
 
@@ -163,7 +179,10 @@ impl DType {
         match self {
             DType::Int4 => DType::Int8,
             DType::UInt4 | DType::UInt1 => DType::UInt8,
-            DType::Float8E4M3FN | DType::Float8E5M2 => DType::Float32,
+            DType::Float8E4M3FN
+            | DType::Float8E5M2
+            | DType::Float8E4M3FNUZ
+            | DType::Float8E5M2FNUZ => DType::Float32,
             d => d,
         }
     }
@@ -227,6 +246,8 @@ impl DType {
             DType::Float8E4M3FN => "float8_e4m3fn",
             DType::Float8E5M2 => "float8_e5m2",
             DType::UInt4 => "uint4",
+            DType::Float8E4M3FNUZ => "float8_e4m3fnuz",
+            DType::Float8E5M2FNUZ => "float8_e5m2fnuz",
         }
     }
 
@@ -253,6 +274,8 @@ impl DType {
             DType::Float8E4M3FN => "Float8E4M3FN",
             DType::Float8E5M2 => "Float8E5M2",
             DType::UInt4 => "UInt4",
+            DType::Float8E4M3FNUZ => "Float8E4M3FNUZ",
+            DType::Float8E5M2FNUZ => "Float8E5M2FNUZ",
         }
     }
 
@@ -265,16 +288,27 @@ impl DType {
             .ok_or(Error::UnknownDType)
     }
 
-    /// `true` for Float8E4M3FN, Float8E5M2, Float16, BFloat16, Float32 and Float64.
+    /// `true` for the four float8 dtypes, Float16, BFloat16, Float32 and Float64.
     pub const fn is_float(self) -> bool {
         matches!(
             self,
             DType::Float8E4M3FN
                 | DType::Float8E5M2
+                | DType::Float8E4M3FNUZ
+                | DType::Float8E5M2FNUZ
                 | DType::Float16
                 | DType::BFloat16
                 | DType::Float32
                 | DType::Float64
+        )
+    }
+
+    /// `true` for the four float8 dtypes (one byte per element, stored widened to float32):
+    /// Float8E4M3FN, Float8E5M2, Float8E4M3FNUZ and Float8E5M2FNUZ.
+    pub const fn is_float8(self) -> bool {
+        matches!(
+            self,
+            DType::Float8E4M3FN | DType::Float8E5M2 | DType::Float8E4M3FNUZ | DType::Float8E5M2FNUZ
         )
     }
 
@@ -320,6 +354,8 @@ mod tests {
         assert_eq!(DType::Float8E4M3FN as u32, 17);
         assert_eq!(DType::Float8E5M2 as u32, 18);
         assert_eq!(DType::UInt4 as u32, 19);
+        assert_eq!(DType::Float8E4M3FNUZ as u32, 20);
+        assert_eq!(DType::Float8E5M2FNUZ as u32, 21);
         for (i, d) in DType::ALL.iter().enumerate() {
             assert_eq!(*d as usize, i);
         }
@@ -368,6 +404,12 @@ mod tests {
         assert_eq!(DType::Float8E4M3FN.widened(), DType::Float32);
         assert_eq!(DType::UInt4.widened(), DType::UInt8);
         assert!(DType::Float8E5M2.is_float() && DType::UInt4.is_int());
+        for d in [DType::Float8E4M3FNUZ, DType::Float8E5M2FNUZ] {
+            assert_eq!((d.size(), d.storage_bytes(3)), (Some(1), Some(3)));
+            assert_eq!((d.widened(), d.npy_descr()), (DType::Float32, None));
+            assert!(d.is_float() && d.is_float8());
+        }
+        assert!(DType::Float8E4M3FN.is_float8() && !DType::Float16.is_float8());
         assert_eq!(DType::BFloat16.size(), Some(2));
     }
 }

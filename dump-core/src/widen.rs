@@ -6,6 +6,8 @@
 //! | float16 | float32 | exact IEEE conversion; subnormals exact; NaN sign and payload kept |
 //! | float8 e4m3fn | float32 | exact; bias 7, no infinities, `S.1111.111` is NaN |
 //! | float8 e5m2 | float32 | exact; bias 15, IEEE-like (±inf, NaN) |
+//! | float8 e4m3fnuz | float32 | exact; bias 8, no infinities, no -0, `0x80` is NaN |
+//! | float8 e5m2fnuz | float32 | exact; bias 16, no infinities, no -0, `0x80` is NaN |
 //! | int4 | int8 | two per byte, low nibble first, sign-extended from bit 3 |
 //! | uint4 | uint8 | two per byte, low nibble first, zero-extended |
 //! | uint1 | uint8 | eight per byte, most significant bit first; the last byte emits `elems % 8` bits |
@@ -361,24 +363,45 @@ fn nibbles_to_bytes<const SIGNED: bool>(
     Ok(elems)
 }
 
-/// The float32 bits of a float8 value `b` with `E` exponent bits and `M = 7 - E` mantissa bits
-/// (bias `2^(E-1) - 1`), decoded from the format's definition.
+/// The float8 encodings: what the top binade and the sign bit mean.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fp8Kind {
+    /// IEEE-like (E5M2): an all-ones exponent is ±infinity (mantissa 0) or NaN; bias
+    /// `2^(E-1) - 1`.
+    Ieee,
+    /// "Finite" (E4M3FN): no infinities, only `S.1111.111` is NaN, the rest of the top binade
+    /// holds normal numbers; bias `2^(E-1) - 1`.
+    Fn,
+    /// "Finite, unsigned zero" (E4M3FNUZ, E5M2FNUZ): no infinities, no negative zero, the
+    /// single NaN is `0x80` (the negative-zero pattern); bias `2^(E-1)`.
+    Fnuz,
+}
+
+/// The float32 bits of a float8 value `b` of kind `kind` with `E` exponent bits and
+/// `M = 7 - E` mantissa bits, decoded from the format's definition.
 ///
-/// `IEEE`: an all-ones exponent is infinity (mantissa 0) or NaN (E5M2). Otherwise (the `FN`
-/// "finite" formats, E4M3FN) only the all-ones pattern `S.1111.111` is NaN and the rest of the
-/// top binade holds normal numbers. NaN widens to the float32 quiet NaN `0x7fc00000` with the
-/// sign kept, the value ml_dtypes and torch give; every other value is exact.
-const fn fp8_bits<const E: u32, const IEEE: bool>(b: u8) -> u32 {
+/// NaN widens to the float32 quiet NaN `0x7fc00000` with the byte's sign kept (so FNUZ's
+/// `0x80` gives `0xffc00000`), the value ml_dtypes and torch give; every other value is exact.
+const fn fp8_bits<const E: u32>(kind: Fp8Kind, b: u8) -> u32 {
     const QUIET_NAN: u32 = 0x7fc0_0000;
+    let fnuz = matches!(kind, Fp8Kind::Fnuz);
+    let ieee = matches!(kind, Fp8Kind::Ieee);
     let m_bits = 7 - E;
-    let bias = (1i32 << (E - 1)) - 1;
+    let bias = if fnuz {
+        1i32 << (E - 1)
+    } else {
+        (1i32 << (E - 1)) - 1
+    };
     let sign = ((b >> 7) as u32) << 31;
+    if fnuz && b == 0x80 {
+        return sign | QUIET_NAN;
+    }
     let exp = ((b >> m_bits) as u32) & ((1 << E) - 1);
     let man = (b as u32) & ((1 << m_bits) - 1);
     let exp_max = (1 << E) - 1;
     let man_max = (1 << m_bits) - 1;
-    if exp == exp_max && (IEEE || man == man_max) {
-        return if IEEE && man == 0 {
+    if !fnuz && exp == exp_max && (ieee || man == man_max) {
+        return if ieee && man == 0 {
             sign | 0x7f80_0000
         } else {
             sign | QUIET_NAN
@@ -399,11 +422,11 @@ const fn fp8_bits<const E: u32, const IEEE: bool>(b: u8) -> u32 {
 }
 
 /// The float32 bits of every float8 bit pattern, computed at compile time.
-const fn fp8_table<const E: u32, const IEEE: bool>() -> [u32; 256] {
+const fn fp8_table<const E: u32>(kind: Fp8Kind) -> [u32; 256] {
     let mut t = [0u32; 256];
     let mut i = 0;
     while i < 256 {
-        t[i] = fp8_bits::<E, IEEE>(i as u8);
+        t[i] = fp8_bits::<E>(kind, i as u8);
         i += 1;
     }
     t
@@ -412,21 +435,37 @@ const fn fp8_table<const E: u32, const IEEE: bool>() -> [u32; 256] {
 /// float32 bits of each float8 E4M3FN pattern (index: the byte): bias 7, no infinities,
 /// `0x7f`/`0xff` NaN. A `static` (computed at compile time), so every lookup reads the one
 /// table in read-only memory, never a copy on the stack.
-pub static F8E4M3FN_TO_F32: [u32; 256] = fp8_table::<4, false>();
+pub static F8E4M3FN_TO_F32: [u32; 256] = fp8_table::<4>(Fp8Kind::Fn);
 
 /// float32 bits of each float8 E5M2 pattern (index: the byte): bias 15, `0x7c`/`0xfc` ±inf,
 /// `0x7d..=0x7f` and `0xfd..=0xff` NaN.
-pub static F8E5M2_TO_F32: [u32; 256] = fp8_table::<5, true>();
+pub static F8E5M2_TO_F32: [u32; 256] = fp8_table::<5>(Fp8Kind::Ieee);
 
-/// The float32 value of one float8 byte of `dtype` (`Float8E4M3FN` or `Float8E5M2`; `None`
-/// for any other dtype).
+/// float32 bits of each float8 E4M3FNUZ pattern (index: the byte): bias 8, no infinities, no
+/// negative zero, `0x80` the only NaN.
+pub static F8E4M3FNUZ_TO_F32: [u32; 256] = fp8_table::<4>(Fp8Kind::Fnuz);
+
+/// float32 bits of each float8 E5M2FNUZ pattern (index: the byte): bias 16, no infinities, no
+/// negative zero, `0x80` the only NaN.
+pub static F8E5M2FNUZ_TO_F32: [u32; 256] = fp8_table::<5>(Fp8Kind::Fnuz);
+
+/// The float32 bits table of a float8 `dtype`, `None` for any other dtype.
 #[inline]
-pub fn fp8_to_f32(dtype: DType, b: u8) -> Option<f32> {
+pub fn fp8_table_of(dtype: DType) -> Option<&'static [u32; 256]> {
     match dtype {
-        DType::Float8E4M3FN => Some(f32::from_bits(F8E4M3FN_TO_F32[b as usize])),
-        DType::Float8E5M2 => Some(f32::from_bits(F8E5M2_TO_F32[b as usize])),
+        DType::Float8E4M3FN => Some(&F8E4M3FN_TO_F32),
+        DType::Float8E5M2 => Some(&F8E5M2_TO_F32),
+        DType::Float8E4M3FNUZ => Some(&F8E4M3FNUZ_TO_F32),
+        DType::Float8E5M2FNUZ => Some(&F8E5M2FNUZ_TO_F32),
         _ => None,
     }
+}
+
+/// The float32 value of one float8 byte of `dtype` (`Float8E4M3FN`, `Float8E5M2`,
+/// `Float8E4M3FNUZ` or `Float8E5M2FNUZ`; `None` for any other dtype).
+#[inline]
+pub fn fp8_to_f32(dtype: DType, b: u8) -> Option<f32> {
+    fp8_table_of(dtype).map(|t| f32::from_bits(t[b as usize]))
 }
 
 /// Widens float8 E4M3FN to float32, exactly (NaN to a quiet NaN of the same sign).
@@ -443,6 +482,20 @@ pub fn f8e4m3fn_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
 /// Same contract as [`f8e4m3fn_to_f32`].
 pub fn f8e5m2_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
     fp8_widen(&F8E5M2_TO_F32, src, dst)
+}
+
+/// Widens float8 E4M3FNUZ to float32, exactly (`0x80` to the quiet NaN `0xffc00000`).
+///
+/// Same contract as [`f8e4m3fn_to_f32`].
+pub fn f8e4m3fnuz_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+    fp8_widen(&F8E4M3FNUZ_TO_F32, src, dst)
+}
+
+/// Widens float8 E5M2FNUZ to float32, exactly (`0x80` to the quiet NaN `0xffc00000`).
+///
+/// Same contract as [`f8e4m3fn_to_f32`].
+pub fn f8e5m2fnuz_to_f32(src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+    fp8_widen(&F8E5M2FNUZ_TO_F32, src, dst)
 }
 
 /// The table lookup behind both float8 kernels.
@@ -678,15 +731,19 @@ mod tests {
     }
 
     /// ml_dtypes' float32 bits of every float8 pattern (`tests/fixtures/gen_fp8.py`):
-    /// `(byte, e4m3fn, e5m2)`.
-    fn ml_dtypes_fp8() -> Vec<(u8, u32, u32)> {
-        let rows: Vec<(u8, u32, u32)> = include_str!("../tests/fixtures/fp8_f32.txt")
+    /// `(byte, [e4m3fn, e5m2, e4m3fnuz, e5m2fnuz])`.
+    fn ml_dtypes_fp8() -> Vec<(u8, [u32; 4])> {
+        let rows: Vec<(u8, [u32; 4])> = include_str!("../tests/fixtures/fp8_f32.txt")
             .lines()
             .filter(|l| !l.starts_with('#'))
             .map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
+                assert_eq!(f.len(), 5, "{l}");
                 let hex = |s: &str| u32::from_str_radix(s, 16).expect("hex");
-                (hex(f[0]) as u8, hex(f[1]), hex(f[2]))
+                (
+                    hex(f[0]) as u8,
+                    [hex(f[1]), hex(f[2]), hex(f[3]), hex(f[4])],
+                )
             })
             .collect();
         assert_eq!(rows.len(), 256);
@@ -702,7 +759,7 @@ mod tests {
         assert_eq!(f8e4m3fn_to_f32(&src, &mut e4), Ok(1024));
         assert_eq!(e4[1024..], [0xAA; 3], "wrote past 4 * len");
         assert_eq!(f8e5m2_to_f32(&src, &mut e5), Ok(1024));
-        for ((&(b, want4, want5), w4), w5) in rows.iter().zip(words(&e4)).zip(words(&e5)) {
+        for ((&(b, [want4, want5, ..]), w4), w5) in rows.iter().zip(words(&e4)).zip(words(&e5)) {
             assert_eq!(w4, want4, "e4m3fn {b:#04x}");
             assert_eq!(w5, want5, "e5m2 {b:#04x}");
             assert_eq!(
@@ -743,6 +800,70 @@ mod tests {
             })
         );
         assert_eq!(f8e4m3fn_to_f32(&[], &mut []), Ok(0));
+    }
+
+    #[test]
+    fn fp8_fnuz_matches_ml_dtypes() {
+        let rows = ml_dtypes_fp8();
+        let src: Vec<u8> = (0..=255).collect();
+        let mut e4 = vec![0xAAu8; 1024 + 3];
+        let mut e5 = vec![0xAAu8; 1024 + 1];
+        assert_eq!(f8e4m3fnuz_to_f32(&src, &mut e4), Ok(1024));
+        assert_eq!(e4[1024..], [0xAA; 3], "wrote past 4 * len");
+        assert_eq!(f8e5m2fnuz_to_f32(&src, &mut e5), Ok(1024));
+        assert_eq!(e5[1024], 0xAA, "wrote past 4 * len");
+        for ((&(b, [_, _, want4, want5]), w4), w5) in rows.iter().zip(words(&e4)).zip(words(&e5)) {
+            assert_eq!(w4, want4, "e4m3fnuz {b:#04x}");
+            assert_eq!(w5, want5, "e5m2fnuz {b:#04x}");
+            let one = |d| fp8_to_f32(d, b).map(f32::to_bits);
+            assert_eq!(one(DType::Float8E4M3FNUZ), Some(want4));
+            assert_eq!(one(DType::Float8E5M2FNUZ), Some(want5));
+        }
+        // The format facts, independent of the fixture: bias 8 / 16, no infinities, no
+        // negative zero, `0x80` the single NaN.
+        let v4 = |b: u8| f32::from_bits(F8E4M3FNUZ_TO_F32[b as usize]);
+        let v5 = |b: u8| f32::from_bits(F8E5M2FNUZ_TO_F32[b as usize]);
+        assert_eq!((v4(0x7f), v4(0x40), v4(0x01)), (240.0, 1.0, 2f32.powi(-10)));
+        assert_eq!(
+            (v5(0x7f), v5(0x40), v5(0x01)),
+            (57344.0, 1.0, 2f32.powi(-17))
+        );
+        assert_eq!((v4(0xff), v5(0xff)), (-240.0, -57344.0));
+        for v in [v4, v5] {
+            assert!(v(0x80).is_nan());
+            assert_eq!((0..=255u8).filter(|&b| v(b).is_nan()).count(), 1);
+            assert_eq!((0..=255u8).filter(|&b| v(b).is_infinite()).count(), 0);
+            assert_eq!((0..=255u8).filter(|&b| v(b) == 0.0).count(), 1);
+            assert_eq!(v(0).to_bits(), 0);
+            // Every non-NaN pattern has its negation at `b ^ 0x80`.
+            for b in 1..=0x7fu8 {
+                assert_eq!(v(b ^ 0x80), -v(b));
+            }
+        }
+        // Each FNUZ value is half the same pattern's FN / IEEE value (bias one higher) where
+        // both are finite.
+        for b in 0..=255u8 {
+            let (fn4, ieee5) = (
+                f32::from_bits(F8E4M3FN_TO_F32[b as usize]),
+                f32::from_bits(F8E5M2_TO_F32[b as usize]),
+            );
+            if b != 0x80 && fn4.is_finite() {
+                assert_eq!(v4(b), fn4 / 2.0, "{b:#04x}");
+            }
+            if b != 0x80 && ieee5.is_finite() {
+                assert_eq!(v5(b), ieee5 / 2.0, "{b:#04x}");
+            }
+        }
+        let mut small = [0u8; 3];
+        assert_eq!(
+            f8e4m3fnuz_to_f32(&[1], &mut small),
+            Err(Error::BufferTooSmall {
+                needed: 4,
+                available: 3
+            })
+        );
+        assert_eq!(f8e5m2fnuz_to_f32(&[], &mut []), Ok(0));
+        assert!(fp8_table_of(DType::Float32).is_none());
     }
 
     #[test]

@@ -241,6 +241,8 @@ mod tests {
                 (DType::Float8E4M3FN, &[0x38u8, 0x7f][..]),
                 (DType::Float8E5M2, &[0x3c, 0x7c][..]),
                 (DType::UInt4, &[0x21][..]),
+                (DType::Float8E4M3FNUZ, &[0x40, 0x80][..]),
+                (DType::Float8E5M2FNUZ, &[0x40, 0x7f][..]),
             ] {
                 let s = sim.statistics(d, bytes, 2).unwrap().unwrap();
                 assert_eq!(

@@ -523,6 +523,8 @@ mod tests {
                                 | DType::UInt1
                                 | DType::Float8E4M3FN
                                 | DType::Float8E5M2
+                                | DType::Float8E4M3FNUZ
+                                | DType::Float8E5M2FNUZ
                                 | DType::Complex64
                                 | DType::Complex128
                         ),

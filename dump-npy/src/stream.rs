@@ -102,7 +102,7 @@ impl<'s, S: NpySink> NpyStream<'s, S> {
         match (self.layout.widens(), self.layout.dtype()) {
             (false, _) => self.sink.write_all(chunk),
             (true, DType::BFloat16) => self.bf16(chunk),
-            (true, DType::Float8E4M3FN | DType::Float8E5M2) => self.fp8(chunk),
+            (true, d) if d.is_float8() => self.fp8(chunk),
             (true, DType::Int4) => self.packed(chunk, 2, widen::int4_to_int8),
             (true, DType::UInt4) => self.packed(chunk, 2, widen::uint4_to_uint8),
             (true, _) => self.packed(chunk, 8, widen::uint1_to_uint8),
@@ -204,7 +204,8 @@ mod tests {
         fn any_chunking_gives_the_one_shot_file(
             dtype in prop::sample::select(vec![
                 DType::Int4, DType::UInt1, DType::BFloat16, DType::Float32, DType::Int8,
-                DType::UInt4, DType::Float8E4M3FN, DType::Float8E5M2,
+                DType::UInt4, DType::Float8E4M3FN, DType::Float8E5M2, DType::Float8E4M3FNUZ,
+                DType::Float8E5M2FNUZ,
             ]),
             raw in any::<bool>(),
             elems in 0usize..300,

@@ -4,7 +4,7 @@
 //! | dtype | written as | how |
 //! |---|---|---|
 //! | `bfloat16` | `<f4` (default) or `<E2` ([`Bf16Mode::Raw`]) | exact widening `bits << 16` |
-//! | `float8_e4m3fn`, `float8_e5m2` | `<f4` | exact widening (NaN to a quiet NaN, sign kept) |
+//! | `float8_e4m3fn`, `float8_e5m2`, `float8_e4m3fnuz`, `float8_e5m2fnuz` | `<f4` | exact widening (NaN to a quiet NaN, sign kept) |
 //! | `int4` | `|i1` | low nibble first, sign-extended |
 //! | `uint4` | `|u1` | low nibble first, zero-extended |
 //! | `uint1` | `|u1` | most significant bit first, 0/1 bytes |
@@ -76,9 +76,7 @@ impl NpyLayout {
         }
         let (descr, widening, out_size) = match (dtype, opts.bf16) {
             (DType::BFloat16, Bf16Mode::Widen) => ("<f4", Some(Widening::Bf16ToF32), 4),
-            (DType::Float8E4M3FN | DType::Float8E5M2, _) => {
-                ("<f4", Some(Widening::Fp8ToF32(dtype)), 4)
-            }
+            (d, _) if d.is_float8() => ("<f4", Some(Widening::Fp8ToF32(dtype)), 4),
             (DType::Int4, _) => ("|i1", Some(Widening::Int4ToI8), 1),
             (DType::UInt4, _) => ("|u1", Some(Widening::UInt4ToU8), 1),
             (DType::UInt1, _) => ("|u1", Some(Widening::UInt1ToU8), 1),
@@ -273,12 +271,14 @@ fn write_widened<S: NpySink + ?Sized>(
     Ok(())
 }
 
-/// The `dump_core::widen` kernel of a float8 dtype (E5M2 for `Float8E5M2`, E4M3FN otherwise).
+/// The `dump_core::widen` kernel of a float8 dtype (E4M3FN for any dtype that is not one of
+/// the other three float8 dtypes; callers only pass float8 dtypes).
 pub(crate) fn fp8_kernel(dtype: DType) -> fn(&[u8], &mut [u8]) -> Result<usize, dump_core::Error> {
-    if dtype == DType::Float8E5M2 {
-        widen::f8e5m2_to_f32
-    } else {
-        widen::f8e4m3fn_to_f32
+    match dtype {
+        DType::Float8E5M2 => widen::f8e5m2_to_f32,
+        DType::Float8E4M3FNUZ => widen::f8e4m3fnuz_to_f32,
+        DType::Float8E5M2FNUZ => widen::f8e5m2fnuz_to_f32,
+        _ => widen::f8e4m3fn_to_f32,
     }
 }
 
@@ -364,7 +364,19 @@ mod tests {
     #[test]
     fn float8_and_uint4_widen() {
         // e4m3fn 1.0 (0x38), -448 (0xfe), NaN (0x7f); e5m2 1.0 (0x3c), -inf (0xfc), 2^-16 (0x01)
-        let cases: [(DType, [u8; 3], [u32; 3]); 2] = [
+        // e4m3fnuz 1.0 (0x40), -240 (0xff), NaN (0x80); e5m2fnuz 1.0 (0x40), 57344 (0x7f),
+        // 2^-17 (0x01)
+        let cases: [(DType, [u8; 3], [u32; 3]); 4] = [
+            (
+                DType::Float8E4M3FNUZ,
+                [0x40, 0xff, 0x80],
+                [1f32.to_bits(), (-240f32).to_bits(), 0xffc0_0000],
+            ),
+            (
+                DType::Float8E5M2FNUZ,
+                [0x40, 0x7f, 0x01],
+                [1f32.to_bits(), 57344f32.to_bits(), 2f32.powi(-17).to_bits()],
+            ),
             (
                 DType::Float8E4M3FN,
                 [0x38, 0xfe, 0x7f],

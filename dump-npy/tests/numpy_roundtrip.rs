@@ -62,6 +62,18 @@ for c in cases:
         bits = val.view("<u4").copy()
         bits[nan] = (0x7FC00000 | (s[nan] << 31)).astype("<u4")
         exp = bits.view("<f4")
+    elif kind in ("e4m3fnuz", "e5m2fnuz"):
+        # FNUZ: bias 8 / 16, no infinities, no negative zero, 0x80 the one NaN (0xffc00000).
+        b = np.frombuffer(raw, np.uint8).astype(np.int64)
+        ebits, bias = (4, 8) if kind == "e4m3fnuz" else (5, 16)
+        mbits = 7 - ebits
+        s, e, m = b >> 7, (b >> mbits) & ((1 << ebits) - 1), b & ((1 << mbits) - 1)
+        mag = np.where(e == 0, m * 2.0 ** (1 - bias - mbits),
+                       (1 + m / 2.0 ** mbits) * 2.0 ** (e - bias))
+        val = np.where(s == 1, -mag, mag).astype("<f4")
+        bits = val.view("<u4").copy()
+        bits[b == 0x80] = np.uint32(0xFFC00000)
+        exp = bits.view("<f4")
     elif kind == "uint1":
         exp = np.unpackbits(np.frombuffer(raw, np.uint8), bitorder="big")[:n]
     else:
@@ -141,6 +153,8 @@ fn cases() -> Vec<Case> {
         DType::UInt4,
         DType::Float8E4M3FN,
         DType::Float8E5M2,
+        DType::Float8E4M3FNUZ,
+        DType::Float8E5M2FNUZ,
     ];
     let mut out = Vec::new();
     for d in dtypes {
@@ -220,6 +234,8 @@ fn numpy_loads_what_opdump_writes() {
             DType::UInt4 => ("uint4", "|u1"),
             DType::Float8E4M3FN => ("e4m3fn", "<f4"),
             DType::Float8E5M2 => ("e5m2", "<f4"),
+            DType::Float8E4M3FNUZ => ("e4m3fnuz", "<f4"),
+            DType::Float8E5M2FNUZ => ("e5m2fnuz", "<f4"),
             DType::UInt1 => ("uint1", "|u1"),
             d => ("copy", d.npy_descr().unwrap()),
         };

@@ -127,7 +127,7 @@ fn reader_reads_numpy_files() {
 
 /// The `.npy` files `tests/fixtures/onnx/dtypes/gen_dtypes.py` saved with numpy and ml_dtypes:
 /// bool, int16 and uint16 read as themselves; ml_dtypes' bfloat16 (`<V2`), int4 (`<V1`, one
-/// value per byte, low nibble) and float8 (`<V1`, `<f1`) only through `read_file_opaque`, with
+/// value per byte, low nibble) and float8 (`<V1`, `<f1`; `<V1` for both FNUZ types) only through `read_file_opaque`, with
 /// their bytes as stored.
 #[test]
 fn ml_dtypes_files_read_opaque() {
@@ -157,6 +157,18 @@ fn ml_dtypes_files_read_opaque() {
             "float8_e5m2",
             "<f1",
             &[0x00, 0x3e, 0xc0, 0x42, 0xb4, 0x47][..],
+        ),
+        // FNUZ: one more bias than e4m3fn / e5m2, so each value's byte is one exponent step
+        // above theirs (1.5 is 0x44 in e4m3fnuz, 0x3c in e4m3fn).
+        (
+            "float8_e4m3fnuz",
+            "<V1",
+            &[0x00, 0x44, 0xc8, 0x4c, 0xb0, 0x56][..],
+        ),
+        (
+            "float8_e5m2fnuz",
+            "<V1",
+            &[0x00, 0x42, 0xc4, 0x46, 0xb8, 0x4b][..],
         ),
         (
             "bfloat16",

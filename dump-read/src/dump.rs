@@ -329,9 +329,32 @@ mod tests {
         std::fs::write(it.join(f8_name), npy("<f4", &[3], &f8)).unwrap();
         let u4_name = "Cast.Default_Cast-op3.0.0.8.output.0.DefaultFormat.uint4.npy";
         std::fs::write(it.join(u4_name), npy("|u1", &[2], &[15, 3])).unwrap();
+        // float8_e4m3fnuz widened to f32: its max (240), its one NaN (0x80) and -0.5.
+        let fnuz: Vec<u8> = [240.0f32, f32::from_bits(0xffc0_0000), -0.5]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let fnuz_name = "Cast.Default_Cast-op4.0.0.9.output.0.DefaultFormat.Float8E4M3FNUZ.npy";
+        std::fs::write(it.join(fnuz_name), npy("<f4", &[3], &fnuz)).unwrap();
         let d = Dump::open(&root).unwrap();
         assert!(d.problems.is_empty(), "{:?}", d.problems);
-        assert_eq!(d.tensors.len(), 4);
+        assert_eq!(d.tensors.len(), 5);
+        let t = d
+            .tensors
+            .iter()
+            .find(|t| t.id.op_name.ends_with("op4"))
+            .unwrap();
+        assert_eq!(
+            (t.dtype, t.stored),
+            (DType::Float8E4M3FNUZ, Some(DType::Float32))
+        );
+        let s = t.stats(dump_stats::Hashes::NONE).unwrap();
+        // A NaN makes max and min NaN (MindSpore's rule); the NaN is counted, not a -0.
+        assert!(s.max.is_some_and(f64::is_nan) && s.min.is_some_and(f64::is_nan));
+        assert_eq!(
+            (s.nan, s.zero, s.pos_inf, s.count),
+            (Some(1), Some(0), Some(0), Some(3))
+        );
         let f8 = d
             .tensors
             .iter()
@@ -357,6 +380,7 @@ mod tests {
         let d = {
             std::fs::remove_file(it.join(f8_name)).unwrap();
             std::fs::remove_file(it.join(u4_name)).unwrap();
+            std::fs::remove_file(it.join(fnuz_name)).unwrap();
             Dump::open(&root).unwrap()
         };
         assert_eq!(d.tensors.len(), 2);

@@ -143,6 +143,8 @@ impl TensorStream {
                 let kernel = match from {
                     DType::Float8E4M3FN => dump_core::widen::f8e4m3fn_to_f32,
                     DType::Float8E5M2 => dump_core::widen::f8e5m2_to_f32,
+                    DType::Float8E4M3FNUZ => dump_core::widen::f8e4m3fnuz_to_f32,
+                    DType::Float8E5M2FNUZ => dump_core::widen::f8e5m2fnuz_to_f32,
                     _ => dump_core::widen::bf16_to_f32,
                 };
                 let widened =

@@ -148,7 +148,13 @@ pub fn name_dtype_fits(named: DType, stored: DType) -> bool {
         || matches!(
             (named, stored),
             (DType::BFloat16, DType::Float32)
-                | (DType::Float8E4M3FN | DType::Float8E5M2, DType::Float32)
+                | (
+                    DType::Float8E4M3FN
+                        | DType::Float8E5M2
+                        | DType::Float8E4M3FNUZ
+                        | DType::Float8E5M2FNUZ,
+                    DType::Float32
+                )
                 | (DType::Int4, DType::Int8)
                 | (DType::UInt4 | DType::UInt1, DType::UInt8)
         )

@@ -223,8 +223,8 @@ fn hostile_dump_json_gives_problems_naming_the_file_never_a_panic() {
         ("no data", "{\"task\": \"tensor\"}", "no \"data\" object"),
         (
             "a dtype opdump does not read",
-            r#"{"data": {"Functional.x.0.forward": {"output": [{"type": "torch.Tensor", "dtype": "torch.float8_e4m3fnuz", "shape": [1]}]}}}"#,
-            "dtype \"torch.float8_e4m3fnuz\" is not one opdump reads",
+            r#"{"data": {"Functional.x.0.forward": {"output": [{"type": "torch.Tensor", "dtype": "torch.float8_e8m0fnu", "shape": [1]}]}}}"#,
+            "dtype \"torch.float8_e8m0fnu\" is not one opdump reads",
         ),
         (
             "a negative dimension",
@@ -394,12 +394,14 @@ fn float8_dtype_strings_are_read() {
     let t = |d: &str| format!(r#"{{"type": "torch.Tensor", "dtype": "{d}", "shape": [2]"#);
     let json = format!(
         r#"{{"task": "statistics", "level": "L1", "framework": "pytorch", "dump_data_dir": null, "data": {{
-  "Functional.linear.0.forward": {{"input_args": [{}, "Max": 448.0, "Min": -2.0, "Mean": 223.0, "Norm": 448.1}}, {}, "Max": 57344.0, "Min": 1.0, "Mean": 2.0, "Norm": 3.0}}, {}, "Max": 1.0, "Min": 0.0, "Mean": 0.5, "Norm": 1.0}}],
+  "Functional.linear.0.forward": {{"input_args": [{}, "Max": 448.0, "Min": -2.0, "Mean": 223.0, "Norm": 448.1}}, {}, "Max": 57344.0, "Min": 1.0, "Mean": 2.0, "Norm": 3.0}}, {}, "Max": 1.0, "Min": 0.0, "Mean": 0.5, "Norm": 1.0}}, {}, "Max": 240.0, "Min": -1.0, "Mean": 0.5, "Norm": 1.0}}, {}, "Max": 2.0, "Min": 0.0, "Mean": 0.5, "Norm": 1.0}}],
      "input_kwargs": {{}}, "output": [{}, "Max": 1.0, "Min": 1.0, "Mean": 1.0, "Norm": 1.4}}]}}
 }}}}"#,
         t("torch.float8_e4m3fn"),
         t("torch.float8_e5m2"),
+        t("torch.float8_e8m0fnu"),
         t("torch.float8_e4m3fnuz"),
+        t("torch.float8_e5m2fnuz"),
         t("torch.uint4"),
     );
     write_tree(&root, &json, r#"{"Functional.linear.0.forward": null}"#);
@@ -414,13 +416,16 @@ fn float8_dtype_strings_are_read() {
         [
             (Io::Input, 0, DType::Float8E4M3FN),
             (Io::Input, 1, DType::Float8E5M2),
+            (Io::Input, 3, DType::Float8E4M3FNUZ),
+            (Io::Input, 4, DType::Float8E5M2FNUZ),
             (Io::Output, 0, DType::UInt4),
         ]
     );
     assert_eq!(d.tensors[0].row_stats.as_ref().unwrap().max, Some(448.0));
+    assert_eq!(d.tensors[2].row_stats.as_ref().unwrap().max, Some(240.0));
     assert_eq!(d.problems.len(), 1, "{:?}", d.problems);
     assert!(
-        format!("{:?}", d.problems[0]).contains("float8_e4m3fnuz"),
+        format!("{:?}", d.problems[0]).contains("float8_e8m0fnu"),
         "{:?}",
         d.problems
     );

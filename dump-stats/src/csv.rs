@@ -501,6 +501,19 @@ mod tests {
                 &[0x7e, 0x01][..],
                 "Add,f8,0,0,3,output,0,2,float8_e4m3fn,\"(2)\",448,0.00195312,0,0,\n",
             ),
+            // e4m3fnuz [-240 (0xff), 2^-10 (0x01)]; e5m2fnuz [NaN (0x80, not -0), 57344 (0x7f)]:
+            // 0x80 widens to 0xffc00000 (as ml_dtypes and torch give it), a NaN with its sign
+            // bit set, which C's %g prints as -nan.
+            (
+                DType::Float8E4M3FNUZ,
+                &[0xff, 0x01][..],
+                "Add,f8,0,0,3,output,0,2,float8_e4m3fnuz,\"(2)\",0.000976562,-240,0,0,\n",
+            ),
+            (
+                DType::Float8E5M2FNUZ,
+                &[0x80, 0x7f][..],
+                "Add,f8,0,0,3,output,0,2,float8_e5m2fnuz,\"(2)\",-nan,-nan,1,0,\n",
+            ),
             (
                 DType::UInt4,
                 &[0xf3][..],

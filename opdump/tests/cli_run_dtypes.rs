@@ -96,6 +96,8 @@ fn tract_takes_bool_int16_uint16_and_names_the_types_it_lacks() {
         ("uint4", "UINT4"),
         ("float8_e4m3fn", "FLOAT8E4M3FN"),
         ("float8_e5m2", "FLOAT8E5M2"),
+        ("float8_e4m3fnuz", "FLOAT8E4M3FNUZ"),
+        ("float8_e5m2fnuz", "FLOAT8E5M2FNUZ"),
     ] {
         refused(
             ty,
@@ -111,8 +113,8 @@ fn tract_takes_bool_int16_uint16_and_names_the_types_it_lacks() {
 }
 
 /// ONNX Runtime takes numpy's bool/int16/uint16 and ml_dtypes' bfloat16 (`<V2`), int4 and
-/// uint4 (`<V1`, one per byte, repacked two per byte), float8_e4m3fn (`<V1`) and float8_e5m2
-/// (`<f1`) as the model declares them; the dumped input holds the widened values (int8/uint8,
+/// uint4 (`<V1`, one per byte, repacked two per byte), float8_e4m3fn, float8_e4m3fnuz and
+/// float8_e5m2fnuz (`<V1`) and float8_e5m2 (`<f1`) as the model declares them; the dumped input holds the widened values (int8/uint8,
 /// float32), and so do outputs of these types (`cast_to_T.onnx`). A file whose descr cannot
 /// hold the declared type, or whose bytes are no int4 / uint4, is refused (exit 2) saying why.
 #[cfg(feature = "ort")]
@@ -131,6 +133,8 @@ fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
         "uint4",
         "float8_e4m3fn",
         "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
     ] {
         runs(ty, "ort", &tmp);
     }
@@ -150,7 +154,12 @@ fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
     let f = input("uint4");
     assert_eq!(f.dtype, dump_core::DType::UInt8);
     assert_eq!(f.data, [0u8, 1, 2, 3, 0, 7]);
-    for ty in ["float8_e4m3fn", "float8_e5m2"] {
+    for ty in [
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+    ] {
         let f = input(ty);
         assert_eq!(f.dtype, dump_core::DType::Float32, "{ty}");
         let got: Vec<f32> = f
@@ -167,6 +176,8 @@ fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
         ("float8_e4m3fn", dump_core::DType::Float32, 6),
         ("float8_e5m2", dump_core::DType::Float32, 6),
         ("uint4", dump_core::DType::UInt8, 3),
+        ("float8_e4m3fnuz", dump_core::DType::Float32, 6),
+        ("float8_e5m2fnuz", dump_core::DType::Float32, 6),
     ] {
         let out = tmp.0.join(format!("to-{ty}"));
         let o = run_model(
@@ -198,7 +209,14 @@ fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
     }
     // Without --input: seeded random values of the declared type, which the Cast returns as
     // float32 exactly (the dumped input and output files hold the same values).
-    for ty in ["int4", "uint4", "float8_e4m3fn", "float8_e5m2"] {
+    for ty in [
+        "int4",
+        "uint4",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+    ] {
         let out = tmp.0.join(format!("random-{ty}"));
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_opdump"))
             .arg("run")
@@ -249,10 +267,23 @@ fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("\"<V1\" is ml_dtypes' int4, uint4 or float8_e4m3fn"),
+        err.contains("\"<V1\" is ml_dtypes' int4, uint4, float8_e4m3fn, float8_e4m3fnuz"),
         "{err}"
     );
     assert!(err.contains("'<f1' as float8_e5m2"), "{err}");
+    // `<f1` is never an FNUZ type.
+    let o = run(
+        "float8_e5m2fnuz",
+        "ort",
+        &dtypes().join("float8_e5m2.npy"),
+        &tmp.0.join("e5m2-as-e5m2fnuz"),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("\"<f1\" is ml_dtypes' float8_e5m2; the model declares float8_e5m2fnuz"),
+        "{err}"
+    );
     // A `<V1` file whose bytes are no int4 / uint4 (a float8 file fed to an int4 or a uint4
     // input).
     for (ty, what) in [
@@ -274,13 +305,21 @@ fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
     }
 }
 
-/// candle has no bool, uint16, int4, uint4 or float8_e5m2 tensors, and candle-onnx takes no
+/// candle has no bool, uint16, int4, uint4, float8_e5m2 or FNUZ float8 tensors, and candle-onnx takes no
 /// int16, bfloat16 or float8_e4m3fn (candle's F8E4M3) inputs: each is one clean error line.
 #[cfg(feature = "candle")]
 #[test]
 fn candle_refuses_the_types_it_lacks_cleanly() {
     let tmp = Tmp::new("dtypes-candle");
-    for ty in ["bool", "uint16", "int4", "uint4", "float8_e5m2"] {
+    for ty in [
+        "bool",
+        "uint16",
+        "int4",
+        "uint4",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+    ] {
         refused(
             ty,
             "candle",

@@ -150,6 +150,8 @@ fn gpu_tensors_dump_like_host_tensors() {
         (DType::UInt1, 10_003),
         (DType::Float8E4M3FN, 10_001),
         (DType::Float8E5M2, 10_001),
+        (DType::Float8E4M3FNUZ, 10_001),
+        (DType::Float8E5M2FNUZ, 10_001),
     ] {
         let packed: Vec<u8> = (0..dtype.storage_bytes(n).unwrap())
             .map(|i| (i * 37 % 251) as u8)

@@ -220,6 +220,9 @@ fn stats_matches_the_dumper_for_every_widened_or_plain_dtype() {
             vec![2, 2],
             vec![0x7e, 0xfe, 0x38, 0x80],
         ),
+        // FNUZ: e4m3fnuz 240, NaN (0x80, not -0), 1, 0; e5m2fnuz -57344, 2^-17, 2.0.
+        (DType::Float8E4M3FNUZ, vec![4], vec![0x7f, 0x80, 0x40, 0x00]),
+        (DType::Float8E5M2FNUZ, vec![3], vec![0xff, 0x01, 0x44]),
         (
             DType::BFloat16,
             vec![3],
@@ -279,6 +282,8 @@ fn stats_matches_the_dumper_for_every_widened_or_plain_dtype() {
         "uint4",
         "float8_e5m2",
         "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
         "bfloat16",
         "float16",
         "bool",

@@ -256,6 +256,16 @@ mod tests {
             Some(candle_core::DType::F8E4M3)
         );
         assert_eq!(candle_dtype(DType::Float8E5M2), None);
+        assert_eq!(
+            candle_dtype(DType::Float8E4M3FNUZ),
+            None,
+            "candle has no FNUZ type"
+        );
+        assert_eq!(
+            candle_dtype(DType::Float8E5M2FNUZ),
+            None,
+            "candle has no FNUZ type"
+        );
 
         // candle makes no CPU tensors of its other sub-16-bit floats; their dtypes map to none.
         for d in [

@@ -117,8 +117,9 @@ impl Initializer {
 
 /// The dump dtype of an ONNX `TensorProto.DataType` code (`INT4`, 22: [`DType::Int4`] and
 /// `UINT4`, 21: [`DType::UInt4`], two per byte, low nibble first, as ONNX packs them;
-/// `FLOAT8E4M3FN`, 17 and `FLOAT8E5M2`, 19: the float8 dtypes); `None` for strings, the
-/// `FNUZ` float8 variants, 4-bit floats and other types opdump has no dtype for.
+/// `FLOAT8E4M3FN`, 17, `FLOAT8E4M3FNUZ`, 18, `FLOAT8E5M2`, 19 and `FLOAT8E5M2FNUZ`, 20: the
+/// float8 dtypes); `None` for strings, 4-bit floats, `FLOAT8E8M0` and other types opdump has
+/// no dtype for.
 pub fn dtype(code: i32) -> Option<DType> {
     Some(match code {
         1 => DType::Float32,
@@ -137,7 +138,9 @@ pub fn dtype(code: i32) -> Option<DType> {
         15 => DType::Complex128,
         16 => DType::BFloat16,
         17 => DType::Float8E4M3FN,
+        18 => DType::Float8E4M3FNUZ,
         19 => DType::Float8E5M2,
+        20 => DType::Float8E5M2FNUZ,
         21 => DType::UInt4,
         22 => DType::Int4,
         _ => return None,
@@ -427,9 +430,15 @@ mod tests {
         assert_eq!(dtype(17), Some(DType::Float8E4M3FN));
         assert_eq!(dtype(19), Some(DType::Float8E5M2));
         assert_eq!(onnx_code(DType::Float8E5M2), Some(19));
-        assert_eq!(dtype(18), None, "no FLOAT8E4M3FNUZ dump dtype");
-        assert_eq!(dtype(20), None, "no FLOAT8E5M2FNUZ dump dtype");
-        for c in 1..=16 {
+        assert_eq!(dtype(18), Some(DType::Float8E4M3FNUZ));
+        assert_eq!(dtype(20), Some(DType::Float8E5M2FNUZ));
+        assert_eq!(type_name(18), "FLOAT8E4M3FNUZ");
+        assert_eq!(type_name(20), "FLOAT8E5M2FNUZ");
+        assert_eq!(onnx_code(DType::Float8E4M3FNUZ), Some(18));
+        assert_eq!(onnx_code(DType::Float8E5M2FNUZ), Some(20));
+        assert_eq!(dtype(23), None, "no FLOAT4E2M1 dump dtype");
+        assert_eq!(dtype(24), None, "no FLOAT8E8M0 dump dtype");
+        for c in 1..=22 {
             if let Some(d) = dtype(c) {
                 assert_eq!(onnx_code(d), Some(c));
             }

@@ -39,7 +39,7 @@ pub struct DeclaredInput {
     pub dtype: Option<DType>,
     /// Dimensions, when the model fixes all of them.
     pub shape: Option<Vec<usize>>,
-    /// The ONNX element type's name when it has no dump dtype (`FLOAT8E4M3FNUZ`).
+    /// The ONNX element type's name when it has no dump dtype (`FLOAT4E2M1`).
     pub onnx_type: Option<&'static str>,
 }
 

@@ -12,8 +12,8 @@ use ort::{
 use crate::Error;
 
 /// The dump dtype of an ONNX Runtime element type (int4 and uint4: two per byte, low nibble
-/// first, as both ONNX Runtime and MindSpore store them; float8 E4M3FN and E5M2: one byte per
-/// element); `None` for strings, the `FNUZ` float8 variants and 4-bit floats.
+/// first, as both ONNX Runtime and MindSpore store them; float8 E4M3FN, E5M2, E4M3FNUZ and
+/// E5M2FNUZ: one byte per element); `None` for strings and 4-bit floats.
 pub fn dtype_of(t: TensorElementType) -> Option<DType> {
     use TensorElementType as T;
     Some(match t {
@@ -34,6 +34,8 @@ pub fn dtype_of(t: TensorElementType) -> Option<DType> {
         T::Uint4 => DType::UInt4,
         T::Float8E4M3FN => DType::Float8E4M3FN,
         T::Float8E5M2 => DType::Float8E5M2,
+        T::Float8E4M3FNUZ => DType::Float8E4M3FNUZ,
+        T::Float8E5M2FNUZ => DType::Float8E5M2FNUZ,
         T::Complex64 => DType::Complex64,
         T::Complex128 => DType::Complex128,
         _ => return None,
@@ -60,6 +62,8 @@ fn element_type(d: DType) -> Option<TensorElementType> {
         T::Uint4,
         T::Float8E4M3FN,
         T::Float8E5M2,
+        T::Float8E4M3FNUZ,
+        T::Float8E5M2FNUZ,
         T::Complex64,
         T::Complex128,
     ]

@@ -116,7 +116,7 @@ pub enum Sent {
 }
 
 /// The dtypes an agent summarises: every real dtype (complex ones have no statistics).
-pub const AGENT_DTYPES: [DType; 18] = [
+pub const AGENT_DTYPES: [DType; 20] = [
     DType::Bool,
     DType::Int4,
     DType::Int8,
@@ -135,6 +135,8 @@ pub const AGENT_DTYPES: [DType; 18] = [
     DType::Float8E4M3FN,
     DType::Float8E5M2,
     DType::UInt4,
+    DType::Float8E4M3FNUZ,
+    DType::Float8E5M2FNUZ,
 ];
 
 /// Kernels of a graph whose plan decision [`Agent::begin_graph`] takes once, by position in

@@ -54,10 +54,12 @@ impl Tolerance {
     /// | bfloat16 | 8e-3 | 1e-5 |
     /// | float8_e4m3fn | 0.125 | 2^-9 (its smallest subnormal) |
     /// | float8_e5m2 | 0.25 | 2^-16 (its smallest subnormal) |
+    /// | float8_e4m3fnuz | 0.125 | 2^-10 (its smallest subnormal) |
+    /// | float8_e5m2fnuz | 0.25 | 2^-17 (its smallest subnormal) |
     /// | integers, bool | 0 | 0 |
     ///
     /// The float8 tolerances allow one rounding step (one unit in the last place is at most
-    /// 2^-3 of the value in e4m3fn, 2^-2 in e5m2).
+    /// 2^-3 of the value in e4m3fn and e4m3fnuz, 2^-2 in e5m2 and e5m2fnuz).
     pub const fn default_for(dtype: DType) -> Tolerance {
         let (rtol, atol) = match dtype {
             DType::Float64 => (1e-7, 1e-10),
@@ -66,6 +68,8 @@ impl Tolerance {
             DType::BFloat16 => (8e-3, 1e-5),
             DType::Float8E4M3FN => (0.125, 1.0 / 512.0),
             DType::Float8E5M2 => (0.25, 1.0 / 65536.0),
+            DType::Float8E4M3FNUZ => (0.125, 1.0 / 1024.0),
+            DType::Float8E5M2FNUZ => (0.25, 1.0 / 131072.0),
             _ => (0.0, 0.0),
         };
         Tolerance { rtol, atol }

@@ -23,7 +23,9 @@ fn float_bits(dtype: DType, data: &[u8], i: usize) -> Option<(u64, u32)> {
         u64::from_le_bytes(b)
     };
     match dtype {
-        DType::Float8E4M3FN | DType::Float8E5M2 => Some((le(1), 8)),
+        DType::Float8E4M3FN | DType::Float8E5M2 | DType::Float8E4M3FNUZ | DType::Float8E5M2FNUZ => {
+            Some((le(1), 8))
+        }
         DType::Float16 | DType::BFloat16 => Some((le(2), 16)),
         DType::Float32 => Some((le(4), 32)),
         DType::Float64 => Some((le(8), 64)),

@@ -145,6 +145,39 @@ fn half_types_count_ulps_in_their_own_format() {
     assert_eq!(m.max_ulp, 3);
 }
 
+/// FNUZ float8: one rounding step is within the default tolerance, two are not; ulps count
+/// in the format's own bits; the one NaN (`0x80`, not a negative zero) only matches a NaN.
+#[test]
+fn fnuz_float8_tolerance_ulps_and_nan() {
+    for backend in [Backend::Portable, Backend::detect()] {
+        for dtype in [DType::Float8E4M3FNUZ, DType::Float8E5M2FNUZ] {
+            // 1.0 is 0x40 in both; 0x41 one step above, 0x42 two (e4m3fnuz: 1.125, 1.25;
+            // e5m2fnuz: 1.25, 1.5). -1.0 (0xc0) against -1 step (0xc1).
+            let a = [0x40u8, 0xc1, 0x80, 0x00];
+            let b = [0x41u8, 0xc0, 0x80, 0x00];
+            let m = run(backend, dtype, &a, &b, 4);
+            assert_eq!(
+                (m.finite, m.nonfinite_mismatch, m.max_ulp),
+                (3, 0, 1),
+                "{dtype}"
+            );
+            assert_eq!(m.not_close, 0, "{dtype}: one step is within tolerance");
+            let m = run(backend, dtype, &[0x42, 0x80], &[0x40, 0x00], 2);
+            assert_eq!(m.max_ulp, 2, "{dtype}");
+            assert_eq!(m.not_close, 1, "{dtype}: two steps are not");
+            assert_eq!(m.nonfinite_mismatch, 1, "{dtype}: NaN against 0");
+        }
+    }
+    assert_eq!(
+        Tolerance::default_for(DType::Float8E4M3FNUZ).atol,
+        f64::from(f32::from_bits(crate::widen::F8E4M3FNUZ_TO_F32[1]))
+    );
+    assert_eq!(
+        Tolerance::default_for(DType::Float8E5M2FNUZ).atol,
+        f64::from(f32::from_bits(crate::widen::F8E5M2FNUZ_TO_F32[1]))
+    );
+}
+
 #[test]
 fn chunked_feeding_equals_one_call_and_length_errors() {
     let v: Vec<f32> = (0..777).map(|i| (i as f32).sin()).collect();

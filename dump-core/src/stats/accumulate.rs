@@ -301,7 +301,7 @@ fn complete(dtype: DType, data: &[u8], n: usize, p: &mut Summary) {
 }
 
 /// Elements of a float dtype equal to `+inf` (or `-inf` if `negative`), by bit pattern
-/// (float8 E4M3FN has no infinities).
+/// (float8 E4M3FN and the FNUZ types have no infinities).
 fn count_inf(dtype: DType, data: &[u8], negative: bool) -> u64 {
     fn count<const S: usize>(data: &[u8], pat: [u8; S]) -> u64 {
         data.chunks_exact(S).filter(|c| *c == pat).count() as u64

@@ -284,6 +284,12 @@ pub(super) fn raw(dtype: DType, data: &[u8]) -> Summary {
         DType::Float8E5M2 => fold_f32::<1>(data, |b| {
             f32::from_bits(crate::widen::F8E5M2_TO_F32[b[0] as usize])
         }),
+        DType::Float8E4M3FNUZ => fold_f32::<1>(data, |b| {
+            f32::from_bits(crate::widen::F8E4M3FNUZ_TO_F32[b[0] as usize])
+        }),
+        DType::Float8E5M2FNUZ => fold_f32::<1>(data, |b| {
+            f32::from_bits(crate::widen::F8E5M2FNUZ_TO_F32[b[0] as usize])
+        }),
         DType::Int4 | DType::UInt4 | DType::UInt1 | DType::Complex64 | DType::Complex128 => {
             Summary::EMPTY
         }

@@ -70,10 +70,12 @@ pub(crate) fn element_f64(dtype: DType, data: &[u8], i: usize) -> f64 {
         DType::BFloat16 => f32::from_bits((le!(u16) as u32) << 16) as f64,
         DType::Float32 => le!(f32) as f64,
         DType::Float64 => le!(f64),
-        DType::Float8E4M3FN | DType::Float8E5M2 => match crate::widen::fp8_to_f32(dtype, data[i]) {
-            Some(v) => v as f64,
-            None => f64::NAN,
-        },
+        DType::Float8E4M3FN | DType::Float8E5M2 | DType::Float8E4M3FNUZ | DType::Float8E5M2FNUZ => {
+            match crate::widen::fp8_to_f32(dtype, data[i]) {
+                Some(v) => v as f64,
+                None => f64::NAN,
+            }
+        }
         DType::Complex64 | DType::Complex128 => f64::NAN,
     }
 }

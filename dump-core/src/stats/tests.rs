@@ -355,6 +355,39 @@ fn float8_statistics_see_widened_values() {
     }
 }
 
+/// Statistics of the FNUZ float8 types see the widened values: no infinities, `0x80` the one
+/// NaN (not a negative zero), bias one above e4m3fn / e5m2.
+#[test]
+fn float8_fnuz_statistics_see_widened_values() {
+    for b in backends() {
+        // e4m3fnuz: 240 (0x7f), -240 (0xff), NaN (0x80), 1.0 (0x40), 2^-10 (0x01), 0 (0x00)
+        let e4 = [0x7f, 0xff, 0x80, 0x40, 0x01, 0x00];
+        let s = summarize_with(b, DType::Float8E4M3FNUZ, &e4, 6)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (s.count, s.nan, s.pos_inf, s.neg_inf, s.zero, s.pos, s.neg),
+            (6, 1, 0, 0, 1, 3, 1),
+            "{b:?}"
+        );
+        assert_eq!((s.max, s.min), (240.0, -240.0));
+        assert_eq!(s.sum, 1.0 + 2f64.powi(-10));
+        assert!(s.first_nan.is_nan() && s.first_nan.is_sign_negative());
+        // e5m2fnuz: 57344 (0x7f), -1.0 (0xc0), NaN (0x80), 2^-17 (0x01)
+        let e5 = [0x7f, 0xc0, 0x80, 0x01];
+        let s = summarize_with(b, DType::Float8E5M2FNUZ, &e5, 4)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (s.count, s.nan, s.pos_inf, s.neg_inf, s.zero, s.pos, s.neg),
+            (4, 1, 0, 0, 0, 2, 1),
+            "{b:?}"
+        );
+        assert_eq!((s.max, s.min), (57344.0, -1.0));
+        assert_eq!(s.sum, 57344.0 - 1.0 + 2f64.powi(-17));
+    }
+}
+
 #[test]
 fn errors_and_empty() {
     assert_eq!(summarize(DType::Float32, &[], 0), Ok(None));

@@ -563,9 +563,11 @@ fn dtype_codes_are_stable() {
         (DType::Float8E4M3FN, 17),
         (DType::Float8E5M2, 18),
         (DType::UInt4, 19),
+        (DType::Float8E4M3FNUZ, 20),
+        (DType::Float8E5M2FNUZ, 21),
     ];
     for (d, code) in named {
         assert_eq!(d as u8, code, "{d}");
     }
-    assert!(postcard::from_bytes::<DType>(&[20]).is_err());
+    assert!(postcard::from_bytes::<DType>(&[22]).is_err());
 }

@@ -96,6 +96,8 @@ pub fn torch_dtype(d: DType) -> &'static str {
         DType::Float8E4M3FN => "torch.float8_e4m3fn",
         DType::Float8E5M2 => "torch.float8_e5m2",
         DType::UInt4 => "torch.uint4",
+        DType::Float8E4M3FNUZ => "torch.float8_e4m3fnuz",
+        DType::Float8E5M2FNUZ => "torch.float8_e5m2fnuz",
     }
 }
 

@@ -267,7 +267,7 @@ pub fn op_type_of(name: &str) -> Option<&str> {
 }
 
 /// A dtype string of msprobe's: `torch.float32`, MindSpore's `Float32`/`BFloat16`, numpy's
-/// `float32`, torch's `torch.float8_e4m3fn`/`torch.float8_e5m2`.
+/// `float32`, torch's `torch.float8_e4m3fn`/`torch.float8_e5m2` (and the FNUZ pair).
 fn dtype_of(s: &str) -> Option<DType> {
     let s = s.strip_prefix("torch.").unwrap_or(s).to_ascii_lowercase();
     Some(match s.as_str() {
@@ -291,6 +291,8 @@ fn dtype_of(s: &str) -> Option<DType> {
         "float8_e4m3fn" | "float8e4m3fn" => DType::Float8E4M3FN,
         "float8_e5m2" | "float8e5m2" => DType::Float8E5M2,
         "uint4" => DType::UInt4,
+        "float8_e4m3fnuz" | "float8e4m3fnuz" => DType::Float8E4M3FNUZ,
+        "float8_e5m2fnuz" | "float8e5m2fnuz" => DType::Float8E5M2FNUZ,
         _ => return None,
     })
 }

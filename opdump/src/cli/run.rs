@@ -115,7 +115,8 @@ fn describe_as(dtype: Option<String>, shape: Option<&[usize]>) -> String {
 /// Gives an ml_dtypes array (numpy saves it with an opaque descr, see
 /// [`dump_npy::opaque_carrier`]) the element type the model declares for the input: `<V2` as
 /// bfloat16; `<V1` as int4 or uint4 (ml_dtypes' one value per byte, its low nibble, packed two
-/// per byte, low nibble first) or float8_e4m3fn; `<f1` as float8_e5m2. Anything else (a
+/// per byte, low nibble first), float8_e4m3fn, float8_e4m3fnuz or float8_e5m2fnuz; `<f1` as
+/// float8_e5m2. Anything else (a
 /// declared type the descr cannot hold, a model that declares no type) is an error saying what
 /// the file may hold and what opdump reads.
 fn resolve_opaque(npy: &mut dump_npy::NpyFile, d: &DeclaredInput) -> Result<(), String> {
@@ -123,21 +124,28 @@ fn resolve_opaque(npy: &mut dump_npy::NpyFile, d: &DeclaredInput) -> Result<(), 
     let holds = match npy.descr.as_str() {
         _ if e5m2 => "ml_dtypes' float8_e5m2",
         d if d.ends_with('2') => "ml_dtypes' bfloat16",
-        _ => "ml_dtypes' int4, uint4 or float8_e4m3fn (one byte per element)",
+        _ => {
+            "ml_dtypes' int4, uint4, float8_e4m3fn, float8_e4m3fnuz or float8_e5m2fnuz (one \
+             byte per element)"
+        }
     };
     let declared = declared_type(d);
     let unsupported = || {
         format!(
             "descr {:?} is {holds}; the model declares {declared}. opdump reads '<V2' as \
-             bfloat16, '<V1' as int4, uint4 or float8_e4m3fn and '<f1' as float8_e5m2, \
-             whichever the model declares for the input",
+             bfloat16, '<V1' as int4, uint4, float8_e4m3fn, float8_e4m3fnuz or \
+             float8_e5m2fnuz and '<f1' as float8_e5m2, whichever the model declares for the \
+             input",
             npy.descr
         )
     };
     match (npy.dtype, d.dtype) {
         (DType::UInt16, Some(DType::BFloat16)) => npy.dtype = DType::BFloat16,
         (DType::UInt8, Some(DType::Float8E5M2)) if e5m2 => npy.dtype = DType::Float8E5M2,
-        (DType::UInt8, Some(DType::Float8E4M3FN)) if !e5m2 => npy.dtype = DType::Float8E4M3FN,
+        (
+            DType::UInt8,
+            Some(to @ (DType::Float8E4M3FN | DType::Float8E4M3FNUZ | DType::Float8E5M2FNUZ)),
+        ) if !e5m2 => npy.dtype = to,
         (DType::UInt8, Some(to @ (DType::Int4 | DType::UInt4))) if !e5m2 => {
             npy.data = pack_nibbles(&npy.data, to)?;
             npy.dtype = to;
@@ -254,19 +262,21 @@ impl SplitMix {
 }
 
 /// A float8 byte of `dtype` for `v` in (-2, 2): `v` truncated toward zero to the format (its
-/// exponent kept, its mantissa cut to 3 bits for e4m3fn or 2 for e5m2; values below the
-/// smallest normal become zero of their sign), so the result's magnitude never exceeds `|v|`.
+/// exponent kept, its mantissa cut to 3 bits for e4m3fn/e4m3fnuz or 2 for e5m2/e5m2fnuz;
+/// values below the smallest normal become zero of their sign, always +0 in the FNUZ types,
+/// whose `0x80` is NaN), so the result's magnitude never exceeds `|v|`.
 fn fp8_toward_zero(dtype: DType, v: f64) -> u8 {
-    let (m_bits, bias) = if dtype == DType::Float8E5M2 {
-        (2, 15)
-    } else {
-        (3, 7)
+    let (m_bits, bias, fnuz) = match dtype {
+        DType::Float8E5M2 => (2, 15, false),
+        DType::Float8E4M3FNUZ => (3, 8, true),
+        DType::Float8E5M2FNUZ => (2, 16, true),
+        _ => (3, 7, false),
     };
     let bits = v.to_bits();
     let sign = ((bits >> 63) as u8) << 7;
     let exp = ((bits >> 52) & 0x7ff) as i32 - 1023 + bias;
     if exp < 1 {
-        return sign;
+        return if fnuz { 0 } else { sign };
     }
     let man = ((bits >> (52 - m_bits)) & ((1 << m_bits) - 1)) as u8;
     sign | ((exp as u8) << m_bits) | man
@@ -301,9 +311,7 @@ fn random_feeds(declared: &[DeclaredInput], seed: u64) -> Result<Vec<HostTensor>
                     DType::Int16 | DType::UInt16 => data.extend((int as u16).to_le_bytes()),
                     DType::Int32 | DType::UInt32 => data.extend((int as u32).to_le_bytes()),
                     DType::Int64 | DType::UInt64 => data.extend(int.to_le_bytes()),
-                    DType::Float8E4M3FN | DType::Float8E5M2 => {
-                        data.push(fp8_toward_zero(dtype, u));
-                    }
+                    d if d.is_float8() => data.push(fp8_toward_zero(dtype, u)),
                     // One value per byte here; packed two per byte below.
                     DType::Int4 => data.push((int.min(7)) as u8),
                     DType::UInt4 => data.push(int as u8),
@@ -599,26 +607,37 @@ mod tests {
     /// sign); anything else truncates toward zero.
     #[test]
     fn fp8_toward_zero_keeps_exact_values_and_never_grows() {
-        for dtype in [DType::Float8E4M3FN, DType::Float8E5M2] {
+        for dtype in [
+            DType::Float8E4M3FN,
+            DType::Float8E5M2,
+            DType::Float8E4M3FNUZ,
+            DType::Float8E5M2FNUZ,
+        ] {
+            let fnuz = matches!(dtype, DType::Float8E4M3FNUZ | DType::Float8E5M2FNUZ);
             for b in 0..=255u8 {
                 let v = f64::from(dump_core::widen::fp8_to_f32(dtype, b).unwrap());
                 if !v.is_finite() || v.abs() >= 2.0 {
                     continue;
                 }
                 let got = fp8_toward_zero(dtype, v);
-                let exp_mask = if dtype == DType::Float8E5M2 {
+                let exp_mask = if matches!(dtype, DType::Float8E5M2 | DType::Float8E5M2FNUZ) {
                     0x7c
                 } else {
                     0x78
                 };
                 let subnormal = b & exp_mask == 0;
-                let want = if subnormal { b & 0x80 } else { b };
+                let want = match (subnormal, fnuz) {
+                    (true, true) => 0,
+                    (true, false) => b & 0x80,
+                    (false, _) => b,
+                };
                 assert_eq!(got, want, "{dtype} {b:#04x} ({v})");
             }
-            for v in [0.3, -0.77, 0.999_999, -1.0, 1e-9] {
+            for v in [0.3, -0.77, 0.999_999, -1.0, 1e-9, -1e-9, -0.0] {
                 let b = fp8_toward_zero(dtype, v);
                 let w = f64::from(dump_core::widen::fp8_to_f32(dtype, b).unwrap());
                 assert!(w.abs() <= v.abs() && w * v >= 0.0, "{dtype} {v} -> {w}");
+                assert!(!w.is_nan(), "{dtype} {v} -> {b:#04x}, a NaN");
                 assert!(
                     v.abs() - w.abs() < v.abs() / 4.0 + 1e-2,
                     "{dtype} {v} -> {w}"
@@ -641,6 +660,8 @@ mod tests {
                 declared(DType::UInt4),
                 declared(DType::Float8E4M3FN),
                 declared(DType::Float8E5M2),
+                declared(DType::Float8E4M3FNUZ),
+                declared(DType::Float8E5M2FNUZ),
             ],
             7,
         )
