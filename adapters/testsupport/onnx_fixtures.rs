@@ -394,3 +394,34 @@ pub fn check_stop_at_log(rank: &Path, at: &dump_host::NonFiniteAt, step: u64) {
     assert!(t.contains(&format!("\"kernel\": \"{}\"", at.kernel)), "{t}");
     assert!(t.contains("\"kind\": \"nonfinite\""), "{t}");
 }
+
+/// The exception dump of `gather_oob` (x -> Add (doubled) -> Gather at index 7 of 4, which
+/// fails -> Mul) under `rank`: the failed Gather's two inputs only, input 0 computed again by
+/// the graph cut before it (Add doubled 0, 1, 2, 3), input 1 the index 7; no diagnostics.
+pub fn check_gather_oob_exception(rank: &Path, error: &str, diagnostics: &[String]) {
+    let files = npy_in(&rank.join("Net/0/0"));
+    let names: Vec<String> = files.iter().map(|p| file_name(p)).collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "the failed node's two inputs only: {names:?}; {error}; {diagnostics:?}"
+    );
+    assert!(
+        names[0].starts_with("Gather.")
+            && names[0].contains("gather1")
+            && names[0].contains(".input.0."),
+        "{names:?}"
+    );
+    assert!(names[1].contains(".input.1."), "{names:?}");
+    let doubled = dump_npy::read_file(&files[0]).unwrap();
+    let want: Vec<u8> = [0f32, 2.0, 4.0, 6.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(doubled.data, want);
+    assert_eq!(
+        dump_npy::read_file(&files[1]).unwrap().data,
+        7i64.to_le_bytes()
+    );
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+}

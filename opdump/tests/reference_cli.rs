@@ -34,30 +34,36 @@ fn npy_f32(v: &[f32]) -> Vec<u8> {
     b
 }
 
-/// A Rust run's dump in MindSpore's layout: a Relu defining value `r` and an Add defining `s`
-/// (the adapters' graphs/*.ir), with the Add's output `add_out`.
-fn rust_run(root: &Path, add_out: &[f32]) -> PathBuf {
+/// A Rust run's dump in MindSpore's layout under `root`: graph 0's `ir` (the adapters'
+/// graphs/*.ir) and iteration 0's `.npy` files of f32 values.
+fn write_run(root: &Path, ir: &str, files: &[(&str, &[f32])]) {
     let g = root.join("rank_0/graphs");
     std::fs::create_dir_all(&g).unwrap();
-    std::fs::write(
-        g.join("ms_output_trace_code_graph_0.ir"),
-        "  %0(r) = Relu(%para1_x)\n      # Fullname with scope: (Default/relu-Relu-op0)\n  %1(s) = Add(%0, %para2_w)\n      # Fullname with scope: (Default/add-Add-op1)\n",
-    )
-    .unwrap();
+    std::fs::write(g.join("ms_output_trace_code_graph_0.ir"), ir).unwrap();
     let it = root.join("rank_0/Net/0/0");
     std::fs::create_dir_all(&it).unwrap();
-    for (name, v) in [
-        (
-            "Relu.Default_relu-Relu-op0.0.0.10.output.0.DefaultFormat.float32.npy",
-            &[1.0f32, 2.0][..],
-        ),
-        (
-            "Add.Default_add-Add-op1.0.0.20.output.0.DefaultFormat.float32.npy",
-            add_out,
-        ),
-    ] {
+    for (name, v) in files {
         std::fs::write(it.join(name), npy_f32(v)).unwrap();
     }
+}
+
+/// A Rust run's dump: a Relu defining value `r` and an Add defining `s`, with the Add's output
+/// `add_out`.
+fn rust_run(root: &Path, add_out: &[f32]) -> PathBuf {
+    write_run(
+        root,
+        "  %0(r) = Relu(%para1_x)\n      # Fullname with scope: (Default/relu-Relu-op0)\n  %1(s) = Add(%0, %para2_w)\n      # Fullname with scope: (Default/add-Add-op1)\n",
+        &[
+            (
+                "Relu.Default_relu-Relu-op0.0.0.10.output.0.DefaultFormat.float32.npy",
+                &[1.0f32, 2.0][..],
+            ),
+            (
+                "Add.Default_add-Add-op1.0.0.20.output.0.DefaultFormat.float32.npy",
+                add_out,
+            ),
+        ],
+    );
     root.to_path_buf()
 }
 
@@ -166,39 +172,32 @@ fn inspect_reads_reference_arrays_including_slashed_onnx_names() {
 fn every_output_of_a_multi_output_kernel_pairs_with_its_reference_array() {
     let tmp = tmpdir("multi");
     let run = |root: &Path, second: &[f32]| {
-        let g = root.join("rank_0/graphs");
-        std::fs::create_dir_all(&g).unwrap();
-        std::fs::write(
-            g.join("ms_output_trace_code_graph_0.ir"),
+        write_run(
+            root,
             "  %0(s0) = Split(%para1_x)\n      # Fullname with scope: (Default/split/Split-op0)\n      # In file onnx node #0 \"split\" (Split)\n      # Output value 1: s1\n      # Output value 2: s2\n  %1(c) = Concat(%0[2], %0[0])\n      # Fullname with scope: (Default/concat/Concat-op0)\n",
-        )
-        .unwrap();
-        let it = root.join("rank_0/Net/0/0");
-        std::fs::create_dir_all(&it).unwrap();
-        for (name, v) in [
-            (
-                "Split.Default_split_Split-op0.0.0.10.input.0.DefaultFormat.float32.npy",
-                &[1.0f32, 2.0, 3.0][..],
-            ),
-            (
-                "Split.Default_split_Split-op0.0.0.10.output.0.DefaultFormat.float32.npy",
-                &[1.0][..],
-            ),
-            (
-                "Split.Default_split_Split-op0.0.0.10.output.1.DefaultFormat.float32.npy",
-                second,
-            ),
-            (
-                "Split.Default_split_Split-op0.0.0.10.output.2.DefaultFormat.float32.npy",
-                &[3.0][..],
-            ),
-            (
-                "Concat.Default_concat_Concat-op0.0.0.20.output.0.DefaultFormat.float32.npy",
-                &[3.0, 1.0][..],
-            ),
-        ] {
-            std::fs::write(it.join(name), npy_f32(v)).unwrap();
-        }
+            &[
+                (
+                    "Split.Default_split_Split-op0.0.0.10.input.0.DefaultFormat.float32.npy",
+                    &[1.0f32, 2.0, 3.0][..],
+                ),
+                (
+                    "Split.Default_split_Split-op0.0.0.10.output.0.DefaultFormat.float32.npy",
+                    &[1.0][..],
+                ),
+                (
+                    "Split.Default_split_Split-op0.0.0.10.output.1.DefaultFormat.float32.npy",
+                    second,
+                ),
+                (
+                    "Split.Default_split_Split-op0.0.0.10.output.2.DefaultFormat.float32.npy",
+                    &[3.0][..],
+                ),
+                (
+                    "Concat.Default_concat_Concat-op0.0.0.20.output.0.DefaultFormat.float32.npy",
+                    &[3.0, 1.0][..],
+                ),
+            ],
+        );
     };
     let reference = tmp.join("ref");
     std::fs::create_dir_all(&reference).unwrap();

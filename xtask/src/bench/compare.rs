@@ -46,16 +46,14 @@ times.sort()
 print(times[len(times) // 2], resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 "#;
 
-const PY_COMPARE: &str = r#"
-import sys, time, glob, os
-import numpy as np
-a_dir, b_dir = sys.argv[1], sys.argv[2]
+/// The per-pair metrics `opdump compare` computes, in numpy, for arrays `a` and `b`: cosine,
+/// max abs/rel error, the 0.001/0.005 ratios, the `allclose` count, max ULP distance and
+/// non-finite mismatches. Shared by the compare scripts below.
+const PY_METRICS: &str = r#"
 def ordered(x):
     i = x.view(np.int32).astype(np.int64)
     return np.where(i < 0, -(i & 0x7fffffff), i)
-t = time.perf_counter()
-for fa in sorted(glob.glob(os.path.join(a_dir, "*.npy"))):
-    a = np.load(fa); b = np.load(os.path.join(b_dir, os.path.basename(fa)))
+def metrics(a, b):
     fin = np.isfinite(a) & np.isfinite(b)
     same = (a == b) | (np.isnan(a) & np.isnan(b))
     mismatch = np.count_nonzero(~fin & ~same)
@@ -69,6 +67,18 @@ for fa in sorted(glob.glob(os.path.join(a_dir, "*.npy"))):
     r1 = np.count_nonzero(d > 0.001 * ay); r5 = np.count_nonzero(d > 0.005 * ay)
     nc = np.count_nonzero(d > 1e-6 + 1e-4 * ay)
     ulp = np.abs(ordered(a[fin]) - ordered(b[fin])).max()
+    return cos, max_abs, max_rel, r1, r5, nc, ulp, mismatch
+"#;
+
+/// numpy's compare of two directories of `.npy` files: per pair `np.load` both, then
+/// [`PY_METRICS`].
+const PY_COMPARE: &str = r#"
+import sys, time, glob, os
+import numpy as np
+a_dir, b_dir = sys.argv[1], sys.argv[2]
+t = time.perf_counter()
+for fa in sorted(glob.glob(os.path.join(a_dir, "*.npy"))):
+    metrics(np.load(fa), np.load(os.path.join(b_dir, os.path.basename(fa))))
 print(time.perf_counter() - t)
 "#;
 
@@ -143,35 +153,32 @@ for fmt in ("pt", "npy"):
 "#;
 
 /// numpy's compare of the `compare-pt` dumps: per output, `torch.load` of the `.pt`,
-/// `np.load` of the `.npy`, the metrics of `PY_COMPARE`.
+/// `np.load` of the `.npy`, then [`PY_METRICS`].
 const PY_PT_COMPARE: &str = r#"
 import sys, time, os, json
 import numpy as np, torch
 pt, npy = sys.argv[1], sys.argv[2]
-def ordered(x):
-    i = x.view(np.int32).astype(np.int64)
-    return np.where(i < 0, -(i & 0x7fffffff), i)
 t = time.perf_counter()
 doc = json.load(open(os.path.join(pt, "dump.json")))
 for name, entry in doc["data"].items():
     dn = entry["output"][0]["data_name"]
     a = torch.load(os.path.join(pt, "dump_tensor_data", dn), weights_only=True).numpy()
-    b = np.load(os.path.join(npy, "dump_tensor_data", dn[:-3] + ".npy"))
-    fin = np.isfinite(a) & np.isfinite(b)
-    same = (a == b) | (np.isnan(a) & np.isnan(b))
-    mismatch = np.count_nonzero(~fin & ~same)
-    x = a[fin].astype(np.float64); y = b[fin].astype(np.float64)
-    cos = np.dot(x, y) / np.sqrt(np.dot(x, x) * np.dot(y, y))
-    d = np.abs(x - y); ay = np.abs(y)
-    max_abs = d.max()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(d == 0, 0.0, d / ay)
-    max_rel = rel.max()
-    r1 = np.count_nonzero(d > 0.001 * ay); r5 = np.count_nonzero(d > 0.005 * ay)
-    nc = np.count_nonzero(d > 1e-6 + 1e-4 * ay)
-    ulp = np.abs(ordered(a[fin]) - ordered(b[fin])).max()
+    metrics(a, np.load(os.path.join(npy, "dump_tensor_data", dn[:-3] + ".npy")))
 print(time.perf_counter() - t)
 "#;
+
+/// `script` with [`PY_METRICS`] defined right after its `import numpy` line.
+fn compare_script(script: &str) -> String {
+    match script.find("\nimport numpy") {
+        Some(i) => {
+            let end = script[i + 1..]
+                .find('\n')
+                .map_or(script.len(), |j| i + 1 + j + 1);
+            format!("{}{PY_METRICS}{}", &script[..end], &script[end..])
+        }
+        None => format!("import numpy as np\n{PY_METRICS}{script}"),
+    }
+}
 
 fn f32_npy(path: &Path, values: impl Iterator<Item = f32>, elems: usize) -> Result<(), String> {
     let mut b = vec![0u8; 128];
@@ -291,7 +298,7 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     let read = timed(opts.runs.min(5), &cat_ref).map(|(s, _)| total as f64 / s / 1e9);
     let cmp = timed(opts.runs.min(5), &[bin, "compare", a, b, "--json"]);
     let np = python(
-        PY_COMPARE,
+        &compare_script(PY_COMPARE),
         &[
             &dirs[0].display().to_string(),
             &dirs[1].display().to_string(),
@@ -449,7 +456,7 @@ fn compare_pt(opts: &Opts, bin: &str, dir: &Path, rows: &mut Vec<Row>) -> Result
         if let Some((s, _)) = timed(1, &[bin, "compare", &npys, &npys, "--json"]) {
             npy_only.push(s);
         }
-        if let Some(s) = python(PY_PT_COMPARE, &[&pts, &npys]) {
+        if let Some(s) = python(&compare_script(PY_PT_COMPARE), &[&pts, &npys]) {
             theirs.push(s);
         }
     }
