@@ -149,7 +149,7 @@ pub fn dtype(code: i32) -> Option<DType> {
 
 /// The ONNX name of a `TensorProto.DataType` code (`FLOAT8E4M3FN`), or `"an unknown type"`.
 pub fn type_name(code: i32) -> &'static str {
-    const NAMES: [&str; 26] = [
+    const NAMES: [&str; 27] = [
         "UNDEFINED",
         "FLOAT",
         "UINT8",
@@ -176,6 +176,7 @@ pub fn type_name(code: i32) -> &'static str {
         "FLOAT4E2M1",
         "FLOAT8E8M0",
         "UINT2",
+        "INT2",
     ];
     usize::try_from(code)
         .ok()
@@ -421,6 +422,8 @@ mod tests {
     fn type_names_and_codes() {
         assert_eq!(type_name(1), "FLOAT");
         assert_eq!(type_name(17), "FLOAT8E4M3FN");
+        assert_eq!((type_name(25), type_name(26)), ("UINT2", "INT2"));
+        assert_eq!(type_name(27), "an unknown type");
         assert_eq!(type_name(22), "INT4");
         assert_eq!(type_name(-1), "an unknown type");
         assert_eq!(type_name(99), "an unknown type");
