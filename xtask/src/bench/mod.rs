@@ -35,7 +35,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `msprobe`, `compare`, `convert`, `ingest`, `adapters`, `train`, `cuda`, `anchor`; `anchor` runs only when named).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `msprobe`, `compare`, `convert`, `ingest`, `adapters`, `train`, `cuda`, `anchor`, `html`; `anchor` and `html` run only when named).
     pub only: Option<Vec<String>>,
 }
 
@@ -126,13 +126,13 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--only" => {
                 let v = it.next().ok_or(
-                    "--only needs a list: stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda,anchor",
+                    "--only needs a list: stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda,anchor,html",
                 )?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda,anchor]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda,anchor,html]"
                         .into(),
                 );
             }
@@ -214,11 +214,44 @@ pub fn run(args: &[String]) -> Result<(), String> {
     {
         anchor::run(&opts, &mut rows)?;
     }
+    // Headless Chromium opening the --html pages at 5,000 kernels (minutes): only when named.
+    if opts
+        .only
+        .as_ref()
+        .is_some_and(|o| o.iter().any(|g| g == "html"))
+    {
+        html_pages(&opts)?;
+    }
     if opts.device.as_deref() == Some("cuda") && opts.wants("cuda") {
         cuda::run(&opts, &mut rows)?;
     }
     print_table(&rows);
     write_csv(&mut rows)?;
+    Ok(())
+}
+
+/// The `html` group: opdump's `html_speed` harness (`opdump/tests/html_speed.rs`) with
+/// `OPDUMP_HTML_BENCH=1`, which times the 5,000-kernel compare and inspect pages against a
+/// 40-kernel page in the same interleaved rounds (3, or 1 with `--quick`; more, the page size
+/// and a "before" binary through its `OPDUMP_HTML_BENCH_*` variables) and prints its table.
+fn html_pages(opts: &Opts) -> Result<(), String> {
+    let mut cmd = std::process::Command::new(env!("CARGO"));
+    cmd.args(["test", "-q", "-p", "opdump", "--test", "html_speed", "--"])
+        .args([
+            "--exact",
+            "five_thousand_kernel_pages_load_time",
+            "--nocapture",
+        ])
+        .env("OPDUMP_HTML_BENCH", "1");
+    if opts.quick && std::env::var_os("OPDUMP_HTML_BENCH_ROUNDS").is_none() {
+        cmd.env("OPDUMP_HTML_BENCH_ROUNDS", "1");
+    }
+    let st = cmd
+        .status()
+        .map_err(|e| format!("cargo test html_speed: {e}"))?;
+    if !st.success() {
+        return Err("the html group (cargo test -p opdump --test html_speed) failed".into());
+    }
     Ok(())
 }
 
