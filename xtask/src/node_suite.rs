@@ -233,6 +233,11 @@ fn run_timed(mut cmd: Command, timeout: Duration) -> Option<(i32, String, String
 }
 
 /// The first `error:` line of `stderr`, shortened.
+/// Whether a run's detail says the binary was built without its runtime.
+fn lacks_runtime(detail: &str) -> bool {
+    detail.contains("was built without the")
+}
+
 fn error_line(stderr: &str) -> Option<String> {
     let l = stderr.lines().find(|l| l.starts_with("error: "))?;
     Some(l.chars().take(240).collect())
@@ -411,6 +416,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .filter(|(_, t)| t.skip.is_none())
         .flat_map(|(i, _)| o.runtimes.iter().map(move |r| (i, r.as_str())))
         .collect();
+    // A binary without one of the runtimes would count every run of it as a clean error:
+    // refuse it before the suite (the first test per runtime) and after it (the binary may
+    // have been rebuilt meanwhile, as a `cargo test -p opdump` without features does).
+    if let Some(probe) = selected.iter().find(|t| t.skip.is_none()) {
+        for rt in &o.runtimes {
+            let work = out_dir.join("work-probe");
+            let (_, detail) = one(&opdump, &o.dir, probe, rt, &work, o.timeout);
+            if lacks_runtime(&detail) {
+                return Err(format!("node-suite: {}: {detail}", opdump.display()));
+            }
+        }
+    }
     eprintln!(
         "node-suite: {} tests ({} skipped: sequence/map/optional values), {} runs on {} threads, timeout {:?}",
         selected.len(),
@@ -447,6 +464,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     });
     let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, rt, _, detail)) = results.iter().find(|r| lacks_runtime(&r.3)) {
+        return Err(format!(
+            "node-suite: {} lost the {rt} runtime during the suite (rebuilt meanwhile?): {detail}; no results written",
+            opdump.display()
+        ));
+    }
     results.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     let mut csv = String::from("test,runtime,outcome,detail\n");
     let mut counts: BTreeMap<&str, BTreeMap<Outcome, usize>> = BTreeMap::new();
@@ -522,6 +545,22 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_binary_without_a_runtime_is_recognised_by_its_error() {
+        for rt in [
+            "the candle runtime (cargo feature `candle`)",
+            "the ONNX Runtime runner (cargo feature `ort`)",
+        ] {
+            assert!(lacks_runtime(&format!(
+                "error: this opdump was built without {rt}"
+            )));
+        }
+        assert!(!lacks_runtime(
+            "error: candle-onnx failed at node \"a\" (Add, #0): shape"
+        ));
+    }
+
     use super::*;
 
     fn manifest_of(text: &str) -> Result<Vec<Test>, String> {
