@@ -246,43 +246,30 @@ fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
         );
     }
     // The descr decides what a file can hold: `<f1` is float8_e5m2 only, `<V1` never is.
-    let o = run(
+    refused_file(
         "float8_e4m3fn",
-        "ort",
-        &dtypes().join("float8_e5m2.npy"),
-        &tmp.0.join("e5m2-as-e4m3"),
-    );
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("\"<f1\" is ml_dtypes' float8_e5m2; the model declares float8_e4m3fn [2, 3]"),
-        "{err}"
-    );
-    let o = run(
         "float8_e5m2",
-        "ort",
-        &dtypes().join("float8_e4m3fn.npy"),
-        &tmp.0.join("e4m3-as-e5m2"),
+        "e5m2-as-e4m3",
+        &["\"<f1\" is ml_dtypes' float8_e5m2; the model declares float8_e4m3fn [2, 3]"],
+        &tmp,
     );
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("\"<V1\" is ml_dtypes' int4, uint4, float8_e4m3fn, float8_e4m3fnuz"),
-        "{err}"
+    refused_file(
+        "float8_e5m2",
+        "float8_e4m3fn",
+        "e4m3-as-e5m2",
+        &[
+            "\"<V1\" is ml_dtypes' int4, uint4, float8_e4m3fn, float8_e4m3fnuz",
+            "'<f1' as float8_e5m2",
+        ],
+        &tmp,
     );
-    assert!(err.contains("'<f1' as float8_e5m2"), "{err}");
     // `<f1` is never an FNUZ type.
-    let o = run(
+    refused_file(
         "float8_e5m2fnuz",
-        "ort",
-        &dtypes().join("float8_e5m2.npy"),
-        &tmp.0.join("e5m2-as-e5m2fnuz"),
-    );
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("\"<f1\" is ml_dtypes' float8_e5m2; the model declares float8_e5m2fnuz"),
-        "{err}"
+        "float8_e5m2",
+        "e5m2-as-e5m2fnuz",
+        &["\"<f1\" is ml_dtypes' float8_e5m2; the model declares float8_e5m2fnuz"],
+        &tmp,
     );
     // A `<V1` file whose bytes are no int4 / uint4 (a float8 file fed to an int4 or a uint4
     // input).
@@ -290,18 +277,30 @@ fn ort_takes_every_numpy_and_ml_dtypes_input_opdump_has_a_dtype_for() {
         ("int4", "not an int4 as ml_dtypes stores one"),
         ("uint4", "not a uint4 (0..=15)"),
     ] {
-        let o = run(
+        refused_file(
             ty,
-            "ort",
-            &dtypes().join("float8_e4m3fn.npy"),
-            &tmp.0.join(format!("bad-{ty}")),
+            "float8_e4m3fn",
+            &format!("bad-{ty}"),
+            &[&format!("element 1 is byte 0x3c, {what}")],
+            &tmp,
         );
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains(&format!("element 1 is byte 0x3c, {what}")),
-            "{err}"
-        );
+    }
+}
+
+/// Runs model `cast_{ty}` through ONNX Runtime with the fixture `{file}.npy` (another type's
+/// file) into `out` and expects exit 2 with every `needle` in its stderr.
+#[cfg(feature = "ort")]
+fn refused_file(ty: &str, file: &str, out: &str, needles: &[&str], tmp: &Tmp) {
+    let o = run(
+        ty,
+        "ort",
+        &dtypes().join(format!("{file}.npy")),
+        &tmp.0.join(out),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{ty} from {file}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{ty} from {file}: {n:?} not in {err}");
     }
 }
 

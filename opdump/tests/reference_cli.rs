@@ -67,6 +67,23 @@ fn rust_run(root: &Path, add_out: &[f32]) -> PathBuf {
     root.to_path_buf()
 }
 
+/// `opdump compare A B --json`: its exit code is `code` (stderr shown otherwise); the report.
+fn compare_json(a: &Path, b: &Path, code: i32) -> serde_json::Value {
+    let o = opdump(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    json(&o)
+}
+
 fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
         panic!(
@@ -85,19 +102,7 @@ fn a_rust_run_pairs_with_an_npz_and_an_npy_directory_by_value_name() {
     let dir = fixtures().join("ref_npy");
     let poly = fixtures().join("polygraphy.json");
     for reference in [&npz, &dir, &poly] {
-        let o = opdump(&[
-            "compare",
-            good.to_str().unwrap(),
-            reference.to_str().unwrap(),
-            "--json",
-        ]);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let j = json(&o);
+        let j = compare_json(&good, reference, 0);
         let pairs = j["pairs"].as_array().unwrap();
         let rules: Vec<&str> = pairs.iter().map(|p| p["rule"].as_str().unwrap()).collect();
         assert_eq!(rules, ["value", "value"], "{reference:?}");
@@ -110,19 +115,7 @@ fn a_rust_run_pairs_with_an_npz_and_an_npy_directory_by_value_name() {
     }
     // The Add's output off by 1%: exit 1, the Add named first, its reference named beside it.
     let bad = rust_run(&tmp.join("bad"), &[3.03, 1.0]);
-    let o = opdump(&[
-        "compare",
-        bad.to_str().unwrap(),
-        npz.to_str().unwrap(),
-        "--json",
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let j = json(&o);
+    let j = compare_json(&bad, &npz, 1);
     assert_eq!(j["first_divergent"]["op_name"], "Default_add-Add-op1");
     assert_eq!(j["first_divergent"]["b_op_name"], "s");
     assert_eq!(j["first_divergent"]["rule"], "value");
@@ -210,19 +203,7 @@ fn every_output_of_a_multi_output_kernel_pairs_with_its_reference_array() {
         std::fs::write(reference.join(format!("{name}.npy")), npy_f32(v)).unwrap();
     }
     run(&tmp.join("good"), &[2.0]);
-    let o = opdump(&[
-        "compare",
-        tmp.join("good").to_str().unwrap(),
-        reference.to_str().unwrap(),
-        "--json",
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let j = json(&o);
+    let j = compare_json(&tmp.join("good"), &reference, 0);
     let pairs: Vec<(String, u64, String)> = j["pairs"]
         .as_array()
         .unwrap()
@@ -253,14 +234,7 @@ fn every_output_of_a_multi_output_kernel_pairs_with_its_reference_array() {
     assert_eq!(j["only_in_b"].as_array().map_or(0, Vec::len), 0);
     // The second output off: exit 1, that output named first, beside its own array.
     run(&tmp.join("bad"), &[2.5]);
-    let o = opdump(&[
-        "compare",
-        tmp.join("bad").to_str().unwrap(),
-        reference.to_str().unwrap(),
-        "--json",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    let j = json(&o);
+    let j = compare_json(&tmp.join("bad"), &reference, 1);
     assert_eq!(j["first_divergent"]["op_name"], "Default_split_Split-op0");
     assert_eq!(j["first_divergent"]["slot"], 1);
     assert_eq!(j["first_divergent"]["b_op_name"], "s1");
