@@ -83,15 +83,9 @@ impl CandleRunner {
         }
         // The dump reads the weights too (constants, kernel inputs): from the external files
         // when the model fits one message, else without them (a diagnostic names each).
-        let model = if has_external(small.model()) {
-            match dump_onnx::inline_data(small.model().bytes(), dir, dump_onnx::MAX_INLINE_MODEL)
-                .and_then(Model::parse)
-            {
-                Ok(m) => ExposedModel::new(m, graph_id),
-                Err(_) => small,
-            }
-        } else {
-            small
+        let model = match small.model().with_external_weights(dir) {
+            Some(m) => ExposedModel::new(m, graph_id),
+            None => small,
         };
         Ok(CandleRunner {
             model,
@@ -184,11 +178,6 @@ impl CandleRunner {
             self.diagnostics.push(format!("exception dump: {e}"));
         }
     }
-}
-
-/// Whether an initializer of `model` keeps its data outside the model.
-fn has_external(model: &Model) -> bool {
-    model.graph.initializers.iter().any(|i| i.data.is_none())
 }
 
 /// Shows one candle tensor of an evaluation to the Dumper (dump-onnx's

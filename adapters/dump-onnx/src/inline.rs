@@ -80,6 +80,21 @@ struct External {
     length: Option<u64>,
 }
 
+impl crate::Model {
+    /// This model with the weights it keeps in external files (looked up in `base`) read
+    /// into `raw_data`, so a dump sees them as constants and kernel inputs; `None` when it
+    /// keeps none outside, or when they cannot be read or the whole would exceed protobuf's
+    /// 2 GiB (the dump then names each initializer it lacks).
+    pub fn with_external_weights(&self, base: &Path) -> Option<crate::Model> {
+        if self.graph.initializers.iter().all(|i| i.data.is_some()) {
+            return None;
+        }
+        inline_data(self.bytes(), base, MAX_INLINE_MODEL)
+            .and_then(crate::Model::parse)
+            .ok()
+    }
+}
+
 /// The element bytes of one initializer (`tensor`: a `TensorProto`'s bytes), little-endian
 /// as `raw_data` holds them, wherever the model keeps them: `raw_data`, a typed field
 /// (`float_data`, `int64_data`, ...) or an external file (looked up in `base`, at most
@@ -410,6 +425,20 @@ mod tests {
         );
         let e = initializer_data(&ext, &d, 4).unwrap_err().to_string();
         assert!(e.contains("exceeds 4 bytes"), "{e}");
+    }
+
+    #[test]
+    fn external_weights_are_read_in_when_the_model_has_some() {
+        let d = dir("weights");
+        let w: Vec<u8> = [4.0f32, 5.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(d.join("w.bin"), &w).unwrap();
+        let ext = model_with(&[tensor("w", 1, &[2], &external(&[("location", "w.bin")]))]);
+        let m = Model::parse(ext).unwrap();
+        let read = m.with_external_weights(&d).expect("external weights read");
+        assert_eq!(read.graph.initializers[0].data.as_deref(), Some(&w[..]));
+        // Nothing outside: nothing to do; a missing file: the model stays as it is.
+        assert!(read.with_external_weights(&d).is_none());
+        assert!(m.with_external_weights(&dir("empty")).is_none());
     }
 
     #[test]

@@ -83,15 +83,9 @@ impl OrtRunner {
         };
         drop(exposed);
         // The dump reads the weights too: from the external files when there are some.
-        let model = match dir {
-            Some(d) if has_external(model.model()) => {
-                match inline_data(model.model().bytes(), d, MAX_INLINE_MODEL).and_then(Model::parse)
-                {
-                    Ok(m) => ExposedModel::new(m, graph_id),
-                    Err(_) => model,
-                }
-            }
-            _ => model,
+        let model = match dir.and_then(|d| model.model().with_external_weights(d)) {
+            Some(m) => ExposedModel::new(m, graph_id),
+            None => model,
         };
         Ok(OrtRunner {
             model,
@@ -228,9 +222,4 @@ fn session_builder(
         )?;
     }
     Ok(builder)
-}
-
-/// Whether an initializer of `model` keeps its data outside the model.
-fn has_external(model: &Model) -> bool {
-    model.graph.initializers.iter().any(|i| i.data.is_none())
 }
