@@ -35,6 +35,9 @@ pub struct TensorRecord {
     pub stored: Option<DType>,
     /// Statistics from the `statistic.csv` row (empty when there is no row).
     pub row_stats: Option<Stats>,
+    /// The tensor's own name within its kernel, where the dialect gives one: the parameter an
+    /// msprobe `parameters_grad` entry holds the gradient of (`weight`), else `None`.
+    pub arg_name: Option<String>,
 }
 
 impl TensorRecord {

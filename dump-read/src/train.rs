@@ -13,7 +13,9 @@
 //!
 //! MindSpore's own backward kernels (`Gradients/Default/...`, sanitised `Gradients_...`) and
 //! msprobe's backward calls (`Functional.conv2d.0.backward`, `Module.fc.Linear.backward.0`,
-//! `….parameters_grad`) are gradients too; every other kernel is a forward activation.
+//! `….parameters_grad.0`) are gradients too; every other kernel is a forward activation. In
+//! an msprobe dump a parameter's trend is its gradient norm (`Norm`) per step, under the
+//! module path and key (`fc1.weight`): msprobe dumps no updates.
 //!
 //! ## Verdicts ([`Verdict`]), checked in this order
 //!
@@ -65,10 +67,10 @@ impl Role {
             "Update" | "OptimizerState" | "LearningRate" => Role::Optimizer,
             _ if op_name.starts_with("Gradients_") => Role::Gradient,
             // msprobe: `Functional.conv2d.0.backward`, `Module.fc.Linear.backward.0`, and
-            // parameter gradients `Module.fc.Linear.parameters_grad`.
+            // parameter gradients `Module.fc.Linear.parameters_grad.0`.
             _ if op_name.ends_with(".backward")
                 || op_name.contains(".backward.")
-                || op_name.ends_with(".parameters_grad") =>
+                || crate::dialect::parameters_grad_of(op_name).is_some() =>
             {
                 Role::Gradient
             }
@@ -142,7 +144,8 @@ impl Verdict {
 pub struct ParameterTrend {
     /// Rank.
     pub rank: u32,
-    /// The parameter's name (sanitised, as in its Parameter file: `conv1_weight`).
+    /// The parameter's name: sanitised, as in its Parameter file (`conv1_weight`); in an
+    /// msprobe dump, the module path and the `parameters_grad` key (`conv1.weight`).
     pub name: String,
     /// The dumped iterations, ascending.
     pub steps: Vec<u64>,
@@ -185,7 +188,28 @@ pub fn parameter_trends(
             .find(|&i| dump.tensors[i].id.io == Io::Output && dump.tensors[i].id.slot == slot)
             .and_then(|i| stats[i].as_ref())
     };
+    let mut put = |k: &KernelRef, name: String, col: usize, value: Option<f64>| {
+        let acc = per.entry((k.rank, name)).or_default();
+        acc.trained |= col < 2;
+        let row = acc.steps.entry(k.iteration).or_insert([None; 3]);
+        row[col] = value;
+    };
     for k in kernels {
+        if let Some((module, _)) = crate::dialect::parameters_grad_of(&k.op_name) {
+            // msprobe: one output per parameter of the module, named by its key.
+            for &i in &k.tensors {
+                let t = &dump.tensors[i];
+                let (Io::Output, Some(arg)) = (t.id.io, t.arg_name.as_deref()) else {
+                    continue;
+                };
+                let name = match module {
+                    "" => arg.to_owned(),
+                    m => format!("{m}.{arg}"),
+                };
+                put(k, name, 0, stats[i].as_ref().and_then(|s| s.l2norm));
+            }
+            continue;
+        }
         let Some(name) = parameter_of(&k.op_type, &k.op_name) else {
             continue;
         };
@@ -195,10 +219,7 @@ pub fn parameter_trends(
             "Update" => (1, output(k, 1).and_then(|s| s.max)),
             _ => (2, output(k, 0).and_then(|s| s.l2norm)),
         };
-        let acc = per.entry((k.rank, name)).or_default();
-        acc.trained |= col < 2;
-        let row = acc.steps.entry(k.iteration).or_insert([None; 3]);
-        row[col] = value;
+        put(k, name, col, value);
     }
     per.into_iter()
         .filter(|(_, a)| a.trained)
@@ -307,6 +328,7 @@ mod tests {
             "Functional.conv2d.0.backward",
             "Module.fc.Linear.backward.0",
             "Module.fc.Linear.parameters_grad",
+            "Module.fc.Linear.parameters_grad.0",
         ] {
             assert_eq!(Role::of("conv2d", msprobe), Role::Gradient, "{msprobe}");
         }

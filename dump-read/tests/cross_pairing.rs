@@ -41,6 +41,7 @@ fn record(
         source: None,
         stored: None,
         row_stats: None,
+        arg_name: None,
     }
 }
 

@@ -71,6 +71,30 @@ fn inspect_reads_every_shared_msprobe_case() {
     );
 }
 
+/// A real msprobe training dump (L0, forward and backward; `tools/msprobe_train.py`, an MLP
+/// whose learning rate makes it diverge): `inspect` reads its `parameters_grad.0` entries
+/// without a warning and prints each parameter's trend, all four exploding, and names the
+/// first non-finite operator, a forward activation of step 3.
+#[test]
+fn inspect_gives_msprobe_parameter_gradients_their_trend() {
+    let dir = fixtures().join("train_L0/dump");
+    let o = opdump(&[Path::new("inspect"), &dir]);
+    let (out, err) = text(&o);
+    assert!(!err.contains("warning"), "{err}");
+    assert!(out.contains("(4 of 4 flagged;"), "{out}");
+    for p in ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"] {
+        let row = out
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(p))
+            .unwrap_or_else(|| panic!("no row for {p}: {out}"));
+        assert!(row.contains("exploding"), "{row}");
+    }
+    assert!(
+        out.contains("first non-finite operator: rank 0 iteration 3"),
+        "{out}"
+    );
+}
+
 #[test]
 fn an_msprobe_dump_compared_with_itself_matches_everywhere() {
     for case in ["torch_statistics", "torch_md5", "torch_tensor"] {

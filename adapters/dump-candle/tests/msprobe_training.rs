@@ -1,6 +1,6 @@
 //! A candle training step dumped with msprobe configs (statistics and tensor tasks, level
 //! mix): the `DumpedOptimizer`'s gradients become msprobe's
-//! `Module.{path}.{Class}.parameters_grad` entries, `{param: [tensor]}`, whose statistics and
+//! `Module.{path}.{Class}.parameters_grad.0` entries, `{param: [tensor]}`, whose statistics and
 //! `.npy` files equal candle's gradients, and dump-read's msprobe dialect reads them back.
 
 #[path = "../../testsupport/onnx_fixtures.rs"]
@@ -96,16 +96,16 @@ fn gradients_are_parameters_grad_entries_equal_to_candles() {
         let data = doc["data"].as_object().unwrap();
         let entries = [
             (
-                "Module.fc1.Linear.parameters_grad",
+                "Module.fc1.Linear.parameters_grad.0",
                 "fc1",
                 &["weight", "bias"][..],
             ),
             (
-                "Module.fc2.Linear.parameters_grad",
+                "Module.fc2.Linear.parameters_grad.0",
                 "fc2",
                 &["weight", "bias"][..],
             ),
-            ("Module.Module.parameters_grad", "", &["scale"][..]),
+            ("Module.Module.parameters_grad.0", "", &["scale"][..]),
         ];
         for (entry, module, params) in entries {
             let e = data

@@ -15,9 +15,11 @@
 //! Gradients. A training step's gradient kernel (dump-candle's `DumpedOptimizer`:
 //! `Gradients/Default/{module path}/{param}/Gradient-op{n}`, op type `Gradient`) is, at levels
 //! L0 and mix with backward in `data_mode`, one parameter of msprobe's
-//! `Module.{module path}.{Class}.parameters_grad` entry, `{param: [tensor, ...]}`; its tensor
-//! file is `{entry}.{param}.npy` (`{entry}.{param}.{k}.npy` for the k-th gradient of that
-//! parameter in the step). `Class` is the class of the module call of that path seen in the
+//! `Module.{module path}.{Class}.parameters_grad.{k}` entry, `{param: [tensor]}`, where `k`
+//! counts that parameter's gradients in the step (0 for the first backward; a second
+//! backward in one step, as in gradient accumulation, gives `.1`); its tensor file is
+//! `{entry}.{param}.npy`: `Module.fc.Linear.parameters_grad.0.weight.npy`, the names real
+//! msprobe 26.2 writes (`tools/msprobe_train.py`). `Class` is the class of the module call of that path seen in the
 //! step (a `Dumped` module's kernel names it), else `Module` (every torch module is an
 //! `nn.Module`: the class is not known). At L1 msprobe writes no parameter gradients (its L1
 //! dump of a training step has none), nor does opdump. The gradients of a step are gathered
@@ -90,7 +92,7 @@ fn scope_of(full_name: &str) -> (Vec<String>, Option<&str>) {
     (path, class)
 }
 
-/// The entry name (`Module.{path}.{Class}.parameters_grad`) and the parameter of a gradient
+/// The entry name without its counter (`Module.{path}.{Class}.parameters_grad`) and the parameter of a gradient
 /// kernel `Gradients/[Default/]{path}/{param}/Gradient-op{n}`; `None` for other names.
 fn grad_of(full_name: &str, classes: &HashMap<String, String>) -> Option<(String, String)> {
     let rest = full_name.strip_prefix("Gradients/")?;
@@ -119,7 +121,7 @@ pub(crate) struct Namer {
     classes: HashMap<String, String>,
     /// Module paths of the module calls dumped this step (`scope` selects their gradients).
     dumped_modules: std::collections::HashSet<String>,
-    /// Gradients named this step per `{entry}.{param}` (a parameter's k-th file name).
+    /// Gradients named this step per `{entry}.{param}` (the next `k` of its entry).
     grads: HashMap<String, u32>,
     /// Inside `scope` (between its first and last name).
     in_scope: bool,
@@ -219,8 +221,11 @@ impl Namer {
         (call, wanted)
     }
 
-    /// A gradient's call: named `{entry}.{param}` (its file `{entry}.{param}.npy`), or
-    /// `{entry}.{param}.{k}` for the parameter's k-th gradient of the step. Wanted at L0 and
+    /// A gradient's call: the parameter's k-th gradient of the step (k counts backward
+    /// passes: msprobe hooks the accumulated gradient, so a module called twice in one
+    /// forward still has one) goes into entry `{entry}.{k}` and is named
+    /// `{entry}.{k}.{param}` (its file `{entry}.{k}.{param}.npy`), as msprobe 26.2 names
+    /// them (`Module.fc.Linear.parameters_grad.0.weight.pt`). Wanted at L0 and
     /// mix with backward in `data_mode`; with a `scope`, when a module call of that path was
     /// dumped this step; with a `list`, when an item is in the entry name or the kernel name.
     fn grad_call(
@@ -231,15 +236,15 @@ impl Namer {
         entry: String,
         param: String,
     ) -> (Call, bool) {
-        let base = format!("{entry}.{param}");
-        let k = self.grads.entry(base.clone()).or_insert(0);
-        let name = if *k == 0 { base } else { format!("{base}.{k}") };
-        *k += 1;
         let path = entry
             .strip_prefix("Module.")
             .and_then(|e| e.strip_suffix(".parameters_grad"))
             .and_then(|e| e.rsplit_once('.'))
             .map_or(String::new(), |(p, _)| p.to_owned());
+        let k = self.grads.entry(format!("{entry}.{param}")).or_insert(0);
+        let entry = format!("{entry}.{k}");
+        *k += 1;
+        let name = format!("{entry}.{param}");
         let mut wanted = cfg.level != MsprobeLevel::L1 && cfg.data_mode.backward;
         if !cfg.scope.is_empty() {
             wanted &= self.dumped_modules.contains(&path);

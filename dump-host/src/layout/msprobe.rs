@@ -235,7 +235,7 @@ impl OutputLayout for MsprobeLayout {
     }
 
     /// `{call}.{input|output}.{slot}.npy`; a parameter's gradient (call
-    /// `Module.{path}.{Class}.parameters_grad.{param}[.{k}]`, output 0) is `{call}.npy`.
+    /// `Module.{path}.{Class}.parameters_grad.{k}.{param}`, output 0) is `{call}.npy`.
     fn tensor_file(&self, id: TensorId<&str>, _format: &str, _dtype: DType) -> String {
         if id.op_name.contains(".parameters_grad.") && id.io == Io::Output && id.slot == 0 {
             return format!("{}.npy", id.op_name);

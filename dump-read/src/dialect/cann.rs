@@ -274,6 +274,7 @@ fn read_file(dump: &mut Dump, path: &Path, n: &CannName, at: &(u32, String, u32,
             source: Some(TensorSource::Cann(Box::new(c))),
             stored: Some(dtype),
             row_stats: None,
+            arg_name: None,
         });
     }
 }

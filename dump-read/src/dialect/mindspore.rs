@@ -205,6 +205,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
             source: file.map(crate::TensorSource::File),
             stored,
             row_stats: None,
+            arg_name: None,
         });
     }
     let had_files = dump.tensors.len() > start;
@@ -258,6 +259,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
                     source: None,
                     stored: None,
                     row_stats: Some(r.stats),
+                    arg_name: None,
                 });
             }
         }

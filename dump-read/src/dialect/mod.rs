@@ -46,6 +46,7 @@ use std::path::{Path, PathBuf};
 
 pub use cann::{Cann, CannName, ge_position};
 pub use mindspore::MindSpore;
+pub(crate) use msprobe::parameters_grad_of;
 pub use msprobe::{ModuleEdge, Msprobe, op_type_of};
 pub use polygraphy::Polygraphy;
 pub use reference::{NpyDir, Npz};

@@ -240,19 +240,40 @@ fn read_json(path: &Path, max: u64, dump: &mut Dump) -> Option<Value> {
     }
 }
 
+/// The module path and class of a parameter-gradient entry:
+/// `Module.layer1.0.conv1.Conv2d.parameters_grad.0` → (`layer1.0.conv1`, `Conv2d`), `Cell.`
+/// on MindSpore; the counter is optional (opdump before 2026-11-27 wrote none); a root
+/// module's entry (`Module.Net.parameters_grad.0`) has the path `""`. `None` for any other
+/// name.
+pub(crate) fn parameters_grad_of(name: &str) -> Option<(&str, &str)> {
+    let rest = name
+        .strip_prefix("Module.")
+        .or_else(|| name.strip_prefix("Cell."))?;
+    let rest = match rest.rsplit_once('.') {
+        Some((r, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => r,
+        _ => rest,
+    };
+    let rest = rest.strip_suffix(".parameters_grad")?;
+    match rest.rsplit_once('.') {
+        Some((path, class)) if !path.is_empty() && !class.is_empty() => Some((path, class)),
+        None if !rest.is_empty() => Some(("", rest)),
+        _ => None,
+    }
+}
+
 /// Op type of an msprobe name: the API (`Functional.conv2d.0.forward` → `conv2d`,
 /// `Tensor.__add__.1.backward` → `__add__`) or the module class
-/// (`Module.conv1.Conv2d.forward.0` → `Conv2d`, `Module.fc.Linear.parameters_grad` →
+/// (`Module.conv1.Conv2d.forward.0` → `Conv2d`, `Module.fc.Linear.parameters_grad.0` →
 /// `Linear`); `None` when the name has neither form.
 pub fn op_type_of(name: &str) -> Option<&str> {
+    if let Some((_, class)) = parameters_grad_of(name) {
+        return Some(class);
+    }
     let parts: Vec<&str> = name.split('.').collect();
     let n = parts.len();
     let is_dir = |s: &str| s == "forward" || s == "backward";
     let is_num = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if (parts[0] == "Module" || parts[0] == "Cell") && n >= 3 {
-        if parts[n - 1] == "parameters_grad" {
-            return Some(parts[n - 2]);
-        }
         if n >= 4 && is_num(parts[n - 1]) && is_dir(parts[n - 2]) {
             return Some(parts[n - 3]);
         }
@@ -326,6 +347,8 @@ struct Walk<'a> {
     dir: &'a Path,
     json: &'a Path,
     clock: u64,
+    /// The parameter whose gradients are being read (a `parameters_grad` entry's key).
+    param: Option<String>,
     dump: &'a mut Dump,
 }
 
@@ -484,6 +507,7 @@ impl Walk<'_> {
             source: file.map(TensorSource::File),
             stored,
             row_stats: Some(stats),
+            arg_name: self.param.clone(),
         });
     }
 }
@@ -506,6 +530,7 @@ fn read_rank(step: u64, rank: u32, dir: &Path, dump: &mut Dump) {
         dir,
         json: &json,
         clock: 0,
+        param: None,
         dump,
     };
     for (call, entry) in data {
@@ -516,12 +541,17 @@ fn read_rank(step: u64, rank: u32, dir: &Path, dump: &mut Dump) {
         if op_type_of(call).is_none() {
             w.problem(
                 &json,
-                format!("{call}: not an msprobe call name ({{Prefix}}.{{api}}.{{n}}.forward|backward or Module.{{path}}.{{Class}}.forward|backward.{{n}}); read as is"),
+                format!("{call}: not an msprobe call name ({{Prefix}}.{{api}}.{{n}}.forward|backward, Module.{{path}}.{{Class}}.forward|backward.{{n}} or Module.{{path}}.{{Class}}.parameters_grad.{{n}}); read as is"),
             );
         }
         let mut slot = 0;
-        if call.ends_with(".parameters_grad") {
-            w.leaves(call, Io::Output, entry, &mut slot, 0);
+        if parameters_grad_of(call).is_some() {
+            // `{param: [tensor]}`: one output per parameter, in order, each named by its key.
+            for (param, v) in e {
+                w.param = Some(param.clone());
+                w.leaves(call, Io::Output, v, &mut slot, 1);
+            }
+            w.param = None;
             continue;
         }
         for key in ["input_args", "input_kwargs", "input", "parameters"] {

@@ -206,6 +206,7 @@ impl Dialect for Polygraphy {
                         source: Some(TensorSource::File(file)),
                         stored: Some(dtype),
                         row_stats: None,
+                        arg_name: None,
                     });
                     let key = (ri as u32, 0);
                     match dump.graphs.iter_mut().find(|(g, _)| *g == key) {

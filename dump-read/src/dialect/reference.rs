@@ -61,6 +61,7 @@ fn push(dump: &mut Dump, name: &str, path: PathBuf) {
                 source: Some(TensorSource::File(path)),
                 stored: Some(f.dtype),
                 row_stats: None,
+                arg_name: None,
             });
             if dump.graphs.is_empty() {
                 dump.graphs.push(((0, 0), Vec::new()));

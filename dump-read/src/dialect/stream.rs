@@ -188,6 +188,7 @@ fn record(r: &StatRecord, rank: u32, ts: u64) -> TensorRecord {
         source: None,
         stored: None,
         row_stats: Some(Stats::from_tensor_stats(&stats)),
+        arg_name: None,
     }
 }
 

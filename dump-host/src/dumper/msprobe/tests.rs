@@ -542,9 +542,9 @@ fn a_call_name_too_long_for_a_file_names_its_short_file() {
 }
 
 /// A training step's gradient kernels (dump-candle's `Gradients/Default/{path}/{param}/
-/// Gradient-op{n}`) become msprobe's `Module.{path}.{Class}.parameters_grad` entries at mix
-/// and L0 (class from the module call of that path, else `Module`), `{param: [tensors]}` with
-/// files `{entry}.{param}.npy`; none at L1.
+/// Gradient-op{n}`) become msprobe's `Module.{path}.{Class}.parameters_grad.{k}` entries at
+/// mix and L0 (class from the module call of that path, else `Module`; `k` the backward pass),
+/// `{param: [tensor]}` with files `{entry}.{param}.npy`; none at L1.
 #[test]
 fn gradients_are_parameters_grad_entries() {
     let w = [0.5f32, -0.25, 2.0, 1.0];
@@ -596,37 +596,46 @@ fn gradients_are_parameters_grad_entries() {
             std::fs::remove_dir_all(&r).unwrap();
             continue;
         }
-        let fc = &data["Module.fc.Linear.parameters_grad"];
+        let fc = &data["Module.fc.Linear.parameters_grad.0"];
         let keys: Vec<&str> = fc.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, ["weight", "bias"], "{level}");
-        assert_eq!(fc["weight"].as_array().unwrap().len(), 2);
+        assert_eq!(fc["weight"].as_array().unwrap().len(), 1);
         assert_eq!(fc["bias"][0]["Max"], 0.125);
         assert_eq!(fc["weight"][0]["Min"], -0.25);
         assert_eq!(
             fc["weight"][0]["data_name"],
-            "Module.fc.Linear.parameters_grad.weight.npy"
+            "Module.fc.Linear.parameters_grad.0.weight.npy"
         );
+        // The second backward's gradient of `weight`: the next entry, holding only it.
+        let fc1 = &data["Module.fc.Linear.parameters_grad.1"];
+        let keys: Vec<&str> = fc1
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["weight"], "{level}");
         assert_eq!(
-            fc["weight"][1]["data_name"],
-            "Module.fc.Linear.parameters_grad.weight.1.npy"
+            fc1["weight"][0]["data_name"],
+            "Module.fc.Linear.parameters_grad.1.weight.npy"
         );
-        let top = &data["Module.Module.parameters_grad"];
+        let top = &data["Module.Module.parameters_grad.0"];
         assert_eq!(
             top["scale"][0]["data_name"],
-            "Module.Module.parameters_grad.scale.npy"
+            "Module.Module.parameters_grad.0.scale.npy"
         );
         for n in [
-            "Module.fc.Linear.parameters_grad.weight.npy",
-            "Module.fc.Linear.parameters_grad.weight.1.npy",
-            "Module.fc.Linear.parameters_grad.bias.npy",
-            "Module.Module.parameters_grad.scale.npy",
+            "Module.fc.Linear.parameters_grad.0.weight.npy",
+            "Module.fc.Linear.parameters_grad.1.weight.npy",
+            "Module.fc.Linear.parameters_grad.0.bias.npy",
+            "Module.Module.parameters_grad.0.scale.npy",
         ] {
             let f = dump_npy::read_file(dir.join("dump_tensor_data").join(n)).unwrap();
             assert!(!f.shape.is_empty(), "{n}");
         }
         // The gradient entries come after the step's calls; construct.json leaves them out.
         assert!(
-            names.last().unwrap().ends_with("parameters_grad"),
+            names.last().unwrap().contains(".parameters_grad."),
             "{names:?}"
         );
         let construct = json(&dir.join("construct.json"));
