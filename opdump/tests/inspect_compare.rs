@@ -922,3 +922,51 @@ fn compare_pairs_squeezed_shapes_by_value_and_scales_atol_with_the_tensor() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// A compare that pairs nothing is an error (exit 2), never "every pair within tolerance":
+/// a reference directory whose only array has a dtype opdump cannot read (numpy's opaque
+/// `|V1`, as ml_dtypes saves a type numpy lacks), and, both ways round, an empty reference.
+/// The report is still printed; the error names the side without tensors and why.
+#[test]
+fn a_compare_that_pairs_nothing_is_an_error() {
+    let tmp = tmpdir("nothing");
+    let a = tree(
+        &tmp.join("a"),
+        &[(
+            "Add.Add-op1.0.0.1.output.0.DefaultFormat.float32.npy",
+            npy_f32(&[1.0, 2.0]),
+        )],
+    );
+    let opaque = tmp.join("opaque");
+    std::fs::create_dir_all(&opaque).unwrap();
+    let mut v1 = vec![0u8; 128];
+    let n = dump_npy::encode_header("|V1", &[4], &mut v1).unwrap();
+    v1.truncate(n);
+    v1.extend([0u8; 4]);
+    std::fs::write(opaque.join("x.npy"), v1).unwrap();
+    for (x, y) in [(&a, &opaque), (&opaque, &a)] {
+        let o = opdump(&["compare", x.to_str().unwrap(), y.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("error: nothing was compared"), "{err}");
+        assert!(
+            err.contains("holds 0 readable tensors, 1 problems listed above"),
+            "{err}"
+        );
+        assert!(err.contains("x.npy: not a valid .npy file"), "{err}");
+        assert!(String::from_utf8_lossy(&o.stdout).contains("0 pairs"));
+    }
+    // With --json the report is still the JSON document on stdout.
+    let o = opdump(&[
+        "compare",
+        "--json",
+        a.to_str().unwrap(),
+        opaque.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(json_of(&o)["pairs"].as_array().map(Vec::len), Some(0));
+    // The same dump against itself pairs and exits 0: the rule is about pairs, not names.
+    let o = opdump(&["compare", a.to_str().unwrap(), a.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&tmp);
+}

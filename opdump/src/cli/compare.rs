@@ -40,7 +40,9 @@
 //! b_min,b_avg,b_l2norm,reason`.
 //!
 //! Exit code: 0 when every pair is within tolerance, 1 when a divergence was found, 2 on an
-//! error (a dump that cannot be read, bad arguments, an output file that cannot be written).
+//! error (a dump that cannot be read, bad arguments, an output file that cannot be written, or
+//! nothing compared: no pair at all, as when one side holds no readable tensor; the report is
+//! still printed and written).
 
 use std::{io::Write, path::PathBuf};
 
@@ -54,6 +56,34 @@ use super::{
     outcome::{Failure, Outcome, Verdict},
     report::{self, compare_report::CompareReport, csv, html, json, progress::Progress, text},
 };
+
+/// Why a compare with no pair is an error, not "every pair within tolerance": which side has
+/// no readable tensor, or that the two sides have tensors but none pairs.
+fn nothing_compared(a: &Dump, b: &Dump) -> String {
+    let side = |name: &str, d: &Dump| {
+        let why = if d.problems.is_empty() {
+            String::new()
+        } else {
+            format!(", {} problems listed above", d.problems.len())
+        };
+        format!(
+            "{name} ({}) holds {} readable tensors{why}",
+            d.root.display(),
+            d.tensors.len()
+        )
+    };
+    let hint = if a.tensors.is_empty() || b.tensors.is_empty() {
+        "a dump with no readable tensor cannot be compared"
+    } else {
+        "no tensor of A pairs with one of B (see `only in A`/`only in B` and their nearest \
+         candidates; a --mapping file can pair names the automatic rules miss)"
+    };
+    format!(
+        "nothing was compared: {}; {}: {hint}",
+        side("A", a),
+        side("B", b)
+    )
+}
 
 /// Arguments of `opdump compare`.
 #[derive(Debug, clap::Args)]
@@ -199,6 +229,9 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
         return Err(Failure::Invalid(format!("cannot write the HTML page: {e}")));
     }
     let _ = text::compare_summary(&r, err);
+    if r.cmp.pairs.is_empty() {
+        return Err(Failure::Invalid(nothing_compared(&a, &b)));
+    }
     Ok(if r.first.is_some() {
         Verdict::Found
     } else {
