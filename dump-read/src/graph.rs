@@ -223,6 +223,39 @@ pub fn parse_origin(row: &str) -> Option<OnnxOrigin> {
 /// `Split` into many pieces may have hundreds).
 const MAX_OUTPUT_SLOT: usize = 65_535;
 
+/// A name as the Dumper wrote it into a `.ir` row: a control character (a newline in an ONNX
+/// value name) is written `\xHH` so it cannot start a row, and a `)` of `) = ` in a head's
+/// value `\x29`; this turns them back. Other text, a `\x` not followed by the two hex digits
+/// of a control character or `)` included, is kept as is.
+fn unescape(s: &str) -> String {
+    if !s.contains("\\x") {
+        return s.to_owned();
+    }
+    let mut o = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find("\\x") {
+        o.push_str(&rest[..at]);
+        let hex = rest.get(at + 2..at + 4);
+        match hex
+            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .and_then(char::from_u32)
+            .filter(|&c| c.is_control() || c == ')')
+        {
+            Some(c) => {
+                o.push(c);
+                rest = &rest[at + 4..];
+            }
+            None => {
+                o.push_str("\\x");
+                rest = &rest[at + 2..];
+            }
+        }
+    }
+    o.push_str(rest);
+    o
+}
+
 /// Parses the text of a `.ir` file; lines of other forms are skipped.
 pub fn parse_ir(text: &str) -> Vec<GraphNode> {
     let mut nodes: Vec<GraphNode> = Vec::new();
@@ -251,15 +284,16 @@ pub fn parse_ir(text: &str) -> Vec<GraphNode> {
                 if n.values.len() <= k {
                     n.values.resize(k + 1, String::new());
                 }
-                n.values[k] = value.to_owned();
+                n.values[k] = unescape(value);
             }
             continue;
         }
         if let Some(rest) = t.strip_prefix("# Fullname with scope: (") {
             if let Some(mut n) = pending.take() {
                 let full = rest.strip_suffix(')').unwrap_or(rest);
-                n.op_name = sanitize(full);
-                n.full_name = full.to_owned();
+                let full = unescape(full);
+                n.op_name = sanitize(&full);
+                n.full_name = full;
                 nodes.push(n);
             }
             continue;
@@ -296,7 +330,7 @@ pub fn parse_ir(text: &str) -> Vec<GraphNode> {
         pending = Some(GraphNode {
             op_name: String::new(),
             full_name: String::new(),
-            values: vec![value.to_owned()],
+            values: vec![unescape(value)],
             inputs,
             onnx: None,
         });
@@ -307,6 +341,22 @@ pub fn parse_ir(text: &str) -> Vec<GraphNode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escaped_names_come_back_and_other_backslashes_stay() {
+        for (written, name) in [
+            ("a\\x0ab", "a\nb"),
+            ("\\x29 = x\\x7f", ") = x\u{7f}"),
+            ("\\x", "\\x"),
+            ("\\x4", "\\x4"),
+            ("\\xZZ\\x41", "\\xZZ\\x41"),
+            ("end\\x0", "end\\x0"),
+            ("\\x\\x09", "\\x\t"),
+            ("plain", "plain"),
+        ] {
+            assert_eq!(unescape(written), name, "{written}");
+        }
+    }
 
     #[test]
     fn nodes_values_and_edges() {

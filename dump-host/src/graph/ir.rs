@@ -8,11 +8,38 @@
 //! written `%i[k]` where MindSpore inserts a `TupleGetItem`, and its value name on a
 //! `# Output value k: {value}` line after the node's other rows) are listed in docs/compat.md.
 
-use std::fmt::Write as _;
+use std::{borrow::Cow, fmt::Write as _};
 
 use dump_core::DType;
 
 use super::{Graph, Input, Node};
+
+/// `s` with every control character (a newline in an ONNX value name would start a row of
+/// its own) written `\xHH`; dump-read's `parse_ir` reads it back. Names without one, which is
+/// every name MindSpore writes, are unchanged.
+fn one_line(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            let _ = write!(o, "\\x{:02x}", u32::from(c));
+        } else {
+            o.push(c);
+        }
+    }
+    Cow::Owned(o)
+}
+
+/// A value name for the `%i(value) = Op(...)` head: [`one_line`], and a `) = ` inside the
+/// name written `\x29 = `, so the head splits at its own `) = `.
+fn head_value(s: &str) -> Cow<'_, str> {
+    match one_line(s) {
+        v if v.contains(") = ") => Cow::Owned(v.replace(") = ", "\\x29 = ")),
+        v => v,
+    }
+}
 
 fn dtype_name(d: Option<DType>) -> &'static str {
     d.map_or("Unknown", DType::cpu_name)
@@ -30,7 +57,7 @@ fn tensor_type(d: Option<DType>, shape: &[usize]) -> String {
 fn arg(g: &Graph, i: &Input) -> String {
     match *i {
         Input::Parameter(p) => match g.parameters.get(p) {
-            Some(par) => format!("%para{}_{}", p + 1, par.name),
+            Some(par) => format!("%para{}_{}", p + 1, one_line(&par.name)),
             None => format!("%para{}_<missing>", p + 1),
         },
         Input::Node { node, output } => {
@@ -62,7 +89,8 @@ fn input_type(g: &Graph, i: &Input) -> String {
 }
 
 fn write_node(s: &mut String, g: &Graph, i: usize, n: &Node) {
-    let value = n.outputs.first().map_or("", |o| o.value.as_str());
+    let value = head_value(n.outputs.first().map_or("", |o| o.value.as_str()));
+    let (op_type, name) = (one_line(&n.op_type), one_line(&n.name));
     let args: Vec<String> = n.inputs.iter().map(|a| arg(g, a)).collect();
     let ins: Vec<String> = n.inputs.iter().map(|a| input_type(g, a)).collect();
     let outs: Vec<String> = n
@@ -70,28 +98,30 @@ fn write_node(s: &mut String, g: &Graph, i: usize, n: &Node) {
         .iter()
         .map(|o| tensor_type(o.dtype, &o.shape))
         .collect();
-    let _ = writeln!(s, "  %{i}({value}) = {}({})", n.op_type, args.join(", "));
+    let _ = writeln!(s, "  %{i}({value}) = {op_type}({})", args.join(", "));
     let _ = writeln!(s, "      : ({}) -> ({})", ins.join(", "), outs.join(", "));
-    let _ = writeln!(s, "      # Fullname with scope: ({})", n.name);
+    let _ = writeln!(s, "      # Fullname with scope: ({name})");
     if let Some(src) = &n.source {
-        let _ = writeln!(s, "      # In file {src}");
+        let _ = writeln!(s, "      # In file {}", one_line(src));
     }
     // The `%i(value)` head names the first output's value only; the others' names (an ONNX
     // Split's or LSTM's second and third outputs) are what reference arrays are keyed by.
     for (k, o) in n.outputs.iter().enumerate().skip(1) {
-        let _ = writeln!(s, "      # Output value {k}: {}", o.value);
+        let _ = writeln!(s, "      # Output value {k}: {}", one_line(&o.value));
     }
 }
 
 /// Renders `g` as MindSpore's IR text.
 pub(crate) fn render(g: &Graph) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# IR entry: @{}", g.name);
+    let gname = one_line(&g.name);
+    let _ = writeln!(s, "# IR entry: @{gname}");
     let _ = writeln!(s, "# Total subgraphs: 1\n");
     let _ = writeln!(s, "# Total params: {}", g.parameters.len());
     let _ = writeln!(s, "# Params:");
     for (k, p) in g.parameters.iter().enumerate() {
-        let name = format!("%para{}_{}", k + 1, p.name);
+        let pname = one_line(&p.name);
+        let name = format!("%para{}_{pname}", k + 1);
         let dt = dtype_name(p.dtype);
         let d = dims(&p.shape);
         if p.is_weight {
@@ -99,7 +129,7 @@ pub(crate) fn render(g: &Graph) -> String {
                 s,
                 "{name}: <Ref[Tensor[{dt}]], ({d}), ref_key={}, is_parameter>  :  has_default  :  \
                  <{dt}xDefaultFormat[const vector]{{{d}}}>  :  IsWeight: true",
-                p.name
+                pname
             );
         } else {
             let _ = writeln!(
@@ -117,7 +147,7 @@ pub(crate) fn render(g: &Graph) -> String {
         g.parameters.len() + g.nodes.len() + 1
     );
     let _ = writeln!(s, "Total number of cnodes: {}\n", g.nodes.len() + 1);
-    let _ = writeln!(s, "subgraph @{}() {{", g.name);
+    let _ = writeln!(s, "subgraph @{gname}() {{");
     for (i, n) in g.nodes.iter().enumerate() {
         write_node(&mut s, g, i, n);
     }
@@ -129,8 +159,13 @@ pub(crate) fn render(g: &Graph) -> String {
     let _ = writeln!(s, "}}");
     let _ = writeln!(s, "# Order:");
     for (i, n) in g.nodes.iter().enumerate() {
-        let value = n.outputs.first().map_or("", |o| o.value.as_str());
-        let _ = writeln!(s, "#   {}: @{}:{value}{{{}}}", i + 1, g.name, n.name);
+        let value = one_line(n.outputs.first().map_or("", |o| o.value.as_str()));
+        let _ = writeln!(
+            s,
+            "#   {}: @{gname}:{value}{{{}}}",
+            i + 1,
+            one_line(&n.name)
+        );
     }
     s
 }
