@@ -163,6 +163,10 @@ fn nan_at_step_5_writes_steps_3_4_5_and_the_trigger_naming_the_kernel() {
         .collect();
     assert_eq!(written, [3, 4, 5]);
     assert_eq!(t["tensor_files"], 18);
+    assert_eq!(
+        (&t["write_failures"], &t["write_failure"]),
+        (&json!(0), &Value::Null)
+    );
     let order = std::fs::read_to_string(
         root.join("rank_0/execution_order/ms_global_execution_order_graph_0.csv"),
     )
@@ -178,6 +182,35 @@ fn nan_at_step_5_writes_steps_3_4_5_and_the_trigger_naming_the_kernel() {
     assert_eq!(wrote, 1);
     // Steps 6 and 7 also hold NaN-free data and were never written (one trigger).
     assert!(!root.join("rank_0/trigger_2.json").exists());
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// A trigger whose files partly fail (step 4's directory is a file in the way, as a full or
+/// read-only disk fails a write) still writes `trigger.json`, and it says how many files
+/// failed and names one, instead of looking complete; the other steps are written whole.
+#[test]
+fn a_trigger_whose_files_fail_says_so_in_trigger_json() {
+    let root = root("fail");
+    std::fs::create_dir_all(root.join("rank_0/Net/0")).unwrap();
+    std::fs::write(root.join("rank_0/Net/0/4"), b"in the way").unwrap();
+    let (mut d, _events) = open(&root, "full", json!({"flight_recorder": {"steps": 2}}));
+    for i in 0..5 {
+        run_step(&mut d, i, None).unwrap();
+    }
+    // The trigger's write happens in step 5's finish, which returns the failure.
+    let e = run_step(&mut d, 5, Some(1)).unwrap_err();
+    assert!(matches!(e, Error::Write(_)), "{e}");
+    let _ = d.close();
+    let t = trigger(&root, "trigger.json");
+    let failed = t["write_failures"].as_u64().unwrap();
+    assert!(failed >= 1, "step 4's directory: {t}");
+    let why = t["write_failure"].as_str().unwrap();
+    assert!(why.contains("Net/0/4"), "{why}");
+    for s in [3, 5] {
+        let dir = root.join(format!("rank_0/Net/0/{s}"));
+        let npy = files(&dir).iter().filter(|f| f.ends_with(".npy")).count();
+        assert_eq!(npy, 6, "step {s}");
+    }
     std::fs::remove_dir_all(&root).unwrap();
 }
 

@@ -44,6 +44,8 @@ struct Kept {
     reported: HashSet<(Option<PathBuf>, io::ErrorKind)>,
     /// The first failure ever, as `path: error`.
     first: Option<String>,
+    /// The latest failure, as `path: error`.
+    last: Option<String>,
 }
 
 /// Collects write failures from any thread without ever panicking.
@@ -87,9 +89,11 @@ impl ErrorLog {
         let number = self.total.fetch_add(1, Ordering::Relaxed) + 1;
         let event = {
             let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+            let text = format!("{}: {error}", path.display());
             if kept.first.is_none() {
-                kept.first = Some(format!("{}: {error}", path.display()));
+                kept.first = Some(text.clone());
             }
+            kept.last = Some(text);
             let key = (path.parent().map(PathBuf::from), error.kind());
             let new = kept.reported.len() < MAX_REPORTED && kept.reported.insert(key);
             let event = new.then(|| Event::WriteFailed {
@@ -124,6 +128,15 @@ impl ErrorLog {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .first
+            .clone()
+    }
+
+    /// The latest failure recorded, as `path: error`.
+    pub fn last(&self) -> Option<String> {
+        self.kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last
             .clone()
     }
 

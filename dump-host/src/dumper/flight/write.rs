@@ -31,6 +31,8 @@ pub(super) fn write(
     n: u32,
 ) -> u64 {
     let started = std::time::Instant::now();
+    let errors = out.files.writer().errors();
+    let failed_before = errors.total();
     let deferred = std::mem::take(&mut *r.deferred.lock().unwrap_or_else(|e| e.into_inner()));
     let (tree, meta) = (&out.tree, &out.meta);
     if deferred.metadata {
@@ -61,13 +63,18 @@ pub(super) fn write(
     // Every tensor file renamed into place before trigger.json says the write is complete.
     out.files.writer().budget().wait_idle();
     let path = tree.layout().trigger_file(n);
+    // Files of this write that failed (a full or read-only disk): trigger.json is still
+    // written, and says so, rather than leaving the write looking complete.
+    let failed = errors.total() - failed_before;
+    let failure = Failures {
+        count: failed,
+        last: (failed > 0).then(|| errors.last()).flatten(),
+    };
     let doc = trigger_json(
         tree.layout().root(),
         r,
-        steps,
-        fired,
-        first_nonfinite.as_ref(),
-        &total,
+        (steps, fired, first_nonfinite.as_ref()),
+        (&total, &failure),
         started,
     );
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
@@ -160,13 +167,18 @@ fn nonfinite_json(at: &NonFiniteAt) -> Value {
     })
 }
 
+/// The write failures of one trigger's write.
+struct Failures {
+    count: u64,
+    /// The latest failure recorded, as `path: error`.
+    last: Option<String>,
+}
+
 fn trigger_json(
     root: &std::path::Path,
     r: &Recorder,
-    steps: &[Arc<StepRecord>],
-    fired: &Fired,
-    first: Option<&NonFiniteAt>,
-    total: &Written,
+    (steps, fired, first): (&[Arc<StepRecord>], &Fired, Option<&NonFiniteAt>),
+    (total, failed): (&Written, &Failures),
     started: std::time::Instant,
 ) -> Value {
     let trigger = match fired {
@@ -207,6 +219,8 @@ fn trigger_json(
         })).collect::<Vec<_>>(),
         "tensor_files": total.tensors,
         "tensors_let_go": total.dropped,
+        "write_failures": failed.count,
+        "write_failure": failed.last,
         "flight_recorder": {
             "steps": r.settings.steps,
             "budget_bytes": r.settings.budget_bytes,
