@@ -78,15 +78,17 @@ fn inputs(model: &Model, file: &str) -> Res<Vec<Feed>> {
         .collect()
 }
 
-/// The plain run and every dumped mode through `step`, interleaved: each round runs every mode
-/// once, in a fresh seeded order, after one warm-up round, so a busy machine slows them alike.
+/// The plain run and every dumped mode through `step` (given the mode's index: each mode has
+/// its own runner, as a program has one per model and Dumper; ONNX Runtime's runner prepares
+/// its session for its Dumper's kernels), interleaved: each round runs every mode once, in a
+/// fresh seeded order, after one warm-up round, so a busy machine slows them alike.
 /// After a dumped step its files are flushed and synced to disk, untimed, so no mode's writes
 /// (the writer's or the kernel's write-back) land in another mode's step.
 fn rows(
     tag: &str,
     steps: usize,
     mut plain: impl FnMut() -> Res<()>,
-    mut step: impl FnMut(&mut Dumper) -> Res<()>,
+    mut step: impl FnMut(usize, &mut Dumper) -> Res<()>,
 ) -> Res<Vec<(String, f64)>> {
     let mut names = vec![
         format!("no dump ({tag} alone)"),
@@ -118,7 +120,7 @@ fn rows(
             if m == 0 {
                 plain()?;
             } else {
-                step(&mut dumpers[m - 1].0)?;
+                step(m - 1, &mut dumpers[m - 1].0)?;
             }
             let ms = t.elapsed().as_secs_f64() * 1e3;
             if m > 0 {
@@ -158,7 +160,9 @@ fn candle_rows(file: &str, steps: usize) -> Res<Vec<(String, f64)>> {
         feed.insert(name, t);
     }
     let plain = candle_onnx::read_file(fixture(file)).map_err(|e| e.to_string())?;
-    let mut runner = CandleRunner::new(bytes, 0).map_err(|e| e.to_string())?;
+    let mut runners = (0..=MODES.len())
+        .map(|_| CandleRunner::new(bytes.clone(), 0).map_err(|e| e.to_string()))
+        .collect::<Res<Vec<_>>>()?;
     rows(
         "candle-onnx",
         steps,
@@ -167,8 +171,8 @@ fn candle_rows(file: &str, steps: usize) -> Res<Vec<(String, f64)>> {
                 .map(drop)
                 .map_err(|e| e.to_string())
         },
-        |d| {
-            runner
+        |m, d| {
+            runners[m]
                 .run(d, feed.clone())
                 .map(drop)
                 .map_err(|e| e.to_string())
@@ -195,7 +199,9 @@ fn ort_rows(
         .map_err(|e| e.to_string())?
         .commit_from_memory(&bytes)
         .map_err(|e| e.to_string())?;
-    let mut runner = OrtRunner::new(bytes, 0).map_err(|e| e.to_string())?;
+    let mut runners = (0..=MODES.len())
+        .map(|_| OrtRunner::new(bytes.clone(), 0).map_err(|e| e.to_string()))
+        .collect::<Res<Vec<_>>>()?;
     rows(
         "ort",
         steps,
@@ -204,7 +210,12 @@ fn ort_rows(
                 feed.iter().map(|(k, v)| (k.clone(), v.into())).collect();
             plain.run(f).map(drop).map_err(|e| e.to_string())
         },
-        |d| runner.run(d, &feed).map(drop).map_err(|e| e.to_string()),
+        |m, d| {
+            runners[m]
+                .run(d, &feed)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        },
     )
 }
 

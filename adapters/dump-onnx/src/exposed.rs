@@ -8,7 +8,9 @@
 //! out for the caller.
 //!
 //! A runtime plugs in its value type and one function that shows a value to the Dumper
-//! ([`View`]); everything else is here.
+//! ([`View`]); everything else is here. A runtime that pays for every exposed output (ONNX
+//! Runtime keeps graph outputs alive) narrows the exposure to what its Dumper can dump
+//! ([`ExposedModel::expose_for`]) and evaluates the narrowed model instead.
 
 use std::{
     borrow::Borrow,
@@ -32,8 +34,15 @@ pub type View<V> = fn(&V, &mut Hand<'_>) -> Lookup;
 #[derive(Debug)]
 pub struct ExposedModel {
     dump: OnnxDump,
-    /// Node outputs that are not graph outputs, in graph order: appended as outputs.
+    /// Node outputs that are not graph outputs, in graph order: what can be exposed.
+    all: Vec<String>,
+    /// What is exposed now (appended as outputs): `all`, or the part a Dumper needs
+    /// ([`ExposedModel::expose_for`]).
     exposed: Vec<String>,
+    /// [`ExposedModel::expose_for`] has narrowed once: from then on it only widens.
+    narrowed: bool,
+    /// Per node, whether the last Dumper asked about may dump its kernel.
+    selected: Vec<bool>,
 }
 
 impl ExposedModel {
@@ -46,7 +55,7 @@ impl ExposedModel {
             .iter()
             .map(|o| o.name.as_str())
             .collect();
-        let exposed = model
+        let all: Vec<String> = model
             .graph
             .nodes
             .iter()
@@ -56,8 +65,61 @@ impl ExposedModel {
             .collect();
         ExposedModel {
             dump: OnnxDump::new(model, graph_id),
-            exposed,
+            exposed: all.clone(),
+            all,
+            narrowed: false,
+            selected: Vec::new(),
         }
+    }
+
+    /// Exposes what `dumper` can dump: the outputs of the nodes whose kernels it
+    /// [may dump](Dumper::may_dump_kernel) and the node outputs those nodes read (a kernel's
+    /// inputs are dumped too); nothing when it dumps no kernel (a disabled Dumper, a `kernels`
+    /// filter that rejects every node). The first call narrows the exposure to that; later
+    /// calls only widen it, when a Dumper needs a value not exposed (one runner stepped with
+    /// Dumpers of different filters settles on their union instead of switching every
+    /// step). Returns `true` when what is exposed changed: the runtime must then evaluate
+    /// [`exposed_bytes`](ExposedModel::exposed_bytes) afresh (ONNX Runtime keeps every graph
+    /// output alive, so exposing the rejected nodes' values costs memory and time). Cheap
+    /// enough to call every step (one filter match per node).
+    pub fn expose_for(&mut self, dumper: &Dumper) -> bool {
+        let nodes = &self.dump.graph().nodes;
+        self.selected.resize(nodes.len(), false);
+        let mut same = self.narrowed;
+        for (s, g) in self.selected.iter_mut().zip(nodes) {
+            let may = dumper.may_dump_kernel(&g.name);
+            same &= *s == may;
+            *s = may;
+        }
+        if same {
+            return false; // the same kernels as last step: nothing to work out
+        }
+        let model = self.dump.model();
+        let mut wanted: BTreeSet<&str> = BTreeSet::new();
+        for (node, _) in model
+            .graph
+            .nodes
+            .iter()
+            .zip(&self.selected)
+            .filter(|(_, s)| **s)
+        {
+            wanted.extend(node.inputs.iter().chain(&node.outputs).map(String::as_str));
+        }
+        let now: BTreeSet<&str> = self.exposed.iter().map(String::as_str).collect();
+        let keep = |v: &str| wanted.contains(v) || (self.narrowed && now.contains(v));
+        let next: Vec<&String> = self.all.iter().filter(|v| keep(v)).collect();
+        let changed =
+            next.len() != self.exposed.len() || next.iter().any(|v| !now.contains(v.as_str()));
+        if changed {
+            self.exposed = next.into_iter().cloned().collect();
+        }
+        self.narrowed = true;
+        changed
+    }
+
+    /// Exposes every node output again (as [`new`](ExposedModel::new) does).
+    pub fn expose_all(&mut self) {
+        self.exposed.clone_from(&self.all);
     }
 
     /// The model's bytes with every node output a graph output: what the runtime evaluates.
@@ -72,7 +134,7 @@ impl ExposedModel {
         with_outputs(bytes, &names)
     }
 
-    /// The node outputs appended as graph outputs, in graph order.
+    /// The node outputs appended as graph outputs now, in graph order.
     pub fn exposed(&self) -> &[String] {
         &self.exposed
     }

@@ -114,3 +114,62 @@ fn a_value_not_returned_or_not_shown_is_a_diagnostic_and_a_missing_input_an_erro
     assert_eq!(e.to_string(), "missing input x (the model's inputs: x)");
     assert!(m.take_outputs(|_| None::<Value>).is_empty());
 }
+
+/// A Dumper of every iteration with `dump_mode` 1 and these `kernels` entries.
+fn filtered(root: &std::path::Path, kernels: &str) -> dump_host::Dumper {
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": 1, "path": "{}", "net_name": "Net",
+        "iteration": "all", "input_output": 0, "kernels": [{kernels}], "support_device": [0],
+        "saved_data": "statistic"}}, "e2e_dump_settings": {{"enable": true}}}}"#,
+        root.display()
+    );
+    dump_host::Dumper::builder()
+        .open_json(text.into_bytes())
+        .unwrap()
+}
+
+/// `expose_for` narrows the exposure to the kernels a Dumper may dump (their outputs and the
+/// node outputs they read), to nothing for a disabled Dumper or a filter that matches
+/// nothing; after the first call it only widens (a second Dumper's kernels are added, its
+/// absence removes nothing), and it reports a change only when the list changed.
+#[test]
+fn expose_for_narrows_once_then_only_widens() {
+    let tmp = Tmp::new("expose-for");
+    let m = ExposedModel::new(Model::parse(model_bytes("cnn")).unwrap(), 0);
+    let all = m.exposed().to_vec();
+    let names: Vec<String> = m
+        .dump()
+        .graph()
+        .nodes
+        .iter()
+        .map(|n| n.name.clone())
+        .collect();
+    let pool = names.iter().position(|n| n.contains("pool1")).unwrap();
+    let nodes = &m.model().graph.nodes;
+    let pool_values: Vec<String> = all
+        .iter()
+        .filter(|v| nodes[pool].inputs.contains(v) || nodes[pool].outputs.contains(v))
+        .cloned()
+        .collect();
+    assert_eq!(pool_values.len(), 2, "{pool_values:?}");
+
+    let mut m = m;
+    let pool_only = filtered(&tmp.0, r#""name-regex(.*pool1.*)""#);
+    assert!(m.expose_for(&pool_only));
+    assert_eq!(m.exposed(), pool_values);
+    assert!(!m.expose_for(&pool_only), "the same kernels: no change");
+    // Nothing selected: nothing removed any more (it only widens now).
+    assert!(!m.expose_for(&dump_host::Dumper::disabled()));
+    assert_eq!(m.exposed(), pool_values);
+    // Every kernel: back to all, in graph order.
+    let every = filtered(&tmp.0.join("b"), "");
+    assert!(m.expose_for(&every));
+    assert_eq!(m.exposed(), all);
+    m.expose_all();
+    assert_eq!(m.exposed(), all);
+
+    let mut fresh = ExposedModel::new(Model::parse(model_bytes("cnn")).unwrap(), 0);
+    assert!(fresh.expose_for(&dump_host::Dumper::disabled()));
+    assert!(fresh.exposed().is_empty());
+    assert!(fresh.exposed_bytes().unwrap().len() < m.exposed_bytes().unwrap().len());
+}

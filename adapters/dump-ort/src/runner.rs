@@ -1,5 +1,6 @@
-//! [`OrtRunner`]: an ONNX model in an ONNX Runtime session with every node output exposed as
-//! a graph output (dump-onnx's [`ExposedModel`]), run with graph optimisation disabled so each
+//! [`OrtRunner`]: an ONNX model in an ONNX Runtime session with every node output its Dumper
+//! can dump exposed as a graph output (dump-onnx's [`ExposedModel`]; a `kernels` filter
+//! narrows them, a disabled Dumper exposes none), run with graph optimisation disabled so each
 //! dumped kernel is one node of the original graph.
 
 use std::{
@@ -32,6 +33,8 @@ pub struct OrtRunner {
     dir: Option<PathBuf>,
     /// What an exception dump could not do.
     pub(crate) diagnostics: Vec<String>,
+    /// A session of the narrowed model failed once: every node output stays exposed.
+    keep_all: bool,
 }
 
 impl std::fmt::Debug for OrtRunner {
@@ -66,22 +69,8 @@ impl OrtRunner {
     }
 
     fn build(bytes: Vec<u8>, dir: Option<&Path>, graph_id: u32) -> Result<Self, Error> {
-        let env = environment()?;
         let model = ExposedModel::new(Model::parse(bytes)?, graph_id);
-        let exposed = model.exposed_bytes()?;
-        let session = match session_builder(&env, dir)?.commit_from_memory(&exposed) {
-            Ok(s) => s,
-            // ONNX Runtime refuses some external data it could read (an absolute location):
-            // the weights inlined (up to 2 GiB), the model is given again.
-            Err(e) => match dir.map(|d| inline_data(model.model().bytes(), d, MAX_INLINE_MODEL)) {
-                Some(Ok(inlined)) => Session::builder(&env)?
-                    .with_optimization_level(GraphOptimizationLevel::Disable)?
-                    .commit_from_memory(&model.rewrite(&inlined)?)
-                    .map_err(Error::Load)?,
-                _ => return Err(Error::Load(e)),
-            },
-        };
-        drop(exposed);
+        let session = open_session(&model, dir)?;
         // The dump reads the weights too: from the external files when there are some.
         let model = match dir.and_then(|d| model.model().with_external_weights(d)) {
             Some(m) => ExposedModel::new(m, graph_id),
@@ -94,7 +83,37 @@ impl OrtRunner {
             last: HashMap::new(),
             dir: dir.map(Path::to_path_buf),
             diagnostics: Vec::new(),
+            keep_all: false,
         })
+    }
+
+    /// Exposes only the node outputs `dumper` can dump ([`ExposedModel::expose_for`]); when
+    /// that changes them, the session is opened again on the narrowed model, so ONNX Runtime
+    /// neither returns nor keeps alive the values of kernels the `kernels` filter rejects
+    /// (none at all for a disabled Dumper). Should that session fail, every output stays
+    /// exposed (a diagnostic says why) and the dump is as before.
+    fn narrow_to(&mut self, dumper: &Dumper) {
+        if self.keep_all || !self.model.expose_for(dumper) {
+            return;
+        }
+        match open_session(&self.model, self.dir.as_deref()) {
+            Ok(s) => self.session = s,
+            Err(e) => {
+                self.model.expose_all();
+                self.keep_all = true;
+                self.diagnostics.push(format!(
+                    "every node output stays exposed: a session of the model with only the \
+                     dumped kernels' values failed: {e}"
+                ));
+            }
+        }
+    }
+
+    /// The node outputs the session returns beyond the model's own outputs: every node
+    /// output after loading, only those of the kernels the last step's Dumper can dump after
+    /// a step ([`ExposedModel::expose_for`]).
+    pub fn exposed_outputs(&self) -> &[String] {
+        self.model.exposed()
     }
 
     /// The model's dump state: graph description, execution order, diagnostics.
@@ -112,6 +131,7 @@ impl OrtRunner {
     ) -> Result<HashMap<String, DynValue>, Error> {
         self.model
             .check_inputs(|n| inputs.iter().any(|(k, _)| k == n))?;
+        self.narrow_to(dumper);
         let fed: Vec<(String, ort::session::SessionInputValue<'_>)> =
             inputs.iter().map(|(k, v)| (k.clone(), v.into())).collect();
         let ran = self.session.run(fed).map_err(Error::from);
@@ -204,6 +224,24 @@ fn failed_inputs(
         }
     }
     Ok(values)
+}
+
+/// A session of `model` as exposed now (external data from `dir`). ONNX Runtime refuses some
+/// external data it could read (an absolute location): then the weights are inlined (up to
+/// 2 GiB) and the model is given again.
+fn open_session(model: &ExposedModel, dir: Option<&Path>) -> Result<Session, Error> {
+    let env = environment()?;
+    let exposed = model.exposed_bytes()?;
+    match session_builder(&env, dir)?.commit_from_memory(&exposed) {
+        Ok(s) => Ok(s),
+        Err(e) => match dir.map(|d| inline_data(model.model().bytes(), d, MAX_INLINE_MODEL)) {
+            Some(Ok(inlined)) => Session::builder(&env)?
+                .with_optimization_level(GraphOptimizationLevel::Disable)?
+                .commit_from_memory(&model.rewrite(&inlined)?)
+                .map_err(Error::Load),
+            _ => Err(Error::Load(e)),
+        },
+    }
 }
 
 /// A session builder with graph optimisation off (each dumped kernel is one node of the

@@ -143,3 +143,74 @@ fn exception_dump_writes_the_inputs_of_the_node_onnx_runtime_fails_on() {
         &dump_onnx::OnnxRuntime::diagnostics(&r),
     );
 }
+
+/// A `kernels` filter narrows what ONNX Runtime returns (issue 28: a filter that rejects
+/// everything must cost nothing measurable, and exposed outputs are kept alive by ONNX
+/// Runtime): with `name-regex(.*pool1.*)` the session returns only pool1's input and output
+/// beside the model's own output, and pool1's files equal, byte for byte, those of an
+/// unfiltered run; a filter that matches nothing (or a disabled Dumper) runs the model as
+/// it is, with the same outputs.
+#[test]
+fn a_kernels_filter_narrows_what_onnx_runtime_returns() {
+    if !available() {
+        return;
+    }
+    let all = Tmp::new("filter-all");
+    let full = run(&all, "cnn", r#", "saved_data": "full""#, 1);
+    let every = full.exposed_outputs().len();
+    assert!(every >= 5, "{:?}", full.exposed_outputs());
+    let filtered = |tag: &str, kernels: &str| {
+        let tmp = Tmp::new(tag);
+        let text = format!(
+            r#"{{"common_dump_settings": {{"dump_mode": 1, "path": "{}", "net_name": "Net",
+            "iteration": "all", "input_output": 0, "kernels": [{kernels}],
+            "support_device": [0], "saved_data": "full"}},
+            "e2e_dump_settings": {{"enable": true}}}}"#,
+            tmp.0.display()
+        );
+        let mut d = dump_host::Dumper::builder()
+            .open_json(text.into_bytes())
+            .unwrap();
+        let mut r = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
+        assert_eq!(r.exposed_outputs().len(), every, "before the first step");
+        let out = r.run(&mut d, &ort_inputs("cnn")).unwrap();
+        d.close().unwrap();
+        (tmp, r, out)
+    };
+    let (tmp, r, out) = filtered("filter-pool", r#""name-regex(.*pool1.*)""#);
+    assert_eq!(r.exposed_outputs().len(), 2, "{:?}", r.exposed_outputs());
+    assert_eq!(out.len(), 1, "the model's own output");
+    let dir = tmp.rank().join("Net/0/0");
+    let kernels = kernels_in(&dir);
+    assert_eq!(kernels.len(), 1, "{kernels:?}");
+    assert!(kernels[0].contains("pool1"), "{kernels:?}");
+    let files = npy_in(&dir);
+    assert_eq!(files.len(), 2, "pool1's input and output: {files:?}");
+    for io in ["input", "output"] {
+        let got = kernel_file(&dir, &kernels[0], io, 0);
+        let want = kernel_file(&all.rank().join("Net/0/0"), &kernels[0], io, 0);
+        let (a, b) = (std::fs::read(&got).unwrap(), std::fs::read(&want).unwrap());
+        assert!(
+            a == b,
+            "{} differs from the unfiltered run's",
+            file_name(&got)
+        );
+    }
+    // Nothing selected: the model as it is, nothing dumped, the same output values.
+    let (tmp, r, out) = filtered("filter-none", r#""name-regex(no_such_node)""#);
+    assert!(r.exposed_outputs().is_empty(), "{:?}", r.exposed_outputs());
+    assert!(npy_in(&tmp.rank().join("Net/0/0")).is_empty());
+    let host = |o: &std::collections::HashMap<String, dump_ort::ort::value::DynValue>| {
+        let v = o.values().next().unwrap();
+        dump_ort::with_tensor_ref(v, |t| t.host_bytes().unwrap().to_vec()).unwrap()
+    };
+    let mut again = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
+    let plain = again
+        .run(&mut dump_host::Dumper::disabled(), &ort_inputs("cnn"))
+        .unwrap();
+    assert!(
+        again.exposed_outputs().is_empty(),
+        "a disabled Dumper exposes nothing"
+    );
+    assert_eq!(host(&out), host(&plain));
+}

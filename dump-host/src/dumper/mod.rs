@@ -209,6 +209,40 @@ impl Dumper {
         self.shared.is_some()
     }
 
+    /// `false` when no step of this Dumper can dump kernel `full_name`: the
+    /// Dumper is disabled, the `kernels` filter rejects the name (`dump_mode` 1 or 2), or
+    /// `op_debug_mode` 4 leaves kernels to [`Step::kernel_failed`](crate::Step::kernel_failed).
+    /// `true` when some step may ([`Step::kernel`](crate::Step::kernel) decides per step: the
+    /// iteration, an msprobe `scope` or `list`, an overflow count). A runtime that must prepare
+    /// to show a kernel's values (ONNX Runtime returns a node's output only when the model
+    /// lists it as a graph output) asks once per kernel and prepares only those.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("may-dump-doc-{}", std::process::id()));
+    /// let config = format!(
+    ///     r#"{{"common_dump_settings": {{"dump_mode": 1, "path": "{}", "net_name": "Net",
+    ///        "iteration": "all", "saved_data": "statistic", "input_output": 0,
+    ///        "kernels": ["name-regex(Conv)"], "support_device": [0]}},
+    ///        "e2e_dump_settings": {{"enable": true}}}}"#,
+    ///     dir.display()
+    /// );
+    /// let dumper = dump_host::Dumper::builder().open_json(config.into_bytes()).unwrap();
+    /// assert!(dumper.may_dump_kernel("Default/conv1/Conv-op0"));
+    /// assert!(!dumper.may_dump_kernel("Default/relu/Relu-op1"));
+    /// assert!(!dump_host::Dumper::disabled().may_dump_kernel("Default/conv1/Conv-op0"));
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// ```
+    pub fn may_dump_kernel(&self, full_name: &str) -> bool {
+        match self.plan() {
+            None => false,
+            Some(p) => match p.op_debug_mode {
+                crate::config::OpDebugMode::Exception => false,
+                crate::config::OpDebugMode::Overflow => true,
+                crate::config::OpDebugMode::Off => p.kernels.matches(full_name),
+            },
+        }
+    }
+
     /// The plan this Dumper runs on (`None` when disabled).
     pub fn plan(&self) -> Option<&DumpPlan> {
         self.shared.as_deref().map(|s| &s.plan)
