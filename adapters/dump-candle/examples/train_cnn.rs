@@ -2,14 +2,16 @@
 //! (`Dumped<M>`), gradients, parameters, updates and the learning rate (`DumpedOptimizer`).
 //!
 //! ```text
-//! cargo run -p dump-candle --example train_cnn -- OUT_DIR [--lr 0.01] [--steps 20] [--saved-data statistic|tensor|full]
+//! cargo run -p dump-candle --example train_cnn -- OUT_DIR [--lr 0.01] [--steps 20] [--saved-data statistic|tensor|full] [--flight-recorder N]
 //! opdump inspect OUT_DIR
 //! ```
 //!
 //! With the default learning rate the loss goes down and `opdump inspect` reports every tensor
 //! finite, with each parameter's gradient-norm trend; with `--lr 3` the run diverges and
 //! `inspect` names the first non-finite kernel and whether it is a gradient, a parameter or an
-//! activation. The dump uses MindSpore's layout under `OUT_DIR` (a config file is written to
+//! activation. With `--flight-recorder N` nothing is written until a tensor goes non-finite;
+//! then only the N steps before it and that step are, with `OUT_DIR/rank_0/trigger.json`
+//! naming the kernel. The dump uses MindSpore's layout under `OUT_DIR` (a config file is written to
 //! `OUT_DIR/data_dump.json` and read back, as a user's would be).
 
 use candle_core::{DType, Device, Module, Result, Tensor};
@@ -106,18 +108,24 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mut out = None;
     let (mut lr, mut steps, mut saved) = (0.01f64, 20usize, "statistic".to_owned());
+    let mut recorder = String::new();
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match a.as_str() {
             "--lr" => lr = value("--lr")?.parse()?,
             "--steps" => steps = value("--steps")?.parse()?,
             "--saved-data" => saved = value("--saved-data")?,
+            "--flight-recorder" => {
+                let n: u32 = value("--flight-recorder")?.parse()?;
+                recorder = format!(r#",
+ "opdump": {{"flight_recorder": {{"steps": {n}}}}}"#);
+            }
             _ if out.is_none() && !a.starts_with("--") => out = Some(std::path::PathBuf::from(a)),
-            _ => return Err(format!("unexpected argument {a:?}; usage: train_cnn OUT_DIR [--lr X] [--steps N] [--saved-data statistic|tensor|full]").into()),
+            _ => return Err(format!("unexpected argument {a:?}; usage: train_cnn OUT_DIR [--lr X] [--steps N] [--saved-data statistic|tensor|full] [--flight-recorder N]").into()),
         }
     }
     let out = out.ok_or(
-        "usage: train_cnn OUT_DIR [--lr X] [--steps N] [--saved-data statistic|tensor|full]",
+        "usage: train_cnn OUT_DIR [--lr X] [--steps N] [--saved-data statistic|tensor|full] [--flight-recorder N]",
     )?;
     std::fs::create_dir_all(&out)?;
     let config = out.join("data_dump.json");
@@ -128,7 +136,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
             r#"{{"common_dump_settings": {{"dump_mode": 0, "path": {path}, "net_name": "Cnn",
   "iteration": "all", "saved_data": "{saved}", "input_output": 0, "kernels": [],
   "support_device": [0], "statistic_category": ["max", "min", "avg", "l2norm"]}},
- "e2e_dump_settings": {{"enable": true, "trans_flag": true}}}}
+ "e2e_dump_settings": {{"enable": true, "trans_flag": true}}{recorder}}}
 "#
         ),
     )?;

@@ -461,13 +461,17 @@ fn a_diverging_run_is_traced_to_its_first_non_finite_tensor() {
 /// Trains the fixed-weight CNN 30 steps at lr 50 with `config`'s dump (extra
 /// `common_dump_settings` entries) under `root`.
 fn diverge(root: &std::path::Path, common: &str) {
+    diverge_into(dumper(root, common));
+}
+
+/// [`diverge`] into the Dumper `d`.
+fn diverge_into(mut d: dump_host::Dumper) {
     let varmap = VarMap::new();
     let model = Cnn::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu)).unwrap();
     init(&varmap);
     let mut opt = DumpedOptimizer::new(SGD::new(varmap.all_vars(), 50.0).unwrap(), &varmap);
     let (x, _) = batch();
     let target = Tensor::ones((8, 5), DType::F32, &Device::Cpu).unwrap();
-    let mut d = dumper(root, common);
     let mut tracer = Tracer::new(0);
     for _ in 0..30 {
         tracer
@@ -512,4 +516,58 @@ fn overflow_mode_keeps_only_the_kernels_that_went_non_finite() {
     assert_eq!(want.1, "Gradient", "{want:?}");
     assert!(only_overflowed && !all_overflowed);
     assert!(n_over < n_all / 2, "{n_over} of {n_all} kernels kept");
+}
+
+/// The same diverging run under the flight recorder (2 steps held, statistics of every
+/// kernel, nothing written until a tensor goes non-finite): it writes only the two steps
+/// before the first non-finite tensor and that step, `trigger.json` names the kernel and
+/// step the full statistic dump's `inspect` names (a gradient), and `inspect` of what it
+/// wrote finds the same first kernel. Issue 26 item 3: caught without dumping every step.
+#[test]
+fn the_flight_recorder_catches_the_divergence_without_dumping_every_step() {
+    let all = Tmp::new("train-fr-all");
+    let rec = Tmp::new("train-fr");
+    diverge(&all.0, r#", "saved_data": "statistic""#);
+    let first = |root: &std::path::Path| {
+        let dump = dump_read::Dump::open(root).unwrap();
+        let ins = dump_read::inspect::inspect(&dump, 1, &|_, _| {});
+        let f = ins.first_nonfinite.expect("the run diverges");
+        let k = &ins.kernels[f.kernel];
+        let steps: std::collections::BTreeSet<u64> =
+            ins.kernels.iter().map(|k| k.iteration).collect();
+        ((k.iteration, k.op_type.clone(), k.op_name.clone()), steps)
+    };
+    let (want, all_steps) = first(&all.0);
+    assert_eq!(all_steps.len(), 30);
+    assert_eq!(want.1, "Gradient", "{want:?}");
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+        "iteration": "all", "input_output": 0, "kernels": [], "support_device": [0],
+        "saved_data": "statistic"}}, "e2e_dump_settings": {{"enable": true}},
+        "opdump": {{"flight_recorder": {{"steps": 2}}}}}}"#,
+        rec.0.display()
+    );
+    diverge_into(
+        dump_host::Dumper::builder()
+            .open_json(text.into_bytes())
+            .unwrap(),
+    );
+    let (got, steps) = first(&rec.0);
+    assert_eq!(got, want, "the recorder's dump names the same first kernel");
+    let s = want.0;
+    assert_eq!(
+        steps.into_iter().collect::<Vec<_>>(),
+        (s.saturating_sub(2)..=s).collect::<Vec<_>>(),
+        "only the held steps and the trigger step are written"
+    );
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rec.0.join("rank_0/trigger.json")).unwrap())
+            .unwrap();
+    assert_eq!(t["trigger"]["kind"], "nonfinite", "{t}");
+    assert_eq!(t["trigger"]["step"], s, "{t}");
+    assert_eq!(
+        dump_host::layout::sanitize(t["trigger"]["kernel"].as_str().unwrap()),
+        want.2,
+        "{t}"
+    );
 }
