@@ -7,7 +7,10 @@
 //! ```
 //!
 //! Modes: the runtime alone; the adapter with a disabled Dumper; statistic dump (default
-//! categories); tensor dump; full dump; a `kernels` filter that rejects every kernel. The
+//! categories); tensor dump; full dump; a `kernels` filter that rejects every kernel; an
+//! `iteration` filter that rejects every step (every kernel may be dumped, so ONNX Runtime's
+//! runner keeps every node output exposed: the cost of a rejecting filter before the runner
+//! narrowed its exposure). The
 //! modes take turns step by step in a fresh seeded order each round (see `rows`); each cell
 //! is the median of STEPS (default 15) steps after one warm-up round. ONNX Runtime runs with
 //! graph optimisation disabled in every mode (the adapter needs it; the plain run matches).
@@ -31,23 +34,43 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// (mode, saved_data, dump_mode, kernels)
-const MODES: [(&str, &str, u32, &str); 4] = [
-    ("statistic dump (default categories)", "statistic", 0, "[]"),
-    ("tensor dump", "tensor", 0, "[]"),
-    ("full dump", "full", 0, "[]"),
+/// (mode, saved_data, dump_mode, kernels, iteration)
+const MODES: [(&str, &str, u32, &str, &str); 5] = [
+    (
+        "statistic dump (default categories)",
+        "statistic",
+        0,
+        "[]",
+        "all",
+    ),
+    ("tensor dump", "tensor", 0, "[]", "all"),
+    ("full dump", "full", 0, "[]", "all"),
     (
         "kernels filter rejects all",
         "full",
         1,
         r#"["no-such-kernel"]"#,
+        "all",
+    ),
+    // Every kernel may be dumped but no step is: ONNX Runtime's runner keeps every node
+    // output exposed and dumps nothing (what a rejecting filter cost before the runner
+    // narrowed its exposure to the Dumper's kernels).
+    (
+        "iteration filter rejects all (all exposed)",
+        "full",
+        0,
+        "[]",
+        "1000000000",
     ),
 ];
 
-fn dumper(root: &std::path::Path, saved: &str, dump_mode: u32, kernels: &str) -> Res<Dumper> {
+fn dumper(
+    root: &std::path::Path,
+    (saved, dump_mode, kernels, iteration): (&str, u32, &str, &str),
+) -> Res<Dumper> {
     let text = format!(
         r#"{{"common_dump_settings": {{"dump_mode": {dump_mode}, "path": "{}", "net_name": "Bench",
-        "iteration": "all", "saved_data": "{saved}", "input_output": 0, "kernels": {kernels},
+        "iteration": "{iteration}", "saved_data": "{saved}", "input_output": 0, "kernels": {kernels},
         "support_device": [0]}}, "e2e_dump_settings": {{"enable": true}}}}"#,
         root.display()
     );
@@ -96,13 +119,16 @@ fn rows(
     ];
     // Mode 0 is the plain run; the others hold a Dumper and their dump directory.
     let mut dumpers: Vec<(Dumper, Option<PathBuf>)> = vec![(Dumper::disabled(), None)];
-    for (mode, saved, dump_mode, kernels) in MODES {
+    for (mode, saved, dump_mode, kernels, iteration) in MODES {
         let root = std::env::temp_dir().join(format!(
             "opdump-bench-onnx-{}-{tag}-{saved}-{dump_mode}",
             std::process::id()
         ));
         let _ = std::fs::remove_dir_all(&root);
-        dumpers.push((dumper(&root, saved, dump_mode, kernels)?, Some(root)));
+        dumpers.push((
+            dumper(&root, (saved, dump_mode, kernels, iteration))?,
+            Some(root),
+        ));
         names.push(mode.to_owned());
     }
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
