@@ -222,7 +222,7 @@ impl Dumper {
     /// let config = format!(
     ///     r#"{{"common_dump_settings": {{"dump_mode": 1, "path": "{}", "net_name": "Net",
     ///        "iteration": "all", "saved_data": "statistic", "input_output": 0,
-    ///        "kernels": ["name-regex(Conv)"], "support_device": [0]}},
+    ///        "kernels": ["conv"], "support_device": [0]}},
     ///        "e2e_dump_settings": {{"enable": true}}}}"#,
     ///     dir.display()
     /// );
