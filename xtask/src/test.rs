@@ -8,7 +8,11 @@
 //!    `cargo test -p dump-candle --features onnx` and
 //!    `cargo test -p opdump --features candle,ort` (every runtime of `opdump run`, and the
 //!    tract / candle-onnx / ONNX Runtime cross-runtime test). Without `protoc` they are listed
-//!    as skipped instead.
+//!    as skipped instead. With `protoc`, step 1 leaves these two packages out
+//!    (`--exclude`): their feature suites hold every test they have without the features too
+//!    (features only add), so each of their tests is built and run once, not twice (the
+//!    opdump suite is the largest; the 2-core CI saves its second build and run). Their
+//!    build without the features is still compiled and linted by CI's clippy.
 //! 3. Every skip, grouped by what was missing, with the line that installs it.
 //!
 //! With `CI=true` a missing prerequisite fails the test that needed it (and a missing
@@ -51,11 +55,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let ci = opdump_ci();
 
     let mut failed: Vec<String> = Vec::new();
-    let mut suites: Vec<Vec<&str>> = vec![vec!["test", "--workspace"]];
     let protoc = has_protoc();
+    let mut suites: Vec<Vec<&str>> = Vec::new();
     if protoc {
+        suites.push(vec![
+            "test",
+            "--workspace",
+            "--exclude",
+            "dump-candle",
+            "--exclude",
+            "opdump",
+        ]);
         suites.push(vec!["test", "-p", "dump-candle", "--features", "onnx"]);
         suites.push(vec!["test", "-p", "opdump", "--features", "candle,ort"]);
+    } else {
+        suites.push(vec!["test", "--workspace"]);
     }
     for suite in &suites {
         let shown = format!("cargo {}", suite.join(" "));
