@@ -11,7 +11,8 @@
 //!
 //! A [`Tracer`] runs each step: it begins the Dumper's step, installs it for the calling
 //! thread while your closure runs, and keeps the graph's execution order. Tensors are read to
-//! the host once per dumped tensor ([`Tensor::try_to_data`](burn::tensor::Tensor)); a kernel
+//! the host once per dumped tensor ([`HostData`]: for float tensors a product by 1, whose fresh
+//! buffer burn moves out, instead of `to_data`'s element-by-element walk of a shared tensor); a kernel
 //! the Dumper does not want (its `kernels` filter, an unselected iteration) costs the name's
 //! formatting and the filter, and no tensor is touched.
 //!
@@ -71,7 +72,7 @@ mod train;
 
 /// The burn version this adapter is built against (re-exported so users need no second pin).
 pub use burn;
-pub use convert::{dtype_of, with_tensor_ref};
+pub use convert::{HostData, dtype_of, with_tensor_ref};
 pub use error::Error;
 pub use trace::{Tracer, layer, op_type_of, tap};
 pub use train::{ParamGradients, training_step};

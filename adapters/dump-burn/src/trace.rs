@@ -13,10 +13,13 @@ use std::{
     ptr,
 };
 
-use burn::tensor::{Tensor, kind::Basic};
+use burn::tensor::Tensor;
 use dump_host::{Dumper, Kernel, Step, TensorRef};
 
-use crate::{Error, convert::with_tensor_ref};
+use crate::{
+    Error,
+    convert::{HostData, with_tensor_ref},
+};
 
 /// Per-graph state of a burn model's dump: the graph id, the execution order seen so far,
 /// and the diagnostics (tensors that could not be dumped, one line per reason).
@@ -228,7 +231,7 @@ impl Active<'_> {
 }
 
 /// Dumps one tensor as `io` of `k`.
-fn dump<const D: usize, K: Basic>(a: &Active<'_>, k: &Kernel<'_>, io: Io, t: &Tensor<D, K>) {
+fn dump<T: HostData + ?Sized>(a: &Active<'_>, k: &Kernel<'_>, io: Io, t: &T) {
     let r = with_tensor_ref(t, |r| match io {
         Io::Input(s) => k.input(s, r),
         Io::Output(s) => k.output(s, r),
@@ -239,7 +242,7 @@ fn dump<const D: usize, K: Basic>(a: &Active<'_>, k: &Kernel<'_>, io: Io, t: &Te
 /// Reports kernel `prefix{n}` of type `op_type` with output 0 `t` to the active step. Does
 /// nothing outside [`Tracer::step`]; when the Dumper does not want the kernel, costs the
 /// name's formatting and the filter (the tensor is not touched).
-pub(crate) fn report<const D: usize, K: Basic>(op_type: &str, prefix: &str, t: &Tensor<D, K>) {
+pub(crate) fn report<T: HostData + ?Sized>(op_type: &str, prefix: &str, t: &T) {
     with_active(|a| {
         let mut name = std::mem::take(&mut *a.name.borrow_mut());
         if let Some(k) = a.open(op_type, prefix, &mut name) {
@@ -269,7 +272,7 @@ pub(crate) fn parameter<const D: usize>(name: &str, t: &Tensor<D>) {
 ///
 /// With `on_nonfinite` `stop`, a non-finite `t` becomes the step's error (returned by
 /// [`Tracer::step`]); `tap` itself cannot fail the forward.
-pub fn tap<const D: usize, K: Basic>(name: &str, op_type: &str, t: &Tensor<D, K>) {
+pub fn tap<T: HostData + ?Sized>(name: &str, op_type: &str, t: &T) {
     if ACTIVE.with(Cell::get).is_null() {
         return;
     }
