@@ -23,7 +23,7 @@
 //! `DispatchTensorKind` with one variant per built-in backend, Cube, Flex, NdArray,
 //! LibTorch, Remote, Capture, and Autodiff around one of them; generated from
 //! `burn-backend-extension`'s catalog). A `Dumping<B>` that implements
-//! `burn::backend::Backend` by delegating to `B` compiles, but no burn model, module of
+//! burn-backend's public traits by delegating to `B` can be written, but no burn model, module of
 //! `burn::nn` or optimizer can run on it: they are written against `Tensor<D>` and reach
 //! only the built-in backends. The dump points are therefore explicit, as in dump-candle.
 //!
