@@ -10,6 +10,8 @@
 #[cfg(feature = "adapters")]
 mod adapters;
 mod anchor;
+#[cfg(feature = "burn")]
+mod burn;
 mod compare;
 mod convert;
 mod cuda;
@@ -35,7 +37,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `msprobe`, `compare`, `convert`, `ingest`, `adapters`, `train`, `cuda`, `anchor`, `html`; `anchor` and `html` run only when named).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `msprobe`, `compare`, `convert`, `ingest`, `adapters`, `train`, `burn`, `cuda`, `anchor`, `html`; `anchor` and `html` run only when named).
     pub only: Option<Vec<String>>,
 }
 
@@ -204,6 +206,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 return Err(format!("the train group needs candle: run `{HOW}`"));
             }
             println!("train group skipped (builds candle in release): run `{HOW}`");
+        }
+    }
+    if opts.wants("burn") {
+        #[cfg(feature = "burn")]
+        burn::run(&opts, &mut rows)?;
+        #[cfg(not(feature = "burn"))]
+        {
+            const HOW: &str =
+                "cargo run --release -p xtask --features burn -- bench-stats --only burn";
+            if opts.only.is_some() {
+                return Err(format!("the burn group needs burn: run `{HOW}`"));
+            }
+            println!("burn group skipped (builds burn in release): run `{HOW}`");
         }
     }
     // Polygraphy, onnxruntime and torch from PyPI: only when asked for by name.

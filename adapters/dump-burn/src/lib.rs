@@ -1,0 +1,78 @@
+//! `dump-burn`: dump a burn model's layers, parameters and gradients in MindSpore 2.10's
+//! layout.
+//!
+//! * [`layer`] runs one layer of a model as a kernel (input 0 and output 0 dumped, named by
+//!   the module path you give, `"features.conv1"`, its op type the module's type name);
+//! * [`tap`] dumps a tensor inside a forward that no layer boundary exposes;
+//! * [`training_step`], called after `backward()`, dumps every parameter's gradient as a
+//!   backward `Gradient` kernel and every parameter as a Parameter, by module path (burn's
+//!   [`ModuleVisitor`](burn::module::ModuleVisitor)), from [`GradientsParams`] or
+//!   [`Gradients`](burn::tensor::Gradients).
+//!
+//! A [`Tracer`] runs each step: it begins the Dumper's step, installs it for the calling
+//! thread while your closure runs, and keeps the graph's execution order. Tensors are read to
+//! the host once per dumped tensor ([`HostData`]: for float tensors a product by 1, whose fresh
+//! buffer burn moves out, instead of `to_data`'s element-by-element walk of a shared tensor); a kernel
+//! the Dumper does not want (its `kernels` filter, an unselected iteration) costs the name's
+//! formatting and the filter, and no tensor is touched.
+//!
+//! ## Why module level, not a backend decorator
+//!
+//! burn 0.22's tensors carry no backend type: `burn::tensor::Tensor<D, K>` holds a
+//! `BridgeTensor` dispatched over a closed enum of backends (`burn-dispatch`:
+//! `DispatchTensorKind` with one variant per built-in backend, Cube, Flex, NdArray,
+//! LibTorch, Remote, Capture, and Autodiff around one of them; generated from
+//! `burn-backend-extension`'s catalog). A `Dumping<B>` that implements
+//! burn-backend's public traits by delegating to `B` can be written, but no burn model, module of
+//! `burn::nn` or optimizer can run on it: they are written against `Tensor<D>` and reach
+//! only the built-in backends. The dump points are therefore explicit, as in dump-candle.
+//!
+//! [`GradientsParams`]: burn::optim::GradientsParams
+//!
+//! ```
+//! use burn::nn::{Relu, Linear, LinearConfig};
+//! use burn::tensor::{Device, Tensor};
+//! use dump_burn::{Tracer, layer};
+//! use dump_host::Dumper;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = std::env::temp_dir().join(format!("dump-burn-doc-{}", std::process::id()));
+//! let config = format!(
+//!     r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+//!        "iteration": "all", "saved_data": "statistic", "input_output": 0, "kernels": [],
+//!        "support_device": [0]}}}}"#,
+//!     dir.display()
+//! );
+//! let mut dumper = Dumper::builder().open_json(config.into_bytes())?;
+//! let device = Device::default();
+//! let fc: Linear = LinearConfig::new(3, 2).init(&device);
+//! let x = Tensor::<2>::from_floats([[1.0, -2.0, 3.0]], &device);
+//! let mut tracer = Tracer::new(0);
+//! let y = tracer.step(&mut dumper, || {
+//!     let h = layer("block.fc", &fc, x.clone(), |m, x| m.forward(x));
+//!     layer("block.act", &Relu::new(), h, |m, x| m.forward(x))
+//! })?;
+//! assert_eq!(y.dims(), [1, 2]);
+//! assert_eq!(
+//!     tracer.execution_order(),
+//!     ["Default/block/fc/Linear-op0", "Default/block/act/Relu-op1"]
+//! );
+//! let report = dumper.close()?;
+//! assert_eq!(report.rows, 4); // input 0 and output 0 of both kernels
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs, unreachable_pub)]
+
+pub mod convert;
+mod error;
+mod trace;
+mod train;
+
+/// The burn version this adapter is built against (re-exported so users need no second pin).
+pub use burn;
+pub use convert::{HostData, dtype_of, with_tensor_ref};
+pub use error::Error;
+pub use trace::{Tracer, layer, op_type_of, tap};
+pub use train::{ParamGradients, training_step};

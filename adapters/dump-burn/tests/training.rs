@@ -1,0 +1,327 @@
+//! A small CNN (conv + relu + max-pool + linear, softmax cross-entropy) built with burn-nn on
+//! the CPU backend, trained a few steps with its layers dumped through `layer`/`tap` and its
+//! gradients and parameters through `training_step`, `saved_data: full`: every layer output
+//! equals a plain (undumped) run of the same weights bit for bit, every gradient file equals
+//! burn's own `GradientsParams` tensor, every Parameter file the weight; the op types are
+//! counted; a filter that rejects everything writes nothing; a diverging run (huge learning
+//! rate) is traced by dump-read's inspect to the first non-finite tensor burn computed.
+
+#[path = "../../testsupport/onnx_fixtures.rs"]
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use burn::{
+    module::{Module, Param},
+    nn::{
+        Linear, LinearConfig, Relu,
+        conv::{Conv2d, Conv2dConfig},
+        loss::CrossEntropyLossConfig,
+        pool::{MaxPool2d, MaxPool2dConfig},
+    },
+    optim::{GradientsParams, SgdConfig},
+    tensor::{Device, Int, Tensor, TensorData},
+};
+use dump_burn::{Tracer, layer, tap, training_step};
+use support::{Tmp, dumper, kernel_file, npy_in};
+
+#[derive(Module, Debug)]
+struct Cnn {
+    conv: Conv2d,
+    pool: MaxPool2d,
+    fc: Linear,
+}
+
+/// The parameters, by module path, as `training_step` names them.
+const PARAMS: [&str; 4] = ["conv.weight", "conv.bias", "fc.weight", "fc.bias"];
+
+/// Every intermediate of one forward: conv, relu, pool, logits, loss.
+struct Forward {
+    conv: Tensor<4>,
+    act: Tensor<4>,
+    pool: Tensor<4>,
+    logits: Tensor<2>,
+    loss: Tensor<1>,
+}
+
+impl Cnn {
+    fn new(device: &Device) -> Self {
+        Cnn {
+            conv: Conv2dConfig::new([1, 4], [3, 3]).init(device),
+            pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
+            fc: LinearConfig::new(4 * 3 * 3, 5).init(device),
+        }
+    }
+
+    /// The forward with every layer dumped.
+    fn forward(&self, x: Tensor<4>, y: Tensor<1, Int>) -> Forward {
+        let conv = layer("features.conv1", &self.conv, x, |m, x| m.forward(x));
+        let act = layer("features.act1", &Relu::new(), conv.clone(), |m, x| {
+            m.forward(x)
+        });
+        let pool = layer("features.pool1", &self.pool, act.clone(), |m, x| {
+            m.forward(x)
+        });
+        let logits = layer("fc", &self.fc, pool.clone().flatten(1, 3), |m, x| {
+            m.forward(x)
+        });
+        let loss = CrossEntropyLossConfig::new()
+            .init(&logits.device())
+            .forward(logits.clone(), y);
+        tap("loss", "SoftmaxCrossEntropy", &loss);
+        Forward {
+            conv,
+            act,
+            pool,
+            logits,
+            loss,
+        }
+    }
+
+    /// The same forward with burn's modules called directly: nothing of dump-burn involved.
+    fn plain(&self, x: Tensor<4>, y: Tensor<1, Int>) -> Forward {
+        let conv = self.conv.forward(x);
+        let act = Relu::new().forward(conv.clone());
+        let pool = self.pool.forward(act.clone());
+        let logits = self.fc.forward(pool.clone().flatten(1, 3));
+        let loss = CrossEntropyLossConfig::new()
+            .init(&logits.device())
+            .forward(logits.clone(), y);
+        Forward {
+            conv,
+            act,
+            pool,
+            logits,
+            loss,
+        }
+    }
+
+    /// The float parameter tensors by path.
+    fn params(&self) -> Vec<(&'static str, TensorData)> {
+        vec![
+            (PARAMS[0], self.conv.weight.val().to_data()),
+            (PARAMS[1], self.conv.bias.as_ref().unwrap().val().to_data()),
+            (PARAMS[2], self.fc.weight.val().to_data()),
+            (PARAMS[3], self.fc.bias.as_ref().unwrap().val().to_data()),
+        ]
+    }
+
+    /// burn's own gradient of every parameter, by path.
+    fn grads(&self, g: &GradientsParams) -> BTreeMap<&'static str, Option<TensorData>> {
+        BTreeMap::from([
+            (
+                PARAMS[0],
+                g.get::<4>(self.conv.weight.id).map(|t| t.to_data()),
+            ),
+            (
+                PARAMS[1],
+                g.get::<1>(self.conv.bias.as_ref().unwrap().id)
+                    .map(|t| t.to_data()),
+            ),
+            (
+                PARAMS[2],
+                g.get::<2>(self.fc.weight.id).map(|t| t.to_data()),
+            ),
+            (
+                PARAMS[3],
+                g.get::<1>(self.fc.bias.as_ref().unwrap().id)
+                    .map(|t| t.to_data()),
+            ),
+        ])
+    }
+}
+
+/// Deterministic pseudo-random values in [-scale, scale) (a fixed LCG).
+fn lcg(n: usize, seed: u64, scale: f32) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+/// 8 images of 1x8x8 and labels 0..5.
+fn batch(device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
+    let x = TensorData::new(lcg(8 * 64, 0x2545_f491_4f6c_dd1d, 0.5), [8, 1, 8, 8]);
+    let y = TensorData::new((0..8).map(|i| (i % 5) as i64).collect::<Vec<_>>(), [8]);
+    (Tensor::from_data(x, device), Tensor::from_data(y, device))
+}
+
+/// A parameter of `shape` with fixed values in [-0.3, 0.3).
+fn param<const D: usize>(shape: [usize; D], seed: u64, device: &Device) -> Param<Tensor<D>> {
+    let n = shape.iter().product();
+    Param::from_data(TensorData::new(lcg(n, seed, 0.3), shape), device)
+}
+
+/// A model on `device` with fixed weights (burn's initializers draw from its RNG).
+fn model(device: &Device) -> Cnn {
+    let mut m = Cnn::new(device);
+    m.conv.weight = param([4, 1, 3, 3], 1, device);
+    m.conv.bias = Some(param([4], 2, device));
+    m.fc.weight = param([36, 5], 3, device);
+    m.fc.bias = Some(param([5], 4, device));
+    m
+}
+
+fn file_bytes(dir: &std::path::Path, kernel: &str, io: &str, slot: usize) -> (Vec<usize>, Vec<u8>) {
+    let f = dump_npy::read_file(kernel_file(dir, kernel, io, slot)).unwrap();
+    (f.shape, f.data)
+}
+
+/// A Dumper under `root` whose `common_dump_settings` are the defaults of every test plus
+/// `settings` (which must include `dump_mode` and `kernels`).
+fn config_dumper(root: &std::path::Path, settings: &str) -> dump_host::Dumper {
+    let text = format!(
+        r#"{{"common_dump_settings": {{"path": "{}", "net_name": "Net", "iteration": "all",
+        "input_output": 0, "support_device": [0], {settings}}},
+        "e2e_dump_settings": {{"enable": true}}}}"#,
+        root.display()
+    );
+    dump_host::Dumper::builder()
+        .open_json(text.into_bytes())
+        .unwrap()
+}
+
+fn same(t: &TensorData, file: (Vec<usize>, Vec<u8>), what: &str) {
+    assert_eq!(file.0, t.shape().as_slice(), "{what}: shape");
+    assert!(file.1 == t.as_bytes(), "{what}: bytes differ");
+}
+
+#[test]
+fn training_steps_dump_layers_gradients_and_parameters_bit_for_bit() {
+    let tmp = Tmp::new("train");
+    let device = Device::default().autodiff();
+    let mut model = model(&device);
+    let (x, y) = batch(&device);
+    let mut opt = SgdConfig::new().init();
+    let mut d = dumper(&tmp.0, r#", "saved_data": "full""#);
+    let mut tracer = Tracer::new(0);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        // The plain run first: same weights, no dump-burn call at all.
+        let plain = model.plain(x.clone(), y.clone());
+        let weights = model.params();
+        let (m, grads, paths) = tracer
+            .step(&mut d, || {
+                let f = model.forward(x.clone(), y.clone());
+                let grads = GradientsParams::from_grads(f.loss.backward(), &model);
+                let paths = training_step(&model, &grads);
+                let mine = model.grads(&grads);
+                (opt.step(0.05, model.clone(), grads), mine, paths)
+            })
+            .unwrap();
+        assert_eq!(paths, PARAMS, "visitor order and paths");
+        seen.push((plain, weights, grads, tracer.execution_order().to_vec()));
+        model = m;
+    }
+    let report = d.close().unwrap();
+    // Per step: 4 layers (input + output), the loss, 4 gradients, 4 Parameters.
+    let per_step = 4 * 2 + 1 + 4 + 4;
+    assert_eq!((report.files, report.rows), (3 * per_step, 3 * per_step));
+    let rank = tmp.rank();
+    let mut op_types = BTreeSet::new();
+    for (step, (plain, weights, grads, order)) in seen.iter().enumerate() {
+        assert_eq!(
+            order[..5],
+            [
+                "Default/features/conv1/Conv2d-op0",
+                "Default/features/act1/Relu-op1",
+                "Default/features/pool1/MaxPool2d-op2",
+                "Default/fc/Linear-op3",
+                "Default/loss/SoftmaxCrossEntropy-op4",
+            ]
+        );
+        let dir = rank.join("Net/0").join(step.to_string());
+        assert_eq!(npy_in(&dir).len() as u64, per_step);
+        for p in npy_in(&dir) {
+            let name = support::file_name(&p);
+            let f = dump_host::layout::TensorFileName::parse(&name).unwrap();
+            op_types.insert(f.id.op_type.to_string());
+        }
+        // Every layer output equals the plain run's tensor, bit for bit.
+        let outs = [
+            plain.conv.to_data(),
+            plain.act.to_data(),
+            plain.pool.to_data(),
+            plain.logits.to_data(),
+            plain.loss.to_data(),
+        ];
+        for (k, want) in order.iter().zip(&outs) {
+            same(want, file_bytes(&dir, k, "output", 0), k);
+        }
+        // Each layer's input is the previous output.
+        same(
+            &outs[0],
+            file_bytes(&dir, &order[1], "input", 0),
+            "relu input",
+        );
+        // Gradients: burn's GradientsParams tensors, bit for bit; Parameters: the weights.
+        for (i, p) in PARAMS.iter().enumerate() {
+            let k = format!(
+                "Gradients/Default/{}/Gradient-op{}",
+                p.replace('.', "/"),
+                5 + i
+            );
+            assert_eq!(order[5 + i], k);
+            let g = grads[p].as_ref().expect("every parameter has a gradient");
+            same(g, file_bytes(&dir, &k, "output", 0), &k);
+            same(&weights[i].1, file_bytes(&dir, p, "output", 0), p);
+        }
+    }
+    // The kinds reported: 4 layer types, the tap, gradients and parameters.
+    assert_eq!(
+        op_types,
+        BTreeSet::from(
+            [
+                "Conv2d",
+                "Gradient",
+                "Linear",
+                "MaxPool2d",
+                "Parameter",
+                "Relu",
+                "SoftmaxCrossEntropy"
+            ]
+            .map(String::from)
+        ),
+    );
+    // Training moved the weights: the dumped Parameters of steps 0 and 2 differ.
+    let (a, b) = (
+        file_bytes(&rank.join("Net/0/0"), "fc.weight", "output", 0),
+        file_bytes(&rank.join("Net/0/2"), "fc.weight", "output", 0),
+    );
+    assert_ne!(a.1, b.1);
+}
+
+#[test]
+fn a_filter_that_rejects_everything_writes_nothing() {
+    let tmp = Tmp::new("reject");
+    let device = Device::default().autodiff();
+    let model = model(&device);
+    let (x, y) = batch(&device);
+    let mut d = config_dumper(
+        &tmp.0,
+        r#""dump_mode": 1, "kernels": ["Default/no/such/Kernel-op0"], "saved_data": "full""#,
+    );
+    let mut tracer = Tracer::new(0);
+    let loss = tracer
+        .step(&mut d, || {
+            let f = model.forward(x.clone(), y.clone());
+            let grads = GradientsParams::from_grads(f.loss.backward(), &model);
+            training_step(&model, &grads);
+            f.loss
+        })
+        .unwrap();
+    // The model still ran, and its result is the plain run's.
+    assert_eq!(
+        loss.to_data(),
+        model.plain(x, y).loss.to_data(),
+        "the dumped step computes what the plain one does"
+    );
+    let report = d.close().unwrap();
+    assert_eq!((report.files, report.rows), (0, 0));
+    assert!(npy_in(&tmp.rank().join("Net/0/0")).is_empty());
+}
