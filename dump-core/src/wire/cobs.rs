@@ -161,6 +161,97 @@ pub fn decode_to(src: &[u8], dst: &mut [u8]) -> Result<usize, CobsError> {
     Ok(write)
 }
 
+/// Where the first `0x00` of `bytes` is, eight bytes per step.
+pub fn find_zero(bytes: &[u8]) -> Option<usize> {
+    const LO: u64 = u64::from_le_bytes([0x01; 8]);
+    const HI: u64 = u64::from_le_bytes([0x80; 8]);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        let w = u64::from_le_bytes(w);
+        // The lowest set bit marks the first zero byte exactly (see `decode_to`).
+        let zeros = w.wrapping_sub(LO) & !w & HI;
+        if zeros != 0 {
+            return Some(at + (zeros.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == 0)
+        .map(|i| at + i)
+}
+
+/// The host decoder's one pass over a frame that starts at `src[0]` (a non-zero byte, just
+/// after a delimiter): finds the frame's closing `0x00` by following the COBS code bytes,
+/// checking each block for a zero and copying it into `dst` as it goes, instead of searching
+/// for the delimiter first and decoding after.
+///
+/// Returns `Some((n, decoded))` when the frame ends in `src`: the frame is `src[..n]` (its
+/// delimiter at `src[n]`) and `decoded` is exactly what [`decode_to`]`(&src[..n], dst)` gives
+/// (a block that runs into the delimiter makes a cut-short frame, [`CobsError::Torn`]).
+/// Returns `None` when `src` ends inside the frame, when the frame is longer than `max_len`
+/// bytes, or when `dst` is too short (it needs `max_len` + [`DECODE_SLACK`] bytes): the caller
+/// then gathers the frame and decodes it the slow way, with the same result.
+pub fn decode_frame(
+    src: &[u8],
+    max_len: usize,
+    dst: &mut [u8],
+) -> Option<(usize, Result<usize, CobsError>)> {
+    const LO: u128 = u128::from_le_bytes([0x01; 16]);
+    const HI: u128 = u128::from_le_bytes([0x80; 16]);
+    let n = src.len();
+    let (mut read, mut write) = (0usize, 0usize);
+    // Whether the last block's implied zero was written (dropped if the frame ends there).
+    let mut zero_after = false;
+    while read <= max_len {
+        let code = usize::from(*src.get(read)?);
+        if code == 0 {
+            return Some((read, Ok(write - usize::from(zero_after))));
+        }
+        let (start, len) = (read + 1, code - 1);
+        let word = src
+            .get(start..start + DECODE_SLACK)
+            .zip(dst.get_mut(write..write + DECODE_SLACK))
+            .filter(|_| len <= DECODE_SLACK);
+        match word {
+            Some((from, to)) => {
+                let mut bytes = [0u8; DECODE_SLACK];
+                bytes.copy_from_slice(from);
+                let w = u128::from_le_bytes(bytes);
+                let zeros = w.wrapping_sub(LO) & !w & HI;
+                let z = (zeros.trailing_zeros() / 8) as usize;
+                if zeros != 0 && z < len {
+                    // The delimiter inside the block: the frame ends there, cut short.
+                    let end = start + z;
+                    return (end <= max_len).then_some((end, Err(CobsError::Torn)));
+                }
+                to.copy_from_slice(&bytes);
+            }
+            None => {
+                let avail = src.get(start..(start + len).min(n)).unwrap_or(&[]);
+                if let Some(z) = find_zero(avail) {
+                    let end = start + z;
+                    return (end <= max_len).then_some((end, Err(CobsError::Torn)));
+                }
+                let data = src.get(start..start + len)?;
+                dst.get_mut(write..write + len)?.copy_from_slice(data);
+            }
+        }
+        write += len;
+        read = start + len;
+        zero_after = code < 0xFF;
+        if zero_after {
+            *dst.get_mut(write)? = 0;
+            write += 1;
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +365,101 @@ mod tests {
         let mut enc = [0u8; 8];
         let m = encode(&[1, 2, 3, 4, 5], &mut enc).unwrap();
         assert_eq!(decode_to(&enc[..m], &mut [0u8; 3]), Err(CobsError::Torn));
+    }
+
+    /// The reference for [`decode_frame`]: the frame is everything before the first zero,
+    /// decoded by [`decode_to`]; `None` when there is no zero or the frame is over `max`.
+    fn split_then_decode(
+        src: &[u8],
+        max: usize,
+    ) -> Option<(usize, Result<usize, CobsError>, Vec<u8>)> {
+        let n = src.iter().position(|&b| b == 0)?;
+        if n > max {
+            return None;
+        }
+        let mut dst = vec![0u8; n + DECODE_SLACK];
+        let r = decode_to(&src[..n], &mut dst);
+        let bytes = r.map(|m| dst[..m].to_vec()).unwrap_or_default();
+        Some((n, r, bytes))
+    }
+
+    #[test]
+    fn decoding_a_frame_in_one_pass_equals_splitting_then_decoding() {
+        // Valid frames followed by their delimiter and more bytes, then cut, with a byte
+        // zeroed or changed, and noise with many zeros and short blocks; every frame-length
+        // bound around the frame's length. `None` is allowed only where the reference has no
+        // complete frame within the bound (the slow path then handles it).
+        struct Rng(u64);
+        impl Rng {
+            fn next(&mut self) -> u64 {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                self.0
+            }
+        }
+        let mut rng = Rng(0x0fa5_7c0b_5000_2026);
+        let check = |src: &[u8]| {
+            if src.first() == Some(&0) {
+                return;
+            }
+            let frame_len = src.iter().position(|&b| b == 0).unwrap_or(src.len());
+            for max in [frame_len.saturating_sub(1), frame_len, frame_len + 1, 700] {
+                let want = split_then_decode(src, max);
+                let mut dst = vec![0x55u8; max + DECODE_SLACK];
+                let got = decode_frame(src, max, &mut dst);
+                match (&want, got) {
+                    (Some((n, r, bytes)), Some((gn, gr))) => {
+                        assert_eq!((gn, gr), (*n, *r), "{src:?} max {max}");
+                        if let Ok(m) = gr {
+                            assert_eq!(&dst[..m], &bytes[..], "{src:?} max {max}");
+                        }
+                    }
+                    (None, None) => {}
+                    (Some(w), None) => panic!("{src:?} max {max}: no answer, expected {w:?}"),
+                    (None, Some(g)) => panic!("{src:?} max {max}: {g:?} without a whole frame"),
+                }
+            }
+        };
+        for len in 0..600usize {
+            let src: Vec<u8> = (0..len)
+                .map(|_| match rng.next() % 4 {
+                    0 => 0,
+                    _ => (rng.next() % 256) as u8,
+                })
+                .collect();
+            let mut enc = vec![0u8; max_encoded_len(len)];
+            let m = encode(&src, &mut enc).unwrap();
+            enc.truncate(m);
+            let mut wire = enc.clone();
+            wire.push(0);
+            wire.extend((0..rng.next() % 40).map(|_| (rng.next() % 3) as u8));
+            check(&wire);
+            let mut dst = vec![0u8; m + DECODE_SLACK];
+            assert_eq!(decode_frame(&wire, m, &mut dst).map(|r| r.0), Some(m));
+            for _ in 0..6 {
+                let cut = (rng.next() as usize) % (wire.len() + 1);
+                check(&wire[..cut]);
+                let mut z = wire.clone();
+                z[(rng.next() as usize) % m.max(1)] = 0;
+                check(&z);
+                let mut c = wire.clone();
+                c[(rng.next() as usize) % m.max(1)] = (rng.next() % 256) as u8;
+                check(&c);
+            }
+            let noise: Vec<u8> = (0..len).map(|_| (rng.next() % 8) as u8).collect();
+            check(&noise);
+            let long: Vec<u8> = (0..len).map(|_| (rng.next() % 256) as u8).collect();
+            check(&long);
+        }
+        // A `dst` too short gives no answer, never a panic.
+        assert_eq!(
+            decode_frame(&[6, 1, 2, 3, 4, 5, 0], 10, &mut [0u8; 3]),
+            None
+        );
+        assert_eq!(find_zero(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 0]), Some(9));
+        assert_eq!(find_zero(&[1, 2, 0, 4, 5, 6, 7, 8, 9, 0]), Some(2));
+        assert_eq!(find_zero(&[1; 17]), None);
     }
 
     #[test]
