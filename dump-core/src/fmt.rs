@@ -335,7 +335,7 @@ impl U64Buf {
         let bytes = self.buf.get(self.start as usize..).unwrap_or(&[]);
         debug_assert!(bytes.is_ascii());
         // SAFETY: `buf` starts as ASCII `0`s and `u64_str`, its only writer, stores ASCII
-        // digits (`b'0' + v % 10`) only: every byte is ASCII, hence UTF-8. Checked in debug
+        // digits (`b'0' + v % 10` and bytes of `PAIRS`, all `0`..=`9`) only: every byte is ASCII, hence UTF-8. Checked in debug
         // builds.
         unsafe { core::str::from_utf8_unchecked(bytes) }
     }
@@ -364,16 +364,40 @@ pub fn u64_str(mut v: u64) -> U64Buf {
         buf: [b'0'; U64BUF_CAP],
         start: U64BUF_CAP as u8,
     };
-    loop {
+    // Two digits per division (a timestamp has 16); `start` stays above 1 while v >= 100
+    // (20 digits at most).
+    while v >= 100 {
+        let pair = usize::from((v % 100) as u8) * 2;
+        v /= 100;
+        out.start -= 2;
+        let at = out.start as usize;
+        out.buf[at] = PAIRS[pair];
+        out.buf[at + 1] = PAIRS[pair + 1];
+    }
+    if v >= 10 {
+        let pair = v as usize * 2;
+        out.start -= 2;
+        let at = out.start as usize;
+        out.buf[at] = PAIRS[pair];
+        out.buf[at + 1] = PAIRS[pair + 1];
+    } else {
         out.start -= 1;
-        out.buf[out.start as usize] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        out.buf[out.start as usize] = b'0' + v as u8;
     }
     out
 }
+
+/// `PAIRS[2k..2k + 2]`: the two ASCII digits of `k` (`00` to `99`).
+const PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut k = 0;
+    while k < 100 {
+        t[2 * k] = b'0' + (k / 10) as u8;
+        t[2 * k + 1] = b'0' + (k % 10) as u8;
+        k += 1;
+    }
+    t
+};
 
 #[cfg(test)]
 mod tests {

@@ -118,9 +118,16 @@ fn write_meta<W: Write>(w: &mut W, m: &RowMeta<'_>) -> Result<(), Error> {
 
 fn write_hex<W: Write>(w: &mut W, bytes: &[u8]) -> Result<(), Error> {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for &b in bytes {
-        w.write_char(char::from(DIGITS[usize::from(b >> 4)]))?;
-        w.write_char(char::from(DIGITS[usize::from(b & 15)]))?;
+    // A digest (16 or 20 bytes) in one write, not one per digit.
+    let mut text = [0u8; 64];
+    for chunk in bytes.chunks(text.len() / 2) {
+        for (pair, &b) in text.chunks_exact_mut(2).zip(chunk) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 15)];
+        }
+        let hex = &text[..chunk.len() * 2];
+        // Only ASCII hex digits were written.
+        w.write_str(core::str::from_utf8(hex).map_err(|_| core::fmt::Error)?)?;
     }
     Ok(())
 }
@@ -345,7 +352,10 @@ mod tests {
             )
         );
         let mut st = stats_of(&[-0.0, 0.0, f32::INFINITY, -3.0, 1e6, 1e-5]);
-        st.md5 = Some([0xab; 16]);
+        st.md5 = Some([
+            0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54,
+            0x32, 0x10,
+        ]);
         st.sha1 = Some([0x01; 20]);
         let shape: [usize; 1] = [6];
         let row = row_string(&meta("n", Io::Output, 2, 7, &shape), &all, &st)
@@ -355,7 +365,7 @@ mod tests {
             row,
             format!(
                 "Add,n,0,0,7,output,2,24,float32,\"(6)\",inf,-3,inf,6,1,3,0,0,1,2,{},inf,{},\n",
-                "ab".repeat(16),
+                "0123456789abcdeffedcba9876543210",
                 "01".repeat(20)
             )
         );
