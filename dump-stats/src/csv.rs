@@ -64,8 +64,26 @@ pub fn write_header<W: Write>(w: &mut W, categories: &CategorySet) -> Result<(),
 
 /// `true` when `field` must be quoted to stay one csv field: it holds `"`, `,`, `\n` or `\r`.
 pub fn field_needs_quotes(field: &str) -> bool {
-    field
-        .bytes()
+    const LO: u64 = u64::from_le_bytes([0x01; 8]);
+    const HI: u64 = u64::from_le_bytes([0x80; 8]);
+    /// Whether a byte of `w` equals `b` (the zero-byte test on `w ^ b...b`).
+    const fn has(w: u64, b: u8) -> bool {
+        let x = w ^ (LO * b as u64);
+        x.wrapping_sub(LO) & !x & HI != 0
+    }
+    let bytes = field.as_bytes();
+    let mut words = bytes.chunks_exact(8);
+    for c in &mut words {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        let w = u64::from_le_bytes(a);
+        if has(w, b'"') || has(w, b',') || has(w, b'\n') || has(w, b'\r') {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
         .any(|b| matches!(b, b'"' | b',' | b'\n' | b'\r'))
 }
 
@@ -338,6 +356,24 @@ mod tests {
              Add,Default_Add-op0,0,0,1795332154537672,input,1,24,float32,\"(2,3)\",12,7,23.6432,\n\
              Add,Default_Add-op0,0,0,1795332154537718,output,0,24,float32,\"(2,3)\",18,8,32.9242,\n"
         );
+    }
+
+    #[test]
+    fn quotes_are_needed_exactly_for_quote_comma_cr_lf_anywhere() {
+        let special = [b'"', b',', b'\n', b'\r'];
+        for len in 0..40usize {
+            for at in 0..len {
+                for b in 0u8..128 {
+                    let mut f = vec![b'a'; len];
+                    f[at] = b;
+                    let text = core::str::from_utf8(&f).unwrap();
+                    assert_eq!(field_needs_quotes(text), special.contains(&b), "{text:?}");
+                }
+            }
+        }
+        assert!(!field_needs_quotes(
+            "Default/network-Net/layer1-Dense/MatMul-op1é"
+        ));
     }
 
     #[test]
