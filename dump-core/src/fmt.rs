@@ -39,35 +39,10 @@ impl GBuf {
     pub fn as_str(&self) -> &str {
         let bytes = self.buf.get(..self.len as usize).unwrap_or(&[]);
         debug_assert!(bytes.is_ascii());
-        // SAFETY: `push` is the only writer of `buf` and stores ASCII bytes only (it drops any
-        // other), and `buf` starts zeroed: every byte here is ASCII, hence UTF-8. Checked in
-        // debug builds. (The `%g` of every row went through a UTF-8 validation before.)
+        // SAFETY: `Text::push` (for `g`) is the only writer of `buf` and stores ASCII bytes
+        // only (it drops any other), and `buf` starts zeroed: every byte here is ASCII, hence
+        // UTF-8. Checked in debug builds.
         unsafe { core::str::from_utf8_unchecked(bytes) }
-    }
-
-    const fn new() -> GBuf {
-        GBuf {
-            buf: [0; GBUF_CAP],
-            len: 0,
-        }
-    }
-
-    fn push(&mut self, b: u8) {
-        // Callers never exceed the capacity (see GBUF_CAP) and push ASCII only; ignore rather
-        // than panic anyway (`as_str` relies on every stored byte being ASCII).
-        if !b.is_ascii() {
-            return;
-        }
-        if let Some(slot) = self.buf.get_mut(self.len as usize) {
-            *slot = b;
-            self.len += 1;
-        }
-    }
-
-    fn push_all(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.push(b);
-        }
     }
 }
 
@@ -120,34 +95,45 @@ impl Write for Scratch {
 /// assert_eq!(dump_core::fmt::g(f64::NEG_INFINITY).as_str(), "-inf");
 /// ```
 pub fn g(v: f64) -> GBuf {
-    let mut out = GBuf::new();
+    // Built in a local (its length in a register), copied out once.
+    let mut out = Text {
+        buf: [0; GBUF_CAP],
+        len: 0,
+    };
     if v.is_sign_negative() {
         out.push(b'-');
     }
     if v.is_nan() {
         out.push_all(b"nan");
-        return out;
+        return out.done();
     }
     if v.is_infinite() {
         out.push_all(b"inf");
-        return out;
+        return out.done();
     }
-    let (digits, x) = match six_digits(v.abs()) {
+    let a = v.abs();
+    if a < 1e6 && a == (a as u64) as f64 {
+        // A whole number below 10^6 (0 included): `%g` prints its digits, nothing else.
+        out.push_all(u64_str(a as u64).as_str().as_bytes());
+        return out.done();
+    }
+    let (digits, x) = match six_digits(a) {
         Some((q, x)) => {
+            // q has six digits: three pairs.
             let mut d = [b'0'; PRECISION as usize];
-            let mut q = q;
-            for slot in d.iter_mut().rev() {
-                *slot = b'0' + (q % 10) as u8;
-                q /= 10;
+            for (k, pair) in [q / 10_000, q / 100 % 100, q % 100].into_iter().enumerate() {
+                let at = (pair as usize % 100) * 2;
+                d[2 * k] = PAIRS[at];
+                d[2 * k + 1] = PAIRS[at + 1];
             }
             (d, x)
         }
-        None => match six_digits_core(v.abs()) {
+        None => match six_digits_core(a) {
             Some(d) => d,
             None => {
                 // Unreachable: `d.ddddde-ddd` is at most 12 bytes.
                 out.push_all(b"nan");
-                return out;
+                return out.done();
             }
         },
     };
@@ -193,7 +179,43 @@ pub fn g(v: f64) -> GBuf {
         out.push(b'0' + (ax / 10 % 10) as u8);
         out.push(b'0' + (ax % 10) as u8);
     }
-    out
+    out.done()
+}
+
+/// [`g`]'s text while it is built: [`GBuf`]'s bytes with the length as a `usize` local.
+struct Text {
+    buf: [u8; GBUF_CAP],
+    len: usize,
+}
+
+impl Text {
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        // Callers never exceed the capacity (see GBUF_CAP) and push ASCII only; ignore rather
+        // than panic anyway (`GBuf::as_str` relies on every stored byte being ASCII).
+        if !b.is_ascii() {
+            return;
+        }
+        if let Some(slot) = self.buf.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn push_all(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.push(b);
+        }
+    }
+
+    #[inline(always)]
+    fn done(self) -> GBuf {
+        GBuf {
+            buf: self.buf,
+            len: self.len as u8,
+        }
+    }
 }
 
 /// `10^k` for `k` in `0..=38` (all fit a `u128`).
@@ -620,6 +642,30 @@ mod tests {
             let mant = (b >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
             let e = (b % 16) as i32 - 8;
             check((1.0 + 9.0 * mant) * 10f64.powi(e));
+        }
+    }
+
+    #[test]
+    fn whole_numbers_match_c() {
+        let mut vals: Vec<f64> = (0..20_000).map(f64::from).collect();
+        for i in 0..2000 {
+            vals.push(f64::from(999_000 + i));
+            vals.push(f64::from(i * 499 + 7));
+        }
+        vals.extend([
+            1e6,
+            1e6 - 1.0,
+            1e6 + 1.0,
+            4e6,
+            123_456_789.0,
+            0.5,
+            1.5,
+            999_999.5,
+        ]);
+        for v in vals {
+            for s in [v, -v] {
+                assert_eq!(g(s).as_str(), c_g(s), "{s}");
+            }
         }
     }
 
