@@ -106,12 +106,19 @@ pub fn write_field<W: Write>(w: &mut W, field: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn write_meta<W: Write>(w: &mut W, m: &RowMeta<'_>) -> Result<(), Error> {
+fn write_meta<W: Write>(w: &mut W, m: &RowMeta<'_>, plain_names: bool) -> Result<(), Error> {
     let id = &m.id;
-    write_field(w, id.op_type)?;
-    w.write_char(',')?;
-    write_field(w, id.op_name)?;
-    w.write_char(',')?;
+    if plain_names {
+        w.write_str(id.op_type)?;
+        w.write_char(',')?;
+        w.write_str(id.op_name)?;
+        w.write_char(',')?;
+    } else {
+        write_field(w, id.op_type)?;
+        w.write_char(',')?;
+        write_field(w, id.op_name)?;
+        w.write_char(',')?;
+    }
     for v in [u64::from(id.task_id), u64::from(id.stream_id), id.timestamp] {
         w.write_str(u64_str(v).as_str())?;
         w.write_char(',')?;
@@ -161,6 +168,29 @@ pub fn write_row<W: Write>(
     categories: &CategorySet,
     stats: &TensorStats,
 ) -> Result<bool, Error> {
+    row(w, meta, categories, stats, false)
+}
+
+/// [`write_row`] for a caller that already made sure neither Op Type nor Op Name holds a byte
+/// that needs quoting (`"`, `,`, CR, LF; see [`field_needs_quotes`]): they are written as
+/// they are, without looking at them again. The same bytes as [`write_row`] for such names.
+pub fn write_row_plain_names<W: Write>(
+    w: &mut W,
+    meta: &RowMeta<'_>,
+    categories: &CategorySet,
+    stats: &TensorStats,
+) -> Result<bool, Error> {
+    debug_assert!(!field_needs_quotes(meta.id.op_type) && !field_needs_quotes(meta.id.op_name));
+    row(w, meta, categories, stats, true)
+}
+
+fn row<W: Write>(
+    w: &mut W,
+    meta: &RowMeta<'_>,
+    categories: &CategorySet,
+    stats: &TensorStats,
+    plain_names: bool,
+) -> Result<bool, Error> {
     let Some(s) = stats.summary.as_ref() else {
         return Ok(false);
     };
@@ -170,7 +200,7 @@ pub fn write_row<W: Write>(
     if categories.needs_sha1() && stats.sha1.is_none() {
         return Err(Error::MissingHash(Category::Sha1));
     }
-    write_meta(w, meta)?;
+    write_meta(w, meta, plain_names)?;
     for c in categories {
         let count = |v: u64| u64_str(v);
         match c {
@@ -208,7 +238,7 @@ pub fn write_device_row<W: Write>(
     if let Some(c) = categories.iter().find(|c| !c.is_device()) {
         return Err(Error::NotADeviceCategory(c));
     }
-    write_meta(w, meta)?;
+    write_meta(w, meta, false)?;
     for c in categories {
         write!(w, "{},", stats.get(*c)?)?;
     }
@@ -374,6 +404,21 @@ mod tests {
         assert!(!field_needs_quotes(
             "Default/network-Net/layer1-Dense/MatMul-op1é"
         ));
+    }
+
+    #[test]
+    fn plain_name_rows_equal_checked_rows() {
+        let all = CategorySet::parse(crate::category::VALID_NAMES).unwrap();
+        let mut st = stats_of(&[1.5, -2.0, 0.0]);
+        st.md5 = Some([7; 16]);
+        st.sha1 = Some([9; 20]);
+        for name in ["n", "Default_network-Net_MatMul-op1", "caf\u{e9}"] {
+            let m = meta(name, Io::Input, 1, 99, &[3]);
+            let (mut a, mut b) = (String::new(), String::new());
+            assert!(write_row(&mut a, &m, &all, &st).unwrap());
+            assert!(write_row_plain_names(&mut b, &m, &all, &st).unwrap());
+            assert_eq!(a, b);
+        }
     }
 
     #[test]
