@@ -117,7 +117,7 @@ pub fn g(v: f64) -> GBuf {
         out.push_all(u64_str(a as u64).as_str().as_bytes());
         return out.done();
     }
-    let (digits, x) = match six_digits(a) {
+    let (digits, x) = match six_digits_f64(a).or_else(|| six_digits(a)) {
         Some((q, x)) => {
             // q has six digits: three pairs.
             let mut d = [b'0'; PRECISION as usize];
@@ -216,6 +216,45 @@ impl Text {
             len: self.len as u8,
         }
     }
+}
+
+/// `10^k` for `k` in `0..=22`: every one exact in an `f64`.
+const POW10_F64: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// [`six_digits`] for most values with one `f64` multiplication or division: `a · 10^k` with
+/// `10^k` exact is off the exact product by at most half an ulp (under `1.2e-10` below
+/// `10^6`), so where it is more than `MARGIN` from a rounding boundary (a half, or the ends
+/// of `[100000, 999999.5)`) it rounds to the same six digits as the exact value. `None` near a
+/// boundary or outside `10^±22` scaling: [`six_digits`] decides exactly.
+fn six_digits_f64(a: f64) -> Option<(u32, i32)> {
+    const MARGIN: f64 = 1e-6;
+    let biased = ((a.to_bits() >> 52) & 0x7ff) as i32;
+    if biased == 0 || biased == 0x7ff {
+        return None;
+    }
+    // a is in [2^p, 2^(p+1)): floor(log10 a) is floor(p·log10 2) or one more.
+    let p = biased - 1023;
+    let mut x = (p * 78_913) >> 18;
+    let scaled = |x: i32| {
+        let k = 5 - x;
+        if k >= 0 {
+            POW10_F64.get(k as usize).map(|t| a * t)
+        } else {
+            POW10_F64.get((-k) as usize).map(|t| a / t)
+        }
+    };
+    let mut y = scaled(x)?;
+    if y >= 999_999.5 - MARGIN {
+        x += 1;
+        y = scaled(x)?;
+    }
+    let frac = y - y.floor();
+    let safe =
+        (100_000.0 + MARGIN..=999_999.5 - MARGIN).contains(&y) && (frac - 0.5).abs() > MARGIN;
+    safe.then(|| (y.round() as u32, x))
 }
 
 /// `10^k` for `k` in `0..=38` (all fit a `u128`).
@@ -643,6 +682,40 @@ mod tests {
             let e = (b % 16) as i32 - 8;
             check((1.0 + 9.0 * mant) * 10f64.powi(e));
         }
+    }
+
+    #[test]
+    fn f64_digits_agree_with_exact_digits_where_they_answer() {
+        let mut rng = Rng(0x5eed_f64d_1617_2026);
+        let (mut answered, mut total) = (0u32, 0u32);
+        for i in 0..2_000_000u32 {
+            let b = rng.next();
+            let v = match i % 3 {
+                0 => f64::from_bits(b >> 1),
+                1 => f64::from(f32::from_bits((b >> 1) as u32)),
+                _ => {
+                    // Near halves of the sixth digit: k.5 scaled, with a few ulps of noise.
+                    let base = (100_000 + b % 900_000) as f64 + 0.5;
+                    let v = base * 10f64.powi((b >> 40) as i32 % 12 - 6);
+                    f64::from_bits(v.to_bits().wrapping_add((b >> 60) % 5).wrapping_sub(2))
+                }
+            };
+            if !v.is_finite() || v == 0.0 {
+                continue;
+            }
+            total += 1;
+            if let Some(fast) = six_digits_f64(v) {
+                answered += 1;
+                let exact = six_digits(v).or_else(|| {
+                    let (d, x) = six_digits_core(v)?;
+                    let q = d.iter().fold(0u32, |q, &c| q * 10 + u32::from(c - b'0'));
+                    Some((q, x))
+                });
+                assert_eq!(Some(fast), exact, "{v:e}");
+            }
+        }
+        // Most random bit patterns are beyond 10^±22 (exact path); f32 values mostly are not.
+        assert!(answered > total / 10, "{answered} of {total}");
     }
 
     #[test]
