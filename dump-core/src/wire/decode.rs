@@ -91,12 +91,16 @@ pub enum Event {
 
 /// A good frame as [`Decoder::push_ref`] delivers it: a stat record borrowed from the
 /// decoder's buffer ([`StatView`], nothing copied), any other frame decoded.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// The view is the large variant (about 220 bytes, no allocator to box it in); it is built
+/// once per frame and lent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum FrameRef<'a> {
     /// A stat frame's record.
     Stat(StatView<'a>),
     /// Any other frame (never [`Frame::Stat`]).
-    Session(Frame),
+    Session(&'a Frame),
 }
 
 impl FrameRef<'_> {
@@ -104,13 +108,15 @@ impl FrameRef<'_> {
     pub fn to_frame(&self) -> Frame {
         match self {
             FrameRef::Stat(v) => Frame::Stat(v.to_record()),
-            FrameRef::Session(f) => f.clone(),
+            FrameRef::Session(f) => (*f).clone(),
         }
     }
 }
 
-/// What [`Decoder::push_ref`] reports: [`Event`] with the frame by reference.
-#[derive(Clone, Debug, PartialEq)]
+/// What [`Decoder::push_ref`] reports: [`Event`] with the frame by reference (a stat
+/// record's view is the large variant, about 230 bytes, handed once per frame).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum EventRef<'a> {
     /// A good frame.
     Frame {
@@ -355,11 +361,19 @@ impl State {
         opened: Result<frame::RawFrame<'_>, OpenError>,
         on: &mut impl FnMut(EventRef<'_>),
     ) {
+        // A session frame decoded here, lent to `on`.
+        let session;
         let decoded = match opened {
             Ok(raw) => {
                 let frame = match raw.kind {
                     Kind::Stat => StatView::decode(raw.payload).map(FrameRef::Stat),
-                    k => Frame::decode(k, raw.payload).map(FrameRef::Session),
+                    k => match Frame::decode(k, raw.payload) {
+                        Ok(f) => {
+                            session = f;
+                            Ok(FrameRef::Session(&session))
+                        }
+                        Err(e) => Err(e),
+                    },
                 };
                 frame.map(|f| (raw.seq, f)).map_err(|e| match e {
                     crate::Error::Wire { reason } => ProblemKind::BadPayload(reason),

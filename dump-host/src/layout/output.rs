@@ -327,7 +327,7 @@ fn row_name<'b>(
             | below_space;
         quote |= eq(w, b'"');
         let bytes = (hit >> 7) * 0xff;
-        d.copy_from_slice(&((w & !bytes) | (LO * u64::from(b'_') & bytes)).to_le_bytes());
+        d.copy_from_slice(&((w & !bytes) | ((LO * u64::from(b'_')) & bytes)).to_le_bytes());
     }
     for (d, &b) in words.into_remainder().iter_mut().zip(src.remainder()) {
         *d = field(b);

@@ -95,7 +95,7 @@ impl Session<'_> {
                 self.tally.frames += 1;
                 match frame {
                     FrameRef::Stat(r) => self.stat(offset, &r),
-                    FrameRef::Session(f) => self.frame(offset, f),
+                    FrameRef::Session(f) => self.frame(offset, f.clone()),
                 }
             }
         }
