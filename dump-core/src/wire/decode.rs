@@ -184,9 +184,9 @@ struct State {
 /// The stream decoder; see the module documentation.
 ///
 /// A frame that arrives whole within one [`push`](Decoder::push) is decoded straight from the
-/// pushed bytes (the delimiter search, the COBS decode and the zero check in one pass, see
-/// [`cobs::decode_frame`]); only a frame split across pushes is gathered in a buffer first.
-/// Both ways give the same events.
+/// pushed bytes (its delimiter found a word at a time, the frame copied once with its code
+/// bytes zeroed, see [`cobs::decode_frame`]); only a frame split across pushes is gathered in
+/// a buffer first. Both ways give the same events.
 #[derive(Clone, Debug)]
 pub struct Decoder {
     buf: [u8; MAX_WIRE_LEN],
