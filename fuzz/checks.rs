@@ -9,7 +9,9 @@
 use std::collections::HashMap;
 
 use dump_core::DType;
-use dump_core::wire::{Decoder, Event, MAX_COBS_LEN, MAX_ENCODED_LEN, StatRecord};
+use dump_core::wire::{
+    Decoder, Event, Frame, Kind, MAX_COBS_LEN, MAX_ENCODED_LEN, StatRecord, StatView,
+};
 use dump_host::config::{ConfigDialect, Device, DumpConfig, MsprobeConfig, ParseOptions};
 use dump_host::layout::{TensorFileName, sanitize};
 use dump_host::{DumpOptions, DumpPlan, Error};
@@ -436,6 +438,11 @@ pub fn csv_row(data: &[u8]) {
 /// bytes as an agent stream: see [`wire_stream`].
 pub fn wire(data: &[u8]) {
     wire_stream(data);
+    // The host's hand-written stat decoder accepts and refuses exactly what postcard does
+    // (Debug text: a decoded record may hold NaNs).
+    let by_hand = StatView::decode(data).map(|v| Frame::Stat(v.to_record()));
+    let by_postcard = Frame::decode(Kind::Stat, data);
+    assert_eq!(format!("{by_hand:?}"), format!("{by_postcard:?}"));
     let mut frame = data.to_vec();
     let _ = StatRecord::decode_cobs(&mut frame);
     let Ok(rec) = StatRecord::decode(data) else {

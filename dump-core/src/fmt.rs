@@ -39,35 +39,10 @@ impl GBuf {
     pub fn as_str(&self) -> &str {
         let bytes = self.buf.get(..self.len as usize).unwrap_or(&[]);
         debug_assert!(bytes.is_ascii());
-        // SAFETY: `push` is the only writer of `buf` and stores ASCII bytes only (it drops any
-        // other), and `buf` starts zeroed: every byte here is ASCII, hence UTF-8. Checked in
-        // debug builds. (The `%g` of every row went through a UTF-8 validation before.)
+        // SAFETY: `Text::push` (for `g`) is the only writer of `buf` and stores ASCII bytes
+        // only (it drops any other), and `buf` starts zeroed: every byte here is ASCII, hence
+        // UTF-8. Checked in debug builds.
         unsafe { core::str::from_utf8_unchecked(bytes) }
-    }
-
-    const fn new() -> GBuf {
-        GBuf {
-            buf: [0; GBUF_CAP],
-            len: 0,
-        }
-    }
-
-    fn push(&mut self, b: u8) {
-        // Callers never exceed the capacity (see GBUF_CAP) and push ASCII only; ignore rather
-        // than panic anyway (`as_str` relies on every stored byte being ASCII).
-        if !b.is_ascii() {
-            return;
-        }
-        if let Some(slot) = self.buf.get_mut(self.len as usize) {
-            *slot = b;
-            self.len += 1;
-        }
-    }
-
-    fn push_all(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.push(b);
-        }
     }
 }
 
@@ -120,34 +95,45 @@ impl Write for Scratch {
 /// assert_eq!(dump_core::fmt::g(f64::NEG_INFINITY).as_str(), "-inf");
 /// ```
 pub fn g(v: f64) -> GBuf {
-    let mut out = GBuf::new();
+    // Built in a local (its length in a register), copied out once.
+    let mut out = Text {
+        buf: [0; GBUF_CAP],
+        len: 0,
+    };
     if v.is_sign_negative() {
         out.push(b'-');
     }
     if v.is_nan() {
         out.push_all(b"nan");
-        return out;
+        return out.done();
     }
     if v.is_infinite() {
         out.push_all(b"inf");
-        return out;
+        return out.done();
     }
-    let (digits, x) = match six_digits(v.abs()) {
+    let a = v.abs();
+    if a < 1e6 && a == (a as u64) as f64 {
+        // A whole number below 10^6 (0 included): `%g` prints its digits, nothing else.
+        out.push_all(u64_str(a as u64).as_str().as_bytes());
+        return out.done();
+    }
+    let (digits, x) = match six_digits_f64(a).or_else(|| six_digits(a)) {
         Some((q, x)) => {
+            // q has six digits: three pairs.
             let mut d = [b'0'; PRECISION as usize];
-            let mut q = q;
-            for slot in d.iter_mut().rev() {
-                *slot = b'0' + (q % 10) as u8;
-                q /= 10;
+            for (k, pair) in [q / 10_000, q / 100 % 100, q % 100].into_iter().enumerate() {
+                let at = (pair as usize % 100) * 2;
+                d[2 * k] = PAIRS[at];
+                d[2 * k + 1] = PAIRS[at + 1];
             }
             (d, x)
         }
-        None => match six_digits_core(v.abs()) {
+        None => match six_digits_core(a) {
             Some(d) => d,
             None => {
                 // Unreachable: `d.ddddde-ddd` is at most 12 bytes.
                 out.push_all(b"nan");
-                return out;
+                return out.done();
             }
         },
     };
@@ -193,7 +179,82 @@ pub fn g(v: f64) -> GBuf {
         out.push(b'0' + (ax / 10 % 10) as u8);
         out.push(b'0' + (ax % 10) as u8);
     }
-    out
+    out.done()
+}
+
+/// [`g`]'s text while it is built: [`GBuf`]'s bytes with the length as a `usize` local.
+struct Text {
+    buf: [u8; GBUF_CAP],
+    len: usize,
+}
+
+impl Text {
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        // Callers never exceed the capacity (see GBUF_CAP) and push ASCII only; ignore rather
+        // than panic anyway (`GBuf::as_str` relies on every stored byte being ASCII).
+        if !b.is_ascii() {
+            return;
+        }
+        if let Some(slot) = self.buf.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn push_all(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.push(b);
+        }
+    }
+
+    #[inline(always)]
+    fn done(self) -> GBuf {
+        GBuf {
+            buf: self.buf,
+            len: self.len as u8,
+        }
+    }
+}
+
+/// `10^k` for `k` in `0..=22`: every one exact in an `f64`.
+const POW10_F64: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// [`six_digits`] for most values with one `f64` multiplication or division: `a · 10^k` with
+/// `10^k` exact is off the exact product by at most half an ulp (under `1.2e-10` below
+/// `10^6`), so where it is more than `MARGIN` from a rounding boundary (a half, or the ends
+/// of `[100000, 999999.5)`) it rounds to the same six digits as the exact value. `None` near a
+/// boundary or outside `10^±22` scaling: [`six_digits`] decides exactly.
+fn six_digits_f64(a: f64) -> Option<(u32, i32)> {
+    const MARGIN: f64 = 1e-6;
+    let biased = ((a.to_bits() >> 52) & 0x7ff) as i32;
+    if biased == 0 || biased == 0x7ff {
+        return None;
+    }
+    // a is in [2^p, 2^(p+1)): floor(log10 a) is floor(p·log10 2) or one more.
+    let p = biased - 1023;
+    let mut x = (p * 78_913) >> 18;
+    let scaled = |x: i32| {
+        let k = 5 - x;
+        if k >= 0 {
+            POW10_F64.get(k as usize).map(|t| a * t)
+        } else {
+            POW10_F64.get((-k) as usize).map(|t| a / t)
+        }
+    };
+    let mut y = scaled(x)?;
+    if y >= 999_999.5 - MARGIN {
+        x += 1;
+        y = scaled(x)?;
+    }
+    let frac = y - y.floor();
+    let safe =
+        (100_000.0 + MARGIN..=999_999.5 - MARGIN).contains(&y) && (frac - 0.5).abs() > MARGIN;
+    safe.then(|| (y.round() as u32, x))
 }
 
 /// `10^k` for `k` in `0..=38` (all fit a `u128`).
@@ -335,7 +396,7 @@ impl U64Buf {
         let bytes = self.buf.get(self.start as usize..).unwrap_or(&[]);
         debug_assert!(bytes.is_ascii());
         // SAFETY: `buf` starts as ASCII `0`s and `u64_str`, its only writer, stores ASCII
-        // digits (`b'0' + v % 10`) only: every byte is ASCII, hence UTF-8. Checked in debug
+        // digits (`b'0' + v % 10` and bytes of `PAIRS`, all `0`..=`9`) only: every byte is ASCII, hence UTF-8. Checked in debug
         // builds.
         unsafe { core::str::from_utf8_unchecked(bytes) }
     }
@@ -364,16 +425,40 @@ pub fn u64_str(mut v: u64) -> U64Buf {
         buf: [b'0'; U64BUF_CAP],
         start: U64BUF_CAP as u8,
     };
-    loop {
+    // Two digits per division (a timestamp has 16); `start` stays above 1 while v >= 100
+    // (20 digits at most).
+    while v >= 100 {
+        let pair = usize::from((v % 100) as u8) * 2;
+        v /= 100;
+        out.start -= 2;
+        let at = out.start as usize;
+        out.buf[at] = PAIRS[pair];
+        out.buf[at + 1] = PAIRS[pair + 1];
+    }
+    if v >= 10 {
+        let pair = v as usize * 2;
+        out.start -= 2;
+        let at = out.start as usize;
+        out.buf[at] = PAIRS[pair];
+        out.buf[at + 1] = PAIRS[pair + 1];
+    } else {
         out.start -= 1;
-        out.buf[out.start as usize] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        out.buf[out.start as usize] = b'0' + v as u8;
     }
     out
 }
+
+/// `PAIRS[2k..2k + 2]`: the two ASCII digits of `k` (`00` to `99`).
+const PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut k = 0;
+    while k < 100 {
+        t[2 * k] = b'0' + (k / 10) as u8;
+        t[2 * k + 1] = b'0' + (k % 10) as u8;
+        k += 1;
+    }
+    t
+};
 
 #[cfg(test)]
 mod tests {
@@ -596,6 +681,64 @@ mod tests {
             let mant = (b >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
             let e = (b % 16) as i32 - 8;
             check((1.0 + 9.0 * mant) * 10f64.powi(e));
+        }
+    }
+
+    #[test]
+    fn f64_digits_agree_with_exact_digits_where_they_answer() {
+        let mut rng = Rng(0x5eed_f64d_1617_2026);
+        let (mut answered, mut total) = (0u32, 0u32);
+        for i in 0..2_000_000u32 {
+            let b = rng.next();
+            let v = match i % 3 {
+                0 => f64::from_bits(b >> 1),
+                1 => f64::from(f32::from_bits((b >> 1) as u32)),
+                _ => {
+                    // Near halves of the sixth digit: k.5 scaled, with a few ulps of noise.
+                    let base = (100_000 + b % 900_000) as f64 + 0.5;
+                    let v = base * 10f64.powi((b >> 40) as i32 % 12 - 6);
+                    f64::from_bits(v.to_bits().wrapping_add((b >> 60) % 5).wrapping_sub(2))
+                }
+            };
+            if !v.is_finite() || v == 0.0 {
+                continue;
+            }
+            total += 1;
+            if let Some(fast) = six_digits_f64(v) {
+                answered += 1;
+                let exact = six_digits(v).or_else(|| {
+                    let (d, x) = six_digits_core(v)?;
+                    let q = d.iter().fold(0u32, |q, &c| q * 10 + u32::from(c - b'0'));
+                    Some((q, x))
+                });
+                assert_eq!(Some(fast), exact, "{v:e}");
+            }
+        }
+        // Most random bit patterns are beyond 10^±22 (exact path); f32 values mostly are not.
+        assert!(answered > total / 10, "{answered} of {total}");
+    }
+
+    #[test]
+    fn whole_numbers_match_c() {
+        let mut vals: Vec<f64> = (0..20_000).map(f64::from).collect();
+        for i in 0..2000 {
+            vals.push(f64::from(999_000 + i));
+            vals.push(f64::from(i * 499 + 7));
+        }
+        vals.extend([
+            1e6,
+            1e6 - 1.0,
+            1e6 + 1.0,
+            4e6,
+            123_456_789.0,
+            0.5,
+            1.5,
+            999_999.5,
+        ]);
+        for v in vals {
+            for s in [v, -v] {
+                assert_eq!(g(s).as_str(), c_g(s), "{s}");
+            }
         }
     }
 

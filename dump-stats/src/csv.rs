@@ -64,8 +64,26 @@ pub fn write_header<W: Write>(w: &mut W, categories: &CategorySet) -> Result<(),
 
 /// `true` when `field` must be quoted to stay one csv field: it holds `"`, `,`, `\n` or `\r`.
 pub fn field_needs_quotes(field: &str) -> bool {
-    field
-        .bytes()
+    const LO: u64 = u64::from_le_bytes([0x01; 8]);
+    const HI: u64 = u64::from_le_bytes([0x80; 8]);
+    /// Whether a byte of `w` equals `b` (the zero-byte test on `w ^ b...b`).
+    const fn has(w: u64, b: u8) -> bool {
+        let x = w ^ (LO * b as u64);
+        x.wrapping_sub(LO) & !x & HI != 0
+    }
+    let bytes = field.as_bytes();
+    let mut words = bytes.chunks_exact(8);
+    for c in &mut words {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        let w = u64::from_le_bytes(a);
+        if has(w, b'"') || has(w, b',') || has(w, b'\n') || has(w, b'\r') {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
         .any(|b| matches!(b, b'"' | b',' | b'\n' | b'\r'))
 }
 
@@ -88,12 +106,19 @@ pub fn write_field<W: Write>(w: &mut W, field: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn write_meta<W: Write>(w: &mut W, m: &RowMeta<'_>) -> Result<(), Error> {
+fn write_meta<W: Write>(w: &mut W, m: &RowMeta<'_>, plain_names: bool) -> Result<(), Error> {
     let id = &m.id;
-    write_field(w, id.op_type)?;
-    w.write_char(',')?;
-    write_field(w, id.op_name)?;
-    w.write_char(',')?;
+    if plain_names {
+        w.write_str(id.op_type)?;
+        w.write_char(',')?;
+        w.write_str(id.op_name)?;
+        w.write_char(',')?;
+    } else {
+        write_field(w, id.op_type)?;
+        w.write_char(',')?;
+        write_field(w, id.op_name)?;
+        w.write_char(',')?;
+    }
     for v in [u64::from(id.task_id), u64::from(id.stream_id), id.timestamp] {
         w.write_str(u64_str(v).as_str())?;
         w.write_char(',')?;
@@ -118,9 +143,16 @@ fn write_meta<W: Write>(w: &mut W, m: &RowMeta<'_>) -> Result<(), Error> {
 
 fn write_hex<W: Write>(w: &mut W, bytes: &[u8]) -> Result<(), Error> {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for &b in bytes {
-        w.write_char(char::from(DIGITS[usize::from(b >> 4)]))?;
-        w.write_char(char::from(DIGITS[usize::from(b & 15)]))?;
+    // A digest (16 or 20 bytes) in one write, not one per digit.
+    let mut text = [0u8; 64];
+    for chunk in bytes.chunks(text.len() / 2) {
+        for (pair, &b) in text.chunks_exact_mut(2).zip(chunk) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 15)];
+        }
+        let hex = &text[..chunk.len() * 2];
+        // Only ASCII hex digits were written.
+        w.write_str(core::str::from_utf8(hex).map_err(|_| core::fmt::Error)?)?;
     }
     Ok(())
 }
@@ -136,6 +168,29 @@ pub fn write_row<W: Write>(
     categories: &CategorySet,
     stats: &TensorStats,
 ) -> Result<bool, Error> {
+    row(w, meta, categories, stats, false)
+}
+
+/// [`write_row`] for a caller that already made sure neither Op Type nor Op Name holds a byte
+/// that needs quoting (`"`, `,`, CR, LF; see [`field_needs_quotes`]): they are written as
+/// they are, without looking at them again. The same bytes as [`write_row`] for such names.
+pub fn write_row_plain_names<W: Write>(
+    w: &mut W,
+    meta: &RowMeta<'_>,
+    categories: &CategorySet,
+    stats: &TensorStats,
+) -> Result<bool, Error> {
+    debug_assert!(!field_needs_quotes(meta.id.op_type) && !field_needs_quotes(meta.id.op_name));
+    row(w, meta, categories, stats, true)
+}
+
+fn row<W: Write>(
+    w: &mut W,
+    meta: &RowMeta<'_>,
+    categories: &CategorySet,
+    stats: &TensorStats,
+    plain_names: bool,
+) -> Result<bool, Error> {
     let Some(s) = stats.summary.as_ref() else {
         return Ok(false);
     };
@@ -145,7 +200,7 @@ pub fn write_row<W: Write>(
     if categories.needs_sha1() && stats.sha1.is_none() {
         return Err(Error::MissingHash(Category::Sha1));
     }
-    write_meta(w, meta)?;
+    write_meta(w, meta, plain_names)?;
     for c in categories {
         let count = |v: u64| u64_str(v);
         match c {
@@ -183,7 +238,7 @@ pub fn write_device_row<W: Write>(
     if let Some(c) = categories.iter().find(|c| !c.is_device()) {
         return Err(Error::NotADeviceCategory(c));
     }
-    write_meta(w, meta)?;
+    write_meta(w, meta, false)?;
     for c in categories {
         write!(w, "{},", stats.get(*c)?)?;
     }
@@ -334,6 +389,39 @@ mod tests {
     }
 
     #[test]
+    fn quotes_are_needed_exactly_for_quote_comma_cr_lf_anywhere() {
+        let special = [b'"', b',', b'\n', b'\r'];
+        for len in 0..40usize {
+            for at in 0..len {
+                for b in 0u8..128 {
+                    let mut f = vec![b'a'; len];
+                    f[at] = b;
+                    let text = core::str::from_utf8(&f).unwrap();
+                    assert_eq!(field_needs_quotes(text), special.contains(&b), "{text:?}");
+                }
+            }
+        }
+        assert!(!field_needs_quotes(
+            "Default/network-Net/layer1-Dense/MatMul-op1é"
+        ));
+    }
+
+    #[test]
+    fn plain_name_rows_equal_checked_rows() {
+        let all = CategorySet::parse(crate::category::VALID_NAMES).unwrap();
+        let mut st = stats_of(&[1.5, -2.0, 0.0]);
+        st.md5 = Some([7; 16]);
+        st.sha1 = Some([9; 20]);
+        for name in ["n", "Default_network-Net_MatMul-op1", "caf\u{e9}"] {
+            let m = meta(name, Io::Input, 1, 99, &[3]);
+            let (mut a, mut b) = (String::new(), String::new());
+            assert!(write_row(&mut a, &m, &all, &st).unwrap());
+            assert!(write_row_plain_names(&mut b, &m, &all, &st).unwrap());
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
     fn every_column_and_shapes() {
         let all = CategorySet::parse(crate::category::VALID_NAMES).unwrap();
         assert_eq!(
@@ -345,7 +433,10 @@ mod tests {
             )
         );
         let mut st = stats_of(&[-0.0, 0.0, f32::INFINITY, -3.0, 1e6, 1e-5]);
-        st.md5 = Some([0xab; 16]);
+        st.md5 = Some([
+            0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54,
+            0x32, 0x10,
+        ]);
         st.sha1 = Some([0x01; 20]);
         let shape: [usize; 1] = [6];
         let row = row_string(&meta("n", Io::Output, 2, 7, &shape), &all, &st)
@@ -355,7 +446,7 @@ mod tests {
             row,
             format!(
                 "Add,n,0,0,7,output,2,24,float32,\"(6)\",inf,-3,inf,6,1,3,0,0,1,2,{},inf,{},\n",
-                "ab".repeat(16),
+                "0123456789abcdeffedcba9876543210",
                 "01".repeat(20)
             )
         );

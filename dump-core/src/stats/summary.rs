@@ -185,14 +185,50 @@ impl Summary {
         if self.nan != 0 {
             self.first_nan
         } else {
-            libm::sqrt(self.sum_sq)
+            sqrt(self.sum_sq)
         }
+    }
+}
+
+/// The correctly rounded square root: the CPU's instruction with `std`, libm's (also correctly
+/// rounded, so the same bits) without.
+#[inline]
+fn sqrt(v: f64) -> f64 {
+    #[cfg(feature = "std")]
+    {
+        v.sqrt()
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        libm::sqrt(v)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sqrt_is_libms_bit_for_bit() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Non-negative values of every exponent, and small integers.
+            let v = if i % 4 == 0 {
+                (i / 4) as f64
+            } else {
+                f64::from_bits(x >> 1)
+            };
+            if v.is_nan() {
+                continue; // l2norm never takes the root of a NaN (the NaN itself is reported)
+            }
+            assert_eq!(sqrt(v).to_bits(), libm::sqrt(v).to_bits(), "{v:e}");
+        }
+        assert_eq!(sqrt(f64::INFINITY), f64::INFINITY);
+        assert_eq!(sqrt(0.0).to_bits(), 0);
+    }
 
     fn of(vals: &[f64]) -> Summary {
         let mut s = Summary::EMPTY;

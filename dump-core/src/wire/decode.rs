@@ -15,9 +15,9 @@
 //! session's hello at a sequence number already delivered (then it is a duplicate).
 
 use super::{
-    Frame, Hello,
-    cobs::DECODE_SLACK,
-    frame::{self, MAX_WIRE_LEN, OpenError},
+    Frame, Hello, StatView,
+    cobs::{self, DECODE_SLACK},
+    frame::{self, Kind, MAX_WIRE_LEN, OpenError},
 };
 
 /// How many sequence numbers behind the newest the decoder remembers for duplicates.
@@ -89,6 +89,62 @@ pub enum Event {
     Problem(Problem),
 }
 
+/// A good frame as [`Decoder::push_ref`] delivers it: a stat record borrowed from the
+/// decoder's buffer ([`StatView`], nothing copied), any other frame decoded.
+///
+/// The view is the large variant (about 220 bytes, no allocator to box it in); it is built
+/// once per frame and lent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)]
+pub enum FrameRef<'a> {
+    /// A stat frame's record.
+    Stat(StatView<'a>),
+    /// Any other frame (never [`Frame::Stat`]).
+    Session(&'a Frame),
+}
+
+impl FrameRef<'_> {
+    /// The owned frame.
+    pub fn to_frame(&self) -> Frame {
+        match self {
+            FrameRef::Stat(v) => Frame::Stat(v.to_record()),
+            FrameRef::Session(f) => (*f).clone(),
+        }
+    }
+}
+
+/// What [`Decoder::push_ref`] reports: [`Event`] with the frame by reference (a stat
+/// record's view is the large variant, about 230 bytes, handed once per frame).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)]
+pub enum EventRef<'a> {
+    /// A good frame.
+    Frame {
+        /// Byte offset of the frame (after its opening delimiter).
+        offset: u64,
+        /// Its sequence number.
+        seq: u32,
+        /// The frame.
+        frame: FrameRef<'a>,
+    },
+    /// Bytes that were skipped, and why.
+    Problem(Problem),
+}
+
+impl EventRef<'_> {
+    /// The owned event.
+    pub fn to_event(&self) -> Event {
+        match self {
+            EventRef::Frame { offset, seq, frame } => Event::Frame {
+                offset: *offset,
+                seq: *seq,
+                frame: frame.to_frame(),
+            },
+            EventRef::Problem(p) => Event::Problem(*p),
+        }
+    }
+}
+
 /// Counts of what a decoder has seen so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -111,13 +167,10 @@ struct Session {
     hello: Option<Hello>,
 }
 
-/// The stream decoder; see the module documentation.
+/// Everything but the buffers: what a frame's handling updates while the decoded bytes are
+/// borrowed.
 #[derive(Clone, Debug)]
-pub struct Decoder {
-    buf: [u8; MAX_WIRE_LEN],
-    /// The current frame decoded ([`frame::open_from`]).
-    scratch: [u8; MAX_WIRE_LEN + DECODE_SLACK],
-    len: usize,
+struct State {
     /// Stream offset of the current frame's first byte.
     start: u64,
     /// Bytes of the current frame (kept or not).
@@ -126,6 +179,22 @@ pub struct Decoder {
     overlong: bool,
     session: Option<Session>,
     counts: Counts,
+}
+
+/// The stream decoder; see the module documentation.
+///
+/// A frame that arrives whole within one [`push`](Decoder::push) is decoded straight from the
+/// pushed bytes (its delimiter found a word at a time, the frame copied once with its code
+/// bytes zeroed, see [`cobs::decode_frame`]); only a frame split across pushes is gathered in
+/// a buffer first. Both ways give the same events.
+#[derive(Clone, Debug)]
+pub struct Decoder {
+    buf: [u8; MAX_WIRE_LEN],
+    /// The current frame decoded ([`frame::open_from`]).
+    scratch: [u8; MAX_WIRE_LEN + DECODE_SLACK],
+    /// Bytes of the current frame kept in `buf`.
+    len: usize,
+    st: State,
 }
 
 impl Default for Decoder {
@@ -141,38 +210,71 @@ impl Decoder {
             buf: [0; MAX_WIRE_LEN],
             scratch: [0; MAX_WIRE_LEN + DECODE_SLACK],
             len: 0,
-            start: 0,
-            frame_len: 0,
-            overlong: false,
-            session: None,
-            counts: Counts {
-                frames: 0,
-                problems: 0,
-                bytes: 0,
+            st: State {
+                start: 0,
+                frame_len: 0,
+                overlong: false,
+                session: None,
+                counts: Counts {
+                    frames: 0,
+                    problems: 0,
+                    bytes: 0,
+                },
             },
         }
     }
 
     /// What was seen so far.
     pub fn counts(&self) -> Counts {
-        self.counts
+        self.st.counts
     }
 
     /// Feeds the next `bytes` of the stream; `on` gets every event they complete, in order.
     pub fn push(&mut self, bytes: &[u8], mut on: impl FnMut(Event)) {
+        self.push_ref(bytes, |e| on(e.to_event()));
+    }
+
+    /// [`push`](Decoder::push) with each frame lent to `on` instead of moved: a stat record
+    /// is a [`StatView`] of the decoded bytes (no copy of its names). The same events in the
+    /// same order.
+    pub fn push_ref(&mut self, bytes: &[u8], mut on: impl FnMut(EventRef<'_>)) {
         let mut rest = bytes;
-        while !rest.is_empty() {
-            match rest.iter().position(|&b| b == 0) {
+        while let Some((&first, after)) = rest.split_first() {
+            if self.st.frame_len == 0 {
+                if first == 0 {
+                    // Between two delimiters: the normal gap between frames.
+                    self.st.counts.bytes += 1;
+                    self.st.start = self.st.counts.bytes;
+                    rest = after;
+                    continue;
+                }
+                // A frame starts here: decoded in one pass if it ends in these bytes.
+                if let Some((n, decoded)) =
+                    cobs::decode_frame(rest, MAX_WIRE_LEN, &mut self.scratch)
+                {
+                    self.st.frame_len = n as u64;
+                    self.st.counts.bytes += n as u64 + 1;
+                    let opened = decoded
+                        .map_err(cobs_error)
+                        .and_then(|m| frame::check(&self.scratch[..m]));
+                    self.st.handle(opened, &mut on);
+                    self.st.frame_len = 0;
+                    self.st.start = self.st.counts.bytes;
+                    rest = &rest[n + 1..];
+                    continue;
+                }
+            }
+            match cobs::find_zero(rest) {
                 Some(i) => {
                     self.take(&rest[..i]);
-                    self.counts.bytes += i as u64 + 1;
+                    self.st.counts.bytes += i as u64 + 1;
                     self.end_frame(&mut on);
-                    self.start = self.counts.bytes;
+                    self.st.start = self.st.counts.bytes;
                     rest = &rest[i + 1..];
                 }
                 None => {
                     self.take(rest);
-                    self.counts.bytes += rest.len() as u64;
+                    self.st.counts.bytes += rest.len() as u64;
                     rest = &[];
                 }
             }
@@ -181,22 +283,27 @@ impl Decoder {
 
     /// Ends the stream: a frame still open is reported as torn.
     pub fn finish(&mut self, mut on: impl FnMut(Event)) {
-        if self.frame_len > 0 {
-            let kind = if self.overlong {
+        self.finish_ref(|e| on(e.to_event()));
+    }
+
+    /// [`finish`](Decoder::finish) for [`push_ref`](Decoder::push_ref)'s events.
+    pub fn finish_ref(&mut self, mut on: impl FnMut(EventRef<'_>)) {
+        if self.st.frame_len > 0 {
+            let kind = if self.st.overlong {
                 ProblemKind::OverLong
             } else {
                 ProblemKind::Torn
             };
-            self.problem(&mut on, kind);
+            self.st.problem(&mut on, kind);
         }
         self.reset_frame();
-        self.start = self.counts.bytes;
+        self.st.start = self.st.counts.bytes;
     }
 
     /// Keeps `piece` of the current frame, or only counts it once the frame is over-long.
     fn take(&mut self, piece: &[u8]) {
-        self.frame_len += piece.len() as u64;
-        if self.overlong {
+        self.st.frame_len += piece.len() as u64;
+        if self.st.overlong {
             return;
         }
         match self.buf.get_mut(self.len..self.len + piece.len()) {
@@ -204,75 +311,105 @@ impl Decoder {
                 dst.copy_from_slice(piece);
                 self.len += piece.len();
             }
-            None => self.overlong = true,
+            None => self.st.overlong = true,
         }
     }
 
     fn reset_frame(&mut self) {
         self.len = 0;
-        self.frame_len = 0;
-        self.overlong = false;
+        self.st.frame_len = 0;
+        self.st.overlong = false;
     }
 
-    fn problem(&mut self, on: &mut impl FnMut(Event), kind: ProblemKind) {
+    /// A delimiter after a frame gathered in `buf`: handle the bytes since the last one.
+    fn end_frame(&mut self, on: &mut impl FnMut(EventRef<'_>)) {
+        if self.st.frame_len == 0 {
+            // Between two delimiters: the normal gap between frames.
+            return;
+        }
+        if self.st.overlong {
+            self.st.problem(on, ProblemKind::OverLong);
+            self.reset_frame();
+            return;
+        }
+        let opened = frame::open_from(&self.buf[..self.len], &mut self.scratch);
+        self.st.handle(opened, on);
+        self.reset_frame();
+    }
+}
+
+fn cobs_error(e: cobs::CobsError) -> OpenError {
+    match e {
+        cobs::CobsError::Torn => OpenError::Torn,
+        cobs::CobsError::Zero => OpenError::Corrupt,
+    }
+}
+
+impl State {
+    fn problem(&mut self, on: &mut impl FnMut(EventRef<'_>), kind: ProblemKind) {
         self.counts.problems += 1;
-        on(Event::Problem(Problem {
+        on(EventRef::Problem(Problem {
             offset: self.start,
             len: self.frame_len,
             kind,
         }));
     }
 
-    /// A delimiter: handle the bytes since the last one.
-    fn end_frame(&mut self, on: &mut impl FnMut(Event)) {
-        if self.frame_len == 0 {
-            // Between two delimiters: the normal gap between frames.
-            return;
-        }
-        if self.overlong {
-            self.problem(on, ProblemKind::OverLong);
-            self.reset_frame();
-            return;
-        }
-        let len = self.len;
-        let opened = match frame::open_from(&self.buf[..len], &mut self.scratch) {
-            Ok(raw) => Frame::decode(raw.kind, raw.payload)
-                .map(|f| (raw.seq, f))
-                .map_err(|e| match e {
+    /// A frame opened (or not): its payload decoded, the sequence checked, then delivered.
+    fn handle(
+        &mut self,
+        opened: Result<frame::RawFrame<'_>, OpenError>,
+        on: &mut impl FnMut(EventRef<'_>),
+    ) {
+        // A session frame decoded here, lent to `on`.
+        let session;
+        let decoded = match opened {
+            Ok(raw) => {
+                let frame = match raw.kind {
+                    Kind::Stat => StatView::decode(raw.payload).map(FrameRef::Stat),
+                    k => match Frame::decode(k, raw.payload) {
+                        Ok(f) => {
+                            session = f;
+                            Ok(FrameRef::Session(&session))
+                        }
+                        Err(e) => Err(e),
+                    },
+                };
+                frame.map(|f| (raw.seq, f)).map_err(|e| match e {
                     crate::Error::Wire { reason } => ProblemKind::BadPayload(reason),
                     _ => ProblemKind::BadPayload("payload does not decode"),
-                }),
+                })
+            }
             Err(OpenError::Torn) => Err(ProblemKind::Torn),
             Err(OpenError::Corrupt) => Err(ProblemKind::Corrupt),
             Err(OpenError::UnknownVersion(v)) => Err(ProblemKind::UnknownVersion(v)),
             Err(OpenError::UnknownKind(k)) => Err(ProblemKind::UnknownKind(k)),
             Err(OpenError::BadHeader) => Err(ProblemKind::BadPayload("bad sequence number")),
         };
-        match opened {
+        match decoded {
             Ok((seq, frame)) => self.sequence(on, seq, frame),
             Err(kind) => self.problem(on, kind),
         }
-        self.reset_frame();
     }
 
     /// Sequence checks, then delivery.
-    fn sequence(&mut self, on: &mut impl FnMut(Event), seq: u32, frame: Frame) {
-        let restart = match (&frame, &self.session) {
-            (Frame::Hello(h), Some(s)) => {
+    fn sequence(&mut self, on: &mut impl FnMut(EventRef<'_>), seq: u32, frame: FrameRef<'_>) {
+        let hello = match &frame {
+            FrameRef::Session(Frame::Hello(h)) => Some(h),
+            _ => None,
+        };
+        let restart = match (hello, &self.session) {
+            (Some(h), Some(s)) => {
                 !(s.hello.as_ref() == Some(h) && was_delivered(s, seq).unwrap_or(false))
             }
-            (Frame::Hello(_), None) | (_, None) => true,
-            _ => false,
+            (_, None) => true,
+            (None, Some(_)) => false,
         };
         if restart {
-            let hello = match &frame {
-                Frame::Hello(h) => Some(h.clone()),
-                _ => None,
-            };
             self.session = Some(Session {
                 newest: seq,
                 seen: 1,
-                hello,
+                hello: hello.cloned(),
             });
             return self.deliver(on, seq, frame);
         }
@@ -302,9 +439,9 @@ impl Decoder {
         self.problem(on, kind);
     }
 
-    fn deliver(&mut self, on: &mut impl FnMut(Event), seq: u32, frame: Frame) {
+    fn deliver(&mut self, on: &mut impl FnMut(EventRef<'_>), seq: u32, frame: FrameRef<'_>) {
         self.counts.frames += 1;
-        on(Event::Frame {
+        on(EventRef::Frame {
             offset: self.start,
             seq,
             frame,

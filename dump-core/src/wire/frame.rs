@@ -200,7 +200,7 @@ fn cobs_error(e: cobs::CobsError) -> OpenError {
 }
 
 /// The checks of [`open`] on the decoded bytes `raw`.
-fn check(raw: &[u8]) -> Result<RawFrame<'_>, OpenError> {
+pub(crate) fn check(raw: &[u8]) -> Result<RawFrame<'_>, OpenError> {
     if raw.len() < MIN_FRAME_LEN {
         return Err(OpenError::Torn);
     }

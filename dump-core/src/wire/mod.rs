@@ -8,6 +8,8 @@
 //! - [`frame`]: `version | kind | seq | payload | crc32`, COBS-encoded between two zeros, with
 //!   size bounds known at compile time ([`MAX_FRAME_LEN`], [`MAX_WIRE_LEN`]);
 //! - [`crc`] and [`cobs`]: the CRC-32 and the byte stuffing, written here, `no_std`;
+//! - [`view`]: [`StatView`], a stat record decoded by hand where it lies (the host's hot
+//!   path; it accepts exactly what postcard accepts);
 //! - [`decode`]: [`Decoder`], which resynchronises on the delimiter and reports torn, corrupt,
 //!   over-long, duplicated and reordered frames with their offsets.
 //!
@@ -36,13 +38,15 @@ pub mod decode;
 pub mod frame;
 pub mod record;
 pub mod session;
+pub mod view;
 
-pub use decode::{Decoder, Event, Problem, ProblemKind};
+pub use decode::{Decoder, Event, EventRef, FrameRef, Problem, ProblemKind};
 pub use frame::{Kind, MAX_FRAME_LEN, MAX_WIRE_LEN, WIRE_VERSION};
 pub use record::{
     Io, MAX_COBS_LEN, MAX_ENCODED_LEN, MAX_RANK, OP_NAME_CAP, OP_TYPE_CAP, SAMPLE_CAP, StatRecord,
 };
 pub use session::{BeginGraph, BeginStep, DTypeSet, EndStep, Frame, Hello, KernelEntry, NAME_CAP};
+pub use view::StatView;
 
 #[cfg(test)]
 mod tests;

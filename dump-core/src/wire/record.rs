@@ -185,6 +185,20 @@ impl StatRecord {
     }
 }
 
+/// Why a record does not decode: it is cut short.
+pub(crate) const TRUNCATED: &str = "record is truncated";
+/// Why a record does not decode: a varint is too long or overflows its type.
+pub(crate) const BAD_VARINT: &str = "record has an invalid varint";
+/// Why a record does not decode: a string is not UTF-8.
+pub(crate) const BAD_UTF8: &str = "op name is not valid UTF-8";
+/// Why a record does not decode: an `Option` tag other than 0 or 1.
+pub(crate) const BAD_OPTION: &str = "record has an invalid Option tag";
+/// Why a record does not decode: anything else (a string or sequence over its capacity, an
+/// unknown enum variant).
+pub(crate) const NOT_A_RECORD: &str = "record bytes are not a valid StatRecord";
+/// Why a frame's payload does not decode: bytes after the value.
+pub(crate) const TRAILING_PAYLOAD: &str = "trailing bytes after the payload";
+
 /// Words for a postcard error.
 pub(crate) fn wire_error(e: postcard::Error) -> Error {
     use postcard::Error as P;
@@ -192,15 +206,15 @@ pub(crate) fn wire_error(e: postcard::Error) -> Error {
         P::SerializeBufferFull => {
             "output buffer too small for the encoded record (MAX_ENCODED_LEN bytes suffice)"
         }
-        P::DeserializeUnexpectedEnd => "record is truncated",
-        P::DeserializeBadVarint => "record has an invalid varint",
+        P::DeserializeUnexpectedEnd => TRUNCATED,
+        P::DeserializeBadVarint => BAD_VARINT,
         P::DeserializeBadBool => "record has an invalid bool",
         P::DeserializeBadChar => "record has an invalid char",
-        P::DeserializeBadUtf8 => "op name is not valid UTF-8",
-        P::DeserializeBadOption => "record has an invalid Option tag",
+        P::DeserializeBadUtf8 => BAD_UTF8,
+        P::DeserializeBadOption => BAD_OPTION,
         P::DeserializeBadEnum => "record has an unknown enum variant (io or dtype)",
         P::DeserializeBadEncoding => "record bytes are not a valid COBS frame or encoding",
-        _ => "record bytes are not a valid StatRecord",
+        _ => NOT_A_RECORD,
     };
     Error::Wire { reason }
 }

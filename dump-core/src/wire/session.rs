@@ -176,7 +176,7 @@ pub(crate) fn exact<'a, T: Deserialize<'a>>(payload: &'a [u8]) -> Result<T, Erro
         Ok(v)
     } else {
         Err(Error::Wire {
-            reason: "trailing bytes after the payload",
+            reason: super::record::TRAILING_PAYLOAD,
         })
     }
 }

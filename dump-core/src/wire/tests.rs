@@ -571,3 +571,56 @@ fn dtype_codes_are_stable() {
     }
     assert!(postcard::from_bytes::<DType>(&[22]).is_err());
 }
+
+/// The one-pass path (a frame whole within a push) and the gathering path (a frame split
+/// across pushes) give the same events: a mutated stream pushed whole, byte by byte and in
+/// random pieces, through [`Decoder::push`] and [`Decoder::push_ref`].
+#[test]
+fn every_way_of_cutting_a_mutated_stream_gives_the_same_events() {
+    let mut rng = Rng(0x0ce5_0f5e_0000_2026);
+    let mut stream = wire_of(&hello(), 0);
+    for i in 1..3000u64 {
+        let mut w = wire_of(&some_frame(&mut rng, i), i as u32);
+        match rng.below(12) {
+            0 => {
+                let bit = rng.below(w.len() as u64 * 8) as usize;
+                w[bit / 8] ^= 1 << (bit % 8);
+            }
+            1 => w.truncate(1 + rng.below(w.len() as u64 - 1) as usize),
+            2 => {
+                let k = rng.below(w.len() as u64) as usize;
+                w[k] = 0;
+            }
+            3 => w.extend((0..rng.below(700)).map(|_| 1 + (rng.next() % 255) as u8)),
+            4 => w.extend((0..rng.below(40)).map(|_| (rng.next() % 3) as u8)),
+            _ => {}
+        }
+        stream.extend_from_slice(&w);
+    }
+    let run = |pieces: &mut dyn FnMut(usize) -> usize, by_ref: bool| {
+        let mut d = Decoder::new();
+        let mut out = Vec::new();
+        let mut rest = &stream[..];
+        while !rest.is_empty() {
+            let n = pieces(rest.len()).clamp(1, rest.len());
+            if by_ref {
+                d.push_ref(&rest[..n], |e| out.push(e.to_event()));
+            } else {
+                d.push(&rest[..n], |e| out.push(e));
+            }
+            rest = &rest[n..];
+        }
+        d.finish(|e| out.push(e));
+        assert_eq!(d.counts().bytes, stream.len() as u64);
+        // Debug text: NaNs.
+        std::format!("{out:?} {:?}", d.counts())
+    };
+    let whole = run(&mut |n| n, false);
+    assert!(whole.contains("Stat(") && whole.contains("Torn") && whole.contains("Corrupt"));
+    assert_eq!(run(&mut |n| n, true), whole);
+    assert_eq!(run(&mut |_| 1, false), whole);
+    let mut r2 = Rng(7);
+    assert_eq!(run(&mut |_| 1 + r2.below(300) as usize, true), whole);
+    let mut r3 = Rng(8);
+    assert_eq!(run(&mut |_| 1 + r3.below(5000) as usize, false), whole);
+}

@@ -31,7 +31,7 @@ use std::{
 use dump_core::DType;
 use dump_stats::{
     CategorySet, DeviceStats, TensorId, TensorStats,
-    csv::{RowMeta, header_string, write_device_row, write_row},
+    csv::{RowMeta, header_string, write_device_row, write_row, write_row_plain_names},
     names::{DTypeSpelling, TensorFileName, sanitize},
 };
 
@@ -250,8 +250,8 @@ impl OutputLayout for MindSporeLayout {
         // `_` for it, and the op type is sanitised as in the file name.
         let (mut type_buf, mut name_buf) = ([0u8; ROW_NAME_BUF], [0u8; ROW_NAME_BUF]);
         let (mut type_spill, mut name_spill) = (String::new(), String::new());
-        let op_type = row_name(t.id.op_type, &mut type_buf, &mut type_spill);
-        let op_name = row_name(t.id.op_name, &mut name_buf, &mut name_spill);
+        let (op_type, type_quote) = row_name(t.id.op_type, &mut type_buf, &mut type_spill);
+        let (op_name, name_quote) = row_name(t.id.op_name, &mut name_buf, &mut name_spill);
         let meta = RowMeta {
             id: TensorId {
                 op_type,
@@ -263,6 +263,10 @@ impl OutputLayout for MindSporeLayout {
             shape: t.shape,
         };
         match values {
+            RowValues::Host(s) if !(type_quote || name_quote) => {
+                // `row_name` left no byte that needs quoting.
+                write_row_plain_names(out, &meta, categories, s)
+            }
             RowValues::Host(s) => write_row(out, &meta, categories, s),
             RowValues::Device(d) => write_device_row(out, &meta, categories, d).map(|()| true),
         }
@@ -273,27 +277,67 @@ impl OutputLayout for MindSporeLayout {
 const ROW_NAME_BUF: usize = 256;
 
 /// `name` as a `statistic.csv` field: [`sanitize`]d as in file names, then every `,` made
-/// `_` (`sanitize(name).replace(',', "_")`). Built in `buf` when it fits (no allocation),
-/// else in `spill`. Byte by byte: every byte replaced is ASCII and becomes `_`, so the bytes
-/// of a multi-byte character are kept whole and the result is UTF-8.
-fn row_name<'b>(name: &str, buf: &'b mut [u8; ROW_NAME_BUF], spill: &'b mut String) -> &'b str {
+/// `_` (`sanitize(name).replace(',', "_")`), and whether it holds a `"` (the one byte left
+/// that makes a csv field need quotes: `,`, CR and LF are gone). Built in `buf` when it fits
+/// (no allocation), else in `spill`. Every byte replaced is ASCII and becomes `_`, so the
+/// bytes of a multi-byte character are kept whole and the result is UTF-8. Eight bytes per
+/// step: each byte is compared exactly (no carry crosses a byte) with the five replaced
+/// characters, below 0x20 and 0x7f (the ASCII controls), and with `"`.
+fn row_name<'b>(
+    name: &str,
+    buf: &'b mut [u8; ROW_NAME_BUF],
+    spill: &'b mut String,
+) -> (&'b str, bool) {
+    const LO: u64 = u64::from_le_bytes([0x01; 8]);
+    const HI: u64 = u64::from_le_bytes([0x80; 8]);
+    const LOW7: u64 = u64::from_le_bytes([0x7f; 8]);
+    /// High bit of each byte of `w` that is zero, exactly.
+    const fn zero_bytes(w: u64) -> u64 {
+        !(((w & LOW7) + LOW7) | w) & HI
+    }
+    const fn eq(w: u64, b: u8) -> u64 {
+        zero_bytes(w ^ (LO * b as u64))
+    }
     let field = |b: u8| match b {
         b'/' | b'\\' | b'.' | b' ' | b',' => b'_',
         b if b.is_ascii_control() => b'_',
         b => b,
     };
-    if let Some(dst) = buf.get_mut(..name.len()) {
-        for (d, &b) in dst.iter_mut().zip(name.as_bytes()) {
-            *d = field(b);
-        }
-        debug_assert!(std::str::from_utf8(dst).is_ok());
-        // SAFETY: `dst` is `name` (a `str`, so UTF-8) with some ASCII bytes replaced by the
-        // ASCII `_`. An ASCII byte is a whole character in UTF-8 (never part of a multi-byte
-        // sequence, whose bytes are all >= 0x80), so the bytes stay valid UTF-8.
-        return unsafe { std::str::from_utf8_unchecked(dst) };
+    let Some(dst) = buf.get_mut(..name.len()) else {
+        *spill = sanitize(name).replace(',', "_");
+        let quoted = spill.contains('"');
+        return (spill, quoted);
+    };
+    let mut quote = 0u64;
+    let mut words = dst.chunks_exact_mut(8);
+    let mut src = name.as_bytes().chunks_exact(8);
+    for (d, s) in (&mut words).zip(&mut src) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        let w = u64::from_le_bytes(a);
+        // Bytes below 0x20: adding 0x60 to the low seven bits stays below 0x80 (and the
+        // byte's own high bit is clear).
+        let below_space = !(((w & LOW7) + LO * 0x60) | w) & HI;
+        let hit = eq(w, b'/')
+            | eq(w, b'\\')
+            | eq(w, b'.')
+            | eq(w, b' ')
+            | eq(w, b',')
+            | eq(w, 0x7f)
+            | below_space;
+        quote |= eq(w, b'"');
+        let bytes = (hit >> 7) * 0xff;
+        d.copy_from_slice(&((w & !bytes) | ((LO * u64::from(b'_')) & bytes)).to_le_bytes());
     }
-    *spill = sanitize(name).replace(',', "_");
-    spill
+    for (d, &b) in words.into_remainder().iter_mut().zip(src.remainder()) {
+        *d = field(b);
+        quote |= u64::from(b == b'"');
+    }
+    debug_assert!(std::str::from_utf8(dst).is_ok());
+    // SAFETY: `dst` is `name` (a `str`, so UTF-8) with some ASCII bytes replaced by the
+    // ASCII `_`. An ASCII byte is a whole character in UTF-8 (never part of a multi-byte
+    // sequence, whose bytes are all >= 0x80), so the bytes stay valid UTF-8.
+    (unsafe { std::str::from_utf8_unchecked(dst) }, quote != 0)
 }
 
 #[cfg(test)]
@@ -311,10 +355,24 @@ mod tests {
             "",
             long.as_str(),
         ];
-        for name in names {
+        let mut all: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        // Every ASCII byte, and a few multi-byte characters, at every place of short and
+        // word-long names.
+        for len in [1usize, 7, 8, 9, 16, 23] {
+            for at in 0..len {
+                for b in (0u8..128).map(char::from).chain(['\u{e9}', '\u{4e2d}']) {
+                    let mut n: Vec<char> = "abcdefghijklmnopqrstuvw"[..len].chars().collect();
+                    n[at] = b;
+                    all.push(n.into_iter().collect());
+                }
+            }
+        }
+        for name in all.iter().map(String::as_str) {
             let (mut buf, mut spill) = ([0u8; ROW_NAME_BUF], String::new());
-            let got = row_name(name, &mut buf, &mut spill).to_owned();
+            let (got, quote) = row_name(name, &mut buf, &mut spill);
+            let got = got.to_owned();
             assert_eq!(got, sanitize(name).replace(',', "_"), "{name:?}");
+            assert_eq!(quote, name.contains('"'), "{name:?}");
             // Short names never touch the spill string; long ones do.
             assert_eq!(spill.is_empty(), name.len() <= ROW_NAME_BUF, "{name:?}");
         }

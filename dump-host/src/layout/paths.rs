@@ -126,9 +126,14 @@ pub fn create_dir_nofollow(root: &Path, dir: &Path) -> io::Result<()> {
         return b.recursive(true).create(dir);
     };
     faults::check(root)?;
-    b.recursive(true).create(root)?;
+    // One `stat` when the root is there (nearly always), instead of a failing `mkdir` and a
+    // `stat`.
+    if !fs::metadata(root).is_ok_and(|m| m.is_dir()) {
+        b.recursive(true).create(root)?;
+    }
     let mut cur = root.to_path_buf();
-    for c in rel.components() {
+    let mut components = rel.components().peekable();
+    while let Some(c) = components.next() {
         let Component::Normal(c) = c else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -137,6 +142,14 @@ pub fn create_dir_nofollow(root: &Path, dir: &Path) -> io::Result<()> {
         };
         cur.push(c);
         faults::check(&cur)?;
+        // A directory above the new one usually exists: one `lstat` checks it (the `mkdir`
+        // that would fail with EEXIST before it is skipped). The last one is usually new:
+        // `mkdir` first.
+        let exists = components.peek().is_some()
+            && fs::symlink_metadata(&cur).is_ok_and(|m| m.is_dir() && !m.file_type().is_symlink());
+        if exists {
+            continue;
+        }
         match b.recursive(false).create(&cur) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {

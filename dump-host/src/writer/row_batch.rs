@@ -53,6 +53,9 @@ impl std::fmt::Debug for DeferredRow {
     }
 }
 
+/// Emptied texts [`RowBatch`] keeps for reuse.
+const SPARE_TEXTS: usize = 8;
+
 /// Pending bytes that make a push write the batch out at once, whatever the step.
 pub(crate) const BATCH_BYTES: usize = 256 * 1024;
 
@@ -79,6 +82,9 @@ pub(crate) struct Flushed {
 #[derive(Debug, Default)]
 pub(crate) struct RowBatch {
     pending: Mutex<(Vec<Pending>, usize)>,
+    /// Emptied texts of flushed files, kept for the next ones (a step's text grows to tens of
+    /// KiB; without this every step would grow a new one from nothing, copying it each time).
+    spare: Mutex<Vec<String>>,
     /// Held while a batch is taken and written, so two flushes never reorder rows of a file.
     writing: Mutex<()>,
 }
@@ -112,9 +118,15 @@ impl RowBatch {
         let i = match files.iter().rposition(|p| p.path == path) {
             Some(i) => i,
             None => {
+                let text = self
+                    .spare
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .pop()
+                    .unwrap_or_default();
                 files.push(Pending {
                     path: path.to_owned(),
-                    text: String::new(),
+                    text,
                     rows: 0,
                     deferred: Vec::new(),
                 });
@@ -197,6 +209,11 @@ impl RowBatch {
             match csv.append(&p.path, header, &p.text, mode) {
                 Ok(()) => done.rows += p.rows,
                 Err(e) => done.failed.push((p.path, e, p.rows)),
+            }
+            let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+            if spare.len() < SPARE_TEXTS && p.text.capacity() <= 2 * BATCH_BYTES {
+                p.text.clear();
+                spare.push(p.text);
             }
         }
         done

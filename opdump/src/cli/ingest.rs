@@ -19,7 +19,7 @@ use std::{
     time::Duration,
 };
 
-use dump_core::wire::{Decoder, Event, Frame, Io, ProblemKind, StatRecord};
+use dump_core::wire::{Decoder, EventRef, Frame, FrameRef, Io, ProblemKind, StatView};
 use dump_host::{Dumper, Step, config::Env};
 
 use super::{
@@ -85,19 +85,23 @@ impl Session<'_> {
         ));
     }
 
-    fn event(&mut self, e: Event) {
+    fn event(&mut self, e: EventRef<'_>) {
         match e {
-            Event::Problem(p) => {
+            EventRef::Problem(p) => {
                 let what = describe(p.kind, p.len);
                 self.problem(p.offset, what);
             }
-            Event::Frame { offset, frame, .. } => {
+            EventRef::Frame { offset, frame, .. } => {
                 self.tally.frames += 1;
-                self.frame(offset, frame);
+                match frame {
+                    FrameRef::Stat(r) => self.stat(offset, &r),
+                    FrameRef::Session(f) => self.frame(offset, f.clone()),
+                }
             }
         }
     }
 
+    /// A frame other than a stat record (those come as [`StatView`]s, see `stat`).
     fn frame(&mut self, offset: u64, frame: Frame) {
         match frame {
             Frame::Hello(h) => self.lines.push(format!(
@@ -143,7 +147,7 @@ impl Session<'_> {
                 self.end_step(offset, None);
                 self.open_step(b.graph_id, b.iteration);
             }
-            Frame::Stat(r) => self.stat(offset, &r),
+            Frame::Stat(r) => self.stat(offset, &StatView::from(&r)),
             Frame::EndStep(e) => {
                 let open = self.step.as_ref().map(|s| (s.0, s.1));
                 if open == Some((e.graph_id, e.iteration)) {
@@ -214,7 +218,7 @@ impl Session<'_> {
         }
     }
 
-    fn stat(&mut self, offset: u64, r: &StatRecord) {
+    fn stat(&mut self, offset: u64, r: &StatView<'_>) {
         self.tally.records += 1;
         let open = self.step.as_ref().map(|s| (s.0, s.1));
         if open != Some((r.graph_id, r.iteration)) {
@@ -228,15 +232,15 @@ impl Session<'_> {
             return;
         };
         *got += 1;
-        let Some(k) = step.kernel(&r.op_type, &r.op) else {
+        let Some(k) = step.kernel(r.op_type(), r.op()) else {
             return; // not wanted by the config
         };
         // On the stack: a record has at most MAX_RANK dimensions.
         let mut dims = [0usize; dump_core::wire::MAX_RANK];
-        for (d, &s) in dims.iter_mut().zip(&r.shape) {
+        for (d, &s) in dims.iter_mut().zip(r.shape()) {
             *d = s as usize;
         }
-        let shape = &dims[..r.shape.len()];
+        let shape = &dims[..r.shape().len()];
         let res = match r.io {
             Io::Input => k.input_summary(r.slot, r.dtype, shape, r.summary, r.md5),
             Io::Output => k.output_summary(r.slot, r.dtype, shape, r.summary, r.md5),
@@ -433,13 +437,13 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
             }
         };
         bytes += n as u64;
-        decoder.push(&buf[..n], |e| s.event(e));
+        decoder.push_ref(&buf[..n], |e| s.event(e));
         for l in s.lines.drain(..) {
             let _ = writeln!(err, "{l}");
         }
         events.print_to(err);
     }
-    decoder.finish(|e| s.event(e));
+    decoder.finish_ref(|e| s.event(e));
     s.end_step(bytes, None);
     for l in s.lines.drain(..) {
         let _ = writeln!(err, "{l}");
