@@ -61,7 +61,7 @@ def weights():
 def mindspore_dump(out_dir):
     """Runs in its own process, MINDSPORE_DUMP_CONFIG set by the parent."""
     import mindspore as ms
-    from mindspore import Parameter, Tensor, nn
+    from mindspore import Tensor, nn
 
     class Net(nn.Cell):
         def __init__(self):
@@ -97,33 +97,32 @@ def mindspore_dump(out_dir):
     np.save(os.path.join(out_dir, "ms_output.npy"), y)
 
 
-class TorchNet:
-    @staticmethod
-    def build(w):
-        import torch
-        import torch.nn as nn
+def torch_net(w):
+    """The same network in torch, with the weights `w`."""
+    import torch
+    import torch.nn as nn
 
-        class Net(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
-                self.relu = nn.ReLU()
-                self.pool = nn.MaxPool2d(2, 2)
-                self.features = nn.Sequential(
-                    nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2, 2)
-                )
-                self.flatten = nn.Flatten()
-                self.fc = nn.Linear(128, 10)
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+            self.relu = nn.ReLU()
+            self.pool = nn.MaxPool2d(2, 2)
+            self.features = nn.Sequential(
+                nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2, 2)
+            )
+            self.flatten = nn.Flatten()
+            self.fc = nn.Linear(128, 10)
 
-            def forward(self, x):
-                x = self.pool(self.relu(self.conv1(x)))
-                x = self.features(x)
-                return self.fc(self.flatten(x))
+        def forward(self, x):
+            x = self.pool(self.relu(self.conv1(x)))
+            x = self.features(x)
+            return self.fc(self.flatten(x))
 
-        net = Net().eval()
-        state = {k: torch.from_numpy(v) for k, v in w.items()}
-        net.load_state_dict(state, strict=True)
-        return net
+    net = Net().eval()
+    state = {k: torch.from_numpy(v) for k, v in w.items()}
+    net.load_state_dict(state, strict=True)
+    return net
 
 
 def perturb(src, dst, scope):
@@ -190,7 +189,7 @@ def main():
     # torch: the same network, the same weights; both exporters.
     import torch
 
-    net = TorchNet.build(w)
+    net = torch_net(w)
     with torch.no_grad():
         y = net(torch.from_numpy(x)).numpy()
     diff = float(np.abs(y - np.load(p("ms_output.npy"))).max())
