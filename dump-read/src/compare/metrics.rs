@@ -84,9 +84,9 @@ fn compare_sources_as(
         ));
     }
     let count = |s: &[usize]| s.iter().product::<usize>();
-    if !super::same_but_unit_dims(fa.shape(), fb.shape())
-        && !(any_shape && count(fa.shape()) == count(fb.shape()))
-    {
+    let comparable = super::same_but_unit_dims(fa.shape(), fb.shape())
+        || (any_shape && count(fa.shape()) == count(fb.shape()));
+    if !comparable {
         return Err(mismatch(
             a,
             format!("shapes differ: {:?} vs {:?}", fa.shape(), fb.shape()),
