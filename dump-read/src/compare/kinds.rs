@@ -57,6 +57,12 @@ const TABLE: &[(&str, &[&str])] = &[
     ("relu", &["ReLU", "relu", "relu_", "Relu", "ReLU6", "relu6"]),
     // MindSpore's Conv2d and Dense cells with a bias: Conv2D or MatMul, then BiasAdd.
     ("bias_add", &["BiasAdd", "bias_add"]),
+    // A dtype conversion: MindSpore's Cast, ONNX's Cast, torch's `.to()` / `.half()` (FX
+    // `_to_copy`).
+    (
+        "cast",
+        &["Cast", "_to_copy", "to", "half", "float", "bfloat16"],
+    ),
     (
         "batch_norm",
         &[
@@ -216,6 +222,7 @@ mod tests {
             ("Dense", "Gemm"),
             ("Conv2D", "Conv"),
             ("MaxPool", "max_pool2d"),
+            ("Cast", "_to_copy"),
         ] {
             assert_eq!(kind_of(a), kind_of(b), "{a} {b}");
             assert!(kind_of(a).is_some());
