@@ -410,3 +410,202 @@ fn mindspore_kernels_pair_by_cell_path_and_op_kind() {
     assert!(pairs.iter().all(|x| x.2 == PairRule::Scope), "{pairs:?}");
     assert!(pairs[0].1.contains("conv_1"), "{pairs:?}");
 }
+
+/// MindSpore 2.10's own kernel names for a network called directly (no wrapper cell), as its
+/// e2e dump writes them (tests/fixtures/mindspore_e2e): Conv2d and Dense with a bias run
+/// Conv2D or MatMul then BiasAdd, Flatten's output is dumped with its input's shape.
+fn mindspore_forward(prefix: &str) -> Dump {
+    let k = |cells: &str, op: &str| format!("Default_{prefix}{cells}_{op}-op0");
+    torch(&[
+        ("Conv2D", &k("conv1-Conv2d", "Conv2D"), &[1, 4, 16, 16]),
+        ("BiasAdd", &k("conv1-Conv2d", "BiasAdd"), &[1, 4, 16, 16]),
+        ("ReLU", &k("relu-ReLU", "ReLU"), &[1, 4, 16, 16]),
+        ("MaxPool", &k("pool-MaxPool2d", "MaxPool"), IMG),
+        (
+            "Conv2D",
+            &k("features-SequentialCell_0-Conv2d", "Conv2D"),
+            &[1, 8, 8, 8],
+        ),
+        (
+            "BiasAdd",
+            &k("features-SequentialCell_0-Conv2d", "BiasAdd"),
+            &[1, 8, 8, 8],
+        ),
+        (
+            "ReLU",
+            &k("features-SequentialCell_1-ReLU", "ReLU"),
+            &[1, 8, 8, 8],
+        ),
+        (
+            "MaxPool",
+            &k("features-SequentialCell_2-MaxPool2d", "MaxPool"),
+            &[1, 8, 4, 4],
+        ),
+        ("Flatten", &k("flatten-Flatten", "Flatten"), &[1, 8, 4, 4]),
+        ("MatMul", &k("fc-Dense", "MatMul"), VEC),
+        ("BiasAdd", &k("fc-Dense", "BiasAdd"), VEC),
+    ])
+}
+
+/// torch's TorchScript export of the same network (the nodes' names carry the scopes).
+fn torchscript_net() -> Dump {
+    graph(&[
+        ("Conv", "/conv1/Conv", "Conv", "", &[1, 4, 16, 16]),
+        ("Relu", "/relu/Relu", "Relu", "", &[1, 4, 16, 16]),
+        ("MaxPool", "/pool/MaxPool", "MaxPool", "", IMG),
+        (
+            "Conv",
+            "/features/features.0/Conv",
+            "Conv",
+            "",
+            &[1, 8, 8, 8],
+        ),
+        (
+            "Relu",
+            "/features/features.1/Relu",
+            "Relu",
+            "",
+            &[1, 8, 8, 8],
+        ),
+        (
+            "MaxPool",
+            "/features/features.2/MaxPool",
+            "MaxPool",
+            "",
+            &[1, 8, 4, 4],
+        ),
+        ("Reshape", "/flatten/Flatten", "Flatten", "", &[1, 128]),
+        ("Gemm", "/fc/Gemm", "Gemm", "", VEC),
+    ])
+}
+
+fn fused_outputs(a: &Dump, p: &dump_read::compare::Pairing) -> Vec<(String, String)> {
+    p.fused_a
+        .iter()
+        .filter(|(i, _)| a.tensors[*i].id.io == Io::Output)
+        .map(|(i, n)| (a.tensors[*i].id.op_name.clone(), n.clone()))
+        .collect()
+}
+
+#[test]
+fn mindspore_bias_add_pairs_with_the_conv_and_gemm_and_its_producer_is_fused() {
+    let a = mindspore_forward("");
+    let b = torchscript_net();
+    let p = pair_tensors(&a, &b);
+    let pairs = output_pairs(&a, &b, &p.pairs);
+    let expect = [
+        ("conv1-Conv2d_BiasAdd", "_conv1_Conv"),
+        ("relu-ReLU_ReLU", "_relu_Relu"),
+        ("pool-MaxPool2d_MaxPool", "_pool_MaxPool"),
+        ("SequentialCell_0-Conv2d_BiasAdd", "_features.0_Conv"),
+        ("SequentialCell_1-ReLU_ReLU", "_features.1_Relu"),
+        ("SequentialCell_2-MaxPool2d_MaxPool", "_features.2_MaxPool"),
+        ("flatten-Flatten_Flatten", "_flatten_Flatten"),
+        ("fc-Dense_BiasAdd", "_fc_Gemm"),
+    ];
+    assert_eq!(pairs.len(), expect.len(), "{pairs:#?}");
+    for ((a_name, b_name, rule), (x, y)) in pairs.iter().zip(expect) {
+        assert!(
+            a_name.contains(x) && b_name.contains(y),
+            "{a_name} {b_name}"
+        );
+        assert_eq!(*rule, PairRule::Scope, "{a_name}");
+    }
+    // The bias-free outputs are computed inside the Conv and Gemm nodes: fused, not unpaired.
+    assert_eq!(
+        fused_outputs(&a, &p),
+        vec![
+            (
+                "Default_conv1-Conv2d_Conv2D-op0".to_owned(),
+                "/conv1/Conv".to_owned()
+            ),
+            (
+                "Default_features-SequentialCell_0-Conv2d_Conv2D-op0".to_owned(),
+                "/features/features.0/Conv".to_owned()
+            ),
+            (
+                "Default_fc-Dense_MatMul-op0".to_owned(),
+                "/fc/Gemm".to_owned()
+            ),
+        ]
+    );
+    let unpaired: Vec<&str> = p
+        .only_in_a
+        .iter()
+        .filter(|&&i| a.tensors[i].id.io == Io::Output)
+        .map(|&i| a.tensors[i].id.op_name.as_str())
+        .collect();
+    assert!(unpaired.is_empty(), "{unpaired:?}");
+}
+
+#[test]
+fn mindspore_wrapper_cells_are_dropped_by_matching_the_graph_scopes() {
+    // The same network under TrainOneStepCell(WithLossCell(net)): every name starts with
+    // `network-WithLossCell/_backbone-Net`; the loss cell's kernel has no ONNX counterpart.
+    let mut a = mindspore_forward("network-WithLossCell__backbone-Net_");
+    let loss = "Default_network-WithLossCell__loss_fn-SoftmaxCrossEntropyWithLogits_SparseSoftmaxCrossEntropyWithLogits-op0";
+    a.tensors.push(record(
+        "SparseSoftmaxCrossEntropyWithLogits",
+        loss,
+        Io::Output,
+        0,
+        &[],
+        1000,
+    ));
+    let b = torchscript_net();
+    let p = pair_tensors(&a, &b);
+    let pairs = output_pairs(&a, &b, &p.pairs);
+    assert_eq!(pairs.len(), 8, "{pairs:#?}");
+    assert!(pairs.iter().all(|x| x.2 == PairRule::Scope), "{pairs:#?}");
+    assert!(pairs[3].0.contains("0-Conv2d_BiasAdd") && pairs[3].1.contains("features.0"));
+    assert_eq!(fused_outputs(&a, &p).len(), 3);
+    let unpaired: Vec<&str> = p
+        .only_in_a
+        .iter()
+        .map(|&i| a.tensors[i].id.op_name.as_str())
+        .collect();
+    assert_eq!(unpaired, vec![loss]);
+}
+
+#[test]
+fn a_mindspore_conv_without_bias_add_pairs_itself() {
+    // Conv2d(has_bias=False): Conv2D alone is the conv's output; a lone BiasAdd elsewhere
+    // (not after its producer's output) is an addition.
+    let a = torch(&[
+        ("Conv2D", "Default_conv1-Conv2d_Conv2D-op0", IMG),
+        ("ReLU", "Default_relu-ReLU_ReLU-op0", IMG),
+        ("BiasAdd", "Default_BiasAdd-op0", IMG),
+    ]);
+    let b = graph(&[
+        ("Conv", "/conv1/Conv", "Conv", "", IMG),
+        ("Relu", "/relu/Relu", "Relu", "", IMG),
+        ("Add", "/Add", "Add", "", IMG),
+    ]);
+    let p = pair_tensors(&a, &b);
+    let pairs = output_pairs(&a, &b, &p.pairs);
+    assert_eq!(pairs.len(), 3, "{pairs:#?}");
+    assert_eq!(pairs[0].0, "Default_conv1-Conv2d_Conv2D-op0");
+    assert_eq!(pairs[2].0, "Default_BiasAdd-op0");
+    assert!(p.fused_a.is_empty());
+}
+
+#[test]
+fn mindspore_parameters_do_not_hide_the_kernels() {
+    // A dump with more Parameters (weights, BatchNorm statistics, inputs) than kernels still
+    // reads as MindSpore's kernels named by cell.
+    let mut a = mindspore_forward("");
+    for i in 0..40 {
+        a.tensors.push(record(
+            "Parameter",
+            &format!("layer{i}_weight"),
+            Io::Output,
+            0,
+            &[3],
+            500 + i,
+        ));
+    }
+    let b = torchscript_net();
+    let p = pair_tensors(&a, &b);
+    assert_eq!(output_pairs(&a, &b, &p.pairs).len(), 8);
+    assert_eq!(fused_outputs(&a, &p).len(), 3);
+}

@@ -22,7 +22,7 @@ use dump_stats::Io;
 
 use super::{
     PairRule,
-    kinds::{compatible, fx_call, kind_of},
+    kinds::{compatible, fx_call, is_view, kind_of},
     same_but_unit_dims,
 };
 use crate::{Dump, KernelRef};
@@ -77,54 +77,72 @@ pub fn parse_call(name: &str) -> Option<TorchCall> {
     None
 }
 
-/// The cell path of a MindSpore kernel's op name (`Default/network-Net/layer1-SequentialCell/
-/// 0-Block/conv_1-Conv2d/Conv2D-op5`, or its file-name form with `_` for `/`) as a torch module
-/// path: the cells' attribute names after the root network (`layer1.0.conv_1`); `None` for
-/// names of another form.
+/// The cell path of a MindSpore kernel's full name (`Default/network-WithLossCell/
+/// _backbone-Net/features-SequentialCell/0-Conv2d/Conv2D-op5`, or its file-name form with `_`
+/// for `/`, as dumps name it): the cells' attribute names, outermost first
+/// (`network._backbone.features.0`); the empty path for an op of the root cell
+/// (`Default/Add-op0`, a network called directly); `None` for names of another form (backward
+/// `Gradients/...` kernels, Parameters, ONNX-named kernels). The wrappers around the network
+/// (`network._backbone` under TrainOneStepCell and WithLossCell) are kept: the cross rules
+/// drop the prefix after which the paths are the other side's module scopes.
 pub fn mindspore_scope(op_name: &str) -> Option<String> {
-    let rest = op_name
-        .strip_prefix("Default/")
-        .or_else(|| op_name.strip_prefix("Default_"))?;
-    // Segments end at a token holding `-` (`name-Class`, `Op-opN`); `_` inside a name is
-    // kept (`conv_1-Conv2d`).
     let mut segments: Vec<String> = Vec::new();
-    let mut pending = String::new();
-    for token in rest.split(['/', '_']) {
-        if !pending.is_empty() {
-            pending.push('_');
+    if let Some(rest) = op_name.strip_prefix("Default/") {
+        segments.extend(rest.split('/').map(str::to_owned));
+    } else {
+        let rest = op_name.strip_prefix("Default_")?;
+        // Segments end at a token holding `-` (`name-Class`, `Op-opN`); `_` inside a name is
+        // kept (`conv_1-Conv2d`, `_backbone-Net`).
+        let mut pending: Option<String> = None;
+        for token in rest.split('_') {
+            let p = match pending.take() {
+                Some(p) => p + "_" + token,
+                None => token.to_owned(),
+            };
+            if token.contains('-') {
+                segments.push(p);
+            } else {
+                pending = Some(p);
+            }
         }
-        pending += token;
-        if token.contains('-') {
-            segments.push(std::mem::take(&mut pending));
+        if pending.is_some() {
+            return None;
         }
     }
-    if !pending.is_empty() || segments.len() < 2 {
-        return None;
-    }
+    // The op: `Type-opN`, a primitive's name (no `_`: an ONNX-named kernel such as
+    // `Default__conv1_Conv_Conv-op0` is not MindSpore's).
     let op = segments.pop()?;
-    if !op
-        .rsplit_once("-op")
-        .is_some_and(|(_, n)| n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty())
+    let (ty, n) = op.rsplit_once("-op")?;
+    if ty.is_empty()
+        || ty.contains(['_', '-'])
+        || n.is_empty()
+        || !n.bytes().all(|b| b.is_ascii_digit())
     {
         return None;
     }
-    // The first cell is the network itself.
-    let path: Vec<&str> = segments[1..]
-        .iter()
-        .map(|s| s.split_once('-').map_or(s.as_str(), |(name, _)| name))
-        .collect();
+    let mut path: Vec<&str> = Vec::with_capacity(segments.len());
+    for s in &segments {
+        let name = s.split_once('-').map_or(s.as_str(), |(name, _)| name);
+        if name.is_empty() {
+            return None;
+        }
+        path.push(name);
+    }
     Some(path.join("."))
 }
 
 /// Whether dump `d` reads as a torch-side dump: most kernels are msprobe calls, MindSpore
-/// kernels named by cell, or reference arrays named like module paths.
+/// kernels named by cell (not ONNX nodes), or reference arrays named like module paths
+/// (Parameters, the weights and inputs a MindSpore dump holds beside its kernels, count for
+/// neither side: a network can have more of them than kernels).
 pub fn is_torch_side(ks: &[KernelRef]) -> bool {
+    let ks: Vec<&KernelRef> = ks.iter().filter(|k| k.op_type != "Parameter").collect();
     let n = ks
         .iter()
         .filter(|k| {
             parse_call(&k.op_name).is_some()
                 || reference_scope(k).is_some()
-                || mindspore_scope(&k.op_name).is_some()
+                || mindspore_kernel(k).is_some()
         })
         .count();
     n > 0 && n * 2 >= ks.len()
@@ -134,6 +152,15 @@ pub fn is_torch_side(ks: &[KernelRef]) -> bool {
 /// from.
 pub fn is_graph_side(ks: &[KernelRef]) -> bool {
     ks.iter().any(|k| k.onnx.is_some())
+}
+
+/// The cell path of a MindSpore kernel ([`mindspore_scope`]); `None` for a kernel that names
+/// the ONNX node it came from.
+fn mindspore_kernel(k: &KernelRef) -> Option<String> {
+    k.onnx
+        .is_none()
+        .then(|| mindspore_scope(&k.op_name))
+        .flatten()
 }
 
 /// A reference array named like a module path (`layer1.0.conv1`): a forward hook's key.
@@ -159,6 +186,12 @@ struct Entry {
     outs: Vec<(u32, usize)>,
     /// Inputs and parameters.
     rest: Vec<usize>,
+    /// A MindSpore kernel: its scope is the whole cell path, wrappers included.
+    cells: bool,
+    /// A MindSpore Conv2D or MatMul whose bias the next entry (a BiasAdd in the same cell)
+    /// adds: that entry stands for the pair (an ONNX Conv or Gemm computes both), this one's
+    /// output is fused into its node.
+    fused_next: bool,
 }
 
 /// One ONNX node of the graph side.
@@ -213,11 +246,12 @@ fn entries(t: &Dump, kt: &[KernelRef], taken: &dyn Fn(usize) -> bool) -> Vec<((u
             }
         } else if let Some(s) = reference_scope(k) {
             (true, Some((s, 0)), None, None)
-        } else if let Some(path) = mindspore_scope(&k.op_name) {
+        } else if let Some(path) = mindspore_kernel(k) {
             (false, Some((path, 0)), kind_of(&k.op_type), None)
         } else {
             continue;
         };
+        let cells = !module && api.is_none() && scope.is_some();
         let mut outs = Vec::new();
         let mut rest = Vec::new();
         for &i in &k.tensors {
@@ -237,11 +271,107 @@ fn entries(t: &Dump, kt: &[KernelRef], taken: &dyn Fn(usize) -> bool) -> Vec<((u
                 api,
                 outs,
                 rest,
+                cells,
+                fused_next: false,
             },
         ));
     }
+    bias_groups(t, &mut out);
     out
 }
+
+/// MindSpore's Conv2d and Dense cells with a bias run two kernels, Conv2D (or MatMul) then
+/// BiasAdd, where torch's export has one node (Conv, Gemm): the BiasAdd, right after its
+/// producer in the same cell and with its output's shape, takes the producer's kind and
+/// stands for the pair; the producer is marked fused into it.
+fn bias_groups(t: &Dump, es: &mut [((u32, u64), Entry)]) {
+    let shape = |e: &Entry| {
+        e.outs
+            .iter()
+            .min_by_key(|(s, _)| *s)
+            .map(|&(_, i)| t.tensors[i].shape.as_slice())
+    };
+    for i in 1..es.len() {
+        let (head, tail) = es.split_at_mut(i);
+        let ((kp, p), (kb, b)) = (&mut head[i - 1], &mut tail[0]);
+        let producer = match p.kind {
+            Some("conv") => "conv",
+            Some("matmul" | "linear") => "linear",
+            _ => continue,
+        };
+        if kp == kb
+            && p.cells
+            && b.cells
+            && b.kind == Some("bias_add")
+            && p.scope == b.scope
+            && shape(p).is_some()
+            && shape(p) == shape(b)
+        {
+            b.kind = Some(producer);
+            p.fused_next = true;
+        }
+    }
+}
+
+/// MindSpore's cell paths start with the wrappers around the network (`network._backbone`
+/// under TrainOneStepCell and WithLossCell, nothing for a network called directly). Drops
+/// from every MindSpore entry's scope the prefix (up to [`MAX_WRAPPERS`] cells) after which
+/// the most paths are module scopes of the graph side, the shortest on a tie; entries outside
+/// that prefix (a loss cell) keep their path.
+fn strip_wrappers(es: &mut [((u32, u64), Entry)], ns: &[((u32, u64), GNode)]) {
+    let scopes: HashSet<&str> = ns
+        .iter()
+        .filter_map(|(_, n)| n.scope.as_ref().map(|(s, _)| s.as_str()))
+        .collect();
+    let split = |s: &str| -> Vec<String> {
+        if s.is_empty() {
+            Vec::new()
+        } else {
+            s.split('.').map(str::to_owned).collect()
+        }
+    };
+    let paths: Vec<Vec<String>> = es
+        .iter()
+        .filter(|(_, e)| e.cells)
+        .filter_map(|(_, e)| e.scope.as_ref().map(|(s, _)| split(s)))
+        .collect();
+    let mut candidates: Vec<&[String]> = paths
+        .iter()
+        .flat_map(|p| (0..=p.len().min(MAX_WRAPPERS)).map(move |k| &p[..k]))
+        .collect();
+    candidates.sort_unstable_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+    candidates.dedup();
+    let matches = |prefix: &[String]| {
+        paths
+            .iter()
+            .filter(|p| {
+                p.starts_with(prefix) && scopes.contains(p[prefix.len()..].join(".").as_str())
+            })
+            .count()
+    };
+    let mut best: (usize, Vec<String>) = (0, Vec::new());
+    for c in candidates {
+        let m = matches(c);
+        if m > best.0 {
+            best = (m, c.to_vec());
+        }
+    }
+    let prefix = best.1;
+    if prefix.is_empty() {
+        return;
+    }
+    for (_, e) in es.iter_mut().filter(|(_, e)| e.cells) {
+        if let Some((s, _)) = &mut e.scope {
+            let p = split(s);
+            if p.starts_with(&prefix) {
+                *s = p[prefix.len()..].join(".");
+            }
+        }
+    }
+}
+
+/// How many wrapper cells around a MindSpore network [`strip_wrappers`] may drop.
+const MAX_WRAPPERS: usize = 4;
 
 fn gnodes(g: &Dump, kg: &[KernelRef], taken: &dyn Fn(usize) -> bool) -> Vec<((u32, u64), GNode)> {
     let mut out: Vec<((u32, u64), GNode)> = Vec::new();
@@ -304,7 +434,10 @@ impl<'a> Group<'a> {
         ) else {
             return false;
         };
-        same_but_unit_dims(&self.t.tensors[ti].shape, &self.g.tensors[gi].shape)
+        let (a, b) = (&self.t.tensors[ti].shape, &self.g.tensors[gi].shape);
+        same_but_unit_dims(a, b)
+            || ((is_view(self.es[e].kind) || is_view(self.ns[n].kind))
+                && a.iter().product::<usize>() == b.iter().product::<usize>())
     }
 
     fn kind_fits(&self, e: usize, n: usize) -> bool {
@@ -488,7 +621,7 @@ impl<'a> Group<'a> {
     fn walk(&mut self, es: &[usize], ns: &[usize], rule: PairRule) {
         let mut p = 0;
         for &e in es {
-            if !self.free(e) || self.es[e].kind.is_none() {
+            if !self.free(e) || self.es[e].kind.is_none() || self.es[e].fused_next {
                 continue;
             }
             let found = (p..ns.len().min(p + super::rule::LOOKAHEAD)).find(|&q| {
@@ -515,7 +648,9 @@ impl<'a> Group<'a> {
     fn order(&mut self) {
         let api = self.es.iter().any(|e| !e.module);
         let es: Vec<usize> = (0..self.es.len())
-            .filter(|&e| self.es[e].module != api && self.es[e].kind.is_some())
+            .filter(|&e| {
+                self.es[e].module != api && self.es[e].kind.is_some() && !self.es[e].fused_next
+            })
             .collect();
         let ns: Vec<usize> = (0..self.ns.len())
             .filter(|n| !self.used.contains(n))
@@ -536,9 +671,18 @@ impl<'a> Group<'a> {
                 .any(|n| n.scope.as_ref().is_some_and(|(ns, _)| ns == s))
     }
 
-    /// Conv + BatchNorm folded into one node: returns the fused entries with their node.
+    /// Conv + BatchNorm folded into one node, and MindSpore's Conv2D or MatMul whose BiasAdd
+    /// paired with the node computing both: returns the fused entries with their node.
     fn fused(&mut self) -> Vec<(usize, usize)> {
         let mut out: Vec<(usize, usize)> = Vec::new();
+        for e in 1..self.es.len() {
+            if self.es[e - 1].fused_next
+                && self.free(e - 1)
+                && let Some(&(n, _)) = self.paired.get(&e)
+            {
+                out.push((e - 1, n));
+            }
+        }
         for level in [false, true] {
             let list: Vec<usize> = (0..self.es.len())
                 .filter(|&e| self.es[e].module == level)
@@ -548,7 +692,10 @@ impl<'a> Group<'a> {
             for w in list.windows(2) {
                 let (conv, bn) = (w[0], w[1]);
                 let conv_kind = self.es[conv].kind;
-                if conv_kind.is_some_and(|k| k != "conv") || self.paired.contains_key(&conv) {
+                if conv_kind.is_some_and(|k| k != "conv")
+                    || self.paired.contains_key(&conv)
+                    || out.iter().any(|&(f, _)| f == conv)
+                {
                     continue;
                 }
                 let Some(&(n, _)) = self.paired.get(&bn) else {
@@ -602,8 +749,9 @@ pub(super) fn pair_cross(
     t_taken: &dyn Fn(usize) -> bool,
     g_taken: &dyn Fn(usize) -> bool,
 ) -> Cross {
-    let es = entries(t, kt, t_taken);
+    let mut es = entries(t, kt, t_taken);
     let ns = gnodes(g, kg, g_taken);
+    strip_wrappers(&mut es, &ns);
     let mut keys_t: Vec<(u32, u64)> = es.iter().map(|(k, _)| *k).collect();
     keys_t.dedup();
     keys_t.sort_unstable();
@@ -709,6 +857,49 @@ mod tests {
             "Module",
         ] {
             assert_eq!(parse_call(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn mindspore_cell_paths() {
+        for (name, path) in [
+            // A network called directly (MindSpore 2.10's forward graph): no wrapper cell.
+            ("Default/conv1-Conv2d/Conv2D-op0", "conv1"),
+            ("Default_conv1-Conv2d_Conv2D-op0", "conv1"),
+            (
+                "Default_features-SequentialCell_0-Conv2d_BiasAdd-op0",
+                "features.0",
+            ),
+            ("Default_Add-op3", ""),
+            ("Default/Add-op3", ""),
+            // Under TrainOneStepCell and WithLossCell: the wrappers stay in the path.
+            (
+                "Default_network-WithLossCell__backbone-TinyNet_conv1-Conv2d_Conv2D-op0",
+                "network._backbone.conv1",
+            ),
+            (
+                "Default/network-Net/layer1-SequentialCell/0-Block/conv_1-Conv2d/Conv2D-op5",
+                "network.layer1.0.conv_1",
+            ),
+            ("Default_network-Net_fc_1-Dense_MatMul-op12", "network.fc_1"),
+        ] {
+            assert_eq!(mindspore_scope(name).as_deref(), Some(path), "{name}");
+        }
+        for other in [
+            // opdump's names of ONNX nodes, backward kernels, Parameters, half names.
+            "Default__conv1_Conv_Conv-op0",
+            "Default__flatten_Flatten_0_Reshape-op0",
+            "Gradients_Default_network-Net_conv1-Conv2d_Grad_Conv2D_Conv2DBackpropFilter-op0",
+            "conv1_weight",
+            "Default_conv1-Conv2d",
+            "Default_conv1-Conv2d_Conv2D-opx",
+            "Default_conv1-Conv2d_Conv2D-op",
+            "Default_-op0",
+            "Default/",
+            "Default_",
+            "Default//Add-op0",
+        ] {
+            assert_eq!(mindspore_scope(other), None, "{other}");
         }
     }
 }

@@ -55,6 +55,14 @@ const TABLE: &[(&str, &[&str])] = &[
         ],
     ),
     ("relu", &["ReLU", "relu", "relu_", "Relu", "ReLU6", "relu6"]),
+    // MindSpore's Conv2d and Dense cells with a bias: Conv2D or MatMul, then BiasAdd.
+    ("bias_add", &["BiasAdd", "bias_add"]),
+    // A dtype conversion: MindSpore's Cast, ONNX's Cast, torch's `.to()` / `.half()` (FX
+    // `_to_copy`).
+    (
+        "cast",
+        &["Cast", "_to_copy", "to", "half", "float", "bfloat16"],
+    ),
     (
         "batch_norm",
         &[
@@ -161,7 +169,7 @@ pub fn kind_of(name: &str) -> Option<&'static str> {
 
 /// Whether a torch call of kind `torch` can be computed by an ONNX node of kind `onnx`:
 /// equal kinds, or the exporter's usual rewrites (a Linear as MatMul [+ Add], an average pool
-/// as a mean, a flatten as a reshape).
+/// as a mean, a flatten as a reshape, a bias added by an Add).
 pub fn compatible(torch: &str, onnx: &str) -> bool {
     torch == onnx
         || matches!(
@@ -170,7 +178,15 @@ pub fn compatible(torch: &str, onnx: &str) -> bool {
                 | ("avg_pool", "mean")
                 | ("mean", "avg_pool")
                 | ("flatten" | "reshape", "reshape" | "flatten")
+                | ("bias_add", "add")
         )
+}
+
+/// Whether `kind` is a view (a flatten or reshape): its output holds its input's elements in
+/// the same order, whatever shape a dump records (MindSpore dumps Flatten's output with its
+/// input's shape).
+pub fn is_view(kind: Option<&str>) -> bool {
+    matches!(kind, Some("flatten" | "reshape"))
 }
 
 /// The torch API an FX node name stands for, and its counter: `conv2d_5` → (`conv2d`, 5),
@@ -203,6 +219,10 @@ mod tests {
             ("__iadd__", "Add"),
             ("Linear", "Gemm"),
             ("adaptive_avg_pool2d", "GlobalAveragePool"),
+            ("Dense", "Gemm"),
+            ("Conv2D", "Conv"),
+            ("MaxPool", "max_pool2d"),
+            ("Cast", "_to_copy"),
         ] {
             assert_eq!(kind_of(a), kind_of(b), "{a} {b}");
             assert!(kind_of(a).is_some());
@@ -211,6 +231,9 @@ mod tests {
         assert_eq!(kind_of("NoSuchOp"), None);
         assert!(compatible("linear", "matmul"));
         assert!(!compatible("conv", "relu"));
+        assert_eq!(kind_of("BiasAdd"), Some("bias_add"));
+        assert!(compatible("bias_add", "add"));
+        assert!(!compatible("bias_add", "conv"));
     }
 
     #[test]

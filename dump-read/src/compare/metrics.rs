@@ -10,7 +10,10 @@ use dump_core::{
     stats::Accumulator,
 };
 
-use super::{Divergence, PairOutcome, PairResult, PairRule, Tolerances};
+use super::{
+    Divergence, PairOutcome, PairResult, PairRule, Tolerances,
+    kinds::{is_view, kind_of},
+};
 use dump_npy::CHUNK;
 
 use crate::{Dump, Error, Stats, TensorRecord, TensorSource, source::TensorStream};
@@ -42,6 +45,19 @@ pub fn compare_sources(
     tol: Tolerance,
     with_stats: bool,
 ) -> Result<(PairMetrics, Option<Summary>, Option<Summary>), Error> {
+    compare_sources_as(sa, sb, tol, with_stats, false)
+}
+
+/// [`compare_sources`]; with `any_shape`, shapes that differ beyond dimensions of size 1 but
+/// hold as many elements are compared element by element in C order (a view's output, dumped
+/// with another shape).
+fn compare_sources_as(
+    sa: &TensorSource,
+    sb: &TensorSource,
+    tol: Tolerance,
+    with_stats: bool,
+    any_shape: bool,
+) -> Result<(PairMetrics, Option<Summary>, Option<Summary>), Error> {
     let (a, b) = (sa.path(), sb.path());
     let mut fa = TensorStream::open(sa)?;
     let mut fb = TensorStream::open(sb)?;
@@ -67,7 +83,10 @@ pub fn compare_sources(
             "memory orders differ (one file is Fortran-ordered): elements cannot be paired".into(),
         ));
     }
-    if !super::same_but_unit_dims(fa.shape(), fb.shape()) {
+    let count = |s: &[usize]| s.iter().product::<usize>();
+    let comparable = super::same_but_unit_dims(fa.shape(), fb.shape())
+        || (any_shape && count(fa.shape()) == count(fb.shape()));
+    if !comparable {
         return Err(mismatch(
             a,
             format!("shapes differ: {:?} vs {:?}", fa.shape(), fb.shape()),
@@ -173,8 +192,19 @@ pub(super) fn measure(
         r.outcome = PairOutcome::Mismatch(m);
         return r;
     }
+    // A flatten or reshape on either side: its output is its input's elements in order,
+    // whatever shape the dump recorded (MindSpore dumps Flatten's output with its input's).
+    let view = ta.shape != tb.shape
+        && !super::same_but_unit_dims(&ta.shape, &tb.shape)
+        && (is_view(kind_of(&ta.id.op_type)) || is_view(kind_of(&tb.id.op_type)))
+        && ta.shape.iter().product::<usize>() == tb.shape.iter().product::<usize>();
     if ta.shape != tb.shape && super::same_but_unit_dims(&ta.shape, &tb.shape) {
         r.notes.push(super::Note::Reshaped {
+            a: ta.shape.clone(),
+            b: tb.shape.clone(),
+        });
+    } else if view {
+        r.notes.push(super::Note::Viewed {
             a: ta.shape.clone(),
             b: tb.shape.clone(),
         });
@@ -189,7 +219,7 @@ pub(super) fn measure(
     }
     if let (Some(fa), Some(fb)) = (&ta.source, &tb.source) {
         let with_stats = !(r.stats_a.is_complete() && r.stats_b.is_complete());
-        match compare_sources(fa, fb, tolerance, with_stats) {
+        match compare_sources_as(fa, fb, tolerance, with_stats, view) {
             Ok((m, sa, sb)) => {
                 if let Some(s) = sa {
                     r.stats_a.fill_from(Stats::from_summary(&s));

@@ -200,6 +200,15 @@ pub enum Note {
         /// B's shape.
         b: Vec<usize>,
     },
+    /// A view's output (a flatten or reshape on either side) recorded with another shape of
+    /// as many elements (MindSpore dumps Flatten's output with its input's shape): the same
+    /// elements in the same order, compared by value.
+    Viewed {
+        /// A's shape.
+        a: Vec<usize>,
+        /// B's shape.
+        b: Vec<usize>,
+    },
 }
 
 /// Whether shapes `a` and `b` hold the same elements in the same C order: equal once their

@@ -382,7 +382,9 @@ fn kernel_facts(k: &KernelRef) -> (Option<&'static str>, Vec<String>) {
             o.module_scope().map(|(s, _)| split(&s)).unwrap_or_default(),
         );
     }
-    (super::kinds::kind_of(&k.op_type), split(&k.op_name))
+    let scope =
+        super::cross::mindspore_scope(&k.op_name).map_or_else(|| split(&k.op_name), |s| split(&s));
+    (super::kinds::kind_of(&k.op_type), scope)
 }
 
 /// The mapping rule: every kernel of A whose op name (or ONNX node) the mapping maps to a

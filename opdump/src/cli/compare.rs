@@ -32,7 +32,8 @@
 //! a `--tol` for the dtype fixes it; where the reference has no statistic.csv row the fixed atol is
 //! float64 1e-10, float32 1e-6, float16 and bfloat16 1e-5; integers and bool exact. Tensors whose
 //! shapes differ only in dimensions of size 1 (`[1,1,384]` and `[384]`) are compared by value,
-//! with a note.
+//! with a note, and so is the output of a flatten or reshape recorded with another shape of as
+//! many elements (MindSpore dumps Flatten's output with its input's shape).
 //!
 //! `--csv` columns (one row per pair): `rank,iteration,graph,op_type,op_name,io,slot,b_op_name,
 //! rule,dtype,shape,kind,diverged,cosine,max_abs_error,max_rel_error,ratio_over_0.001,

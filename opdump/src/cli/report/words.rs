@@ -58,6 +58,10 @@ pub fn note(n: &Note) -> String {
         Note::Reshaped { a, b } => {
             format!("shapes {a:?} and {b:?} differ only in dimensions of size 1: compared by value")
         }
+        Note::Viewed { a, b } => format!(
+            "a flatten or reshape recorded as {a:?} and {b:?}: the same elements in order, \
+             compared by value"
+        ),
     }
 }
 
