@@ -251,10 +251,13 @@ fn six_digits_f64(a: f64) -> Option<(u32, i32)> {
         x += 1;
         y = scaled(x)?;
     }
-    let frac = y - y.floor();
+    // `floor` and `round` without std (no_std targets): y is positive where it matters
+    // (the range check), so truncation is the floor, and the fraction is far from a half.
+    let whole = y as u64;
+    let frac = y - whole as f64;
     let safe =
         (100_000.0 + MARGIN..=999_999.5 - MARGIN).contains(&y) && (frac - 0.5).abs() > MARGIN;
-    safe.then(|| (y.round() as u32, x))
+    safe.then(|| ((whole + u64::from(frac > 0.5)) as u32, x))
 }
 
 /// `10^k` for `k` in `0..=38` (all fit a `u128`).
