@@ -288,21 +288,23 @@ mod tests {
         }
     }
 
+    /// xorshift64: the tests' reproducible bytes.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
     #[test]
     fn decoding_to_a_buffer_equals_decoding_in_place_on_any_bytes() {
         // Valid encodings, then each cut, with a byte zeroed or changed; and random small
         // bytes (mostly invalid), so that zeros and short blocks are common. Every `dst`
         // size from exact to roomy.
-        struct Rng(u64);
-        impl Rng {
-            fn next(&mut self) -> u64 {
-                // xorshift64
-                self.0 ^= self.0 << 13;
-                self.0 ^= self.0 >> 7;
-                self.0 ^= self.0 << 17;
-                self.0
-            }
-        }
         let mut rng = Rng(0x0c0b_5dec_0de0_2026);
         let check = |bytes: &[u8]| {
             let mut inplace = bytes.to_vec();
@@ -371,15 +373,6 @@ mod tests {
         // zeroed or changed, and noise with many zeros and short blocks; every frame-length
         // bound around the frame's length. `None` is allowed only where the reference has no
         // complete frame within the bound (the slow path then handles it).
-        struct Rng(u64);
-        impl Rng {
-            fn next(&mut self) -> u64 {
-                self.0 ^= self.0 << 13;
-                self.0 ^= self.0 >> 7;
-                self.0 ^= self.0 << 17;
-                self.0
-            }
-        }
         let mut rng = Rng(0x0fa5_7c0b_5000_2026);
         let check = |src: &[u8]| {
             if src.first() == Some(&0) {
