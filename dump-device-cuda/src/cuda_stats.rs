@@ -41,6 +41,7 @@ pub struct CudaStats {
     functions: HashMap<KernelId, CudaFunction>,
     pipelines: Mutex<Vec<HostPipeline>>,
     pinned: Arc<PinnedPool>,
+    copies: Arc<crate::deferred_copy::CopyPool>,
 }
 
 impl CudaStats {
@@ -98,6 +99,7 @@ impl CudaStats {
             functions,
             pipelines: Mutex::new(Vec::new()),
             pinned: Arc::default(),
+            copies: Arc::default(),
         })
     }
 
@@ -246,6 +248,26 @@ impl CudaStats {
         stream
             .synchronize()
             .map_err(|e| Error::driver("waiting for a device-to-host copy", e))
+    }
+
+    /// Queues the copy of all of `t` into pinned host memory on `stream` and returns at once;
+    /// the [`PendingHostCopy`](crate::PendingHostCopy) waits when its bytes are asked for
+    /// (the tensor is read in stream order, so later is safe on the producer's stream, as for
+    /// [`summarize_deferred`](CudaStats::summarize_deferred)). `Ok(None)` for an empty tensor,
+    /// or when the staging memory (at most
+    /// [`MAX_DEFERRED_COPY_BYTES`](crate::MAX_DEFERRED_COPY_BYTES) pinned) has no room: copy
+    /// with [`copy_to_host`](CudaStats::copy_to_host) then.
+    pub fn copy_to_host_deferred(
+        &self,
+        t: &DeviceTensor<'_>,
+        stream: &Arc<CudaStream>,
+    ) -> Result<Option<crate::PendingHostCopy>, Error> {
+        crate::PendingHostCopy::queue(&self.copies, &self.ctx, t, stream)
+    }
+
+    /// Pinned bytes the deferred copies hold now (lent and kept for reuse).
+    pub fn deferred_copy_bytes(&self) -> usize {
+        self.copies.held()
     }
 
     /// A double-buffered pinned pipeline with chunks of `chunk_bytes` (for example 8 MiB),

@@ -9,7 +9,9 @@ use cudarc::driver::CudaStream;
 use dump_core::DType;
 use dump_stats::{
     Hashes,
-    device::{DeviceError, DeviceStatistics, PendingStatistics, StatsKind, StatsRequest},
+    device::{
+        DeviceError, DeviceStatistics, PendingCopy, PendingStatistics, StatsKind, StatsRequest,
+    },
 };
 use std::sync::Arc;
 
@@ -109,6 +111,16 @@ impl dump_stats::DeviceTensor for CudaTensor<'_> {
 
     fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), DeviceError> {
         Ok(self.stats.copy_to_host(&self.tensor, dst, self.stream)?)
+    }
+
+    /// Queued into pinned memory on the tensor's stream ([`CudaStats::copy_to_host_deferred`]):
+    /// the flight recorder waits for it at the end of the step. `Ok(None)` when the staging
+    /// memory is full (the recorder copies now).
+    fn copy_to_host_deferred(&self) -> Result<Option<Box<dyn PendingCopy>>, DeviceError> {
+        Ok(self
+            .stats
+            .copy_to_host_deferred(&self.tensor, self.stream)?
+            .map(|p| Box::new(p) as Box<dyn PendingCopy>))
     }
 
     /// Through a pooled pinned pipeline ([`CudaStats::copy_chunks`]): the next chunk copies

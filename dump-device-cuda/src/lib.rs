@@ -9,7 +9,9 @@
 //!
 //! - [`CudaStats`]: one GPU: [`summarize`](CudaStats::summarize),
 //!   [`copy_to_host`](CudaStats::copy_to_host), [`pipeline`](CudaStats::pipeline)
-//!   (double-buffered pinned D2H copies overlapped with file writing).
+//!   (double-buffered pinned D2H copies overlapped with file writing),
+//!   [`copy_to_host_deferred`](CudaStats::copy_to_host_deferred) (a copy queued into pinned
+//!   memory and waited for later, for the flight recorder's ring).
 //! - [`DeviceTensor`]: borrowed device memory (a runtime's buffer, e.g. a candle
 //!   `CudaStorage` slice), never freed by opdump; [`CudaTensor`] binds it to a backend,
 //!   stream, shape and precision for the Dumper.
@@ -63,6 +65,7 @@ pub mod compile;
 pub mod cuda_stats;
 pub mod cuda_tensor;
 pub mod deferred;
+pub mod deferred_copy;
 pub mod error;
 pub mod kernel_source;
 pub mod model;
@@ -76,6 +79,7 @@ pub use compile::{CompiledModule, arch_of, cache_key, compile_for, seed_cache, s
 pub use cuda_stats::{CudaStats, STREAM_CHUNK};
 pub use cuda_tensor::CudaTensor;
 pub use deferred::{MAX_PENDING, PendingSummary};
+pub use deferred_copy::{MAX_DEFERRED_COPY_BYTES, PendingHostCopy};
 pub use dump_stats::Precision;
 pub use error::Error;
 pub use kernel_source::KernelId;

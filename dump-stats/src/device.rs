@@ -115,6 +115,26 @@ pub trait PendingStatistics: Send {
     fn wait(self: Box<Self>) -> Result<Option<DeviceStatistics>, DeviceError>;
 }
 
+/// A device-to-host copy a device has queued and not yet finished (see
+/// [`DeviceTensor::copy_to_host_deferred`]): the copy runs on the device's queue, in order
+/// after the kernel that wrote the tensor, into memory the backend owns (pinned host memory on
+/// a GPU); [`wait_into`](PendingCopy::wait_into) blocks until it has completed and hands the
+/// bytes over. Dropped without waiting, it still waits for its copy before the backend reuses
+/// or frees that memory.
+pub trait PendingCopy: Send {
+    /// Bytes the copy holds: the tensor's [`storage_bytes`](DeviceTensor::storage_bytes).
+    fn len(&self) -> usize;
+
+    /// Whether the copy holds no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Blocks until the copy has completed, then writes its bytes into `dst`, whose length is
+    /// [`len`](PendingCopy::len).
+    fn wait_into(self: Box<Self>, dst: &mut [u8]) -> Result<(), DeviceError>;
+}
+
 /// A tensor living on an accelerator (see the [module docs](self)). `Sync`: the Dumper may hand
 /// it to writer threads by reference.
 pub trait DeviceTensor: Sync {
@@ -156,6 +176,18 @@ pub trait DeviceTensor: Sync {
     /// host layout for `int4`/`uint1`) into `dst`, whose length is
     /// [`storage_bytes`](DeviceTensor::storage_bytes).
     fn copy_to_host(&self, dst: &mut [u8]) -> Result<(), DeviceError>;
+
+    /// Starts [`copy_to_host`](DeviceTensor::copy_to_host) without waiting for it, for backends
+    /// whose copies are queued (a GPU stream): the flight recorder keeps the handle and waits
+    /// at the end of the step, so holding a device tensor in its ring does not stall the
+    /// runtime's thread on the bus. The bytes must be those of the tensor as it is now (the copy
+    /// ordered after the tensor's producer and before anything that may overwrite it).
+    /// `Ok(None)`: this backend does not defer copies (the default), or not now (too many
+    /// pending, the tensor too large for its staging memory); the caller then copies with
+    /// [`copy_to_host`](DeviceTensor::copy_to_host).
+    fn copy_to_host_deferred(&self) -> Result<Option<Box<dyn PendingCopy>>, DeviceError> {
+        Ok(None)
+    }
 
     /// Copies the tensor converted to its host layout (C order of the layout's `host_shape`)
     /// into `dst`. Tensors in [`Layout::Default`] copy as stored (the default); backends with

@@ -82,7 +82,8 @@ pub mod tensor_stats;
 pub use category::{Category, CategorySet, UnknownCategory};
 #[cfg(feature = "std")]
 pub use device::{
-    DeviceError, DeviceStatistics, DeviceTensor, Layout, PendingStatistics, StatsKind, StatsRequest,
+    DeviceError, DeviceStatistics, DeviceTensor, Layout, PendingCopy, PendingStatistics, StatsKind,
+    StatsRequest,
 };
 pub use error::Error;
 pub use identity::{Io, IoSlot, TensorId};

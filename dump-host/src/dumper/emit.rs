@@ -9,6 +9,7 @@
 //! device format with its host shape) and statistics (asked with the plan's request:
 //! precision, categories, semantics) come from the tensor itself.
 
+mod held;
 mod precomputed;
 mod rows;
 mod stream;
@@ -338,6 +339,11 @@ impl Emit<'_> {
             }
             Route::Copy { sample } => sample,
         };
+        if let (Some(rec), None) = (to.held, sample)
+            && self.hold_deferred(rec, who, v, (elems, len))?
+        {
+            return Ok(());
+        }
         let bytes = v.copy(len).map_err(bad)?;
         self.emit_bytes(
             to,

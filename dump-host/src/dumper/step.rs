@@ -16,7 +16,7 @@ use dump_core::{DType, Summary, stats::summarize};
 
 use super::{
     emit::{Owner, To},
-    flight::{NonFiniteAt, StepRecord},
+    flight::{NonFiniteAt, Order, StepRecord},
     msprobe::{Call, Entry, StepDoc},
     shared::Shared,
     tensor::TensorRef,
@@ -136,7 +136,19 @@ impl Step {
     /// non-finite, tells the flight recorder (which fires under `record` and `stop`) and,
     /// under `stop`, returns the error that stops the runtime.
     fn after(&self, s: &Shared, to: &To<'_>, who: Owner<'_>) -> Result<(), Error> {
-        if let (Some(l2), Some(r), Some(rec)) = (to.l2.get(), &s.recorder, &self.held) {
+        self.after_at(s, to, who, (self.held.as_deref(), None))
+    }
+
+    /// [`after`](Step::after) for a tensor of the recorded step `held` at `order` in its
+    /// report order (`None`: the one being reported now).
+    fn after_at(
+        &self,
+        s: &Shared,
+        to: &To<'_>,
+        who: Owner<'_>,
+        (held, order): (Option<&StepRecord>, Option<Order>),
+    ) -> Result<(), Error> {
+        if let (Some(l2), Some(r), Some(rec)) = (to.l2.get(), &s.recorder, held) {
             r.check_growth(rec, (who.op_type, who.full_name, who.slot), l2);
         }
         let Some(c) = to.seen.get() else {
@@ -155,14 +167,15 @@ impl Step {
             neg_inf: c.neg_inf,
         };
         let policy = s.plan.on_nonfinite;
-        if let (Some(r), Some(rec)) = (&s.recorder, &self.held) {
+        if let (Some(r), Some(rec)) = (&s.recorder, held) {
             let kind = match s.plan.watch {
                 Watch::NonFinite => "nonfinite",
                 Watch::Overflow => "overflow",
             };
+            let order = order.unwrap_or_else(|| 2 * rec.lock().entries.len());
             r.saw_nonfinite(
                 rec,
-                &at,
+                (&at, order),
                 (policy != NonFinitePolicy::Continue).then_some(kind),
             );
         }
@@ -319,9 +332,11 @@ impl Step {
         let Some(s) = self.live() else { return Ok(()) };
         s.out.flush_rows();
         if let Some(rec) = held {
+            let settled = self.settle(s, &rec);
             if let Some(r) = &s.recorder {
                 r.end_step(&s.out, rec);
             }
+            settled?;
         } else if self.used.load(Ordering::Relaxed)
             && s.plan.op_debug_mode != OpDebugMode::Exception
         {
@@ -332,6 +347,18 @@ impl Step {
 }
 
 impl Step {
+    /// The deferred device copies of the recorded step `rec` land: their rows are computed
+    /// and their outputs checked (in report order), then the budget is enforced again.
+    fn settle(&self, s: &Shared, rec: &StepRecord) -> Result<(), Error> {
+        let r = s.emit().settle(rec, &|to, who, order| {
+            self.after_at(s, to, who, (Some(rec), Some(order)))
+        });
+        if let Some(rc) = &s.recorder {
+            rc.settled(rec);
+        }
+        r
+    }
+
     /// msprobe's layout: closes the step's dump.json and writes construct.json and stack.json
     /// (once; [`finish`](Step::finish) or drop).
     fn finish_doc(&mut self) {
@@ -353,6 +380,8 @@ impl Drop for Step {
         if let Some(s) = self.live()
             && let Some(r) = &s.recorder
         {
+            // Nobody to return a failed device copy to: it is counted as let go.
+            let _ = self.settle(s, &rec);
             r.end_step(&s.out, rec);
         }
     }

@@ -28,7 +28,7 @@ use std::{
 
 pub(crate) use nonfinite::Counts;
 pub use nonfinite::NonFiniteAt;
-pub(crate) use record::{Fired, Growth, Held, HeldNpy, StepRecord};
+pub(crate) use record::{Fired, Growth, Held, HeldNpy, Order, PendingHeld, StepRecord};
 
 use super::out::Out;
 use crate::{
@@ -238,9 +238,57 @@ impl Recorder {
                 shape: shape.to_vec(),
                 bytes: Some(owned),
                 len,
+                pending: None,
             }));
         }
         self.make_room(rec, 0);
+    }
+
+    /// Makes room for `len` more bytes in step `current`; whether they now fit the budget.
+    pub(crate) fn reserve(&self, current: &StepRecord, len: usize) -> bool {
+        self.make_room(current, len as u64);
+        self.held_bytes().saturating_add(len as u64) <= self.settings.budget_bytes
+    }
+
+    /// Holds a tensor file of step `rec` whose bytes a device is still copying (room
+    /// [reserved](Recorder::reserve) first): a buffer is taken now, the bytes land in it when
+    /// the step ends (`Emit::settle`). The producer does not wait for the bus.
+    pub(crate) fn hold_pending(
+        &self,
+        rec: &StepRecord,
+        name: String,
+        (dtype, shape): (dump_core::DType, &[usize]),
+        pending: PendingHeld,
+    ) {
+        let len = pending.copy.len();
+        let buf = self.buffer(len);
+        let mut r = rec.lock();
+        r.bytes += buf.capacity() as u64;
+        r.used = true;
+        r.entries.push(Held::Npy(HeldNpy {
+            name,
+            dtype,
+            shape: shape.to_vec(),
+            bytes: Some(buf),
+            len,
+            pending: Some(pending),
+        }));
+    }
+
+    /// A held copy of step `rec` that failed: its `cap` bytes are no longer held, and it is
+    /// counted as let go.
+    pub(crate) fn lost(&self, rec: &StepRecord, cap: usize) {
+        let mut r = rec.lock();
+        r.bytes -= (cap as u64).min(r.bytes);
+        r.dropped += 1;
+        drop(r);
+        self.held
+            .fetch_sub((cap as u64).min(self.held_bytes()), Ordering::Relaxed);
+    }
+
+    /// After the deferred copies of step `current` landed: back under the budget.
+    pub(crate) fn settled(&self, current: &StepRecord) {
+        self.make_room(current, 0);
     }
 
     /// Holds a statistic row of step `rec`.
@@ -315,15 +363,20 @@ impl Recorder {
     pub(crate) fn saw_nonfinite(
         &self,
         rec: &StepRecord,
-        at: &NonFiniteAt,
+        (at, order): (&NonFiniteAt, record::Order),
         fire: Option<&'static str>,
     ) {
         let mut r = rec.lock();
-        if r.first_nonfinite.is_none() {
+        // Earlier in report order wins, also over one seen before it (a deferred copy's
+        // output is checked when the step ends).
+        let earlier = r.first_nonfinite.is_none() || order < r.first_at;
+        if earlier {
             r.first_nonfinite = Some(at.clone());
+            r.first_at = order;
         }
+        let output_fired = matches!(r.fired, Some(Fired::Output { .. }));
         if let Some(kind) = fire
-            && r.fired.is_none()
+            && (r.fired.is_none() || (output_fired && earlier))
         {
             r.fired = Some(Fired::Output {
                 kind,
@@ -348,8 +401,9 @@ impl Recorder {
             .map(|reason| Fired::User { reason })
     }
 
-    /// A step ends: written with the ring when it (or the user) fired, else kept in the ring
-    /// (the oldest step leaving it, its buffers kept as spares).
+    /// A step ends (its deferred device copies landed): written with the ring when it (or the
+    /// user) fired, else kept in the ring (the oldest step leaving it, its buffers kept as
+    /// spares).
     pub(crate) fn end_step(&self, out: &Out, rec: Arc<StepRecord>) {
         let fired = rec.lock().fired.take().or_else(|| self.take_user());
         match fired {

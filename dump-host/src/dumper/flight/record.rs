@@ -41,6 +41,22 @@ pub(crate) struct HeldNpy {
     pub(crate) bytes: Option<Vec<u8>>,
     /// The bytes' length (the copy's buffer may be larger).
     pub(crate) len: usize,
+    /// A device copy still landing in `bytes` (waited for when the step ends).
+    pub(crate) pending: Option<PendingHeld>,
+}
+
+/// A device-to-host copy a held tensor is waiting for, and what its statistic row needs
+/// when the bytes land at the end of the step.
+pub(crate) struct PendingHeld {
+    pub(crate) copy: Box<dyn dump_stats::PendingCopy>,
+    pub(crate) op_type: String,
+    /// The kernel's full name.
+    pub(crate) kernel: String,
+    pub(crate) io: dump_stats::Io,
+    pub(crate) slot: u32,
+    /// The row's timestamp (taken when the tensor was reported).
+    pub(crate) ts: u64,
+    pub(crate) elems: usize,
 }
 
 /// What fired a trigger.
@@ -102,9 +118,18 @@ pub(crate) struct Record {
     pub(crate) used: bool,
     /// The first watched output that went non-finite, in report order.
     pub(crate) first_nonfinite: Option<NonFiniteAt>,
+    /// Where in report order `first_nonfinite` (and an output trigger in `fired`) was seen
+    /// (see [`Order`]).
+    pub(crate) first_at: Order,
     /// The trigger this step fired (the first), written when the step ends.
     pub(crate) fired: Option<Fired>,
 }
+
+/// A tensor's place in its step's report order, for outputs whose statistics are known only
+/// when the step ends (a deferred device copy): `2 n` for a tensor checked when reported, after
+/// `n` held entries; `2 i + 1` for the held entry at index `i` checked when the step ends. A
+/// tensor reported earlier always orders first.
+pub(crate) type Order = usize;
 
 /// One step held by the flight recorder (or the constants of the graphs, held until the
 /// first write).
@@ -144,7 +169,9 @@ impl StepRecord {
             if freed >= over {
                 break;
             }
+            // A copy still landing is kept: its row is computed from it when the step ends.
             if let Held::Npy(n) = e
+                && n.pending.is_none()
                 && let Some(b) = n.bytes.take()
             {
                 freed += b.capacity() as u64;
