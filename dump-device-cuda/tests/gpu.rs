@@ -92,6 +92,23 @@ fn copies_return_the_tensor_bytes() {
         r,
         Err(dump_device_cuda::PipelineError::Consumer(_))
     ));
+
+    // A deferred copy (the flight recorder's): queued, then overwritten on the same stream
+    // by a later copy into the tensor; the bytes waited for are those before it.
+    let mut later = stream.clone_htod(&bytes).unwrap();
+    let t2 = DeviceTensor::from_slice(&later, DType::Float32, 1_000_003).unwrap();
+    let p = gpu
+        .copy_to_host_deferred(&t2, &stream)
+        .unwrap()
+        .expect("room");
+    let zeros = vec![0u8; bytes.len()];
+    stream.memcpy_htod(&zeros, &mut later).unwrap();
+    let mut host = vec![0u8; bytes.len()];
+    dump_stats::PendingCopy::wait_into(Box::new(p), &mut host).unwrap();
+    assert_eq!(
+        host, bytes,
+        "stream order: the copy saw the bytes as they were"
+    );
 }
 
 #[test]

@@ -361,3 +361,96 @@ fn writer_threads_share_one_device() {
         }
     });
 }
+
+#[test]
+fn deferred_copies_land_in_pinned_memory_and_their_buffers_are_reused() {
+    use dump_stats::PendingCopy;
+    let Some(g) = gpu() else { return };
+    let stream = g.stats.context().default_stream();
+    let n = 100_003;
+    let bytes = samples::bytes_for(DType::Float32, n, 5);
+    let dev = stream.clone_htod(&bytes).unwrap();
+    let t = DeviceTensor::from_slice(&dev, DType::Float32, n).unwrap();
+    g.mock.log(true);
+    for _ in 0..3 {
+        let p = g.stats.copy_to_host_deferred(&t, &stream).unwrap();
+        let p: Box<dyn PendingCopy> = Box::new(p.expect("room for a 400 KB copy"));
+        assert_eq!(p.len(), bytes.len());
+        let mut out = vec![0u8; bytes.len()];
+        // The mock runs copies lazily: a read before the copy's event would see zeros.
+        p.wait_into(&mut out).unwrap();
+        assert!(out == bytes, "the deferred copy's bytes differ");
+    }
+    let log = g.mock.log(true);
+    let allocs = log
+        .lines()
+        .filter(|l| l.starts_with("cuMemHostAlloc"))
+        .count();
+    assert_eq!(allocs, 1, "one staging buffer for three copies:\n{log}");
+    let copies: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("cuMemcpyDtoHAsync"))
+        .collect();
+    assert_eq!(copies.len(), 3, "{log}");
+    assert!(copies.iter().all(|l| l.ends_with(" pinned")), "{log}");
+    assert!(!log.contains("HAZARD"), "{log}");
+    // Its size class: 400,012 bytes -> 512 KiB, kept for reuse.
+    assert_eq!(g.stats.deferred_copy_bytes(), 512 << 10);
+    // Two in flight at once take two buffers; dropped unread, both wait for their copies and
+    // are kept.
+    let a = g.stats.copy_to_host_deferred(&t, &stream).unwrap().unwrap();
+    let b = g.stats.copy_to_host_deferred(&t, &stream).unwrap().unwrap();
+    drop((a, b));
+    assert_eq!(g.stats.deferred_copy_bytes(), 1 << 20);
+    assert!(!g.mock.log(true).contains("HAZARD"));
+    // A copy the driver refuses is an error value naming what failed; the buffer is kept.
+    g.mock.fail("cuMemcpyDtoHAsync_v2", 1, 0);
+    let e = g.stats.copy_to_host_deferred(&t, &stream).unwrap_err();
+    assert!(e.to_string().contains("device-to-host copy"), "{e}");
+    assert_eq!(g.stats.deferred_copy_bytes(), 1 << 20);
+    // Through the Dumper's contract.
+    let shape = [n];
+    let ct = CudaTensor::new(&g.stats, t, &shape, &stream).unwrap();
+    let p = ct.copy_to_host_deferred().unwrap().expect("deferred");
+    let mut out = vec![0u8; bytes.len()];
+    p.wait_into(&mut out).unwrap();
+    assert!(out == bytes);
+    // An empty tensor is never deferred.
+    let empty = DeviceTensor::from_slice(&dev, DType::Float32, 0).unwrap();
+    assert!(
+        g.stats
+            .copy_to_host_deferred(&empty, &stream)
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn deferred_copies_stop_at_their_pinned_cap() {
+    let Some(g) = gpu() else { return };
+    let stream = g.stats.context().default_stream();
+    // 100 MiB of f32: the 128 MiB class; two fit in the 256 MiB cap.
+    assert_eq!(dump_device_cuda::MAX_DEFERRED_COPY_BYTES, 256 << 20);
+    let n = (100 << 20) / 4;
+    let dev = stream.alloc_zeros::<f32>(n).unwrap();
+    let t = DeviceTensor::from_slice(&dev, DType::Float32, n).unwrap();
+    let a = g.stats.copy_to_host_deferred(&t, &stream).unwrap();
+    let b = g.stats.copy_to_host_deferred(&t, &stream).unwrap();
+    assert!(a.is_some() && b.is_some());
+    assert!(
+        g.stats
+            .copy_to_host_deferred(&t, &stream)
+            .unwrap()
+            .is_none(),
+        "a third 128 MiB buffer would pass the cap: the caller copies at once"
+    );
+    drop(a);
+    let c = g.stats.copy_to_host_deferred(&t, &stream).unwrap();
+    assert!(c.is_some(), "a buffer given back is lent again");
+    drop((b, c));
+    // A smaller class frees idle buffers of other classes to make room.
+    let small = DeviceTensor::from_slice(&dev, DType::Float32, 1000).unwrap();
+    let p = g.stats.copy_to_host_deferred(&small, &stream).unwrap();
+    assert!(p.is_some());
+    assert!(g.stats.deferred_copy_bytes() <= dump_device_cuda::MAX_DEFERRED_COPY_BYTES);
+}
