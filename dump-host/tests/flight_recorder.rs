@@ -197,9 +197,14 @@ fn a_trigger_whose_files_fail_says_so_in_trigger_json() {
     for i in 0..5 {
         run_step(&mut d, i, None).unwrap();
     }
-    // The trigger's write happens in step 5's finish, which returns the failure.
-    let e = run_step(&mut d, 5, Some(1)).unwrap_err();
-    assert!(matches!(e, Error::Write(_)), "{e}");
+    // The trigger's write runs on its own thread from step 5's finish; its failure comes back
+    // from the next call that collects write failures (here `flush`, else `close`).
+    let r5 = run_step(&mut d, 5, Some(1));
+    let flushed = d.flush();
+    assert!(
+        matches!(r5, Err(Error::Write(_))) || matches!(flushed, Err(Error::Write(_))),
+        "{r5:?} {flushed:?}"
+    );
     let _ = d.close();
     let t = trigger(&root, "trigger.json");
     let failed = t["write_failures"].as_u64().unwrap();
@@ -832,4 +837,68 @@ fn the_l2norm_growth_rule_fires_on_a_spike_against_the_ring_median() {
     );
     let eff = v.config.to_effective_json();
     assert_eq!(support::accepts(&eff, Device::Cpu).config, v.config);
+}
+
+/// A trigger's write runs on a thread of its own: the step that fired returns and the next
+/// step runs while the write is still going (held here in its last event until the test lets
+/// it go); `flush` waits for it.
+#[test]
+fn a_trigger_is_written_on_its_own_thread_while_the_producer_goes_on() {
+    use std::sync::{
+        Condvar,
+        atomic::{AtomicBool, Ordering},
+    };
+    let root = root("async");
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let thread_name: Arc<Mutex<Option<String>>> = Arc::default();
+    let (g, t, name) = (
+        Arc::clone(&gate),
+        Arc::clone(&timed_out),
+        Arc::clone(&thread_name),
+    );
+    let env: HashMap<String, String> = HashMap::new();
+    let mut d = Dumper::builder()
+        .env(&env)
+        .options(DumpOptions::default())
+        .on_event(move |e| {
+            if matches!(e, Event::FlightRecorderWrote { .. }) {
+                *name.lock().unwrap() = std::thread::current().name().map(str::to_owned);
+                let open = g.0.lock().unwrap();
+                let (open, r) =
+                    g.1.wait_timeout_while(open, std::time::Duration::from_secs(20), |o| !*o)
+                        .unwrap();
+                drop(open);
+                t.store(r.timed_out(), Ordering::Relaxed);
+            }
+        })
+        .open_json(
+            config(
+                &root,
+                "full",
+                Some(json!({"flight_recorder": {"steps": 1}})),
+            )
+            .into_bytes(),
+        )
+        .unwrap();
+    for i in 0..3 {
+        run_step(&mut d, i, (i == 2).then_some(0)).unwrap();
+    }
+    // The write of steps 1 and 2 is held in its event: the producer goes on regardless.
+    run_step(&mut d, 3, None).unwrap();
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    d.flush().unwrap();
+    assert!(
+        !timed_out.load(Ordering::Relaxed),
+        "the write blocked the producer"
+    );
+    assert_eq!(
+        thread_name.lock().unwrap().as_deref(),
+        Some("opdump-trigger")
+    );
+    assert_eq!(trigger(&root, "trigger.json")["trigger"]["step"], 2);
+    assert_eq!(step_dirs(&root), [1, 2]);
+    d.close().unwrap();
+    std::fs::remove_dir_all(&root).unwrap();
 }

@@ -506,12 +506,15 @@ impl Dumper {
         }
     }
 
-    /// Waits until every queued file is written; returns the write failures since the last
-    /// flush.
+    /// Waits until every queued file is written (and a flight-recorder trigger's write in
+    /// progress has finished); returns the write failures since the last flush.
     pub fn flush(&self) -> Result<(), Error> {
         match &self.shared {
             None => Ok(()),
             Some(s) => {
+                if let Some(r) = &s.recorder {
+                    r.wait_write();
+                }
                 s.out.flush_rows();
                 s.out.files.flush()
             }
@@ -529,7 +532,9 @@ impl Dumper {
             return Ok(DumpReport::default());
         };
         if let Some(r) = &s.recorder {
-            r.close(&s.out); // an armed user trigger writes what the recorder holds
+            // The trigger write in progress finishes; an armed user trigger writes what the
+            // recorder holds.
+            r.close(s);
         }
         self.session.end(&s.docs, (&s.plan, &s.out));
         let flushed = s.close();

@@ -333,8 +333,8 @@ impl Step {
         s.out.flush_rows();
         if let Some(rec) = held {
             let settled = self.settle(s, &rec);
-            if let Some(r) = &s.recorder {
-                r.end_step(&s.out, rec);
+            if let (Some(r), Some(arc)) = (&s.recorder, &self.shared) {
+                r.end_step(arc, rec);
             }
             settled?;
         } else if self.used.load(Ordering::Relaxed)
@@ -382,7 +382,9 @@ impl Drop for Step {
         {
             // Nobody to return a failed device copy to: it is counted as let go.
             let _ = self.settle(s, &rec);
-            r.end_step(&s.out, rec);
+            if let Some(arc) = &self.shared {
+                r.end_step(arc, rec);
+            }
         }
     }
 }

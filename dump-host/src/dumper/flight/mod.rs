@@ -7,8 +7,11 @@
 //!
 //! Cost on the producer: a row is formatted as usual and pushed on the step's list (one
 //! uncontended lock) instead of appended to `statistic.csv`; a tensor is copied into a
-//! buffer recycled from the step that left the ring (no allocation in the steady state). The
-//! writes happen at the end of the step that fired, on the thread that ends it.
+//! buffer recycled from the step that left the ring (no allocation in the steady state), or
+//! a device tensor's copy queued on the device and waited for when the step ends. A trigger's
+//! write starts when the step that fired ends, on a thread of its own (one write at a time;
+//! joined by `Dumper::flush` and `close`); under `on_nonfinite: stop` it runs on the thread
+//! that ends the step, which is stopping.
 //!
 //! Budget: `budget_bytes` bounds the tensor copies held, the current step's and the spare
 //! buffers included. Past it, copies are let go oldest first (spares, then the ring's oldest
@@ -30,7 +33,7 @@ pub(crate) use nonfinite::Counts;
 pub use nonfinite::NonFiniteAt;
 pub(crate) use record::{Fired, Growth, Held, HeldNpy, Order, PendingHeld, StepRecord};
 
-use super::out::Out;
+use super::{out::Out, shared::Shared};
 use crate::{
     config::FlightRecorder,
     diag::{Event, EventSink},
@@ -65,6 +68,9 @@ pub(crate) struct Recorder {
     pub(crate) deferred: Mutex<Deferred>,
     /// One write at a time.
     writing: Mutex<()>,
+    /// The trigger write running on its own thread, if any (joined before the next write,
+    /// by [`Dumper::flush`](crate::Dumper::flush) and at close).
+    write_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The l2norm of each output (by kernel, then slot) in the last `steps` steps, for the
     /// `l2norm_growth` rule (empty when the rule is off).
     history: Mutex<std::collections::HashMap<String, Vec<VecDeque<f64>>>>,
@@ -90,6 +96,7 @@ impl Recorder {
                 ..Deferred::default()
             }),
             writing: Mutex::new(()),
+            write_thread: Mutex::new(None),
             history: Mutex::new(std::collections::HashMap::new()),
             events,
         }
@@ -401,21 +408,42 @@ impl Recorder {
             .map(|reason| Fired::User { reason })
     }
 
-    /// A step ends (its deferred device copies landed): written with the ring when it (or the
-    /// user) fired, else kept in the ring (the oldest step leaving it, its buffers kept as
-    /// spares).
-    pub(crate) fn end_step(&self, out: &Out, rec: Arc<StepRecord>) {
+    /// A step ends (its deferred device copies landed): kept in the ring (the oldest step
+    /// leaving it, its buffers kept as spares), or, when it (or the user) fired, handed with
+    /// the ring to a write on its own thread, so the producer goes on at once. Under
+    /// `on_nonfinite: stop` an output's trigger is written here instead: the runtime is
+    /// stopping, and its files are on disk before the error reaches it.
+    pub(crate) fn end_step(&self, s: &Arc<Shared>, rec: Arc<StepRecord>) {
         let fired = rec.lock().fired.take().or_else(|| self.take_user());
         match fired {
-            Some(f) => self.fire(out, Some(rec), f),
+            Some(f) => {
+                let stopping = s.plan.on_nonfinite == crate::config::NonFinitePolicy::Stop
+                    && matches!(f, Fired::Output { .. });
+                self.fire(s, Some(rec), f, !stopping)
+            }
             None => self.keep(rec),
         }
     }
 
-    /// The Dumper closes: a user trigger still armed writes the ring.
-    pub(crate) fn close(&self, out: &Out) {
+    /// The Dumper closes: the write in progress finishes, and a user trigger still armed
+    /// writes the ring (here, before the writer stops).
+    pub(crate) fn close(&self, s: &Arc<Shared>) {
+        self.wait_write();
         if let Some(f) = self.take_user() {
-            self.fire(out, None, f);
+            self.fire(s, None, f, false);
+        }
+    }
+
+    /// Waits for the trigger write in progress, if any.
+    pub(crate) fn wait_write(&self) {
+        let h = self
+            .write_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = h {
+            // A panic in the write is not the runtime's: its files are whole or absent.
+            let _ = h.join();
         }
     }
 
@@ -447,9 +475,17 @@ impl Recorder {
     }
 
     /// A trigger fired: writes the ring and `current` (unless `max_triggers` have written),
-    /// then `trigger.json`; the ring starts again empty.
-    fn fire(&self, out: &Out, current: Option<Arc<StepRecord>>, fired: Fired) {
-        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+    /// then `trigger.json`; the ring starts again empty. With `background` the write runs on
+    /// a thread of its own (one at a time: an earlier trigger's write finishes first), else
+    /// here (or here too when no thread can be started).
+    fn fire(
+        &self,
+        s: &Arc<Shared>,
+        current: Option<Arc<StepRecord>>,
+        fired: Fired,
+        background: bool,
+    ) {
+        self.wait_write();
         let step = current
             .as_ref()
             .map(|c| c.iteration)
@@ -481,9 +517,52 @@ impl Recorder {
             .drain(..)
             .collect();
         steps.extend(current);
-        let constants = self.all_constants();
-        let freed = write::write(out, self, (&constants, &steps), &fired, n);
-        self.held
-            .fetch_sub(freed.min(self.held_bytes()), Ordering::Relaxed);
+        let job = TriggerWrite {
+            constants: self.all_constants(),
+            steps,
+            fired,
+            n,
+        };
+        if !background {
+            return job.run(self, &s.out);
+        }
+        // Handed to the thread through a slot, so that it can be taken back and written here
+        // when no thread can be started.
+        let slot = Arc::new(Mutex::new(Some(job)));
+        let (shared, theirs) = (Arc::clone(s), Arc::clone(&slot));
+        let spawned = std::thread::Builder::new()
+            .name("opdump-trigger".into())
+            .spawn(move || {
+                let job = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let (Some(job), Some(r)) = (job, &shared.recorder) {
+                    job.run(r, &shared.out);
+                }
+            });
+        match spawned {
+            Ok(h) => *self.write_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h),
+            Err(_) => {
+                let job = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(job) = job {
+                    job.run(self, &s.out);
+                }
+            }
+        }
+    }
+}
+
+/// One trigger's write: the held constants and steps (oldest first), what fired, its number.
+struct TriggerWrite {
+    constants: Vec<Arc<StepRecord>>,
+    steps: Vec<Arc<StepRecord>>,
+    fired: Fired,
+    n: u32,
+}
+
+impl TriggerWrite {
+    fn run(self, r: &Recorder, out: &Out) {
+        let _one = r.writing.lock().unwrap_or_else(|e| e.into_inner());
+        let freed = write::write(out, r, (&self.constants, &self.steps), &self.fired, self.n);
+        r.held
+            .fetch_sub(freed.min(r.held_bytes()), Ordering::Relaxed);
     }
 }
