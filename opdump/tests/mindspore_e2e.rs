@@ -2,7 +2,9 @@
 //! e2e dump of a small CNN (`tests/fixtures/mindspore_e2e`, made by
 //! `tools/mindspore_e2e.py`: Conv2d and Dense with a bias, ReLU, MaxPool, a SequentialCell
 //! block, Flatten) against `opdump run` of the same network built in torch with the same
-//! weights and exported with both exporters, through tract. `opdump compare`
+//! weights and exported with both exporters, through tract (and candle and ONNX Runtime when
+//! built with those features; ONNX Runtime needs `ORT_DYLIB_PATH`, or the test fails under
+//! `CI=true`). `opdump compare`
 //! - pairs >= 90% of MindSpore's forward kernel outputs automatically (a Conv2D or MatMul
 //!   whose BiasAdd pairs with the ONNX Conv or Gemm computing both counted as fused), by
 //!   module scope, and finds them within the default tolerances (exit 0);
@@ -39,12 +41,27 @@ fn opdump(args: &[&std::ffi::OsStr]) -> Output {
         .expect("run opdump")
 }
 
-/// `opdump run MODEL.onnx --runtime tract` into the test's temp folder (once per binary).
-fn run(model: &str) -> PathBuf {
+/// The runtimes this binary was built with (ONNX Runtime when its library is there).
+fn runtimes() -> Vec<&'static str> {
+    let mut v = vec!["tract"];
+    if cfg!(feature = "candle") {
+        v.push("candle");
+    }
+    if cfg!(feature = "ort")
+        && opdump_test_support::require(opdump_test_support::Prereq::OnnxRuntime)
+    {
+        v.push("ort");
+    }
+    v
+}
+
+/// `opdump run MODEL.onnx --runtime RUNTIME` into the test's temp folder (once per binary).
+fn run(model: &str, runtime: &str) -> PathBuf {
     static LOCK: Mutex<()> = Mutex::new(());
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("mindspore-e2e-{}", std::process::id()))
+        .join(runtime)
         .join(model);
     if !out.join("done").is_file() {
         let _ = std::fs::remove_dir_all(&out);
@@ -53,7 +70,7 @@ fn run(model: &str) -> PathBuf {
             "run".as_ref(),
             fixture().join(format!("{model}.onnx")).as_os_str(),
             "--runtime".as_ref(),
-            "tract".as_ref(),
+            runtime.as_ref(),
             "--input".as_ref(),
             input.as_ref(),
             "--out".as_ref(),
@@ -100,10 +117,10 @@ fn kernel_outputs(v: &Value) -> Vec<&Value> {
 fn mindspore_kernels_pair_with_onnx_nodes_within_tolerance() {
     let total = expected()["mindspore_forward_outputs"].as_u64().unwrap() as usize;
     assert_eq!(total, 11, "the fixture's forward kernel outputs");
-    for model in MODELS {
-        let b = run(model);
+    for (runtime, model) in runtimes().into_iter().flat_map(|r| MODELS.map(|m| (r, m))) {
+        let b = run(model, runtime);
         let (code, j, err) = compare(&b);
-        let what = format!("ms_dump vs {model}");
+        let what = format!("ms_dump vs {model} ({runtime})");
         assert_eq!(code, 0, "{what}: {err}\n{:#}", j["first_divergent"]);
         let paired = kernel_outputs(&j["pairs"]);
         let fused = kernel_outputs(&j["fused_a"]);
@@ -159,11 +176,11 @@ fn mindspore_kernels_pair_with_onnx_nodes_within_tolerance() {
 #[test]
 fn a_perturbed_conv_weight_is_named_first() {
     let expected = expected();
-    for model in MODELS {
+    for (runtime, model) in runtimes().into_iter().flat_map(|r| MODELS.map(|m| (r, m))) {
         let node = expected["perturbed_nodes"][model].as_str().unwrap();
-        let b = run(&format!("{model}_perturbed"));
+        let b = run(&format!("{model}_perturbed"), runtime);
         let (code, j, err) = compare(&b);
-        let what = format!("ms_dump vs {model}_perturbed");
+        let what = format!("ms_dump vs {model}_perturbed ({runtime})");
         assert_eq!(code, 1, "{what}: {err}");
         let first = &j["first_divergent"];
         assert_eq!(first["onnx_node"], node, "{what}: {first:#}");
