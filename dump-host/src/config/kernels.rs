@@ -237,28 +237,49 @@ impl KernelFilter {
         true
     }
 
-    /// Whether the kernel (or Parameter) with this full name is selected. Allocation-free.
+    /// Whether the kernel (or Parameter) with this full name is selected, marking the entry
+    /// that selects it as used. Allocation-free.
     pub fn matches(&self, full_name: &str) -> bool {
+        match self.selecting(full_name) {
+            Some(Some(slot)) => self.mark(slot),
+            Some(None) => true,
+            None => false,
+        }
+    }
+
+    /// [`matches`](KernelFilter::matches) without marking anything used: for a question asked
+    /// ahead of the run (which kernels a runtime must prepare to show), so that an entry is
+    /// reported unused unless a kernel it selects is dumped.
+    pub fn would_match(&self, full_name: &str) -> bool {
+        self.selecting(full_name).is_some()
+    }
+
+    /// The entry slot that selects `full_name`; `Some(None)` when it is selected without an
+    /// entry (everything selected, or a mark); `None` when it is not selected.
+    fn selecting(&self, full_name: &str) -> Option<Option<usize>> {
         if self.entries.is_none() {
-            return true;
+            return Some(None);
         }
         if let Some((_, slot)) = self.regexes.iter().find(|(re, _)| re.is_match(full_name)) {
-            return self.mark(*slot);
+            return Some(Some(*slot));
         }
         if self.exact_lens.contains(&full_name.len())
             && let Some(&slot) = self.exact.get(full_name)
         {
-            return self.mark(slot);
+            return Some(Some(slot));
         }
         let part = type_part(full_name).as_bytes();
         if let Some((_, slot)) = self.types.iter().find(|(t, _)| contains_lower(part, t)) {
-            return self.mark(*slot);
+            return Some(Some(*slot));
         }
-        self.marks.iter().any(|m| {
-            full_name
-                .strip_prefix(m.as_str())
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        })
+        self.marks
+            .iter()
+            .any(|m| {
+                full_name
+                    .strip_prefix(m.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+            .then_some(None)
     }
 
     /// The entries that never selected anything so far, in order. MindSpore logs each as
@@ -380,6 +401,10 @@ mod tests {
         );
         assert!(f.matches("Default/ReLU-op3"));
         // The regex is checked first, so it is the one marked used.
+        assert_eq!(f.unused_entries(), ["relu", "Default/Add-op1", "mul"]);
+        // Asking ahead of time marks nothing.
+        assert!(f.would_match("Default/net/relu-ReLU/ReLU-op9"));
+        assert!(!f.would_match("Default/Sub-op0"));
         assert_eq!(f.unused_entries(), ["relu", "Default/Add-op1", "mul"]);
         assert!(f.matches("Default/ReluGrad-op1"));
         assert!(f.matches("Default/Add-op1"));

@@ -215,7 +215,8 @@ impl Dumper {
     /// `true` when some step may ([`Step::kernel`](crate::Step::kernel) decides per step: the
     /// iteration, an msprobe `scope` or `list`, an overflow count). A runtime that must prepare
     /// to show a kernel's values (ONNX Runtime returns a node's output only when the model
-    /// lists it as a graph output) asks once per kernel and prepares only those.
+    /// lists it as a graph output) asks once per kernel and prepares only those. Asking marks
+    /// no `kernels` entry used: only a dumped kernel does (the unused-entries report at close).
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("may-dump-doc-{}", std::process::id()));
@@ -230,6 +231,8 @@ impl Dumper {
     /// assert!(dumper.may_dump_kernel("Default/conv1/Conv-op0"));
     /// assert!(!dumper.may_dump_kernel("Default/relu/Relu-op1"));
     /// assert!(!dump_host::Dumper::disabled().may_dump_kernel("Default/conv1/Conv-op0"));
+    /// // Asking marks nothing used: "conv" is still reported unused if no step dumps a conv.
+    /// assert_eq!(dumper.plan().unwrap().kernels.unused_entries(), ["conv"]);
     /// # let _ = std::fs::remove_dir_all(&dir);
     /// ```
     pub fn may_dump_kernel(&self, full_name: &str) -> bool {
@@ -238,7 +241,7 @@ impl Dumper {
             Some(p) => match p.op_debug_mode {
                 crate::config::OpDebugMode::Exception => false,
                 crate::config::OpDebugMode::Overflow => true,
-                crate::config::OpDebugMode::Off => p.kernels.matches(full_name),
+                crate::config::OpDebugMode::Off => p.kernels.would_match(full_name),
             },
         }
     }
