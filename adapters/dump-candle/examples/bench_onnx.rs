@@ -13,7 +13,11 @@
 //! narrowed its exposure). The
 //! modes take turns step by step in a fresh seeded order each round (see `rows`); each cell
 //! is the median of STEPS (default 15) steps after one warm-up round. ONNX Runtime runs with
-//! graph optimisation disabled in every mode (the adapter needs it; the plain run matches).
+//! graph optimisation disabled in every mode (the adapter needs it; the plain run matches),
+//! and every ONNX Runtime session (one per mode, and the plain one) on one intra-op thread
+//! that sleeps when idle (`session.intra_op.allow_spinning` 0): with the default thread pools
+//! the idle sessions' threads spin on the cores the measured one needs, so the rows measured
+//! the neighbours as much as the mode.
 
 use std::{collections::HashMap, path::PathBuf, time::Instant};
 
@@ -24,6 +28,9 @@ use dump_onnx::Model;
 use dump_ort::{OrtRunner, ort};
 
 type Res<T> = Result<T, String>;
+
+/// Every ONNX Runtime session of the bench: idle intra-op threads sleep instead of spinning.
+const SPIN: (&str, &str) = ("session.intra_op.allow_spinning", "0");
 
 /// One model input: name, shape, little-endian f32 bytes.
 type Feed = (String, Vec<usize>, Vec<u8>);
@@ -223,10 +230,20 @@ fn ort_rows(
         .map_err(|e| e.to_string())?
         .with_optimization_level(GraphOptimizationLevel::Disable)
         .map_err(|e| e.to_string())?
+        .with_intra_threads(1)
+        .map_err(|e| e.to_string())?
+        .with_config_entry(SPIN.0, SPIN.1)
+        .map_err(|e| e.to_string())?
         .commit_from_memory(&bytes)
         .map_err(|e| e.to_string())?;
     let mut runners = (0..=MODES.len())
-        .map(|_| OrtRunner::new(bytes.clone(), 0).map_err(|e| e.to_string()))
+        .map(|_| {
+            OrtRunner::builder()
+                .intra_threads(1)
+                .config_entry(SPIN.0, SPIN.1)
+                .from_bytes(bytes.clone(), 0)
+                .map_err(|e| e.to_string())
+        })
         .collect::<Res<Vec<_>>>()?;
     rows(
         "ort",

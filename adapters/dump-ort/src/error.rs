@@ -20,6 +20,8 @@ pub enum Error {
     Model(String),
     /// The model cannot be read (not ONNX, external data that cannot be read).
     Onnx(dump_onnx::Error),
+    /// A [`SessionOptions`](crate::SessionOptions) value ONNX Runtime cannot take.
+    Options(String),
 }
 
 impl fmt::Display for Error {
@@ -31,6 +33,7 @@ impl fmt::Display for Error {
             Error::Dump(e) => write!(f, "dump: {e}"),
             Error::Model(m) => write!(f, "model: {m}"),
             Error::Onnx(e) => write!(f, "model: {e}"),
+            Error::Options(m) => write!(f, "session options: {m}"),
         }
     }
 }

@@ -50,5 +50,5 @@ pub use env::{DYLIB_VAR, environment, library_path};
 pub use error::Error;
 /// The `ort` version this adapter is built against (re-exported so users need no second pin).
 pub use ort;
-pub use runner::OrtRunner;
+pub use runner::{OrtRunner, OrtRunnerBuilder, SessionOptions};
 pub use values::{dtype_of, host_tensor, with_tensor_ref};

@@ -29,8 +29,9 @@ pub struct OrtRunner {
     pub(crate) fed: Vec<(String, DynValue)>,
     /// The outputs of the last [`OnnxRuntime::step`](dump_onnx::OnnxRuntime::step).
     pub(crate) last: HashMap<String, DynValue>,
-    /// The model's folder, where its external data is (`from_file`).
-    dir: Option<PathBuf>,
+    /// How its sessions are opened: the model's folder (where its external data is,
+    /// `from_file`) and the user's session options.
+    setup: Setup,
     /// What an exception dump could not do.
     pub(crate) diagnostics: Vec<String>,
     /// A session of the narrowed model failed once: every node output stays exposed.
@@ -45,13 +46,101 @@ impl std::fmt::Debug for OrtRunner {
     }
 }
 
+/// Session settings beyond what the dump needs (graph optimisation stays off, so each dumped
+/// kernel is one node of the model): see [`OrtRunner::builder`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// Threads within a node (`None`: ONNX Runtime's default, one per core).
+    pub intra_threads: Option<usize>,
+    /// Session config entries, applied in order (for example
+    /// `session.intra_op.allow_spinning` = `0`: idle threads sleep instead of spinning).
+    pub config: Vec<(String, String)>,
+}
+
+/// Where and how sessions are opened.
+#[derive(Clone, Debug, Default)]
+struct Setup {
+    dir: Option<PathBuf>,
+    options: SessionOptions,
+}
+
+/// Builds an [`OrtRunner`] with [`SessionOptions`]; the last call names the model
+/// ([`from_file`](OrtRunnerBuilder::from_file) or [`from_bytes`](OrtRunnerBuilder::from_bytes)).
+///
+/// ```no_run
+/// // Two runners in one process, each on one thread that sleeps when idle.
+/// let runner = dump_ort::OrtRunner::builder()
+///     .intra_threads(1)
+///     .config_entry("session.intra_op.allow_spinning", "0")
+///     .from_file("model.onnx".as_ref(), 0)?;
+/// # Ok::<(), dump_ort::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct OrtRunnerBuilder {
+    options: SessionOptions,
+}
+
+impl OrtRunnerBuilder {
+    /// Threads within a node for every session of the runner.
+    pub fn intra_threads(mut self, n: usize) -> Self {
+        self.options.intra_threads = Some(n);
+        self
+    }
+
+    /// A session config entry (ONNX Runtime's `AddSessionConfigEntry`) for every session of
+    /// the runner.
+    pub fn config_entry(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.options.config.push((key.into(), value.into()));
+        self
+    }
+
+    /// All the options at once.
+    pub fn options(mut self, options: SessionOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// [`OrtRunner::new`] with these options.
+    pub fn from_bytes(self, bytes: Vec<u8>, graph_id: u32) -> Result<OrtRunner, Error> {
+        OrtRunner::build(
+            bytes,
+            Setup {
+                dir: None,
+                options: self.options,
+            },
+            graph_id,
+        )
+    }
+
+    /// [`OrtRunner::from_file`] with these options.
+    pub fn from_file(self, path: &Path, graph_id: u32) -> Result<OrtRunner, Error> {
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::Model(format!("{}: {e}", path.display())))?;
+        let dir = dump_onnx::model_dir(path).to_owned();
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        OrtRunner::build(
+            bytes,
+            Setup {
+                dir: Some(dir),
+                options: self.options,
+            },
+            graph_id,
+        )
+    }
+}
+
 impl OrtRunner {
     /// Prepares `bytes` (an `.onnx` file) as graph `graph_id` in a session of the process's
     /// ONNX Runtime ([`environment`](crate::environment): the library `ORT_DYLIB_PATH`
     /// names). External data is looked up by ONNX Runtime relative to the current folder;
     /// [`from_file`](OrtRunner::from_file) looks it up beside the model.
     pub fn new(bytes: Vec<u8>, graph_id: u32) -> Result<Self, Error> {
-        Self::build(bytes, None, graph_id)
+        Self::builder().from_bytes(bytes, graph_id)
+    }
+
+    /// A runner with [`SessionOptions`] (threads, session config entries).
+    pub fn builder() -> OrtRunnerBuilder {
+        OrtRunnerBuilder::default()
     }
 
     /// Prepares the model at `path` as graph `graph_id`: external data (`M.onnx` +
@@ -61,17 +150,23 @@ impl OrtRunner {
     /// read from the same files (up to 2 GiB in all; beyond, they are skipped with a
     /// diagnostic).
     pub fn from_file(path: &Path, graph_id: u32) -> Result<Self, Error> {
-        let bytes =
-            std::fs::read(path).map_err(|e| Error::Model(format!("{}: {e}", path.display())))?;
-        let dir = dump_onnx::model_dir(path).to_owned();
-        let dir = std::path::absolute(&dir).unwrap_or(dir);
-        Self::build(bytes, Some(&dir), graph_id)
+        Self::builder().from_file(path, graph_id)
     }
 
-    fn build(bytes: Vec<u8>, dir: Option<&Path>, graph_id: u32) -> Result<Self, Error> {
+    fn build(bytes: Vec<u8>, setup: Setup, graph_id: u32) -> Result<Self, Error> {
+        if let Some(n) = setup.options.intra_threads
+            && i32::try_from(n).is_err()
+        {
+            return Err(Error::Options(format!(
+                "intra_threads {n} is out of range; allowed: 0 (ONNX Runtime's default, one \
+                 per core) to {}",
+                i32::MAX
+            )));
+        }
         let model = ExposedModel::new(Model::parse(bytes)?, graph_id);
-        let session = open_session(&model, dir)?;
+        let session = open_session(&model, &setup)?;
         // The dump reads the weights too: from the external files when there are some.
+        let dir = setup.dir.as_deref();
         let model = match dir.and_then(|d| model.model().with_external_weights(d)) {
             Some(m) => ExposedModel::new(m, graph_id),
             None => model,
@@ -81,9 +176,9 @@ impl OrtRunner {
             session,
             fed: Vec::new(),
             last: HashMap::new(),
-            dir: dir.map(Path::to_path_buf),
             diagnostics: Vec::new(),
             keep_all: false,
+            setup,
         })
     }
 
@@ -96,7 +191,7 @@ impl OrtRunner {
         if self.keep_all || !self.model.expose_for(dumper) {
             return;
         }
-        match open_session(&self.model, self.dir.as_deref()) {
+        match open_session(&self.model, &self.setup) {
             Ok(s) => self.session = s,
             Err(e) => {
                 self.model.expose_all();
@@ -141,7 +236,7 @@ impl OrtRunner {
                 let message = e.to_string();
                 // Disjoint fields: the failed run still borrows the session.
                 exception_dump(
-                    (&mut self.model, self.dir.as_deref(), &mut self.diagnostics),
+                    (&mut self.model, &self.setup, &mut self.diagnostics),
                     dumper,
                     inputs,
                     &message,
@@ -169,7 +264,7 @@ impl OrtRunner {
 /// before it (its computed inputs as the only outputs), and its inputs go to
 /// `Step::kernel_failed`. What cannot be done is a diagnostic; the run's error stands.
 fn exception_dump(
-    (model, dir, diagnostics): (&mut ExposedModel, Option<&Path>, &mut Vec<String>),
+    (model, setup, diagnostics): (&mut ExposedModel, &Setup, &mut Vec<String>),
     dumper: &mut Dumper,
     inputs: &[(String, DynValue)],
     message: &str,
@@ -183,7 +278,7 @@ fn exception_dump(
         ));
         return;
     };
-    match failed_inputs(model, dir, node, inputs) {
+    match failed_inputs(model, setup, node, inputs) {
         Ok(values) => {
             if let Err(e) = model.dump_failed(dumper, node, &values) {
                 diagnostics.push(format!("exception dump: {e}"));
@@ -194,10 +289,10 @@ fn exception_dump(
 }
 
 /// The values node `node` of `model` was given: the graph inputs fed, and its computed inputs
-/// from a session of the model whose only outputs they are (external data from `dir`).
+/// from a session of the model whose only outputs they are (opened as `setup` says).
 fn failed_inputs(
     model: &ExposedModel,
-    dir: Option<&Path>,
+    setup: &Setup,
     node: usize,
     inputs: &[(String, DynValue)],
 ) -> Result<HashMap<String, HostTensor>, Error> {
@@ -212,7 +307,7 @@ fn failed_inputs(
     let names: Vec<&str> = wanted.iter().map(String::as_str).collect();
     let cut = dump_onnx::only_outputs(model.model().bytes(), &names)?;
     let env = environment()?;
-    let mut session = session_builder(&env, dir)?
+    let mut session = session_builder(&env, setup, true)?
         .commit_from_memory(&cut)
         .map_err(Error::Load)?;
     let fed: Vec<(String, ort::session::SessionInputValue<'_>)> =
@@ -226,17 +321,20 @@ fn failed_inputs(
     Ok(values)
 }
 
-/// A session of `model` as exposed now (external data from `dir`). ONNX Runtime refuses some
+/// A session of `model` as exposed now (opened as `setup` says). ONNX Runtime refuses some
 /// external data it could read (an absolute location): then the weights are inlined (up to
 /// 2 GiB) and the model is given again.
-fn open_session(model: &ExposedModel, dir: Option<&Path>) -> Result<Session, Error> {
+fn open_session(model: &ExposedModel, setup: &Setup) -> Result<Session, Error> {
     let env = environment()?;
     let exposed = model.exposed_bytes()?;
-    match session_builder(&env, dir)?.commit_from_memory(&exposed) {
+    match session_builder(&env, setup, true)?.commit_from_memory(&exposed) {
         Ok(s) => Ok(s),
-        Err(e) => match dir.map(|d| inline_data(model.model().bytes(), d, MAX_INLINE_MODEL)) {
-            Some(Ok(inlined)) => Session::builder(&env)?
-                .with_optimization_level(GraphOptimizationLevel::Disable)?
+        Err(e) => match setup
+            .dir
+            .as_deref()
+            .map(|d| inline_data(model.model().bytes(), d, MAX_INLINE_MODEL))
+        {
+            Some(Ok(inlined)) => session_builder(&env, setup, false)?
                 .commit_from_memory(&model.rewrite(&inlined)?)
                 .map_err(Error::Load),
             _ => Err(Error::Load(e)),
@@ -246,18 +344,27 @@ fn open_session(model: &ExposedModel, dir: Option<&Path>) -> Result<Session, Err
 
 /// A session builder with graph optimisation off (each dumped kernel is one node of the
 /// original graph) and, with `dir`, ONNX Runtime's own external-data resolution rooted at the
-/// model's folder (a session created from memory otherwise roots it at the current folder).
+/// model's folder (a session created from memory otherwise roots it at the current folder;
+/// `external` false: the weights are inline), then the user's [`SessionOptions`].
 fn session_builder(
     env: &ort::environment::Environment,
-    dir: Option<&Path>,
+    setup: &Setup,
+    external: bool,
 ) -> Result<ort::session::builder::SessionBuilder, Error> {
     let mut builder =
         Session::builder(env)?.with_optimization_level(GraphOptimizationLevel::Disable)?;
-    if let Some(dir) = dir {
+    if let Some(dir) = setup.dir.as_deref().filter(|_| external) {
         builder = builder.with_config_entry(
             "session.model_external_initializers_file_folder_path",
             dir.to_string_lossy(),
         )?;
+    }
+    let o = &setup.options;
+    if let Some(n) = o.intra_threads {
+        builder = builder.with_intra_threads(n)?;
+    }
+    for (k, v) in &o.config {
+        builder = builder.with_config_entry(k, v)?;
     }
     Ok(builder)
 }

@@ -214,3 +214,36 @@ fn a_kernels_filter_narrows_what_onnx_runtime_returns() {
     );
     assert_eq!(host(&out), host(&plain));
 }
+
+/// Session options (one intra-op thread that sleeps when idle) change how ONNX Runtime runs,
+/// not what is dumped: the full-dump check passes; a thread count out of ONNX Runtime's range
+/// is an error value naming it.
+#[test]
+fn session_options_run_the_same_dump() {
+    if !available() {
+        return;
+    }
+    let tmp = Tmp::new("options");
+    let mut d = dumper(&tmp.0, r#", "saved_data": "full""#);
+    let mut r = OrtRunner::builder()
+        .intra_threads(1)
+        .config_entry("session.intra_op.allow_spinning", "0")
+        .from_bytes(model_bytes("cnn"), 0)
+        .unwrap();
+    let ins = ort_inputs("cnn");
+    for _ in 0..2 {
+        r.run(&mut d, &ins).unwrap();
+    }
+    d.close().unwrap();
+    check_full_dump("cnn", &tmp.rank(), r.dump().graph(), 2);
+    // A thread count ONNX Runtime's `int` cannot hold (it would wrap to -1).
+    let e = OrtRunner::builder()
+        .intra_threads(usize::MAX)
+        .from_bytes(model_bytes("cnn"), 0)
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(e, dump_ort::Error::Options(_)) && e.to_string().contains("intra_threads"),
+        "{e}"
+    );
+}
