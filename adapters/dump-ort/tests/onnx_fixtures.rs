@@ -240,8 +240,7 @@ fn session_options_run_the_same_dump() {
     let e = OrtRunner::builder()
         .intra_threads(usize::MAX)
         .from_bytes(model_bytes("cnn"), 0)
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(
         matches!(e, dump_ort::Error::Options(_)) && e.to_string().contains("intra_threads"),
         "{e}"
