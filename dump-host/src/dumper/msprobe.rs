@@ -379,6 +379,9 @@ pub(crate) struct StepDoc {
     last_commit: Option<std::time::Instant>,
     /// `parameters_grad` entries gathered this step, appended at its end.
     grads: Vec<GradEntry>,
+    /// The flight recorder holds this step: nothing is published while it records; a trigger
+    /// writes the document whole ([`HeldDoc`]).
+    held: bool,
 }
 
 impl StepDoc {
@@ -407,7 +410,7 @@ impl StepDoc {
         let due = self
             .last_commit
             .is_none_or(|t| t.elapsed() >= plan.msprobe_commit_interval);
-        if due {
+        if due && !self.held {
             self.publish((plan, out), step);
         }
     }
@@ -432,7 +435,7 @@ impl StepDoc {
 
     /// Writes the pending members to the step's `dump.json` (created with the first).
     pub(crate) fn publish(&mut self, (plan, out): (&DumpPlan, &Out), step: u64) {
-        if self.pending.is_empty() || self.failed {
+        if self.pending.is_empty() || self.failed || self.held {
             return;
         }
         let Some(layout) = msprobe_layout(plan) else {
@@ -506,6 +509,100 @@ impl StepDoc {
             Ok(())
         };
         out.files.writer().submit(cost, Box::new(job));
+    }
+}
+
+impl StepDoc {
+    /// A held step's document so far, taken out: the members of `data` in the order a plain
+    /// dump publishes them (calls as they finished, then the `parameters_grad` entries), the
+    /// calls they belong to, and the tensor objects they hold.
+    fn take_document(&mut self) -> (Vec<String>, Vec<Call>, u64) {
+        let mut members = Vec::with_capacity(self.pending.len() + self.grads.len());
+        let mut calls = std::mem::take(&mut self.calls);
+        let mut tensors = 0;
+        for (member, call, n) in self.pending.drain(..) {
+            members.push(member);
+            calls.push(call);
+            tensors += n;
+        }
+        for (name, call, params) in self.grads.drain(..) {
+            tensors += params.iter().map(|(_, v)| v.len() as u64).sum::<u64>();
+            members.push(render_grads(&name, &params));
+            calls.push(call);
+        }
+        (members, calls, tensors)
+    }
+}
+
+/// A step's msprobe document held by the flight recorder (with the step's record): the calls
+/// gather in the [`StepDoc`] as usual, nothing is published, and a trigger writes
+/// `dump.json` (the same bytes the crash-safe journal would have left), `construct.json` and
+/// `stack.json`, each whole through a temporary name and a rename.
+pub(crate) struct HeldDoc {
+    doc: Arc<Mutex<StepDoc>>,
+    /// `step{N}/rank{R}`.
+    dir: std::path::PathBuf,
+    /// The document up to `"data": {`.
+    header: String,
+    level: MsprobeLevel,
+}
+
+impl HeldDoc {
+    /// The held document `doc` of step `step`; `None` when the plan does not write msprobe's
+    /// layout.
+    pub(crate) fn new(plan: &DumpPlan, step: u64, doc: Arc<Mutex<StepDoc>>) -> Option<Self> {
+        let layout = msprobe_layout(plan)?;
+        let dir = layout.rank_dir(step);
+        Some(HeldDoc {
+            header: header(plan, &dir),
+            doc,
+            dir,
+            level: plan.msprobe.as_ref().map_or(MsprobeLevel::L1, |m| m.level),
+        })
+    }
+
+    /// The step's rank directory (where `dump.json` goes).
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether any call is held (the step dumped something).
+    pub(crate) fn has_calls(&self) -> bool {
+        let d = self.doc.lock().unwrap_or_else(|e| e.into_inner());
+        !d.pending.is_empty() || !d.grads.is_empty() || !d.calls.is_empty()
+    }
+
+    /// Writes the document held so far (nothing when no call was): `dump.json`,
+    /// `construct.json`, `stack.json`. Failures go to the writer's log. Returns the calls
+    /// written.
+    pub(crate) fn write(&self, out: &Out) -> usize {
+        let (members, calls, tensors) = self
+            .doc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take_document();
+        if members.is_empty() {
+            return 0;
+        }
+        if out.tree.ensure_dir(&self.dir).is_err() {
+            return 0; // recorded in the writer's log
+        }
+        let files = [
+            ("dump.json", journal::whole(&self.header, &members)),
+            (
+                "construct.json",
+                pretty(&construct(&calls, self.level)).into_bytes(),
+            ),
+            ("stack.json", pretty(&stack(&calls)).into_bytes()),
+        ];
+        for (name, bytes) in files {
+            let p = self.dir.join(name);
+            if let Err(e) = write_bytes_atomic(&p, FILE_MODE, &bytes) {
+                out.files.writer().errors().record(p, e);
+            }
+        }
+        out.tables.count(tensors);
+        calls.len()
     }
 }
 
@@ -589,22 +686,40 @@ fn msprobe_layout(plan: &DumpPlan) -> Option<MsprobeLayout> {
         .map(|_| MsprobeLayout::from_plan(plan))
 }
 
+/// A step's document and how many [`crate::Step`]s (and the session) hold it.
+type Holders = (Arc<Mutex<StepDoc>>, usize);
+
 /// msprobe's per-step state of one Dumper, by step number, while a [`crate::Step`] (or the
 /// session) of that number lives.
 #[derive(Default)]
 pub(crate) struct StepDocs {
-    docs: Mutex<HashMap<u64, Arc<Mutex<StepDoc>>>>,
+    docs: Mutex<HashMap<u64, Holders>>,
+    /// A flight recorder holds the steps: documents are held, not published ([`HeldDoc`]).
+    held: bool,
 }
 
 impl StepDocs {
-    /// The msprobe state of step `iteration`, shared by every [`crate::Step`] of that number.
+    /// The documents of a Dumper; `held` when a flight recorder holds its steps.
+    pub(crate) fn new(held: bool) -> Self {
+        StepDocs {
+            docs: Mutex::default(),
+            held,
+        }
+    }
+
+    /// The msprobe state of step `iteration`, shared by every [`crate::Step`] of that number;
+    /// each `get` is matched by one [`release`](StepDocs::release).
     pub(crate) fn get(&self, iteration: u64) -> Arc<Mutex<StepDoc>> {
-        self.docs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(iteration)
-            .or_default()
-            .clone()
+        let mut docs = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+        let (doc, holders) = docs.entry(iteration).or_insert_with(|| {
+            let doc = StepDoc {
+                held: self.held,
+                ..StepDoc::default()
+            };
+            (Arc::new(Mutex::new(doc)), 0)
+        });
+        *holders += 1;
+        Arc::clone(doc)
     }
 
     /// A holder of step `iteration`'s `doc` is done with it: the last one closes the step's
@@ -616,11 +731,19 @@ impl StepDocs {
         doc: Arc<Mutex<StepDoc>>,
     ) {
         let mut docs = self.docs.lock().unwrap_or_else(|e| e.into_inner());
-        // One reference in the map, one here: this was the last step of that number.
-        let last = Arc::strong_count(&doc) == 2;
-        if last {
-            docs.remove(&iteration);
-        }
+        // Counted, not by the Arc's references: a flight recorder's record holds one too.
+        let last = match docs.get_mut(&iteration) {
+            Some((d, holders)) if Arc::ptr_eq(d, &doc) => {
+                *holders = holders.saturating_sub(1);
+                let last = *holders == 0;
+                if last {
+                    docs.remove(&iteration);
+                }
+                last
+            }
+            // Not in the map (any more): no other holder is left.
+            _ => true,
+        };
         drop(docs);
         let mut d = doc.lock().unwrap_or_else(|e| e.into_inner());
         if last {

@@ -228,17 +228,6 @@ impl DumpPlan {
         let v = MsprobeConfig::from_json_str(text)?;
         let config = msprobe_as_mindspore(&v.config, opts.device);
         let mut plan = DumpPlan::new(&config, bytes, rank_id(env)?, opts)?;
-        if plan.flight.is_some() {
-            // msprobe's dump.json is published call by call (crash-safe), while the recorder
-            // holds the tensors it names: the documents would point at files never written.
-            return Err(Error::Plan(
-                "a flight recorder cannot run with msprobe's layout yet: dump.json is \
-                 published after every call, while the recorder holds the tensors it names \
-                 until a trigger; use a MindSpore data_dump.json (its opdump.flight_recorder \
-                 section) for the recorder, or run this config without one"
-                    .into(),
-            ));
-        }
         plan.layout = crate::layout::LayoutKind::Msprobe;
         plan.msprobe = Some(v.config);
         Ok(Planned {

@@ -17,7 +17,7 @@ use dump_core::{DType, Summary, stats::summarize};
 use super::{
     emit::{Owner, To},
     flight::{NonFiniteAt, StepRecord},
-    msprobe::{Call, Entry, StepDoc},
+    msprobe::{Call, Entry, HeldDoc, StepDoc},
     shared::Shared,
     tensor::TensorRef,
 };
@@ -105,14 +105,20 @@ impl Step {
         let csv = shared
             .as_deref()
             .map_or_else(PathBuf::new, |s| s.out.tree.layout().statistic_csv(&dir));
-        let held = shared
-            .as_deref()
-            .filter(|s| active && s.recorder.is_some())
-            .map(|_| Arc::new(StepRecord::new(graph, iteration, &dir, true)));
         let doc = shared
             .as_deref()
             .filter(|s| active && s.plan.msprobe.is_some())
             .map(|s| s.docs.get(iteration));
+        // With msprobe's layout the record holds the step's document too: a trigger writes it.
+        let held = shared
+            .as_deref()
+            .filter(|s| active && s.recorder.is_some())
+            .map(|s| {
+                let d = doc
+                    .as_ref()
+                    .and_then(|d| HeldDoc::new(&s.plan, iteration, Arc::clone(d)));
+                Arc::new(StepRecord::new(graph, iteration, &dir, true).with_doc(d))
+            });
         Step {
             shared,
             graph,

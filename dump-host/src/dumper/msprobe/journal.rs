@@ -127,6 +127,21 @@ fn create_twin(path: &Path) -> io::Result<File> {
     o.open(path)
 }
 
+/// A whole document: `header`, the `members` of `data` and the closing suffix, byte for byte
+/// what [`Journal`] leaves after committing the same members (the flight recorder writes a
+/// held step's `dump.json` at once, through a temporary name and a rename).
+pub(crate) fn whole<S: AsRef<str>>(header: &str, members: &[S]) -> Vec<u8> {
+    let len: usize = members.iter().map(|m| m.as_ref().len() + 2).sum();
+    let mut buf = Vec::with_capacity(header.len() + len + SUFFIX.len());
+    buf.extend_from_slice(header.as_bytes());
+    for (i, m) in members.iter().enumerate() {
+        buf.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
+        buf.extend_from_slice(m.as_ref().as_bytes());
+    }
+    buf.extend_from_slice(SUFFIX);
+    buf
+}
+
 /// Points `dir/dump.json` at twin `i`: a hard link under a temporary name renamed over it.
 fn publish(dir: &Path, i: usize) -> io::Result<()> {
     let tmp = dir.join(".dump.json.link");
@@ -303,6 +318,29 @@ mod tests {
             .collect();
         assert_eq!(left, ["dump.json"]);
         assert_eq!(read(&t)["data"].as_object().unwrap().len(), 7);
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn a_whole_document_is_the_journals_bytes() {
+        let t = tempdir("whole");
+        let header = "{\n \"task\": \"tensor\",\n \"data\": {";
+        let members = [
+            "  \"a.0\": {\"n\": 0}",
+            "  \"b.0\": {\"n\": 1}",
+            "  \"c.0\": 2",
+        ];
+        let mut j = Journal::create(&t, header.as_bytes()).unwrap();
+        j.commit(&members[..1]).unwrap();
+        j.commit(&members[1..]).unwrap();
+        j.close().unwrap();
+        assert_eq!(
+            std::fs::read(t.join("dump.json")).unwrap(),
+            whole(header, &members)
+        );
+        let none: [&str; 0] = [];
+        let empty: serde_json::Value = serde_json::from_slice(&whole(header, &none)).unwrap();
+        assert_eq!(empty["data"], serde_json::json!({}));
         std::fs::remove_dir_all(&t).unwrap();
     }
 
