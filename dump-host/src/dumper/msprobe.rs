@@ -64,7 +64,7 @@ pub(crate) struct Call {
 }
 
 /// Characters kept in name parts; others become `_` (a dot would split the name).
-fn clean(part: &str) -> String {
+pub(crate) fn clean(part: &str) -> String {
     part.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -267,11 +267,13 @@ impl Namer {
     }
 }
 
-/// The tensor objects of one call, by side and slot.
+/// The tensor objects of one call, by side and slot, and a module call's parameters.
 #[derive(Debug, Default)]
 pub(crate) struct Entry {
     inputs: Vec<(u32, String)>,
     outputs: Vec<(u32, String)>,
+    /// Parameters by name, in the order reported (the first report of a name is kept).
+    params: Vec<(String, String)>,
 }
 
 impl Entry {
@@ -283,21 +285,30 @@ impl Entry {
         }
     }
 
+    /// Adds the tensor object of parameter `name` (a second report of a name is ignored).
+    pub(crate) fn push_parameter(&mut self, name: &str, object: String) {
+        if !self.params.iter().any(|(n, _)| n == name) {
+            self.params.push((name.to_owned(), object));
+        }
+    }
+
     /// The tensor object of output `slot`, taken out.
-    fn take_output(&mut self, slot: u32) -> Option<String> {
+    pub(crate) fn take_output(&mut self, slot: u32) -> Option<String> {
         let i = self.outputs.iter().position(|(s, _)| *s == slot)?;
         Some(self.outputs.swap_remove(i).1)
     }
 
     /// Tensors gathered.
     pub(crate) fn tensors(&self) -> usize {
-        self.inputs.len() + self.outputs.len()
+        self.inputs.len() + self.outputs.len() + self.params.len()
     }
 
     /// The `"name": {...}` member of `data` (indented as msprobe's `indent=1`): slots in
     /// order, a missing slot (an empty tensor the Dumper skipped) as `null`, so a reader
-    /// numbering leaves finds every tensor at its slot.
-    pub(crate) fn render(mut self, name: &str) -> String {
+    /// numbering leaves finds every tensor at its slot. A module call (`module`) ends with
+    /// `"parameters"`, `{}` when none was reported, as msprobe 26.2.0 writes every module's
+    /// forward entry.
+    pub(crate) fn render(mut self, name: &str, module: bool) -> String {
         let mut o = String::with_capacity(64 + 300 * self.tensors());
         let _ = write!(
             o,
@@ -307,6 +318,25 @@ impl Entry {
         list(&mut o, &mut self.inputs);
         o.push_str(",\n   \"input_kwargs\": {},\n   \"output\": ");
         list(&mut o, &mut self.outputs);
+        if module {
+            o.push_str(",\n   \"parameters\": {");
+            for (i, (param, obj)) in self.params.iter().enumerate() {
+                // A tensor object is indented for a list item (`    {`): as a member, its
+                // name takes that indentation.
+                let _ = write!(
+                    o,
+                    "{}\n    {}: {}",
+                    if i == 0 { "" } else { "," },
+                    Value::String(param.clone()),
+                    obj.trim_start()
+                );
+            }
+            o.push_str(if self.params.is_empty() {
+                "}"
+            } else {
+                "\n   }"
+            });
+        }
         o.push_str("\n  }");
         o
     }
@@ -405,7 +435,7 @@ impl StepDoc {
             return;
         }
         let tensors = entry.tensors() as u64;
-        let member = entry.render(&call.name);
+        let member = entry.render(&call.name, call.module.is_some());
         self.pending.push((member, call, tensors));
         let due = self
             .last_commit

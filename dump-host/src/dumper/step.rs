@@ -386,6 +386,52 @@ impl Kernel<'_> {
         self.call.as_ref().map(|(c, _)| c.name.as_str())
     }
 
+    /// Dumps parameter `name` of this call as its forward used it (a module's `weight`):
+    /// msprobe's `parameters` of a module call's forward entry, `"parameters": {"weight":
+    /// {...}}` in the order reported, its file `{call}.parameters.{name}.npy` with the tensor
+    /// task. Only module calls of msprobe's layout (levels L0 and mix) have parameters: for an
+    /// API call, at L1, in overflow mode and in MindSpore's layout (whose Parameters are
+    /// [`Step::parameter`]'s, at the step's end) nothing is written. Characters of `name`
+    /// other than ASCII letters, digits, `_` and `-` become `_`; a name reported twice keeps
+    /// its first tensor. A watched parameter holding NaN or ±Inf is reported as
+    /// [`output`](Kernel::output) is.
+    pub fn parameter(&self, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
+        let Some((call, entry)) = &self.call else {
+            return Ok(());
+        };
+        if call.module.is_none() || self.pending.is_some() {
+            return Ok(());
+        }
+        let name = super::msprobe::clean(name);
+        let full_name = format!("{}.parameters.{name}", call.name);
+        // Its tensor object is gathered alone, then moved into the call's entry by name.
+        let alone = Mutex::new(Entry::default());
+        let who = Owner {
+            op_type: self.op_type,
+            full_name: &full_name,
+            io: Io::Output,
+            slot: 0,
+            entry: Some(&alone),
+        };
+        let to = self.step.to();
+        let done = self
+            .shared
+            .emit()
+            .emit(&to, who, &t)
+            .and_then(|()| self.step.after(self.shared, &to, who));
+        let object = alone
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .take_output(0);
+        if let Some(object) = object {
+            entry
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push_parameter(&name, object);
+        }
+        done
+    }
+
     /// Dumps input `slot`.
     pub fn input(&self, slot: u32, t: TensorRef<'_>) -> Result<(), Error> {
         if !self.shared.plan.input_output.inputs() {
