@@ -1,7 +1,7 @@
 //! What the Dumper does for msprobe's layout beyond naming files: msprobe call names for the
 //! runtime's kernels ([`Namer`]: level, `scope` and `list` filters, per-step call counters),
 //! one `dump.json` entry per call gathered from its tensors ([`Entry`]), the crash-safe
-//! `dump.json` ([`journal`]) and, at the end of the step, `construct.json` and `stack.json`
+//! `dump.json` ([`journal`], committed on a thread of the step's own) and, at the end of the step, `construct.json` and `stack.json`
 //! ([`StepDoc`]); [`StepDocs`], the part of a Dumper that holds each live step's document.
 //!
 //! Names. A kernel whose full name ends in a cell segment of its own type —
@@ -44,7 +44,7 @@ use crate::{
     layout::{Io, MsprobeLayout},
     writer::{FILE_MODE, WriteFailure, write_bytes_atomic},
 };
-use journal::Journal;
+use journal::JournalThread;
 
 /// A call's name and where it sits.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -398,7 +398,8 @@ fn render_grads(name: &str, params: &[(String, Vec<String>)]) -> String {
 #[derive(Debug, Default)]
 pub(crate) struct StepDoc {
     pub(crate) namer: Namer,
-    journal: Option<Journal>,
+    /// The thread committing to the step's dump.json (started with the first publication).
+    journal: Option<JournalThread>,
     /// Calls committed to dump.json, in order.
     calls: Vec<Call>,
     /// dump.json could not be written: no more attempts this step.
@@ -472,35 +473,41 @@ impl StepDoc {
             return;
         };
         let dir = layout.rank_dir(step);
-        let members: Vec<&str> = self.pending.iter().map(|(m, _, _)| m.as_str()).collect();
-        let r = (|| {
+        let started = (|| {
             if self.journal.is_none() {
-                if out.tree.ensure_dir(&dir).is_err() {
-                    return Err(None);
-                }
+                // The step's directories, dump.json and every commit on the step's journal
+                // thread: creating a directory or a file can take milliseconds (ext4 looking
+                // for a free inode), never on the runtime's thread.
                 let header = header(plan, &dir);
-                self.journal = Some(Journal::create(&dir, header.as_bytes()).map_err(Some)?);
+                let root = out.tree.layout().root().to_owned();
+                self.journal = Some(JournalThread::spawn(root, dir.clone(), header)?);
             }
-            match self.journal.as_mut() {
-                Some(j) => j.commit(&members).map_err(Some),
-                None => Err(None),
-            }
+            Ok(())
         })();
         self.last_commit = Some(std::time::Instant::now());
-        match r {
-            Ok(()) => {
-                for (_, call, tensors) in self.pending.drain(..) {
-                    out.tables.count(tensors);
-                    self.calls.push(call);
-                }
-            }
-            Err(e) => {
-                self.failed = true;
-                self.pending.clear();
-                if let Some(e) = e {
-                    out.files.writer().errors().record(dir.join("dump.json"), e);
-                }
-            }
+        if let Err(e) = started {
+            self.failed = true;
+            self.pending.clear();
+            out.files.writer().errors().record(dir.join("dump.json"), e);
+            return;
+        }
+        let mut members = Vec::with_capacity(self.pending.len());
+        for (member, call, tensors) in self.pending.drain(..) {
+            members.push(member);
+            out.tables.count(tensors);
+            self.calls.push(call);
+        }
+        if !self.journal.as_ref().is_some_and(|j| j.send(members)) {
+            self.failed = true; // the thread is gone: `finish` reports why
+        }
+    }
+
+    /// Publishes what is pending and waits until it is in dump.json: the step a runtime
+    /// ended is complete on disk when its `finish` returns.
+    pub(crate) fn flush(&mut self, (plan, out): (&DumpPlan, &Out), step: u64) {
+        self.publish((plan, out), step);
+        if let Some(j) = &self.journal {
+            j.flush();
         }
     }
 
@@ -518,13 +525,21 @@ impl StepDoc {
             }
         }
         self.publish((plan, out), step);
-        let Some(j) = self.journal.take() else {
+        let Some(thread) = self.journal.take() else {
             return;
         };
         let Some(layout) = msprobe_layout(plan) else {
             return;
         };
         let dir = layout.rank_dir(step);
+        // Waits for the last commits: dump.json is complete when the step is.
+        let (journal, error) = thread.finish();
+        if let Some(e) = error {
+            out.files.writer().errors().record(dir.join("dump.json"), e);
+        }
+        let Some(j) = journal else {
+            return;
+        };
         let level = plan.msprobe.as_ref().map_or(MsprobeLevel::L1, |m| m.level);
         let construct = pretty(&construct(&self.calls, level));
         let stack = pretty(&stack(&self.calls));
@@ -781,7 +796,7 @@ impl StepDocs {
         } else {
             // Another holder (the session) keeps the document open; what this step
             // finished is in dump.json now all the same.
-            d.publish((plan, out), iteration);
+            d.flush((plan, out), iteration);
         }
     }
 }

@@ -48,7 +48,8 @@ pub struct DumpOptions {
     /// config's, whose default is `record` with a flight recorder and `continue` without).
     pub on_nonfinite: Option<crate::config::NonFinitePolicy>,
     /// msprobe's layout: how long a finished call may wait before `dump.json` is republished
-    /// with it. Zero (the default) publishes every call as it finishes; a longer interval
+    /// with it. Zero (the default) hands every call to the step's journal thread as it
+    /// finishes, which commits whatever has arrived at once; a longer interval
     /// groups calls: a call finishing at least this long after the previous publication
     /// publishes itself and the calls waiting before it (one write, one name switch), and
     /// the end of each step publishes the rest. A `kill -9` then loses from dump.json the
