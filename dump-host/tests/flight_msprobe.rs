@@ -271,3 +271,20 @@ fn a_user_trigger_writes_the_ring_in_msprobes_layout() {
     assert_eq!(relu["Max"], json!(34.0));
     let _ = std::fs::remove_dir_all(&r);
 }
+
+/// The recorder from the config's own `opdump` section (no builder call): the same ring and
+/// trigger as from the builder.
+#[test]
+fn the_opdump_section_of_an_msprobe_config_turns_the_recorder_on() {
+    let r = root("section");
+    let mut doc: Value = serde_json::from_str(&config(&r, "tensor", "L1", &[])).unwrap();
+    doc["opdump"] = json!({"flight_recorder": {"steps": 1}});
+    let mut d = open(doc.to_string(), None);
+    run(&mut d, 5, Some((3, 2)));
+    d.close().unwrap();
+    assert_eq!(step_dirs(&r), ["step2", "step3"]);
+    let t: Value = serde_json::from_slice(&std::fs::read(r.join("trigger.json")).unwrap()).unwrap();
+    assert_eq!(t["trigger"]["kernel"], "Functional.Linear.0.forward");
+    assert_eq!(t["flight_recorder"]["steps"], 1);
+    let _ = std::fs::remove_dir_all(&r);
+}

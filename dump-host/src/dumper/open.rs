@@ -372,7 +372,7 @@ fn msprobe_as_mindspore(c: &MsprobeConfig, device: Device) -> DumpConfig {
             enable: true,
             ..E2eSettings::default()
         },
-        opdump: Default::default(),
+        opdump: c.opdump.clone(),
     }
 }
 
