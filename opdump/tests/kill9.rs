@@ -259,3 +259,96 @@ fn sigkill_during_a_trigger_write_leaves_only_whole_files() {
     assert!(seen_partial, "no kill landed inside a trigger write");
     let _ = fs::remove_dir_all(&out);
 }
+
+/// The flight recorder in msprobe's layout, killed during a trigger's write: every file under
+/// a final name is whole, every `dump.json` there is whole JSON whose tensor files are all on
+/// disk (a step's dump.json comes after its tensors), and `trigger.json` (at the dump path)
+/// only after every tensor file it counts.
+#[test]
+fn sigkill_during_an_msprobe_trigger_write_leaves_only_whole_files() {
+    let out = std::env::temp_dir().join(format!("opdump-kill9-mstrig-{}", std::process::id()));
+    let config = std::env::temp_dir().join(format!("opdump-kill9-ms-{}.json", std::process::id()));
+    fs::write(
+        &config,
+        r#"{"task": "tensor", "dump_path": "/tmp/unused", "rank": [], "step": [], "level": "mix",
+            "tensor": {"scope": [], "list": [], "data_mode": ["all"], "file_format": "npy"}}"#,
+    )
+    .unwrap();
+    let mut seen_partial = false;
+    let mut seen_doc = false;
+    for attempt in 0..4 {
+        let _ = fs::remove_dir_all(&out);
+        let mut child = demo(
+            &out,
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--steps",
+                "100000",
+                "--batch",
+                "16",
+                "--flight-recorder",
+                "3",
+                "--inject-nan",
+                "3",
+            ],
+        );
+        let start = Instant::now();
+        // The first tries kill among the tensor files, the last ones once a dump.json is
+        // there (they come after every tensor file of their step).
+        let has_doc = |out: &Path| files(out).iter().any(|p| p.ends_with("rank0/dump.json"));
+        while if attempt < 2 {
+            files(&out).len() < 5 + attempt * 150
+        } else {
+            !has_doc(&out)
+        } {
+            assert!(child.0.try_wait().unwrap().is_none(), "the demo ended");
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "no trigger write"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        child.0.kill().expect("SIGKILL");
+        child.0.wait().unwrap();
+        let mut npy = 0;
+        for p in files(&out) {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with(".opdump-tmp.") {
+                continue;
+            }
+            if name.ends_with(".npy") {
+                dump_npy::read_file(&p)
+                    .unwrap_or_else(|e| panic!("{} is truncated or corrupt: {e}", p.display()));
+                npy += 1;
+            }
+            if name == "dump.json" {
+                seen_doc = true;
+                let doc: serde_json::Value =
+                    serde_json::from_str(&fs::read_to_string(&p).unwrap()).expect("whole JSON");
+                let dir = p.parent().unwrap().join("dump_tensor_data");
+                for (call, entry) in doc["data"].as_object().unwrap() {
+                    for side in ["input_args", "output"] {
+                        for t in entry[side].as_array().into_iter().flatten() {
+                            let f = dir.join(t["data_name"].as_str().unwrap());
+                            assert!(f.exists(), "{call}: {} not on disk", f.display());
+                        }
+                    }
+                }
+            }
+        }
+        let trigger = out.join("trigger.json");
+        let done = trigger.exists();
+        if done {
+            let t: serde_json::Value =
+                serde_json::from_str(&fs::read_to_string(&trigger).unwrap()).expect("whole JSON");
+            assert_eq!(npy, t["tensor_files"].as_u64().unwrap() as usize);
+        }
+        eprintln!("kill -9 during the msprobe trigger write: {npy} npy, trigger.json {done}");
+        seen_partial |= !done;
+    }
+    assert!(seen_partial, "no kill landed inside a trigger write");
+    assert!(seen_doc, "no dump.json was checked");
+    let _ = fs::remove_dir_all(&out);
+    let _ = fs::remove_file(&config);
+}

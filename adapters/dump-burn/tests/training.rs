@@ -325,3 +325,69 @@ fn a_filter_that_rejects_everything_writes_nothing() {
     assert_eq!((report.files, report.rows), (0, 0));
     assert!(npy_in(&tmp.rank().join("Net/0/0")).is_empty());
 }
+
+/// The same training step in msprobe's layout (tensor task, level mix): burn's layers are API
+/// calls (their kernels are not in module form), and `training_step`'s gradients are
+/// msprobe's `parameters_grad` entries, one per module path (`Module.conv.Module.parameters_grad.0`:
+/// the class is not known without a module call of that path), `{weight, bias}` in the
+/// visitor's order, each file burn's own gradient bit for bit.
+#[test]
+fn in_msprobes_layout_the_gradients_are_parameters_grad_entries() {
+    let tmp = Tmp::new("msprobe");
+    let device = Device::default().autodiff();
+    let model = model(&device);
+    let (x, y) = batch(&device);
+    let text = format!(
+        r#"{{"task": "tensor", "dump_path": "{}", "level": "mix",
+            "tensor": {{"scope": [], "list": [], "data_mode": ["all"]}}}}"#,
+        tmp.0.display()
+    );
+    let mut d = dump_host::Dumper::builder()
+        .open_json(text.into_bytes())
+        .unwrap();
+    let mut tracer = Tracer::new(0);
+    let grads = tracer
+        .step(&mut d, || {
+            let f = model.forward(x.clone(), y.clone());
+            let grads = GradientsParams::from_grads(f.loss.backward(), &model);
+            training_step(&model, &grads);
+            model.grads(&grads)
+        })
+        .unwrap();
+    d.close().unwrap();
+    let dir = tmp.0.join("step0/rank0");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("dump.json")).unwrap()).unwrap();
+    let data = doc["data"].as_object().unwrap();
+    let names: Vec<&str> = data.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "Functional.Conv2d.0.forward",
+            "Functional.Relu.0.forward",
+            "Functional.MaxPool2d.0.forward",
+            "Functional.Linear.0.forward",
+            "Functional.SoftmaxCrossEntropy.0.forward",
+            "Module.conv.Module.parameters_grad.0",
+            "Module.fc.Module.parameters_grad.0",
+        ]
+    );
+    for module in ["conv", "fc"] {
+        let entry = &data[&format!("Module.{module}.Module.parameters_grad.0")];
+        let params: Vec<&str> = entry
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(params, ["weight", "bias"], "{module}");
+        for p in ["weight", "bias"] {
+            let t = &entry[p][0];
+            let file = format!("Module.{module}.Module.parameters_grad.0.{p}.npy");
+            assert_eq!(t["data_name"], file.as_str());
+            let f = dump_npy::read_file(dir.join("dump_tensor_data").join(&file)).unwrap();
+            let g = grads[format!("{module}.{p}").as_str()].as_ref().unwrap();
+            same(g, (f.shape, f.data), &file);
+        }
+    }
+}

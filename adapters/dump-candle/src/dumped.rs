@@ -3,7 +3,7 @@
 
 use candle_core::{Module, ModuleT, Result, Tensor};
 
-use crate::trace::{report, report_failed, scope_prefix};
+use crate::trace::{report_failed, report_module, scope_prefix};
 
 /// The op type of module type `M`: the last path segment of its type name, generics dropped
 /// (`candle_nn::conv::Conv2d` → `Conv2d`).
@@ -41,6 +41,8 @@ impl Names {
 pub struct Dumped<M> {
     inner: M,
     names: Names,
+    /// The module's parameters, reported with each call (see [`Dumped::with_parameters`]).
+    params: Vec<(String, Tensor)>,
 }
 
 impl<M> Dumped<M> {
@@ -50,7 +52,36 @@ impl<M> Dumped<M> {
         Dumped {
             names: Names::of::<M>(name),
             inner,
+            params: Vec::new(),
         }
+    }
+
+    /// Reports `params` (`(name, tensor)`, in the module's order: `("weight", ..)`, then
+    /// `("bias", ..)`) with each call: in msprobe's layout at levels L0 and mix they are the
+    /// `parameters` of the module call's forward entry, as msprobe writes a torch module's
+    /// (values as the forward used them; a `Var`'s tensor follows its updates, since a clone
+    /// of a candle tensor shares its storage). Nothing in MindSpore's layout, whose
+    /// Parameters are the training step's (`DumpedOptimizer`).
+    ///
+    /// ```
+    /// # use candle_core::{DType, Device};
+    /// # use candle_nn::{VarBuilder, VarMap, linear};
+    /// # use dump_candle::Dumped;
+    /// let varmap = VarMap::new();
+    /// let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
+    /// let fc = linear(4, 2, vb.pp("fc"))?;
+    /// let params = [("weight", fc.weight().clone())]
+    ///     .into_iter()
+    ///     .chain(fc.bias().map(|b| ("bias", b.clone())));
+    /// let fc = Dumped::new(fc, "fc").with_parameters(params);
+    /// # Ok::<(), candle_core::Error>(())
+    /// ```
+    pub fn with_parameters<S: Into<String>>(
+        mut self,
+        params: impl IntoIterator<Item = (S, Tensor)>,
+    ) -> Self {
+        self.params = params.into_iter().map(|(n, t)| (n.into(), t)).collect();
+        self
     }
 
     /// The wrapped module.
@@ -75,11 +106,11 @@ impl<M: Module> Module for Dumped<M> {
             .inner
             .forward(xs)
             .inspect_err(|_| report_failed(self.names.op_type, &self.names.prefix, xs))?;
-        stopped(report(
+        stopped(report_module(
             self.names.op_type,
             &self.names.prefix,
-            &[xs],
-            &[&ys],
+            (&[xs], &[&ys]),
+            &self.params,
         ))?;
         Ok(ys)
     }
@@ -122,11 +153,11 @@ impl<M: ModuleT> ModuleT for DumpedT<M> {
             .inner
             .forward_t(xs, train)
             .inspect_err(|_| report_failed(self.names.op_type, &self.names.prefix, xs))?;
-        stopped(report(
+        stopped(report_module(
             self.names.op_type,
             &self.names.prefix,
-            &[xs],
-            &[&ys],
+            (&[xs], &[&ys]),
+            &[],
         ))?;
         Ok(ys)
     }

@@ -190,7 +190,18 @@ pub(crate) fn report(
     inputs: &[&Tensor],
     outputs: &[&Tensor],
 ) -> Option<dump_host::NonFiniteAt> {
-    with_active(|a| a.report(op_type, prefix, inputs, outputs)).flatten()
+    report_module(op_type, prefix, (inputs, outputs), &[])
+}
+
+/// [`report`] for a module call with its parameters as its forward used them (`(name,
+/// tensor)`, reported through `Kernel::parameter`: msprobe's `parameters` of a module call).
+pub(crate) fn report_module(
+    op_type: &str,
+    prefix: &str,
+    (inputs, outputs): (&[&Tensor], &[&Tensor]),
+    params: &[(String, Tensor)],
+) -> Option<dump_host::NonFiniteAt> {
+    with_active(|a| a.report(op_type, prefix, (inputs, outputs), params)).flatten()
 }
 
 /// Reports a kernel of the active step that failed (its forward returned an error): with
@@ -214,8 +225,8 @@ impl Active<'_> {
         &self,
         op_type: &str,
         prefix: &str,
-        inputs: &[&Tensor],
-        outputs: &[&Tensor],
+        (inputs, outputs): (&[&Tensor], &[&Tensor]),
+        params: &[(String, Tensor)],
     ) -> Option<dump_host::NonFiniteAt> {
         let n = self.seq.get();
         self.seq.set(n + 1);
@@ -229,22 +240,43 @@ impl Active<'_> {
         let io = inputs.iter().enumerate().map(|(s, t)| (true, s, t));
         let oo = outputs.iter().enumerate().map(|(s, t)| (false, s, t));
         for (is_input, slot, t) in io.chain(oo) {
-            match convert::dump_tensor(&k, is_input, slot as u32, t, &mut diagnostics) {
-                Ok(()) => {}
-                // The stop wins over an earlier dump error: it is what the runtime acts on.
-                Err(dump_host::Error::NonFinite(at)) => {
-                    let mut e = self.error.borrow_mut();
-                    if !matches!(*e, Some(Error::Dump(dump_host::Error::NonFinite(_)))) {
-                        *e = Some(Error::Dump(dump_host::Error::NonFinite(at.clone())));
-                    }
-                    return Some(at);
+            let done = convert::dump_tensor(&k, is_input, slot as u32, t, &mut diagnostics);
+            if let Some(at) = self.settle(done) {
+                return Some(at);
+            }
+        }
+        for (pname, t) in params {
+            let done = match convert::with_tensor_ref(t, |r| k.parameter(pname, r)) {
+                Ok(r) => r,
+                Err(why) => {
+                    diagnostics.insert(why.to_string());
+                    Ok(())
                 }
-                Err(e) => {
-                    self.error.borrow_mut().get_or_insert(Error::Dump(e));
-                }
+            };
+            if let Some(at) = self.settle(done) {
+                return Some(at);
             }
         }
         None
+    }
+
+    /// Keeps the first error of a tensor's dump for the step; a stop at a non-finite output
+    /// (which wins over an earlier dump error: it is what the runtime acts on) is returned.
+    fn settle(&self, done: Result<(), dump_host::Error>) -> Option<dump_host::NonFiniteAt> {
+        match done {
+            Ok(()) => None,
+            Err(dump_host::Error::NonFinite(at)) => {
+                let mut e = self.error.borrow_mut();
+                if !matches!(*e, Some(Error::Dump(dump_host::Error::NonFinite(_)))) {
+                    *e = Some(Error::Dump(dump_host::Error::NonFinite(at.clone())));
+                }
+                Some(at)
+            }
+            Err(e) => {
+                self.error.borrow_mut().get_or_insert(Error::Dump(e));
+                None
+            }
+        }
     }
 
     fn parameter(&self, name: &str, t: &Tensor) {

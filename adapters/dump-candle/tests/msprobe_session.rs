@@ -41,13 +41,17 @@ fn dumped_modules_are_module_calls_taps_api_calls_and_the_session_works_inside_t
     let tmp = Tmp::new("msprobe-session");
     let varmap = VarMap::new();
     let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
+    let conv = conv2d(1, 4, 3, Default::default(), vb.pp("features.conv1")).unwrap();
+    let fc = linear(4 * 3 * 3, 5, vb.pp("fc")).unwrap();
+    // The conv's parameters go with its calls (msprobe's `parameters`); the Linear's do not.
+    let conv_params = [
+        ("weight", conv.weight().clone()),
+        ("bias", conv.bias().unwrap().clone()),
+    ];
     let model = Cnn {
-        conv: Dumped::new(
-            conv2d(1, 4, 3, Default::default(), vb.pp("features.conv1")).unwrap(),
-            "features.conv1",
-        ),
+        conv: Dumped::new(conv, "features.conv1").with_parameters(conv_params.clone()),
         act: Dumped::new(Activation::Relu, "features.act1"),
-        fc: Dumped::new(linear(4 * 3 * 3, 5, vb.pp("fc")).unwrap(), "fc"),
+        fc: Dumped::new(fc, "fc"),
     };
     let config = format!(
         r#"{{"task": "tensor", "dump_path": "{}", "level": "mix",
@@ -107,5 +111,36 @@ fn dumped_modules_are_module_calls_taps_api_calls_and_the_session_works_inside_t
             serde_json::from_slice(&std::fs::read(dir.join("construct.json")).unwrap()).unwrap();
         assert_eq!(construct["Module.fc.Linear.forward.0"], json!(null));
         assert_eq!(construct.as_object().unwrap().len(), 4);
+        // Module calls end with their parameters, as msprobe writes a torch module's.
+        let conv = &doc["data"]["Module.features.conv1.Conv2d.forward.0"];
+        let keys: Vec<&str> = conv
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["input_args", "input_kwargs", "output", "parameters"]);
+        let params = conv["parameters"].as_object().unwrap();
+        assert_eq!(params.keys().collect::<Vec<_>>(), ["weight", "bias"]);
+        for (name, t) in &conv_params {
+            let p = &params[*name];
+            assert_eq!(p["shape"], json!(t.dims()), "{name}");
+            let max = t
+                .flatten_all()
+                .unwrap()
+                .max(0)
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap();
+            assert_eq!(p["Max"].as_f64().unwrap(), f64::from(max), "{name}");
+            let file = format!("Module.features.conv1.Conv2d.forward.0.parameters.{name}.npy");
+            assert_eq!(p["data_name"], file.as_str());
+            let npy = dump_npy::read_file(dir.join("dump_tensor_data").join(&file)).unwrap();
+            assert_eq!(npy.shape, t.dims(), "{name}");
+        }
+        assert_eq!(
+            doc["data"]["Module.fc.Linear.forward.0"]["parameters"],
+            json!({})
+        );
     }
 }

@@ -228,6 +228,10 @@ pub struct MsprobeConfig {
     /// `overflow_nums` (overflow_check): overflowing calls dumped before stopping, 0 for no
     /// limit (msprobe's -1).
     pub overflow_nums: u32,
+    /// opdump's own section, `opdump` (the flight recorder, the non-finite policy and watch,
+    /// as in a MindSpore `data_dump.json`; not one of msprobe's keys, so msprobe's own
+    /// tools do not read it).
+    pub opdump: super::opdump::OpdumpSettings,
 }
 
 /// A valid msprobe config with its warnings.
@@ -274,7 +278,7 @@ impl MsprobeConfig {
                 section.insert("overflow_nums".into(), json!(n));
             }
         }
-        json!({
+        let mut v = json!({
             "task": self.task.as_str(),
             "dump_path": self.dump_path,
             "rank": self.rank,
@@ -283,7 +287,11 @@ impl MsprobeConfig {
             "async_dump": self.async_dump,
             "precision": if self.precision_high { "high" } else { "low" },
             (self.task.as_str()): section,
-        })
+        });
+        if let (Some(own), Value::Object(m)) = (super::opdump::to_json(&self.opdump), &mut v) {
+            m.insert("opdump".into(), own);
+        }
+        v
     }
 
     /// The `iteration` spec of this config's steps (`all`, or `0|2-5|9`: consecutive steps
@@ -333,7 +341,9 @@ fn parse(text: &str, d: &mut Diagnostics) -> Option<MsprobeConfig> {
         );
         return None;
     };
-    warn_unknown("", top, &MSPROBE_TOP_KEYS, d);
+    let mut known = MSPROBE_TOP_KEYS.to_vec();
+    known.push("opdump");
+    warn_unknown("", top, &known, d);
     let task = parse_task(top.get("task"), d);
     let dump_path = parse_dump_path(top.get("dump_path"), d);
     let rank = parse_ranges("rank", top.get("rank"), d);
@@ -446,7 +456,14 @@ fn parse(text: &str, d: &mut Diagnostics) -> Option<MsprobeConfig> {
              else is dumped",
         );
     }
+    let opdump = super::opdump::parse_opdump(top.get("opdump"), d);
+    let mode = match task {
+        MsprobeTask::OverflowCheck => super::types::OpDebugMode::Overflow,
+        _ => super::types::OpDebugMode::Off,
+    };
+    super::opdump::check(&opdump, mode, d);
     Some(MsprobeConfig {
+        opdump,
         task,
         dump_path: dump_path?,
         rank,

@@ -537,13 +537,18 @@ impl Emit<'_> {
         row.map_err(|message| who.error(message))
     }
 
-    /// Creates `to`'s directory, unless the flight recorder holds its files.
+    /// Creates `to`'s directory, unless the flight recorder holds its files (or msprobe's
+    /// statistics task, which writes none there from this thread).
     ///
     /// A step's directory is looked up once per directory-check epoch (the tree checks a
     /// directory once per epoch anyway): later rows of the step compare one number instead
     /// of hashing the path.
     pub(crate) fn ensure(&self, to: &To<'_>) -> Result<(), ()> {
-        if to.held.is_some() {
+        // msprobe's statistics task writes no file there from this thread: dump.json's
+        // journal thread creates the step's directories.
+        if to.held.is_some()
+            || (self.out.tree.layout().per_kernel_entries() && !self.plan.saved_data.tensors())
+        {
             return Ok(());
         }
         let Some((_, ensured)) = to.step else {

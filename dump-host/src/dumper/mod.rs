@@ -52,7 +52,9 @@
 //! and the flight recorder, borrowed for the call. The graph description ([`crate::graph`])
 //! writes no file; [`metadata::Metadata`] writes its files. Imports run one way: the parts
 //! import nothing of `emit`, `flight` or `msprobe`; `flight` and `msprobe` write through
-//! [`out::Out`]; `emit` imports the flight recorder's record and msprobe's entry.
+//! [`out::Out`]; `flight`'s record holds msprobe's held document (`msprobe::HeldDoc`, for a
+//! recorder in msprobe's layout; `msprobe` imports nothing of `flight`); `emit` imports the
+//! flight recorder's record and msprobe's entry.
 
 mod builder;
 mod element;

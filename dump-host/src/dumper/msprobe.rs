@@ -1,7 +1,7 @@
 //! What the Dumper does for msprobe's layout beyond naming files: msprobe call names for the
 //! runtime's kernels ([`Namer`]: level, `scope` and `list` filters, per-step call counters),
 //! one `dump.json` entry per call gathered from its tensors ([`Entry`]), the crash-safe
-//! `dump.json` ([`journal`]) and, at the end of the step, `construct.json` and `stack.json`
+//! `dump.json` ([`journal`], committed on a thread of the step's own) and, at the end of the step, `construct.json` and `stack.json`
 //! ([`StepDoc`]); [`StepDocs`], the part of a Dumper that holds each live step's document.
 //!
 //! Names. A kernel whose full name ends in a cell segment of its own type —
@@ -44,7 +44,7 @@ use crate::{
     layout::{Io, MsprobeLayout},
     writer::{FILE_MODE, WriteFailure, write_bytes_atomic},
 };
-use journal::Journal;
+use journal::JournalThread;
 
 /// A call's name and where it sits.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub(crate) struct Call {
 }
 
 /// Characters kept in name parts; others become `_` (a dot would split the name).
-fn clean(part: &str) -> String {
+pub(crate) fn clean(part: &str) -> String {
     part.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -267,11 +267,13 @@ impl Namer {
     }
 }
 
-/// The tensor objects of one call, by side and slot.
+/// The tensor objects of one call, by side and slot, and a module call's parameters.
 #[derive(Debug, Default)]
 pub(crate) struct Entry {
     inputs: Vec<(u32, String)>,
     outputs: Vec<(u32, String)>,
+    /// Parameters by name, in the order reported (the first report of a name is kept).
+    params: Vec<(String, String)>,
 }
 
 impl Entry {
@@ -283,21 +285,30 @@ impl Entry {
         }
     }
 
+    /// Adds the tensor object of parameter `name` (a second report of a name is ignored).
+    pub(crate) fn push_parameter(&mut self, name: &str, object: String) {
+        if !self.params.iter().any(|(n, _)| n == name) {
+            self.params.push((name.to_owned(), object));
+        }
+    }
+
     /// The tensor object of output `slot`, taken out.
-    fn take_output(&mut self, slot: u32) -> Option<String> {
+    pub(crate) fn take_output(&mut self, slot: u32) -> Option<String> {
         let i = self.outputs.iter().position(|(s, _)| *s == slot)?;
         Some(self.outputs.swap_remove(i).1)
     }
 
     /// Tensors gathered.
     pub(crate) fn tensors(&self) -> usize {
-        self.inputs.len() + self.outputs.len()
+        self.inputs.len() + self.outputs.len() + self.params.len()
     }
 
     /// The `"name": {...}` member of `data` (indented as msprobe's `indent=1`): slots in
     /// order, a missing slot (an empty tensor the Dumper skipped) as `null`, so a reader
-    /// numbering leaves finds every tensor at its slot.
-    pub(crate) fn render(mut self, name: &str) -> String {
+    /// numbering leaves finds every tensor at its slot. A module call (`module`) ends with
+    /// `"parameters"`, `{}` when none was reported, as msprobe 26.2.0 writes every module's
+    /// forward entry.
+    pub(crate) fn render(mut self, name: &str, module: bool) -> String {
         let mut o = String::with_capacity(64 + 300 * self.tensors());
         let _ = write!(
             o,
@@ -307,6 +318,25 @@ impl Entry {
         list(&mut o, &mut self.inputs);
         o.push_str(",\n   \"input_kwargs\": {},\n   \"output\": ");
         list(&mut o, &mut self.outputs);
+        if module {
+            o.push_str(",\n   \"parameters\": {");
+            for (i, (param, obj)) in self.params.iter().enumerate() {
+                // A tensor object is indented for a list item (`    {`): as a member, its
+                // name takes that indentation.
+                let _ = write!(
+                    o,
+                    "{}\n    {}: {}",
+                    if i == 0 { "" } else { "," },
+                    Value::String(param.clone()),
+                    obj.trim_start()
+                );
+            }
+            o.push_str(if self.params.is_empty() {
+                "}"
+            } else {
+                "\n   }"
+            });
+        }
         o.push_str("\n  }");
         o
     }
@@ -368,7 +398,8 @@ fn render_grads(name: &str, params: &[(String, Vec<String>)]) -> String {
 #[derive(Debug, Default)]
 pub(crate) struct StepDoc {
     pub(crate) namer: Namer,
-    journal: Option<Journal>,
+    /// The thread committing to the step's dump.json (started with the first publication).
+    journal: Option<JournalThread>,
     /// Calls committed to dump.json, in order.
     calls: Vec<Call>,
     /// dump.json could not be written: no more attempts this step.
@@ -379,6 +410,9 @@ pub(crate) struct StepDoc {
     last_commit: Option<std::time::Instant>,
     /// `parameters_grad` entries gathered this step, appended at its end.
     grads: Vec<GradEntry>,
+    /// The flight recorder holds this step: nothing is published while it records; a trigger
+    /// writes the document whole ([`HeldDoc`]).
+    held: bool,
 }
 
 impl StepDoc {
@@ -402,12 +436,12 @@ impl StepDoc {
             return;
         }
         let tensors = entry.tensors() as u64;
-        let member = entry.render(&call.name);
+        let member = entry.render(&call.name, call.module.is_some());
         self.pending.push((member, call, tensors));
         let due = self
             .last_commit
             .is_none_or(|t| t.elapsed() >= plan.msprobe_commit_interval);
-        if due {
+        if due && !self.held {
             self.publish((plan, out), step);
         }
     }
@@ -432,42 +466,48 @@ impl StepDoc {
 
     /// Writes the pending members to the step's `dump.json` (created with the first).
     pub(crate) fn publish(&mut self, (plan, out): (&DumpPlan, &Out), step: u64) {
-        if self.pending.is_empty() || self.failed {
+        if self.pending.is_empty() || self.failed || self.held {
             return;
         }
         let Some(layout) = msprobe_layout(plan) else {
             return;
         };
         let dir = layout.rank_dir(step);
-        let members: Vec<&str> = self.pending.iter().map(|(m, _, _)| m.as_str()).collect();
-        let r = (|| {
+        let started = (|| {
             if self.journal.is_none() {
-                if out.tree.ensure_dir(&dir).is_err() {
-                    return Err(None);
-                }
+                // The step's directories, dump.json and every commit on the step's journal
+                // thread: creating a directory or a file can take milliseconds (ext4 looking
+                // for a free inode), never on the runtime's thread.
                 let header = header(plan, &dir);
-                self.journal = Some(Journal::create(&dir, header.as_bytes()).map_err(Some)?);
+                let root = out.tree.layout().root().to_owned();
+                self.journal = Some(JournalThread::spawn(root, dir.clone(), header)?);
             }
-            match self.journal.as_mut() {
-                Some(j) => j.commit(&members).map_err(Some),
-                None => Err(None),
-            }
+            Ok(())
         })();
         self.last_commit = Some(std::time::Instant::now());
-        match r {
-            Ok(()) => {
-                for (_, call, tensors) in self.pending.drain(..) {
-                    out.tables.count(tensors);
-                    self.calls.push(call);
-                }
-            }
-            Err(e) => {
-                self.failed = true;
-                self.pending.clear();
-                if let Some(e) = e {
-                    out.files.writer().errors().record(dir.join("dump.json"), e);
-                }
-            }
+        if let Err(e) = started {
+            self.failed = true;
+            self.pending.clear();
+            out.files.writer().errors().record(dir.join("dump.json"), e);
+            return;
+        }
+        let mut members = Vec::with_capacity(self.pending.len());
+        for (member, call, tensors) in self.pending.drain(..) {
+            members.push(member);
+            out.tables.count(tensors);
+            self.calls.push(call);
+        }
+        if !self.journal.as_ref().is_some_and(|j| j.send(members)) {
+            self.failed = true; // the thread is gone: `finish` reports why
+        }
+    }
+
+    /// Publishes what is pending and waits until it is in dump.json: the step a runtime
+    /// ended is complete on disk when its `finish` returns.
+    pub(crate) fn flush(&mut self, (plan, out): (&DumpPlan, &Out), step: u64) {
+        self.publish((plan, out), step);
+        if let Some(j) = &self.journal {
+            j.flush();
         }
     }
 
@@ -485,13 +525,21 @@ impl StepDoc {
             }
         }
         self.publish((plan, out), step);
-        let Some(j) = self.journal.take() else {
+        let Some(thread) = self.journal.take() else {
             return;
         };
         let Some(layout) = msprobe_layout(plan) else {
             return;
         };
         let dir = layout.rank_dir(step);
+        // Waits for the last commits: dump.json is complete when the step is.
+        let (journal, error) = thread.finish();
+        if let Some(e) = error {
+            out.files.writer().errors().record(dir.join("dump.json"), e);
+        }
+        let Some(j) = journal else {
+            return;
+        };
         let level = plan.msprobe.as_ref().map_or(MsprobeLevel::L1, |m| m.level);
         let construct = pretty(&construct(&self.calls, level));
         let stack = pretty(&stack(&self.calls));
@@ -506,6 +554,100 @@ impl StepDoc {
             Ok(())
         };
         out.files.writer().submit(cost, Box::new(job));
+    }
+}
+
+impl StepDoc {
+    /// A held step's document so far, taken out: the members of `data` in the order a plain
+    /// dump publishes them (calls as they finished, then the `parameters_grad` entries), the
+    /// calls they belong to, and the tensor objects they hold.
+    fn take_document(&mut self) -> (Vec<String>, Vec<Call>, u64) {
+        let mut members = Vec::with_capacity(self.pending.len() + self.grads.len());
+        let mut calls = std::mem::take(&mut self.calls);
+        let mut tensors = 0;
+        for (member, call, n) in self.pending.drain(..) {
+            members.push(member);
+            calls.push(call);
+            tensors += n;
+        }
+        for (name, call, params) in self.grads.drain(..) {
+            tensors += params.iter().map(|(_, v)| v.len() as u64).sum::<u64>();
+            members.push(render_grads(&name, &params));
+            calls.push(call);
+        }
+        (members, calls, tensors)
+    }
+}
+
+/// A step's msprobe document held by the flight recorder (with the step's record): the calls
+/// gather in the [`StepDoc`] as usual, nothing is published, and a trigger writes
+/// `dump.json` (the same bytes the crash-safe journal would have left), `construct.json` and
+/// `stack.json`, each whole through a temporary name and a rename.
+pub(crate) struct HeldDoc {
+    doc: Arc<Mutex<StepDoc>>,
+    /// `step{N}/rank{R}`.
+    dir: std::path::PathBuf,
+    /// The document up to `"data": {`.
+    header: String,
+    level: MsprobeLevel,
+}
+
+impl HeldDoc {
+    /// The held document `doc` of step `step`; `None` when the plan does not write msprobe's
+    /// layout.
+    pub(crate) fn new(plan: &DumpPlan, step: u64, doc: Arc<Mutex<StepDoc>>) -> Option<Self> {
+        let layout = msprobe_layout(plan)?;
+        let dir = layout.rank_dir(step);
+        Some(HeldDoc {
+            header: header(plan, &dir),
+            doc,
+            dir,
+            level: plan.msprobe.as_ref().map_or(MsprobeLevel::L1, |m| m.level),
+        })
+    }
+
+    /// The step's rank directory (where `dump.json` goes).
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether any call is held (the step dumped something).
+    pub(crate) fn has_calls(&self) -> bool {
+        let d = self.doc.lock().unwrap_or_else(|e| e.into_inner());
+        !d.pending.is_empty() || !d.grads.is_empty() || !d.calls.is_empty()
+    }
+
+    /// Writes the document held so far (nothing when no call was): `dump.json`,
+    /// `construct.json`, `stack.json`. Failures go to the writer's log. Returns the calls
+    /// written.
+    pub(crate) fn write(&self, out: &Out) -> usize {
+        let (members, calls, tensors) = self
+            .doc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take_document();
+        if members.is_empty() {
+            return 0;
+        }
+        if out.tree.ensure_dir(&self.dir).is_err() {
+            return 0; // recorded in the writer's log
+        }
+        let files = [
+            ("dump.json", journal::whole(&self.header, &members)),
+            (
+                "construct.json",
+                pretty(&construct(&calls, self.level)).into_bytes(),
+            ),
+            ("stack.json", pretty(&stack(&calls)).into_bytes()),
+        ];
+        for (name, bytes) in files {
+            let p = self.dir.join(name);
+            if let Err(e) = write_bytes_atomic(&p, FILE_MODE, &bytes) {
+                out.files.writer().errors().record(p, e);
+            }
+        }
+        out.tables.count(tensors);
+        calls.len()
     }
 }
 
@@ -589,22 +731,40 @@ fn msprobe_layout(plan: &DumpPlan) -> Option<MsprobeLayout> {
         .map(|_| MsprobeLayout::from_plan(plan))
 }
 
+/// A step's document and how many [`crate::Step`]s (and the session) hold it.
+type Holders = (Arc<Mutex<StepDoc>>, usize);
+
 /// msprobe's per-step state of one Dumper, by step number, while a [`crate::Step`] (or the
 /// session) of that number lives.
 #[derive(Default)]
 pub(crate) struct StepDocs {
-    docs: Mutex<HashMap<u64, Arc<Mutex<StepDoc>>>>,
+    docs: Mutex<HashMap<u64, Holders>>,
+    /// A flight recorder holds the steps: documents are held, not published ([`HeldDoc`]).
+    held: bool,
 }
 
 impl StepDocs {
-    /// The msprobe state of step `iteration`, shared by every [`crate::Step`] of that number.
+    /// The documents of a Dumper; `held` when a flight recorder holds its steps.
+    pub(crate) fn new(held: bool) -> Self {
+        StepDocs {
+            docs: Mutex::default(),
+            held,
+        }
+    }
+
+    /// The msprobe state of step `iteration`, shared by every [`crate::Step`] of that number;
+    /// each `get` is matched by one [`release`](StepDocs::release).
     pub(crate) fn get(&self, iteration: u64) -> Arc<Mutex<StepDoc>> {
-        self.docs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(iteration)
-            .or_default()
-            .clone()
+        let mut docs = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+        let (doc, holders) = docs.entry(iteration).or_insert_with(|| {
+            let doc = StepDoc {
+                held: self.held,
+                ..StepDoc::default()
+            };
+            (Arc::new(Mutex::new(doc)), 0)
+        });
+        *holders += 1;
+        Arc::clone(doc)
     }
 
     /// A holder of step `iteration`'s `doc` is done with it: the last one closes the step's
@@ -616,11 +776,19 @@ impl StepDocs {
         doc: Arc<Mutex<StepDoc>>,
     ) {
         let mut docs = self.docs.lock().unwrap_or_else(|e| e.into_inner());
-        // One reference in the map, one here: this was the last step of that number.
-        let last = Arc::strong_count(&doc) == 2;
-        if last {
-            docs.remove(&iteration);
-        }
+        // Counted, not by the Arc's references: a flight recorder's record holds one too.
+        let last = match docs.get_mut(&iteration) {
+            Some((d, holders)) if Arc::ptr_eq(d, &doc) => {
+                *holders = holders.saturating_sub(1);
+                let last = *holders == 0;
+                if last {
+                    docs.remove(&iteration);
+                }
+                last
+            }
+            // Not in the map (any more): no other holder is left.
+            _ => true,
+        };
         drop(docs);
         let mut d = doc.lock().unwrap_or_else(|e| e.into_inner());
         if last {
@@ -628,7 +796,7 @@ impl StepDocs {
         } else {
             // Another holder (the session) keeps the document open; what this step
             // finished is in dump.json now all the same.
-            d.publish((plan, out), iteration);
+            d.flush((plan, out), iteration);
         }
     }
 }

@@ -48,7 +48,8 @@ pub struct DumpOptions {
     /// config's, whose default is `record` with a flight recorder and `continue` without).
     pub on_nonfinite: Option<crate::config::NonFinitePolicy>,
     /// msprobe's layout: how long a finished call may wait before `dump.json` is republished
-    /// with it. Zero (the default) publishes every call as it finishes; a longer interval
+    /// with it. Zero (the default) hands every call to the step's journal thread as it
+    /// finishes, which commits whatever has arrived at once; a longer interval
     /// groups calls: a call finishing at least this long after the previous publication
     /// publishes itself and the calls waiting before it (one write, one name switch), and
     /// the end of each step publishes the rest. A `kill -9` then loses from dump.json the
@@ -228,17 +229,6 @@ impl DumpPlan {
         let v = MsprobeConfig::from_json_str(text)?;
         let config = msprobe_as_mindspore(&v.config, opts.device);
         let mut plan = DumpPlan::new(&config, bytes, rank_id(env)?, opts)?;
-        if plan.flight.is_some() {
-            // msprobe's dump.json is published call by call (crash-safe), while the recorder
-            // holds the tensors it names: the documents would point at files never written.
-            return Err(Error::Plan(
-                "a flight recorder cannot run with msprobe's layout yet: dump.json is \
-                 published after every call, while the recorder holds the tensors it names \
-                 until a trigger; use a MindSpore data_dump.json (its opdump.flight_recorder \
-                 section) for the recorder, or run this config without one"
-                    .into(),
-            ));
-        }
         plan.layout = crate::layout::LayoutKind::Msprobe;
         plan.msprobe = Some(v.config);
         Ok(Planned {
@@ -382,7 +372,7 @@ fn msprobe_as_mindspore(c: &MsprobeConfig, device: Device) -> DumpConfig {
             enable: true,
             ..E2eSettings::default()
         },
-        opdump: Default::default(),
+        opdump: c.opdump.clone(),
     }
 }
 

@@ -62,7 +62,7 @@ impl Shared {
             recorder: plan
                 .flight
                 .map(|settings| flight::Recorder::new(settings, events.clone())),
-            docs: msprobe::StepDocs::default(),
+            docs: msprobe::StepDocs::new(plan.flight.is_some()),
             events,
             plan,
         };

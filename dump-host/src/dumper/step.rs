@@ -17,7 +17,7 @@ use dump_core::{DType, Summary, stats::summarize};
 use super::{
     emit::{Owner, To},
     flight::{NonFiniteAt, Order, StepRecord},
-    msprobe::{Call, Entry, StepDoc},
+    msprobe::{Call, Entry, HeldDoc, StepDoc},
     shared::Shared,
     tensor::TensorRef,
 };
@@ -105,14 +105,20 @@ impl Step {
         let csv = shared
             .as_deref()
             .map_or_else(PathBuf::new, |s| s.out.tree.layout().statistic_csv(&dir));
-        let held = shared
-            .as_deref()
-            .filter(|s| active && s.recorder.is_some())
-            .map(|_| Arc::new(StepRecord::new(graph, iteration, &dir, true)));
         let doc = shared
             .as_deref()
             .filter(|s| active && s.plan.msprobe.is_some())
             .map(|s| s.docs.get(iteration));
+        // With msprobe's layout the record holds the step's document too: a trigger writes it.
+        let held = shared
+            .as_deref()
+            .filter(|s| active && s.recorder.is_some())
+            .map(|s| {
+                let d = doc
+                    .as_ref()
+                    .and_then(|d| HeldDoc::new(&s.plan, iteration, Arc::clone(d)));
+                Arc::new(StepRecord::new(graph, iteration, &dir, true).with_doc(d))
+            });
         Step {
             shared,
             graph,
@@ -409,6 +415,52 @@ impl Kernel<'_> {
     /// MindSpore's.
     pub fn call_name(&self) -> Option<&str> {
         self.call.as_ref().map(|(c, _)| c.name.as_str())
+    }
+
+    /// Dumps parameter `name` of this call as its forward used it (a module's `weight`):
+    /// msprobe's `parameters` of a module call's forward entry, `"parameters": {"weight":
+    /// {...}}` in the order reported, its file `{call}.parameters.{name}.npy` with the tensor
+    /// task. Only module calls of msprobe's layout (levels L0 and mix) have parameters: for an
+    /// API call, at L1, in overflow mode and in MindSpore's layout (whose Parameters are
+    /// [`Step::parameter`]'s, at the step's end) nothing is written. Characters of `name`
+    /// other than ASCII letters, digits, `_` and `-` become `_`; a name reported twice keeps
+    /// its first tensor. A watched parameter holding NaN or ±Inf is reported as
+    /// [`output`](Kernel::output) is.
+    pub fn parameter(&self, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
+        let Some((call, entry)) = &self.call else {
+            return Ok(());
+        };
+        if call.module.is_none() || self.pending.is_some() {
+            return Ok(());
+        }
+        let name = super::msprobe::clean(name);
+        let full_name = format!("{}.parameters.{name}", call.name);
+        // Its tensor object is gathered alone, then moved into the call's entry by name.
+        let alone = Mutex::new(Entry::default());
+        let who = Owner {
+            op_type: self.op_type,
+            full_name: &full_name,
+            io: Io::Output,
+            slot: 0,
+            entry: Some(&alone),
+        };
+        let to = self.step.to();
+        let done = self
+            .shared
+            .emit()
+            .emit(&to, who, &t)
+            .and_then(|()| self.step.after(self.shared, &to, who));
+        let object = alone
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .take_output(0);
+        if let Some(object) = object {
+            entry
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push_parameter(&name, object);
+        }
+        done
     }
 
     /// Dumps input `slot`.

@@ -73,6 +73,21 @@ impl MsprobeLayout {
     }
 }
 
+/// Whether `op_name` names a module call's parameter,
+/// `Module.{path}.{Class}.forward.{n}.parameters.{name}` (its file is `{op_name}.npy`, as
+/// msprobe's `Module.conv1.Conv2d.forward.0.parameters.weight.pt`).
+pub(crate) fn is_parameter(op_name: &str) -> bool {
+    op_name
+        .rsplit_once(".parameters.")
+        .is_some_and(|(call, name)| {
+            !name.is_empty()
+                && !name.contains('.')
+                && call
+                    .rsplit_once(".forward.")
+                    .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
 /// msprobe's (PyTorch) spelling of a dtype.
 pub fn torch_dtype(d: DType) -> &'static str {
     match d {
@@ -237,7 +252,8 @@ impl OutputLayout for MsprobeLayout {
     /// `{call}.{input|output}.{slot}.npy`; a parameter's gradient (call
     /// `Module.{path}.{Class}.parameters_grad.{k}.{param}`, output 0) is `{call}.npy`.
     fn tensor_file(&self, id: TensorId<&str>, _format: &str, _dtype: DType) -> String {
-        if id.op_name.contains(".parameters_grad.") && id.io == Io::Output && id.slot == 0 {
+        let whole = id.op_name.contains(".parameters_grad.") || is_parameter(id.op_name);
+        if whole && id.io == Io::Output && id.slot == 0 {
             return format!("{}.npy", id.op_name);
         }
         format!("{}.{}.{}.npy", id.op_name, id.io.as_str(), id.slot)

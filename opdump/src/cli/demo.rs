@@ -397,14 +397,18 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
         );
     }
     if args.flight_recorder.is_some() {
-        let trigger = Path::new(&root).join("rank_0").join("trigger.json");
-        let _ = match trigger.exists() {
-            true => writeln!(
+        // MindSpore's layout puts it in the rank directory, msprobe's beside the steps.
+        let trigger = [Path::new(&root).join("rank_0"), Path::new(&root).to_owned()]
+            .map(|d| d.join("trigger.json"))
+            .into_iter()
+            .find(|p| p.exists());
+        let _ = match trigger {
+            Some(trigger) => writeln!(
                 out,
                 "flight recorder: {} (then: opdump inspect {root})",
                 trigger.display()
             ),
-            false => writeln!(out, "flight recorder: no trigger fired, nothing written"),
+            None => writeln!(out, "flight recorder: no trigger fired, nothing written"),
         };
     }
     if stopped.is_some() {

@@ -551,10 +551,14 @@ fn run_inner(
     let report = report.map_err(|e| Failure::Failed(e.to_string()))?;
     let secs = wall.elapsed().as_secs_f64();
     if args.flight_recorder.is_some() {
-        let trigger = Path::new(&root).join("rank_0").join("trigger.json");
-        let _ = match trigger.exists() {
-            true => writeln!(out, "flight recorder: {}", trigger.display()),
-            false => writeln!(out, "flight recorder: no trigger fired, nothing written"),
+        // MindSpore's layout puts it in the rank directory, msprobe's beside the steps.
+        let trigger = [Path::new(&root).join("rank_0"), Path::new(&root).to_owned()]
+            .map(|d| d.join("trigger.json"))
+            .into_iter()
+            .find(|p| p.exists());
+        let _ = match trigger {
+            Some(trigger) => writeln!(out, "flight recorder: {}", trigger.display()),
+            None => writeln!(out, "flight recorder: no trigger fired, nothing written"),
         };
     }
     let _ = writeln!(

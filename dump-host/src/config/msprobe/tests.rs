@@ -315,3 +315,47 @@ fn summary_mode_xor_is_accepted_and_others_refused() {
         );
     }
 }
+
+/// opdump's own `opdump` section (the flight recorder, the non-finite policy) is read from an
+/// msprobe config as from a MindSpore one: no unknown-key warning, its rules checked, kept by
+/// the effective config.
+#[test]
+fn the_opdump_section_is_read_checked_and_kept() {
+    let text = r#"{"task": "tensor", "dump_path": "/tmp/d", "level": "mix",
+        "opdump": {"flight_recorder": {"steps": 3, "budget_bytes": 1048576},
+                   "on_nonfinite": "stop"}}"#;
+    let v = MsprobeConfig::from_json_str(text).unwrap();
+    assert!(v.warnings.is_empty(), "{}", v.warnings);
+    let c = v.config;
+    let r = c.opdump.flight_recorder.unwrap();
+    assert_eq!((r.steps, r.budget_bytes, r.max_triggers), (3, 1 << 20, 1));
+    assert_eq!(
+        c.opdump.on_nonfinite,
+        Some(crate::config::NonFinitePolicy::Stop)
+    );
+    let eff = c.to_effective_json();
+    assert_eq!(eff["opdump"]["flight_recorder"]["steps"], 3);
+    let again = MsprobeConfig::from_json_str(&eff.to_string()).unwrap();
+    assert_eq!(again.config, c);
+    // Without the section: none in the effective config, and the same defaults as before.
+    let plain = MsprobeConfig::from_json_str(REFERENCE).unwrap().config;
+    assert!(plain.opdump.flight_recorder.is_none());
+    assert!(plain.to_effective_json().get("opdump").is_none());
+    // Its rules, with the path: a bad step count; a recorder with overflow_check.
+    let e = errors(
+        r#"{"task": "statistics", "dump_path": "/tmp/d",
+            "opdump": {"flight_recorder": {"steps": 0}, "watch": "nan"}}"#,
+    );
+    let paths: Vec<&str> = e.iter().map(|(p, _)| p.as_str()).collect();
+    assert!(paths.contains(&"opdump.flight_recorder.steps"), "{e:?}");
+    assert!(paths.contains(&"opdump.watch"), "{e:?}");
+    let e = errors(
+        r#"{"task": "overflow_check", "dump_path": "/tmp/d",
+            "opdump": {"flight_recorder": {}}}"#,
+    );
+    assert!(
+        e.iter()
+            .any(|(p, m)| p == "opdump.flight_recorder" && m.contains("op_debug_mode")),
+        "{e:?}"
+    );
+}

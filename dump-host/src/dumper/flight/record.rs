@@ -10,6 +10,7 @@ use std::{
 use dump_core::DType;
 
 use super::nonfinite::NonFiniteAt;
+use crate::dumper::msprobe::HeldDoc;
 
 /// One thing a step would have written.
 pub(crate) enum Held {
@@ -141,6 +142,9 @@ pub(crate) struct StepRecord {
     /// `false` for the constants' record (never in the global execution order).
     pub(crate) is_step: bool,
     pub(crate) inner: Mutex<Record>,
+    /// msprobe's layout: the step's document (dump.json, construct.json, stack.json), written
+    /// with the step's tensor files.
+    pub(crate) doc: Option<HeldDoc>,
 }
 
 impl StepRecord {
@@ -151,7 +155,19 @@ impl StepRecord {
             dir: dir.to_owned(),
             is_step,
             inner: Mutex::new(Record::default()),
+            doc: None,
         }
+    }
+
+    /// The record with msprobe's document `doc` of the step.
+    pub(crate) fn with_doc(mut self, doc: Option<HeldDoc>) -> Self {
+        self.doc = doc;
+        self
+    }
+
+    /// Where the step was written: its msprobe rank directory, else its directory.
+    pub(crate) fn written_dir(&self) -> &Path {
+        self.doc.as_ref().map_or(&self.dir, HeldDoc::dir)
     }
 
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Record> {

@@ -62,6 +62,13 @@ pub(super) fn write(
     }
     // Every tensor file renamed into place before trigger.json says the write is complete.
     out.files.writer().budget().wait_idle();
+    // msprobe's layout: each step's dump.json (then construct.json, stack.json) once the
+    // tensor files it names are on disk.
+    for rec in steps {
+        if let Some(doc) = &rec.doc {
+            doc.write(out);
+        }
+    }
     let path = tree.layout().trigger_file(n);
     // Files of this write that failed (a full or read-only disk): trigger.json is still
     // written, and says so, rather than leaving the write looking complete.
@@ -111,12 +118,19 @@ fn write_record(out: &Out, rec: &StepRecord) -> Written {
         bytes_freed: bytes,
         ..Written::default()
     };
-    if entries.is_empty() {
-        return w;
+    // msprobe's statistics live in the document, not in rows.
+    let used = used || rec.doc.as_ref().is_some_and(|d| d.has_calls());
+    if !entries.is_empty() && out.tree.ensure_dir(&rec.dir).is_ok() {
+        write_entries(out, rec, entries, &mut w);
+    } // else nothing to write, or the failure is recorded in the writer's log
+    if rec.is_step && used {
+        out.append_global_order(rec.graph, rec.iteration);
     }
-    if out.tree.ensure_dir(&rec.dir).is_err() {
-        return w; // recorded in the writer's log
-    }
+    w
+}
+
+/// Writes the held rows, tensor files and arguments of `rec`.
+fn write_entries(out: &Out, rec: &StepRecord, entries: Vec<Held>, w: &mut Written) {
     let mut tables: BTreeMap<PathBuf, String> = BTreeMap::new();
     for e in entries {
         match e {
@@ -147,10 +161,6 @@ fn write_record(out: &Out, rec: &StepRecord) -> Written {
         // whole.
         out.tables.write_table(&csv, &rows);
     }
-    if rec.is_step && used {
-        out.append_global_order(rec.graph, rec.iteration);
-    }
-    w
 }
 
 fn nonfinite_json(at: &NonFiniteAt) -> Value {
@@ -215,7 +225,7 @@ fn trigger_json(
         "steps_written": steps.iter().map(|x| json!({
             "graph": x.graph,
             "step": x.iteration,
-            "dir": x.dir.strip_prefix(root).unwrap_or(&x.dir),
+            "dir": x.written_dir().strip_prefix(root).unwrap_or(x.written_dir()),
         })).collect::<Vec<_>>(),
         "tensor_files": total.tensors,
         "tensors_let_go": total.dropped,

@@ -1,8 +1,10 @@
 //! `dump.json`, kept a complete JSON document after every call and after a `kill -9`,
 //! without rewriting it (docs/msprobe.md, "Crash safety").
 //!
-//! Calls are committed one at a time, or in groups at most
-//! [`DumpOptions::msprobe_commit_interval`](crate::DumpOptions::msprobe_commit_interval) apart.
+//! Calls are committed by the step's [`JournalThread`], which commits at once every call
+//! handed over since its last commit (the caller groups them further when
+//! [`DumpOptions::msprobe_commit_interval`](crate::DumpOptions::msprobe_commit_interval) is
+//! set).
 //!
 //! Two twin files each hold the header, the entries written so far and the closing suffix;
 //! `dump.json` names one of them. A commit appends to the twin `dump.json` does **not** name:
@@ -127,6 +129,21 @@ fn create_twin(path: &Path) -> io::Result<File> {
     o.open(path)
 }
 
+/// A whole document: `header`, the `members` of `data` and the closing suffix, byte for byte
+/// what [`Journal`] leaves after committing the same members (the flight recorder writes a
+/// held step's `dump.json` at once, through a temporary name and a rename).
+pub(crate) fn whole<S: AsRef<str>>(header: &str, members: &[S]) -> Vec<u8> {
+    let len: usize = members.iter().map(|m| m.as_ref().len() + 2).sum();
+    let mut buf = Vec::with_capacity(header.len() + len + SUFFIX.len());
+    buf.extend_from_slice(header.as_bytes());
+    for (i, m) in members.iter().enumerate() {
+        buf.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
+        buf.extend_from_slice(m.as_ref().as_bytes());
+    }
+    buf.extend_from_slice(SUFFIX);
+    buf
+}
+
 /// Points `dir/dump.json` at twin `i`: a hard link under a temporary name renamed over it.
 fn publish(dir: &Path, i: usize) -> io::Result<()> {
     let tmp = dir.join(".dump.json.link");
@@ -245,6 +262,95 @@ impl Journal {
     }
 }
 
+/// What the step's thread is asked: members to commit, or to answer once everything sent
+/// before is committed.
+enum Msg {
+    Members(Vec<String>),
+    Flush(std::sync::mpsc::Sender<()>),
+}
+
+/// A step's [`Journal`] on a thread of its own: the runtime's thread hands each finished
+/// call's member over (a channel send) and goes on, while this thread creates `dump.json` and
+/// commits, each time, every member that arrived since its last commit. The document is as
+/// crash-safe as with commits on the caller's thread (every commit is the journal's); what a
+/// kill -9 can lose is only the members sent and not yet committed, never the document's
+/// validity. [`flush`](JournalThread::flush) waits until every member sent is in `dump.json`.
+#[derive(Debug)]
+pub(crate) struct JournalThread {
+    tx: std::sync::mpsc::Sender<Msg>,
+    thread: std::thread::JoinHandle<(Option<Journal>, Option<io::Error>)>,
+}
+
+impl JournalThread {
+    /// Starts the thread that creates `dir` (under the dump tree's `root`, never through a
+    /// link) and `dir/dump.json` with `header`, and commits what it is sent; an error when
+    /// the system cannot start a thread.
+    pub(crate) fn spawn(root: PathBuf, dir: PathBuf, header: String) -> io::Result<JournalThread> {
+        let (tx, rx) = std::sync::mpsc::channel::<Msg>();
+        let thread = std::thread::Builder::new()
+            .name("opdump-dump.json".into())
+            .spawn(move || {
+                let mut journal = None;
+                let mut error = None;
+                let created = crate::layout::create_dir_nofollow(&root, &dir)
+                    .and_then(|()| Journal::create(&dir, header.as_bytes()));
+                match created {
+                    Ok(j) => journal = Some(j),
+                    Err(e) => error = Some(e),
+                }
+                while let Ok(first) = rx.recv() {
+                    let mut members = Vec::new();
+                    let mut acks = Vec::new();
+                    for m in std::iter::once(first).chain(rx.try_iter()) {
+                        match m {
+                            Msg::Members(v) => members.extend(v),
+                            Msg::Flush(ack) => acks.push(ack),
+                        }
+                    }
+                    // After a failed commit (or creation) nothing more is attempted; the
+                    // first error is returned when the thread is joined.
+                    if error.is_none()
+                        && let Some(j) = journal.as_mut()
+                        && let Err(e) = j.commit(&members)
+                    {
+                        error = Some(e);
+                    }
+                    for ack in acks {
+                        let _ = ack.send(());
+                    }
+                }
+                (journal, error)
+            })?;
+        Ok(JournalThread { tx, thread })
+    }
+
+    /// Hands `members` over; `false` when the thread is gone (it panicked).
+    pub(crate) fn send(&self, members: Vec<String>) -> bool {
+        self.tx.send(Msg::Members(members)).is_ok()
+    }
+
+    /// Waits until every member sent before is committed (or failed).
+    pub(crate) fn flush(&self) {
+        let (ack, done) = std::sync::mpsc::channel();
+        if self.tx.send(Msg::Flush(ack)).is_ok() {
+            let _ = done.recv();
+        }
+    }
+
+    /// Commits what is left and ends the thread: the journal (`None` when dump.json could not
+    /// be created) and the first error.
+    pub(crate) fn finish(self) -> (Option<Journal>, Option<io::Error>) {
+        let JournalThread { tx, thread } = self;
+        drop(tx);
+        thread.join().unwrap_or_else(|_| {
+            (
+                None,
+                Some(io::Error::other("the thread writing dump.json panicked")),
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,6 +409,69 @@ mod tests {
             .collect();
         assert_eq!(left, ["dump.json"]);
         assert_eq!(read(&t)["data"].as_object().unwrap().len(), 7);
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn the_thread_commits_what_it_is_sent_and_flush_waits_for_it() {
+        let t = tempdir("thread");
+        let header = "{\n \"data\": {".to_owned();
+        let j = JournalThread::spawn(t.clone(), t.join("step0/rank0"), header.clone()).unwrap();
+        let t = t.join("step0/rank0");
+        let mut sent = Vec::new();
+        for i in 0..50 {
+            let m = format!("  \"call.{i}\": {i}");
+            sent.push(m.clone());
+            assert!(j.send(vec![m]));
+            if i % 10 == 9 {
+                j.flush();
+                // Everything sent is in dump.json once flush returns, in order.
+                let doc = read(&t);
+                let keys: Vec<&String> = doc["data"].as_object().unwrap().keys().collect();
+                assert_eq!(keys.len(), i + 1);
+                assert_eq!(keys[i], &format!("call.{i}"));
+            }
+        }
+        let (journal, error) = j.finish();
+        assert!(error.is_none());
+        journal.unwrap().close().unwrap();
+        assert_eq!(
+            std::fs::read(t.join("dump.json")).unwrap(),
+            whole(&header, &sent)
+        );
+        // A directory that cannot hold dump.json: the error comes back at the end, flushes
+        // still return.
+        // (a file where the directory should be)
+        std::fs::write(t.join("file"), b"").unwrap();
+        let j = JournalThread::spawn(t.clone(), t.join("file/deeper"), header).unwrap();
+        assert!(j.send(vec!["  \"a\": 1".into()]));
+        j.flush();
+        let (journal, error) = j.finish();
+        assert!(journal.is_none());
+        assert!(error.is_some());
+        std::fs::remove_dir_all(t.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_whole_document_is_the_journals_bytes() {
+        let t = tempdir("whole");
+        let header = "{\n \"task\": \"tensor\",\n \"data\": {";
+        let members = [
+            "  \"a.0\": {\"n\": 0}",
+            "  \"b.0\": {\"n\": 1}",
+            "  \"c.0\": 2",
+        ];
+        let mut j = Journal::create(&t, header.as_bytes()).unwrap();
+        j.commit(&members[..1]).unwrap();
+        j.commit(&members[1..]).unwrap();
+        j.close().unwrap();
+        assert_eq!(
+            std::fs::read(t.join("dump.json")).unwrap(),
+            whole(header, &members)
+        );
+        let none: [&str; 0] = [];
+        let empty: serde_json::Value = serde_json::from_slice(&whole(header, &none)).unwrap();
+        assert_eq!(empty["data"], serde_json::json!({}));
         std::fs::remove_dir_all(&t).unwrap();
     }
 

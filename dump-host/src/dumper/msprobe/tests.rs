@@ -470,7 +470,14 @@ fn a_commit_interval_groups_calls_and_the_step_end_publishes_the_rest() {
         let k = step.kernel("Add", &name).unwrap();
         k.output(0, TensorRef::from_slice(&[1], &x)).unwrap();
         k.finish().unwrap();
-        // The first call is published at once, the others wait for the interval.
+        // The first call is published at once (committed by the step's journal thread, a
+        // moment later), the others wait for the interval.
+        let start = std::time::Instant::now();
+        while !dump_json.exists() || json(&dump_json)["data"].as_object().unwrap().is_empty() {
+            assert!(start.elapsed() < std::time::Duration::from_secs(30));
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
         assert_eq!(json(&dump_json)["data"].as_object().unwrap().len(), 1);
     }
     step.finish().unwrap();
