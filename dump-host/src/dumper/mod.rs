@@ -512,7 +512,7 @@ impl Dumper {
         match &self.shared {
             None => Ok(()),
             Some(s) => {
-                s.out.flush_rows();
+                s.out.flush_rows(true);
                 s.out.files.flush()
             }
         }
