@@ -27,5 +27,7 @@ pub use engine::{DEFAULT_DIRECT_WRITE_BYTES, WriteErrors, WriterConfig};
 pub(crate) use errors::ErrorLog;
 pub use errors::WriteFailure;
 pub(crate) use pool::BufferPool;
+#[cfg(test)]
+pub(crate) use row_batch::BATCH_BYTES;
 pub(crate) use row_batch::{Deferred, DeferredRow, DigestRow, RowBatch};
 pub(crate) use tally::Tally;

@@ -222,8 +222,11 @@ impl RowBatch {
     /// order (`None`: the row is dropped; the resolver reports why).
     ///
     /// Without `wait`, a file with a [`DigestRow`] whose digests are not in yet stays pending,
-    /// whole, ahead of any row pushed meanwhile (unless its text has reached [`BATCH_BYTES`]:
-    /// then it waits, so held rows stay bounded). With `wait` every row is written.
+    /// whole, ahead of any row pushed meanwhile: never waited for here, since the tensors it
+    /// waits for may not be queued yet (a flush asked by [`push_with`](Self::push_with)'s
+    /// byte threshold). What is held that way is bounded by the writer's budget (the
+    /// tensors queued for hashing). With `wait` every row is written: the caller has queued
+    /// every tensor gathered for hashing first.
     pub(crate) fn flush(
         &self,
         csv: &CsvAppender,
@@ -241,7 +244,7 @@ impl RowBatch {
         let mut done = Flushed::default();
         let mut kept = Vec::new();
         for mut p in files {
-            if !wait && p.text.len() < BATCH_BYTES && p.deferred.iter().any(|(_, d)| !d.ready()) {
+            if !wait && p.deferred.iter().any(|(_, d)| !d.ready()) {
                 kept.push(p);
                 continue;
             }

@@ -218,3 +218,48 @@ fn rows_waiting_for_their_digests_are_written_by_the_flush() {
     assert_eq!(d.close().unwrap().rows, 5);
     std::fs::remove_dir_all(&r).unwrap();
 }
+
+#[test]
+fn a_step_whose_rows_pass_the_batch_threshold_while_tensors_are_gathered_does_not_hang() {
+    // More than `BATCH_BYTES` of rows in one step, half formatted at once (tensors of 64 bytes
+    // are written, and hashed, on the caller's thread here), half waiting for digests: the
+    // rows' own flush comes while the last tensors still wait to be queued for hashing, so it
+    // must leave them pending, not wait for them.
+    let r = root("mb-threshold");
+    let n = 6000;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let dir = r.clone();
+    std::thread::spawn(move || {
+        let cfg = WriterConfig {
+            direct_write_bytes: 64,
+            ..threads()
+        };
+        let mut d = every_column(&dir, "full", cfg);
+        let step = d.begin_step();
+        for i in 0..n {
+            let name =
+                format!("Default/network-WithLossCell/_backbone-LeNet5/conv1-Conv2d/Op{i}-op{i}");
+            let v: Vec<u8> = (0..1 + 15 * (i % 2))
+                .flat_map(|j| ((i + j) as f32).to_le_bytes())
+                .collect();
+            let k = step.kernel("Conv2D", &name).unwrap();
+            k.output(0, TensorRef::host(DType::Float32, &[v.len() / 4], &v))
+                .unwrap();
+        }
+        step.finish().unwrap();
+        let _ = tx.send(d.close().unwrap().rows);
+    });
+    let rows = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the dump finishes (a flush waiting for tensors not yet queued hangs)");
+    assert_eq!(rows, n as u64);
+    let table = std::fs::read_to_string(r.join("rank_0/Net/0/0/statistic.csv")).unwrap();
+    assert!(table.len() > crate::writer::BATCH_BYTES);
+    for (i, row) in table.lines().skip(1).enumerate() {
+        assert!(
+            row.contains(&format!("_Op{i}-op{i},")),
+            "row {i} in its place: {row}"
+        );
+    }
+    std::fs::remove_dir_all(&r).unwrap();
+}
