@@ -434,6 +434,7 @@ mod tests {
             threads,
             budget_bytes: 1 << 20,
             direct_write_bytes: 256 << 10,
+            ..WriterConfig::default()
         };
         TensorFiles::new(
             Writer::new(&cfg),

@@ -23,7 +23,7 @@ pub(crate) use csv_append::CsvAppender;
 pub use csv_append::OPEN_FILES;
 pub(crate) use digest::{DigestPromise, DigestSlot, Digests};
 pub(crate) use engine::Writer;
-pub use engine::{DEFAULT_DIRECT_WRITE_BYTES, WriteErrors, WriterConfig};
+pub use engine::{DEFAULT_DIRECT_WRITE_BYTES, DEFAULT_WRITER_NICE, WriteErrors, WriterConfig};
 pub(crate) use errors::ErrorLog;
 pub use errors::WriteFailure;
 pub(crate) use pool::BufferPool;

@@ -118,6 +118,7 @@ fn threads() -> WriterConfig {
         threads: 2,
         budget_bytes: 4 << 20,
         direct_write_bytes: 1 << 20,
+        ..WriterConfig::default()
     }
 }
 

@@ -73,6 +73,7 @@ fn two_threads(direct_write_bytes: usize) -> WriterConfig {
         threads: 2,
         budget_bytes: 1 << 20,
         direct_write_bytes,
+        ..WriterConfig::default()
     }
 }
 
