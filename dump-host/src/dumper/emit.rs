@@ -46,8 +46,10 @@ use crate::{Error, layout::Io};
 
 /// Whether a statistic-only dump (no `.npy` file to write) copies a tensor's bytes to hand
 /// its MD5/SHA-1 to the writer threads, as a full dump does with the copy it queues anyway.
-/// Measured on the demo (BENCHMARKS.md, "Digests on the writer threads"): see there for the
-/// numbers this choice rests on.
+/// Measured on the demo (BENCHMARKS.md, "Digests on the writer threads"), every category,
+/// interleaved with main's binary on the 2-core machine: the copy wins, batch 8 1.58x the
+/// undumped step against 3.72x with one MD5 stream per tensor here (2.19x with the writer at
+/// the runtime's priority), batch 64 1.44x against 2.35x.
 const STAT_ONLY_DIGESTS_ON_WRITER: bool = true;
 
 /// A tensor's way out: the parts of the Dumper that one tensor's dump touches, borrowed for
@@ -478,7 +480,9 @@ impl Emit<'_> {
         } else {
             None
         };
-        if let Some(hashes) = self.hashes_for_writer(to, dtype, &bytes, npy.is_some()) {
+        let owned = matches!(bytes, Cow::Owned(_));
+        if let Some(hashes) = self.hashes_for_writer(to, dtype, (bytes.len(), owned), npy.is_some())
+        {
             return self
                 .row_hashed_on_writer(to, who, (ts, dtype, shape), (bytes, elems), npy, hashes)
                 .map_err(|message| who.error(message));
@@ -490,17 +494,17 @@ impl Emit<'_> {
         row.map_err(|message| who.error(message))
     }
 
-    /// The digests of this tensor's row to compute on a writer thread instead of here, if
-    /// any: when its file is written from a queued copy anyway (`file`), the row is a host
-    /// statistics row of a `statistic.csv` with an MD5 or SHA-1 column, and nothing needs the
-    /// row before the step's rows are flushed (no flight recorder holding the step, no
-    /// per-kernel document entry). Statistic-only dumps (`file` false) hash here, see
-    /// [`STAT_ONLY_DIGESTS_ON_WRITER`].
+    /// The digests of this tensor's row (`len` bytes; `owned`: a private copy) to compute on
+    /// a writer thread instead of here, if any: when the writer queues a copy of it (for its
+    /// file, `file`; or, with [`STAT_ONLY_DIGESTS_ON_WRITER`], a copy made for the digests
+    /// alone), the row is a host statistics row of a `statistic.csv` with an MD5 or SHA-1
+    /// column, and nothing needs the row before the step's rows are flushed (no flight
+    /// recorder holding the step, no per-kernel document entry).
     fn hashes_for_writer(
         &self,
         to: &To<'_>,
         dtype: DType,
-        bytes: &Cow<'_, [u8]>,
+        (len, owned): (usize, bool),
         file: bool,
     ) -> Option<Hashes> {
         let p = self.plan;
@@ -515,10 +519,7 @@ impl Emit<'_> {
             && !layout.per_kernel_entries()
             && !layout.wants_crc32()
             && !layout.wants_xor64()
-            && self
-                .out
-                .files
-                .hashes_on_writer(bytes.len(), matches!(bytes, Cow::Owned(_)));
+            && self.out.files.hashes_on_writer(len, owned);
         ok.then_some(hashes)
     }
 
