@@ -53,6 +53,7 @@ pub fn writer_config(rng: &mut Rng) -> WriterConfig {
         threads: pick(rng, &[0, 1, 2, 4]),
         budget_bytes: pick(rng, &[64 << 10, 256 << 10, 4 << 20]),
         direct_write_bytes: pick(rng, &[0, 16 << 10, usize::MAX]),
+        ..WriterConfig::default()
     }
 }
 

@@ -47,6 +47,7 @@ fn options(threads: usize) -> DumpOptions {
             budget_bytes: BUDGET,
             // 8 KiB and up: written on the caller's thread; smaller ones queued.
             direct_write_bytes: 8 << 10,
+            ..WriterConfig::default()
         },
         ..DumpOptions::default()
     }

@@ -9,6 +9,8 @@
 //! device format with its host shape) and statistics (asked with the plan's request:
 //! precision, categories, semantics) come from the tensor itself.
 
+#[cfg(test)]
+mod digest_tests;
 mod held;
 mod precomputed;
 mod rows;
@@ -27,8 +29,10 @@ use dump_core::DType;
 use dump_stats::{
     Hashes,
     device::{DeviceTensor, Layout, StatsKind},
-    engine::Engine,
+    engine::{Engine, TensorRef as StatsTensor},
 };
+
+use super::tensor_files;
 
 use rows::{RowStats, RowTensor};
 
@@ -40,6 +44,14 @@ use super::{
     tensor::{Source, TensorRef},
 };
 use crate::{Error, layout::Io};
+
+/// Whether a statistic-only dump (no `.npy` file to write) copies a tensor's bytes to hand
+/// its MD5/SHA-1 to the writer threads, as a full dump does with the copy it queues anyway.
+/// Measured on the demo (BENCHMARKS.md, "Digests on the writer threads"), every category,
+/// interleaved with main's binary on the 2-core machine: the copy wins, batch 8 1.58x the
+/// undumped step against 3.72x with one MD5 stream per tensor here (2.19x with the writer at
+/// the runtime's priority), batch 64 1.44x against 2.35x.
+const STAT_ONLY_DIGESTS_ON_WRITER: bool = true;
 
 /// A tensor's way out: the parts of the Dumper that one tensor's dump touches, borrowed for
 /// the call ([`crate::dumper::shared::Shared::emit`] makes one).
@@ -474,11 +486,100 @@ impl Emit<'_> {
         } else {
             None
         };
+        let owned = matches!(bytes, Cow::Owned(_));
+        if let Some(hashes) = self.hashes_for_writer(to, dtype, (bytes.len(), owned), npy.is_some())
+        {
+            return self
+                .row_hashed_on_writer(to, who, (ts, dtype, shape), (bytes, elems), npy, hashes)
+                .map_err(|message| who.error(message));
+        }
         let row = self.row_or_watch(to, who, (ts, dtype, shape), &bytes, elems);
         if let Some(npy) = npy {
             files.write(npy, bytes);
         }
         row.map_err(|message| who.error(message))
+    }
+
+    /// The digests of this tensor's row (`len` bytes; `owned`: a private copy) to compute on
+    /// a writer thread instead of here, if any: when the writer queues a copy of it (for its
+    /// file, `file`; or, with [`STAT_ONLY_DIGESTS_ON_WRITER`], a copy made for the digests
+    /// alone), the row is a host statistics row of a `statistic.csv` with an MD5 or SHA-1
+    /// column, and nothing needs the row before the step's rows are flushed (no flight
+    /// recorder holding the step, no per-kernel document entry).
+    fn hashes_for_writer(
+        &self,
+        to: &To<'_>,
+        dtype: DType,
+        (len, owned): (usize, bool),
+        file: bool,
+    ) -> Option<Hashes> {
+        let p = self.plan;
+        let layout = self.out.tree.layout();
+        let hashes = Hashes::for_categories(&p.categories);
+        let ok = hashes.any()
+            && (file || STAT_ONLY_DIGESTS_ON_WRITER)
+            && p.saved_data.statistics()
+            && to.held.is_none()
+            && !dtype.is_complex()
+            && p.stats_kind() == StatsKind::Host
+            && !layout.per_kernel_entries()
+            && !layout.wants_crc32()
+            && !layout.wants_xor64()
+            && self.out.files.hashes_on_writer(len, owned);
+        ok.then_some(hashes)
+    }
+
+    /// The row of `bytes` with its digests computed on a writer thread: the statistics here
+    /// (no digest), the bytes queued for hashing (and for `npy`, their file), the row queued
+    /// in its place among the step's rows, formatted once the digests are in.
+    fn row_hashed_on_writer(
+        &self,
+        to: &To<'_>,
+        who: Owner<'_>,
+        (ts, dtype, shape): (u64, DType, &[usize]),
+        (bytes, elems): (Cow<'_, [u8]>, usize),
+        npy: Option<tensor_files::NpyOut>,
+        hashes: Hashes,
+    ) -> Result<(), String> {
+        let files = &self.out.files;
+        let stats = self
+            .engine
+            .summarize(StatsTensor::new(dtype, &bytes, elems), Hashes::NONE)
+            .map_err(|e| e.to_string());
+        let stats = match stats {
+            Ok(s) => s,
+            Err(e) => {
+                // As for a row computed here: the file is still written, the error returned.
+                if let Some(npy) = npy {
+                    files.write(npy, bytes);
+                }
+                return Err(e);
+            }
+        };
+        if let Some(sm) = &stats.summary {
+            self.saw(to, who, dtype, sm);
+        }
+        let data_size = bytes.len() as u64;
+        let slot = files.write_hashed(npy, bytes, (dtype, elems), hashes);
+        let layout = self.out.tree.layout();
+        let owned;
+        let path = match to.step {
+            Some((csv, _)) => csv,
+            None => {
+                owned = layout.statistic_csv(to.dir);
+                owned.as_path()
+            }
+        };
+        let row = crate::writer::DigestRow {
+            id: who.id(ts).to_owned(),
+            dtype,
+            shape: shape.to_vec(),
+            data_size,
+            stats,
+            slot,
+        };
+        self.out.tables.push_digests(&self.out.tree, path, row);
+        Ok(())
     }
 
     /// The row of host bytes when statistics are saved; otherwise, for a watched output, only

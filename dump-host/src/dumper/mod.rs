@@ -520,7 +520,7 @@ impl Dumper {
                 if let Some(r) = &s.recorder {
                     r.wait_write();
                 }
-                s.out.flush_rows();
+                s.out.flush_rows(true);
                 s.out.files.flush()
             }
         }

@@ -77,7 +77,8 @@ impl Default for DumpOptions {
 impl DumpOptions {
     /// Defaults overridden by the environment:
     /// `OPDUMP_DEVICE` (`cpu`, `gpu`, `ascend`), `DEVICE_ID`, `OPDUMP_BF16` (`widen`, `raw`),
-    /// `OPDUMP_WRITER_THREADS` (0 = synchronous), `OPDUMP_MEMORY_BUDGET_MB` and
+    /// `OPDUMP_WRITER_THREADS` (0 = synchronous), `OPDUMP_WRITER_NICE`
+    /// ([`WriterConfig::nice`], 0 to 19), `OPDUMP_MEMORY_BUDGET_MB` and
     /// `OPDUMP_DIRECT_WRITE_MB` ([`WriterConfig::direct_write_bytes`] in MiB; 0 = every tensor
     /// on the calling thread) and `OPDUMP_DISK_BUDGET_MB`
     /// ([`disk_budget_bytes`](DumpOptions::disk_budget_bytes) in MiB) and
@@ -123,6 +124,20 @@ impl DumpOptions {
             "expected mebibytes, e.g. 8 (0 writes every tensor on the calling thread)",
         )? {
             o.writer.direct_write_bytes = usize_of(b);
+        }
+        if let Some(n) = number::<i32>(
+            env,
+            "OPDUMP_WRITER_NICE",
+            "expected a nice value for the writer threads, 0 to 19 (0: the runtime's priority)",
+        )? {
+            if !(0..=19).contains(&n) {
+                return Err(bad(
+                    "OPDUMP_WRITER_NICE",
+                    n.to_string(),
+                    "expected a nice value for the writer threads, 0 to 19 (0: the runtime's priority)",
+                ));
+            }
+            o.writer.nice = n;
         }
         if let Some(ms) = number::<u64>(
             env,
@@ -436,6 +451,7 @@ mod tests {
             ("OPDUMP_WRITER_THREADS", "1"),
             ("OPDUMP_MEMORY_BUDGET_MB", "64"),
             ("OPDUMP_DIRECT_WRITE_MB", "2"),
+            ("OPDUMP_WRITER_NICE", "0"),
         ]))
         .unwrap();
         assert_eq!(
@@ -444,8 +460,20 @@ mod tests {
                 threads: 1,
                 budget_bytes: 64 << 20,
                 direct_write_bytes: 2 << 20,
+                nice: 0,
             }
         );
+        assert_eq!(WriterConfig::default().nice, 10);
+        let o = DumpOptions::from_env(&env(&[("OPDUMP_WRITER_NICE", "19")])).unwrap();
+        assert_eq!(o.writer.nice, 19);
+        for bad in ["20", "-5", "low"] {
+            let e = DumpOptions::from_env(&env(&[("OPDUMP_WRITER_NICE", bad)])).unwrap_err();
+            let m = e.to_string();
+            assert!(
+                m.contains("OPDUMP_WRITER_NICE") && m.contains(bad) && m.contains("0 to 19"),
+                "{m}"
+            );
+        }
         let o = DumpOptions::from_env(&env(&[("OPDUMP_DIRECT_WRITE_MB", "0")])).unwrap();
         assert_eq!(o.writer.direct_write_bytes, 0);
         let o = DumpOptions::from_env(&env(&[("OPDUMP_DIRECT_WRITE_MB", "")])).unwrap();

@@ -20,9 +20,13 @@ pub(crate) struct Out {
 
 impl Out {
     /// Appends every pending statistic row to its file and starts a new directory-check
-    /// epoch (at the end of each step, and before the writer is flushed).
-    pub(crate) fn flush_rows(&self) {
-        self.tables.flush(&self.tree);
+    /// epoch (at the end of each step, and before the writer is flushed). The tensors gathered
+    /// for hashing on the writer are queued first; rows still waiting for their digests are
+    /// waited for with `wait` (a flush of the writer), else left for a later flush (a step's
+    /// end: the runtime does not wait for the writer).
+    pub(crate) fn flush_rows(&self, wait: bool) {
+        self.files.send_hashes();
+        self.tables.flush(&self.tree, wait);
     }
 
     /// Appends a dumped step to the global execution order of `graph`.

@@ -12,7 +12,10 @@ use std::{
 };
 
 use super::tree::OutputTree;
-use crate::writer::{CsvAppender, DeferredRow, ErrorLog, FILE_MODE, RowBatch, write_bytes_atomic};
+use crate::writer::{
+    CsvAppender, Deferred, DeferredRow, DigestRow, ErrorLog, FILE_MODE, RowBatch,
+    write_bytes_atomic,
+};
 use dump_stats::CategorySet;
 
 /// The tables of one Dumper. Failures go to the writer's error log (with the number of rows
@@ -53,24 +56,39 @@ impl RowSink {
         write: impl FnOnce(&mut String) -> Result<bool, E>,
     ) -> Result<(), E> {
         if self.batch.push_with(path, write)? == Some(true) {
-            self.flush(tree);
+            self.flush(tree, false);
         }
         Ok(())
     }
 
     /// Queues a statistic row whose values a device is still computing, in its place.
     pub(crate) fn push_deferred(&self, tree: &OutputTree, path: &Path, row: DeferredRow) {
+        self.push_later(tree, path, Deferred::Device(row));
+    }
+
+    /// Queues a statistic row whose digests a writer thread is computing, in its place.
+    pub(crate) fn push_digests(&self, tree: &OutputTree, path: &Path, row: DigestRow) {
+        self.push_later(tree, path, Deferred::Digests(row));
+    }
+
+    fn push_later(&self, tree: &OutputTree, path: &Path, row: Deferred) {
         if self.batch.push_deferred(path, row) {
-            self.flush(tree);
+            self.flush(tree, false);
         }
     }
 
     /// Appends every pending statistic row to its file (one write per file) and starts a new
     /// directory-check epoch of `tree`. Deferred rows wait for their device here and are
-    /// formatted by `tree`'s layout. Failures go to the error log with the rows lost.
-    pub(crate) fn flush(&self, tree: &OutputTree) {
+    /// formatted by `tree`'s layout. Rows waiting for their digests are waited for with
+    /// `wait`; without it a file with such a row stays pending for a later flush (see
+    /// [`RowBatch::flush`]). Failures go to the error log with the rows lost.
+    pub(crate) fn flush(&self, tree: &OutputTree, wait: bool) {
         let layout = tree.layout();
-        let mut resolve = |path: &Path, row: DeferredRow| -> Option<String> {
+        let mut resolve = |path: &Path, row: Deferred| -> Option<String> {
+            let row = match row {
+                Deferred::Device(row) => row,
+                Deferred::Digests(row) => return self.digest_row(layout, path, row),
+            };
             let failed = |e: String| {
                 self.errors.record(
                     path.to_owned(),
@@ -119,7 +137,7 @@ impl RowSink {
         };
         let done = self
             .batch
-            .flush(&self.csv, &self.header, FILE_MODE, &mut resolve);
+            .flush(&self.csv, &self.header, FILE_MODE, wait, &mut resolve);
         self.count(done.rows);
         for (path, e, lost) in done.failed {
             let e = std::io::Error::new(
@@ -132,6 +150,53 @@ impl RowSink {
             self.errors.record(path, e);
         }
         tree.next_epoch();
+    }
+
+    /// Formats a row whose digests were computed on a writer thread (waiting for them); `None`
+    /// when they could not be (recorded, with the row lost) or the tensor gets no row.
+    fn digest_row(
+        &self,
+        layout: &dyn crate::layout::OutputLayout,
+        path: &Path,
+        row: DigestRow,
+    ) -> Option<String> {
+        let failed = |e: String| {
+            self.errors.record(
+                path.to_owned(),
+                std::io::Error::other(format!(
+                    "digests of {} {}: {e} (1 statistic row lost)",
+                    row.id.op_name,
+                    row.id.io_slot()
+                )),
+            );
+        };
+        let d = match row.slot.wait() {
+            Ok(d) => d,
+            Err(e) => {
+                failed(e);
+                return None;
+            }
+        };
+        let stats = dump_stats::TensorStats {
+            md5: d.md5,
+            sha1: d.sha1,
+            ..row.stats
+        };
+        let t = crate::layout::RowTensor {
+            id: row.id.as_str(),
+            dtype: row.dtype,
+            shape: &row.shape,
+            data_size: row.data_size,
+            crc32: None,
+            xor64: None,
+        };
+        match layout.stat_row(t, &self.categories, crate::layout::RowValues::Host(&stats)) {
+            Ok(r) => r,
+            Err(e) => {
+                failed(e.to_string());
+                None
+            }
+        }
     }
 
     /// Appends `line` (ending in `\n`) to the headerless table at `path` (`mapping.csv`, the

@@ -111,7 +111,7 @@ impl Shared {
         self.state.close();
         // Rows are pushed by the calling threads only (never by writer jobs), so the batch is
         // complete here; its failures are taken with the writer's below.
-        self.out.flush_rows();
+        self.out.flush_rows(true);
         let flushed = self.out.files.flush();
         self.out.tables.close();
         self.out.files.release_buffers();

@@ -325,8 +325,14 @@ impl Step {
     }
 
     /// Ends the step: writes its statistic rows (one append per `statistic.csv`), records it
-    /// in `ms_global_execution_order_graph_{g}.csv` when anything was dumped, and returns the write failures seen so far (without waiting for queued
-    /// writes; [`crate::Dumper::close`] waits).
+    /// in `ms_global_execution_order_graph_{g}.csv` when anything was dumped, and returns the
+    /// write failures seen so far (without waiting for queued writes; [`crate::Dumper::close`]
+    /// waits).
+    ///
+    /// Rows whose MD5/SHA-1 the writer threads compute (a tensor dump with a digest column,
+    /// see `dumper/tensor_files.rs`) are not waited for either: a table with such a row still
+    /// hashing is appended, whole and in order, by a later step's end or by
+    /// [`crate::Dumper::flush`] / [`crate::Dumper::close`].
     ///
     /// With a flight recorder the step is kept in memory instead, the oldest step leaving the
     /// ring; when a trigger fired during the step (or a user trigger is armed), the steps
@@ -336,7 +342,7 @@ impl Step {
         self.finish_doc();
         let held = self.held.take();
         let Some(s) = self.live() else { return Ok(()) };
-        s.out.flush_rows();
+        s.out.flush_rows(false);
         if let Some(rec) = held {
             let settled = self.settle(s, &rec);
             if let (Some(r), Some(arc)) = (&s.recorder, &self.shared) {
@@ -380,7 +386,7 @@ impl Drop for Step {
     fn drop(&mut self) {
         self.finish_doc();
         if let Some(s) = self.live() {
-            s.out.flush_rows();
+            s.out.flush_rows(false);
         }
         let Some(rec) = self.held.take() else { return };
         if let Some(s) = self.live()

@@ -4,15 +4,23 @@
 //! ([`prepare`](TensorFiles::prepare)), then written ([`write`](TensorFiles::write)): a private
 //! copy is queued as is, borrowed bytes are copied into a pooled buffer and queued, or written
 //! on the caller's thread when too large to copy.
+//!
+//! A file whose statistic row needs digests (MD5, SHA-1) can have them computed on the writer
+//! threads from the copy the writer holds anyway ([`write_hashed`](TensorFiles::write_hashed)):
+//! such files wait in a [`HashBatch`] until [`HASH_BATCH_TENSORS`] are gathered (or half the
+//! writer's budget, or the step ends), then one job hashes them together with dump-core's
+//! multi-buffer MD5 ([`dump_core::hash::md5_many`], AVX-512/AVX2/portable chosen at run time)
+//! and SHA-1 (SHA-NI where present), hands each row its digests, and writes the files.
 
 use std::{
     borrow::Cow,
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{Arc, Mutex, PoisonError},
 };
 
 use dump_core::DType;
 use dump_npy::WriteOptions;
+use dump_stats::Hashes;
 
 use super::{
     quota::{DiskQuota, Reservation},
@@ -22,8 +30,37 @@ use crate::{
     Error,
     diag::{Event, EventSink},
     layout::{NAME_MAX, short_name},
-    writer::{BufferPool, FILE_MODE, WriteFailure, Writer, write_atomic},
+    writer::{
+        BufferPool, DigestPromise, DigestSlot, Digests, FILE_MODE, WriteFailure, Writer,
+        write_atomic,
+    },
 };
+
+/// Tensors hashed together by one writer job (at most; fewer when their copies reach half
+/// the writer's budget, or at the end of a step). Two jobs' worth of a typical step keeps
+/// both writer threads busy while filling the 16 lanes of the multi-buffer MD5 well.
+pub(crate) const HASH_BATCH_TENSORS: usize = 32;
+
+/// One tensor waiting for its digests: the copy, the file it goes to (none for a
+/// statistic-only dump), and where its digests go.
+struct HashItem {
+    bytes: Vec<u8>,
+    /// The buffer came from the pool (given back once written).
+    pooled: bool,
+    npy: Option<NpyOut>,
+    dtype: DType,
+    elems: usize,
+    hashes: Hashes,
+    promise: DigestPromise,
+}
+
+/// Tensors gathered for one hashing job, and the budget their copies hold (admitted, not yet
+/// queued).
+#[derive(Default)]
+struct HashBatch {
+    items: Vec<HashItem>,
+    cost: usize,
+}
 
 /// Budget charged for a queued file beyond its data bytes (header, path, shape).
 pub(super) const JOB_OVERHEAD: usize = 256;
@@ -46,6 +83,8 @@ pub(crate) struct TensorFiles {
     /// How every `.npy` is encoded (the plan's bf16 spelling).
     opts: WriteOptions,
     events: EventSink,
+    /// Copies waiting to be hashed together ([`write_hashed`](TensorFiles::write_hashed)).
+    hashing: Mutex<HashBatch>,
 }
 
 impl TensorFiles {
@@ -63,6 +102,7 @@ impl TensorFiles {
             quota: DiskQuota::new(disk_budget),
             opts,
             events,
+            hashing: Mutex::default(),
         }
     }
 
@@ -203,8 +243,99 @@ impl TensorFiles {
         }
     }
 
+    /// Whether a tensor of `len` bytes (`owned`: a private copy already) can have its digests
+    /// computed on a writer thread ([`write_hashed`](Self::write_hashed)): the writer has
+    /// threads and the copy would be queued (not written on the caller's thread).
+    pub(crate) fn hashes_on_writer(&self, len: usize, owned: bool) -> bool {
+        !self.writer.is_sync()
+            && if owned {
+                len < self.writer.budget().limit()
+            } else {
+                !self.writer.writes_direct(len)
+            }
+    }
+
+    /// Queues `bytes` (`elems` elements of `dtype`) to be hashed with `hashes` on a writer
+    /// thread, together with other tensors, then written to `out` (when a file is saved);
+    /// the returned slot receives the digests. Borrowed bytes are copied into a pooled buffer
+    /// (the writer's budget holds it, the caller waiting while it is full), a private copy is
+    /// taken as is. Only for tensors [`hashes_on_writer`](Self::hashes_on_writer) accepts.
+    pub(crate) fn write_hashed(
+        &self,
+        out: Option<NpyOut>,
+        bytes: Cow<'_, [u8]>,
+        (dtype, elems): (DType, usize),
+        hashes: Hashes,
+    ) -> Arc<DigestSlot> {
+        let mut batch = self.hashing.lock().unwrap_or_else(PoisonError::into_inner);
+        // Copies gathered but not queued hold budget that no job will release: at most half
+        // of it, so that this tensor's admission can always be met by queued jobs finishing.
+        let half = self.writer.budget().limit() / 2;
+        if !batch.items.is_empty()
+            && batch
+                .cost
+                .saturating_add(bytes.len().saturating_add(JOB_OVERHEAD))
+                > half
+        {
+            self.send_batch(&mut batch);
+        }
+        let (buf, cost, pooled) = match bytes {
+            Cow::Owned(owned) => {
+                let (owned, cost) = hand_over(owned);
+                self.writer.budget().acquire(cost);
+                (owned, cost, false)
+            }
+            Cow::Borrowed(b) => {
+                let (mut buf, cost) = self.pool.take(b.len(), JOB_OVERHEAD);
+                buf.extend_from_slice(b);
+                (buf, cost, true)
+            }
+        };
+        let (slot, promise) = DigestSlot::new();
+        batch.items.push(HashItem {
+            bytes: buf,
+            pooled,
+            npy: out,
+            dtype,
+            elems,
+            hashes,
+            promise,
+        });
+        batch.cost += cost;
+        if batch.items.len() >= HASH_BATCH_TENSORS || batch.cost >= half {
+            self.send_batch(&mut batch);
+        }
+        slot
+    }
+
+    /// Queues the tensors gathered for hashing now (at the end of a step, and before a flush).
+    pub(crate) fn send_hashes(&self) {
+        let mut batch = self.hashing.lock().unwrap_or_else(PoisonError::into_inner);
+        self.send_batch(&mut batch);
+    }
+
+    /// Queues one job for the tensors of `batch`: their digests, then their files.
+    fn send_batch(&self, batch: &mut HashBatch) {
+        if batch.items.is_empty() {
+            return;
+        }
+        let HashBatch { items, cost } = std::mem::take(batch);
+        let tally = Arc::clone(self.writer.written());
+        let pool = Arc::clone(&self.pool);
+        let errors = self.writer.error_log();
+        self.writer.submit_admitted(
+            cost,
+            Box::new(move || {
+                hash_and_write(items, &tally, &pool, &errors);
+                Ok(())
+            }),
+        );
+    }
+
     /// Waits for every queued file; the failures since the last flush.
     pub(crate) fn flush(&self) -> Result<(), Error> {
+        // Gathered copies hold budget: queued first, or the wait below would never end.
+        self.send_hashes();
         self.writer.flush().map_err(Error::Write)
     }
 
@@ -230,6 +361,53 @@ pub(super) fn hand_over(mut owned: Vec<u8>) -> (Vec<u8>, usize) {
     (owned, cost)
 }
 
+/// A hashing job: the digests of every item (MD5 of all items together, multi-buffer), each
+/// handed to its row, then the items' files. Every item's promise is fulfilled before any
+/// file is written, so a failing write never holds a row back; a panic fails the rows whose
+/// digests were not handed over (their promises drop). Each failed file is recorded in
+/// `errors`, as its own job's failure would be.
+fn hash_and_write(
+    items: Vec<HashItem>,
+    tally: &crate::writer::Tally,
+    pool: &BufferPool,
+    errors: &crate::writer::ErrorLog,
+) {
+    let md5: Vec<&[u8]> = items
+        .iter()
+        .filter(|i| i.hashes.md5)
+        .map(|i| i.bytes.as_slice())
+        .collect();
+    let mut digests = vec![[0u8; 16]; md5.len()];
+    let md5_ok = dump_core::hash::md5_many(&md5, &mut digests);
+    let mut md5 = digests.into_iter();
+    let mut files = Vec::with_capacity(items.len());
+    for item in items {
+        let d = match (&md5_ok, item.hashes.md5) {
+            (Err(e), true) => Err(format!("multi-buffer MD5: {e}")),
+            (_, wants_md5) => Ok(Digests {
+                md5: if wants_md5 { md5.next() } else { None },
+                sha1: item
+                    .hashes
+                    .sha1
+                    .then(|| dump_core::hash::ms_sha1(item.dtype, &item.bytes, item.elems)),
+            }),
+        };
+        item.promise.fulfil(d);
+        files.push((item.npy, item.bytes, item.pooled));
+    }
+    for (npy, bytes, pooled) in files {
+        if let Some(n) = npy {
+            match write_one(&n.path, n.dtype, &n.shape, &bytes, n.opts) {
+                Ok(()) => tally.add(n.file_len),
+                Err(f) => errors.record(f.path, f.error),
+            }
+        }
+        if pooled {
+            pool.give(bytes);
+        }
+    }
+}
+
 fn write_one(
     path: &Path,
     dtype: DType,
@@ -244,4 +422,138 @@ fn write_one(
         path: path.to_owned(),
         error,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::WriterConfig;
+
+    fn files(threads: usize) -> TensorFiles {
+        let cfg = WriterConfig {
+            threads,
+            budget_bytes: 1 << 20,
+            direct_write_bytes: 256 << 10,
+            ..WriterConfig::default()
+        };
+        TensorFiles::new(
+            Writer::new(&cfg),
+            None,
+            WriteOptions::default(),
+            EventSink::default(),
+        )
+    }
+
+    fn out(path: PathBuf, len: usize) -> NpyOut {
+        NpyOut {
+            path,
+            dtype: DType::UInt8,
+            shape: vec![len],
+            opts: WriteOptions::default(),
+            file_len: 0,
+        }
+    }
+
+    const BOTH: Hashes = Hashes {
+        md5: true,
+        sha1: true,
+    };
+
+    #[test]
+    fn a_failed_write_still_hands_over_the_digests_and_is_reported() {
+        let f = files(2);
+        let dir = std::env::temp_dir().join(format!("opdump-hashfail-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let data: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 1000 + 77 * i as usize]).collect();
+        let mut slots = Vec::new();
+        for (i, d) in data.iter().enumerate() {
+            // Tensor 2's directory does not exist: its write fails on the writer thread.
+            let path = match i {
+                2 => dir.join("missing").join("t2.npy"),
+                _ => dir.join(format!("t{i}.npy")),
+            };
+            assert!(f.hashes_on_writer(d.len(), false));
+            let bytes = match i % 2 {
+                0 => Cow::Borrowed(d.as_slice()),
+                _ => Cow::Owned(d.clone()),
+            };
+            slots.push(f.write_hashed(
+                Some(out(path, d.len())),
+                bytes,
+                (DType::UInt8, d.len()),
+                BOTH,
+            ));
+        }
+        assert!(
+            slots.iter().all(|s| !s.ready()),
+            "gathered, not queued, before the step ends"
+        );
+        f.send_hashes();
+        for (s, d) in slots.iter().zip(&data) {
+            let got = s.wait().expect("the digests, the failed file's included");
+            assert_eq!(got.md5, Some(dump_core::hash::md5(d)));
+            assert_eq!(
+                got.sha1,
+                Some(dump_core::hash::ms_sha1(DType::UInt8, d, d.len()))
+            );
+        }
+        let Err(Error::Write(e)) = f.flush() else {
+            panic!("the failed write is reported")
+        };
+        assert_eq!(e.count, 1);
+        assert!(e.failures[0].path.ends_with("missing/t2.npy"));
+        for i in [0, 1, 3, 4] {
+            assert!(dir.join(format!("t{i}.npy")).exists(), "t{i} written");
+        }
+        assert_eq!(
+            f.writer().budget().in_use(),
+            0,
+            "every copy's budget returned"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn gathered_copies_never_hold_more_than_half_the_budget() {
+        let f = files(2);
+        let data = vec![7u8; 200 << 10];
+        let mut slots = Vec::new();
+        // Five 200 KiB statistic-only tensors against a 1 MiB budget: the third would pass
+        // half of it, so the first two are queued then; nothing waits forever for budget.
+        for _ in 0..5 {
+            slots.push(f.write_hashed(
+                None,
+                Cow::Borrowed(&data),
+                (DType::UInt8, data.len()),
+                Hashes {
+                    md5: true,
+                    sha1: false,
+                },
+            ));
+            assert!(f.writer().budget().in_use() <= 1 << 20);
+        }
+        assert!(
+            f.writer().queued_jobs() >= 2,
+            "queued before the step's end"
+        );
+        f.flush().unwrap();
+        let want = dump_core::hash::md5(&data);
+        for s in &slots {
+            assert_eq!(s.wait().unwrap().md5, Some(want));
+            assert_eq!(s.wait().unwrap().sha1, None);
+        }
+        assert!(f.writer().budget().peak() <= 1 << 20);
+    }
+
+    #[test]
+    fn a_synchronous_writer_or_a_direct_write_hashes_on_the_caller() {
+        let f = files(0);
+        assert!(!f.hashes_on_writer(10, false) && !f.hashes_on_writer(10, true));
+        let f = files(2);
+        assert!(f.hashes_on_writer(100 << 10, false));
+        assert!(!f.hashes_on_writer(256 << 10, false), "written directly");
+        assert!(f.hashes_on_writer(256 << 10, true), "ours: queued as is");
+        assert!(!f.hashes_on_writer(1 << 20, true), "as large as the budget");
+    }
 }

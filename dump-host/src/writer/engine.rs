@@ -47,7 +47,17 @@ pub struct WriterConfig {
     /// `budget_bytes`. `0` writes every borrowed tensor directly; `usize::MAX` queues every
     /// tensor smaller than the budget. Without threads every write is inline.
     pub direct_write_bytes: usize,
+    /// The nice value the worker threads lower themselves to (Linux; ignored elsewhere and
+    /// when 0 or less): the runtime's threads then get the cores first and the writer takes
+    /// what they leave, which on a machine with fewer cores than busy threads keeps file
+    /// creation (most of a tensor dump's CPU time, in the file system) from slowing the
+    /// dumped step. A producer that waits for budget sleeps, so the writer then runs. Default
+    /// [`DEFAULT_WRITER_NICE`] (BENCHMARKS.md, "Digests on the writer threads").
+    pub nice: i32,
 }
+
+/// The default [`WriterConfig::nice`].
+pub const DEFAULT_WRITER_NICE: i32 = 10;
 
 /// The default [`WriterConfig::direct_write_bytes`]: 8 MiB (see the module docs for why).
 pub const DEFAULT_DIRECT_WRITE_BYTES: usize = 8 << 20;
@@ -60,6 +70,7 @@ impl Default for WriterConfig {
                 .min(2),
             budget_bytes: 256 << 20,
             direct_write_bytes: DEFAULT_DIRECT_WRITE_BYTES,
+            nice: DEFAULT_WRITER_NICE,
         }
     }
 }
@@ -123,6 +134,25 @@ pub struct Writer {
     inline: AtomicU64,
 }
 
+/// Lowers the calling thread's priority to nice value `nice` (never raises it; Linux only).
+fn lower_priority(nice: i32) {
+    #[cfg(target_os = "linux")]
+    if nice > 0 {
+        // SAFETY: `gettid` has no preconditions; `getpriority`/`setpriority` with
+        // `PRIO_PROCESS` and a thread id read and change only that thread's nice value (a
+        // failure, e.g. a seccomp filter, leaves it as it was and is ignored: the priority is a
+        // preference). A thread already nicer than `nice` (a niced process) is left alone.
+        unsafe {
+            let tid = libc::gettid() as libc::id_t;
+            if libc::getpriority(libc::PRIO_PROCESS, tid) < nice {
+                libc::setpriority(libc::PRIO_PROCESS, tid, nice);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
+}
+
 fn run_job(job: impl FnOnce() -> Result<(), WriteFailure>, errors: &ErrorLog) {
     match catch_unwind(AssertUnwindSafe(job)) {
         Ok(Ok(())) => {}
@@ -165,9 +195,11 @@ impl Writer {
                 let rx: Arc<Mutex<Receiver<(Job, usize)>>> = Arc::clone(&rx);
                 let budget = Arc::clone(&budget);
                 let errors = Arc::clone(&errors);
+                let nice = cfg.nice;
                 std::thread::Builder::new()
                     .name(format!("opdump-writer-{i}"))
                     .spawn(move || {
+                        lower_priority(nice);
                         loop {
                             let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
                             let Ok((job, cost)) = next else { break };
@@ -326,12 +358,48 @@ mod tests {
         time::Duration,
     };
 
+    /// The nice value of the calling thread.
+    #[cfg(target_os = "linux")]
+    fn my_nice() -> i32 {
+        // SAFETY: as in `lower_priority`: reads this thread's nice value, nothing else.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn worker_threads_run_at_the_configured_nice_value() {
+        let caller = my_nice();
+        for nice in [0, 7] {
+            let w = Writer::new(&WriterConfig {
+                threads: 2,
+                nice,
+                ..WriterConfig::default()
+            });
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            for _ in 0..4 {
+                let seen = Arc::clone(&seen);
+                w.submit(
+                    1,
+                    Box::new(move || {
+                        seen.lock().unwrap().push(my_nice());
+                        Ok(())
+                    }),
+                );
+            }
+            w.flush().unwrap();
+            let want = caller.max(nice);
+            assert_eq!(*seen.lock().unwrap(), [want; 4], "nice {nice}");
+        }
+        assert_eq!(my_nice(), caller, "the caller's own priority is untouched");
+    }
+
     #[test]
     fn memory_stays_within_budget_with_a_slow_sink() {
         let w = Writer::new(&WriterConfig {
             threads: 2,
             budget_bytes: 1000,
             direct_write_bytes: usize::MAX,
+            ..WriterConfig::default()
         });
         let peak = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(AtomicUsize::new(0));
@@ -436,6 +504,7 @@ mod tests {
             threads: 2,
             budget_bytes: 1000,
             direct_write_bytes: 100,
+            ..WriterConfig::default()
         });
         assert!(!w.is_sync());
         assert!(!w.writes_direct(0));
@@ -445,6 +514,7 @@ mod tests {
             threads: 2,
             budget_bytes: 1000,
             direct_write_bytes: 5000,
+            ..WriterConfig::default()
         });
         assert!(!w.writes_direct(999));
         assert!(
@@ -455,6 +525,7 @@ mod tests {
             threads: 1,
             budget_bytes: 1000,
             direct_write_bytes: 0,
+            ..WriterConfig::default()
         });
         assert!(w.writes_direct(0), "0: every tensor directly");
         assert_eq!(

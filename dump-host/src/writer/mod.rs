@@ -8,6 +8,7 @@
 mod atomic_file;
 mod budget;
 mod csv_append;
+mod digest;
 mod engine;
 mod errors;
 pub mod faults;
@@ -20,10 +21,13 @@ pub(crate) use atomic_file::{FILE_MODE, write_atomic, write_bytes_atomic};
 pub(crate) use budget::Budget;
 pub(crate) use csv_append::CsvAppender;
 pub use csv_append::OPEN_FILES;
+pub(crate) use digest::{DigestPromise, DigestSlot, Digests};
 pub(crate) use engine::Writer;
-pub use engine::{DEFAULT_DIRECT_WRITE_BYTES, WriteErrors, WriterConfig};
+pub use engine::{DEFAULT_DIRECT_WRITE_BYTES, DEFAULT_WRITER_NICE, WriteErrors, WriterConfig};
 pub(crate) use errors::ErrorLog;
 pub use errors::WriteFailure;
 pub(crate) use pool::BufferPool;
-pub(crate) use row_batch::{DeferredRow, RowBatch};
+#[cfg(test)]
+pub(crate) use row_batch::BATCH_BYTES;
+pub(crate) use row_batch::{Deferred, DeferredRow, DigestRow, RowBatch};
 pub(crate) use tally::Tally;

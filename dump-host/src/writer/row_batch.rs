@@ -13,7 +13,10 @@
 //!
 //! A row can also wait for its values: a device that computes statistics asynchronously (a
 //! GPU stream) leaves a [`DeferredRow`] in the row's place, formatted at the flush by the
-//! caller's resolver, so the file's rows keep the order the tensors were dumped in.
+//! caller's resolver, so the file's rows keep the order the tensors were dumped in. So does a
+//! row whose digests a writer thread is computing ([`DigestRow`]): a flush that does not wait
+//! ([`RowBatch::flush`] with `wait: false`, at a step's end) leaves a file whose rows are not
+//! all ready pending, whole, for a later flush; `Dumper::flush` and `Dumper::close` wait.
 
 use std::{
     io,
@@ -22,9 +25,9 @@ use std::{
 };
 
 use dump_core::DType;
-use dump_stats::{PendingStatistics, TensorId};
+use dump_stats::{PendingStatistics, TensorId, TensorStats};
 
-use super::CsvAppender;
+use super::{CsvAppender, digest::DigestSlot};
 
 /// Bytes a deferred row is counted as until it is formatted (a typical row).
 const DEFERRED_ROW_BYTES: usize = 160;
@@ -53,6 +56,49 @@ impl std::fmt::Debug for DeferredRow {
     }
 }
 
+/// A host statistics row whose digests (MD5, SHA-1) a writer thread is computing: everything
+/// else was computed when the tensor was dumped.
+#[derive(Debug)]
+pub(crate) struct DigestRow {
+    /// The tensor's identity (owned: the kernel is gone when the row is formatted).
+    pub(crate) id: TensorId<String>,
+    /// Element type.
+    pub(crate) dtype: DType,
+    /// Dimensions.
+    pub(crate) shape: Vec<usize>,
+    /// The `Data Size` column.
+    pub(crate) data_size: u64,
+    /// The statistics, digests still `None`.
+    pub(crate) stats: TensorStats,
+    /// Where the digests arrive.
+    pub(crate) slot: std::sync::Arc<DigestSlot>,
+}
+
+/// A row formatted at the flush.
+#[derive(Debug)]
+pub(crate) enum Deferred {
+    /// Statistics a device is computing (waited for at any flush).
+    Device(DeferredRow),
+    /// Digests a writer thread is computing.
+    Digests(DigestRow),
+}
+
+impl Deferred {
+    /// `true` when formatting it now would not wait.
+    fn ready(&self) -> bool {
+        match self {
+            Deferred::Device(_) => true,
+            Deferred::Digests(d) => d.slot.ready(),
+        }
+    }
+}
+
+impl From<DeferredRow> for Deferred {
+    fn from(r: DeferredRow) -> Self {
+        Deferred::Device(r)
+    }
+}
+
 /// Emptied texts [`RowBatch`] keeps for reuse.
 const SPARE_TEXTS: usize = 8;
 
@@ -66,7 +112,7 @@ struct Pending {
     text: String,
     rows: u64,
     /// Rows still computing, with the byte offset in `text` where each belongs.
-    deferred: Vec<(usize, DeferredRow)>,
+    deferred: Vec<(usize, Deferred)>,
 }
 
 /// What one flush wrote and what it could not.
@@ -151,7 +197,8 @@ impl RowBatch {
 
     /// Queues a row whose values are still being computed, in its place among `path`'s
     /// rows; like [`push`](Self::push), `true` asks for a flush.
-    pub(crate) fn push_deferred(&self, path: &Path, row: DeferredRow) -> bool {
+    pub(crate) fn push_deferred(&self, path: &Path, row: impl Into<Deferred>) -> bool {
+        let row = row.into();
         let mut g = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         let (files, bytes) = &mut *g;
         match files.iter_mut().rev().find(|p| p.path == path) {
@@ -173,12 +220,20 @@ impl RowBatch {
     /// Writes every pending row: one append per file, through `csv` (a file it creates gets
     /// `header` first and mode `mode`). Deferred rows are formatted first by `resolve`, in
     /// order (`None`: the row is dropped; the resolver reports why).
+    ///
+    /// Without `wait`, a file with a [`DigestRow`] whose digests are not in yet stays pending,
+    /// whole, ahead of any row pushed meanwhile: never waited for here, since the tensors it
+    /// waits for may not be queued yet (a flush asked by [`push_with`](Self::push_with)'s
+    /// byte threshold). What is held that way is bounded by the writer's budget (the
+    /// tensors queued for hashing). With `wait` every row is written: the caller has queued
+    /// every tensor gathered for hashing first.
     pub(crate) fn flush(
         &self,
         csv: &CsvAppender,
         header: &str,
         mode: u32,
-        resolve: &mut dyn FnMut(&Path, DeferredRow) -> Option<String>,
+        wait: bool,
+        resolve: &mut dyn FnMut(&Path, Deferred) -> Option<String>,
     ) -> Flushed {
         let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
         let files = {
@@ -187,7 +242,12 @@ impl RowBatch {
             std::mem::take(&mut g.0)
         };
         let mut done = Flushed::default();
+        let mut kept = Vec::new();
         for mut p in files {
+            if !wait && p.deferred.iter().any(|(_, d)| !d.ready()) {
+                kept.push(p);
+                continue;
+            }
             if !p.deferred.is_empty() {
                 let mut text =
                     String::with_capacity(p.text.len() + DEFERRED_ROW_BYTES * p.deferred.len());
@@ -216,7 +276,42 @@ impl RowBatch {
                 spare.push(p.text);
             }
         }
+        if !kept.is_empty() {
+            self.put_back(kept);
+        }
         done
+    }
+
+    /// Returns files a flush left pending, each ahead of the rows pushed for it meanwhile.
+    fn put_back(&self, kept: Vec<Pending>) {
+        let mut g = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let files = &mut g.0;
+        for mut old in kept {
+            match files.iter().position(|p| p.path == old.path) {
+                Some(i) => {
+                    let newer = std::mem::replace(
+                        &mut files[i],
+                        Pending {
+                            path: PathBuf::new(),
+                            text: String::new(),
+                            rows: 0,
+                            deferred: Vec::new(),
+                        },
+                    );
+                    let shift = old.text.len();
+                    old.text.push_str(&newer.text);
+                    old.rows += newer.rows;
+                    old.deferred.extend(
+                        newer
+                            .deferred
+                            .into_iter()
+                            .map(|(offset, row)| (offset + shift, row)),
+                    );
+                    files[i] = old;
+                }
+                None => files.insert(0, old),
+            }
+        }
     }
 }
 
@@ -226,7 +321,7 @@ mod tests {
 
     use super::*;
 
-    fn never(_: &Path, _: DeferredRow) -> Option<String> {
+    fn never(_: &Path, _: Deferred) -> Option<String> {
         unreachable!("no deferred rows here")
     }
 
@@ -272,7 +367,10 @@ mod tests {
         batch.push(&a, "host2\n");
         batch.push_deferred(&b, deferred(None, "only"));
         let mut resolved = Vec::new();
-        let f = batch.flush(&csv, "h\n", 0o600, &mut |path, row| {
+        let f = batch.flush(&csv, "h\n", 0o600, true, &mut |path, row| {
+            let Deferred::Device(row) = row else {
+                unreachable!("device rows only")
+            };
             resolved.push((path.to_owned(), row.id.op_name.clone()));
             match row.pending.wait() {
                 Ok(Some(dump_stats::DeviceStatistics::Host(s))) => {
@@ -312,15 +410,15 @@ mod tests {
             assert!(!batch.push(&b, &format!("b{i}\n")));
         }
         assert!(!a.exists(), "nothing is written before the flush");
-        let f = batch.flush(&csv, "h\n", 0o600, &mut never);
+        let f = batch.flush(&csv, "h\n", 0o600, true, &mut never);
         assert_eq!(f.rows, 10);
         assert!(f.failed.is_empty());
         assert_eq!(fs::read_to_string(&a).unwrap(), "h\na0\na1\na2\na3\na4\n");
         assert_eq!(fs::read_to_string(&b).unwrap(), "h\nb0\nb1\nb2\nb3\nb4\n");
         batch.push(&a, "a5\n");
-        assert_eq!(batch.flush(&csv, "h\n", 0o600, &mut never).rows, 1);
+        assert_eq!(batch.flush(&csv, "h\n", 0o600, true, &mut never).rows, 1);
         assert_eq!(
-            batch.flush(&csv, "h\n", 0o600, &mut never).rows,
+            batch.flush(&csv, "h\n", 0o600, true, &mut never).rows,
             0,
             "a second flush has nothing"
         );
@@ -373,7 +471,7 @@ mod tests {
             Err(())
         );
         batch.push(&a, "a1\n");
-        let f = batch.flush(&csv, "h\n", 0o600, &mut never);
+        let f = batch.flush(&csv, "h\n", 0o600, true, &mut never);
         assert_eq!(f.rows, 2);
         assert_eq!(fs::read_to_string(&a).unwrap(), "h\na0\na1\n");
         assert!(!b.exists(), "a file with no row is not created");
@@ -388,7 +486,7 @@ mod tests {
         batch.push(&gone, "r1\n");
         batch.push(&gone, "r2\n");
         batch.push(&d.join("ok.csv"), "r3\n");
-        let f = batch.flush(&csv, "h\n", 0o600, &mut never);
+        let f = batch.flush(&csv, "h\n", 0o600, true, &mut never);
         assert_eq!(f.rows, 1);
         assert_eq!(f.failed.len(), 1);
         assert_eq!(
@@ -396,6 +494,121 @@ mod tests {
             (gone.as_path(), 2)
         );
         assert_eq!(fs::read_to_string(d.join("ok.csv")).unwrap(), "h\nr3\n");
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn digest_row(name: &str) -> (DigestRow, crate::writer::DigestPromise) {
+        let (slot, promise) = DigestSlot::new();
+        let row = DigestRow {
+            id: TensorId {
+                op_type: "MatMul".into(),
+                op_name: name.into(),
+                ..TensorId::default()
+            },
+            dtype: DType::Float32,
+            shape: vec![2],
+            data_size: 8,
+            stats: TensorStats {
+                summary: None,
+                md5: None,
+                sha1: None,
+            },
+            slot,
+        };
+        (row, promise)
+    }
+
+    /// Formats a digest row as `name=<first md5 byte>`; `None` when its digests failed.
+    fn by_digest(_: &Path, r: Deferred) -> Option<String> {
+        let Deferred::Digests(r) = r else {
+            unreachable!("digest rows only")
+        };
+        let d = r.slot.wait().ok()?;
+        Some(format!("{}={}\n", r.id.op_name, d.md5.unwrap()[0]))
+    }
+
+    fn md5_of(byte: u8) -> Result<crate::writer::Digests, String> {
+        Ok(crate::writer::Digests {
+            md5: Some([byte; 16]),
+            sha1: None,
+        })
+    }
+
+    #[test]
+    fn a_flush_that_does_not_wait_keeps_a_file_with_digests_pending_whole_and_in_order() {
+        let d = tmp("digests");
+        let (a, b) = (d.join("a.csv"), d.join("b.csv"));
+        let (csv, batch) = (CsvAppender::new(), RowBatch::default());
+        batch.push(&a, "a0\n");
+        let (x, px) = digest_row("x");
+        batch.push_deferred(&a, Deferred::Digests(x));
+        batch.push(&a, "a2\n");
+        batch.push(&b, "b0\n");
+        let f = batch.flush(&csv, "h\n", 0o600, false, &mut by_digest);
+        assert_eq!(f.rows, 1, "b's row only");
+        assert!(
+            !a.exists(),
+            "a waits for x's digests, all of its rows with it"
+        );
+        // A row pushed to a after the flush left it pending goes after a's kept rows.
+        batch.push(&a, "a3\n");
+        px.fulfil(md5_of(9));
+        let f = batch.flush(&csv, "h\n", 0o600, false, &mut by_digest);
+        assert_eq!(f.rows, 4);
+        assert_eq!(fs::read_to_string(&a).unwrap(), "h\na0\nx=9\na2\na3\n");
+        assert_eq!(fs::read_to_string(&b).unwrap(), "h\nb0\n");
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn kept_rows_go_back_ahead_of_rows_pushed_during_the_flush() {
+        let d = tmp("putback");
+        let a = d.join("a.csv");
+        let (csv, batch) = (CsvAppender::new(), RowBatch::default());
+        let (x, px) = digest_row("x");
+        batch.push(&a, "old0\n");
+        batch.push_deferred(&a, Deferred::Digests(x));
+        // What a flush takes and then keeps, while another thread pushes to the same file.
+        let kept = std::mem::take(&mut batch.pending.lock().unwrap().0);
+        let (y, py) = digest_row("y");
+        batch.push(&a, "new0\n");
+        batch.push_deferred(&a, Deferred::Digests(y));
+        batch.push(&a, "new2\n");
+        batch.put_back(kept);
+        px.fulfil(md5_of(1));
+        py.fulfil(md5_of(2));
+        let f = batch.flush(&csv, "h\n", 0o600, false, &mut by_digest);
+        assert_eq!(f.rows, 5);
+        assert_eq!(
+            fs::read_to_string(&a).unwrap(),
+            "h\nold0\nx=1\nnew0\ny=2\nnew2\n"
+        );
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_waiting_flush_waits_for_the_digests_and_drops_only_a_failed_row() {
+        let d = tmp("digestwait");
+        let a = d.join("a.csv");
+        let (csv, batch) = (CsvAppender::new(), RowBatch::default());
+        let (x, px) = digest_row("x");
+        let (y, py) = digest_row("y");
+        batch.push_deferred(&a, Deferred::Digests(x));
+        batch.push_deferred(&a, Deferred::Digests(y));
+        batch.push(&a, "z\n");
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            px.fulfil(md5_of(5));
+            // The job hashing y died: its promise drops unfulfilled.
+            drop(py);
+        });
+        let f = batch.flush(&csv, "h\n", 0o600, true, &mut by_digest);
+        late.join().unwrap();
+        assert_eq!(
+            f.rows, 2,
+            "x and z; y's row is lost, not waited for forever"
+        );
+        assert_eq!(fs::read_to_string(&a).unwrap(), "h\nx=5\nz\n");
         fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -113,6 +113,114 @@ fn remove(d: &PathBuf) {
     let _ = std::fs::remove_dir_all(d);
 }
 
+/// The README demo's full dump (every category) against the undumped step, interleaved: each
+/// round runs an undumped step, a dumped step with the default writer, and one whose writer
+/// threads keep the runtime's priority (these two alternating which goes first). Every step writes its 205 `.npy` files and rows; the
+/// directories are removed only after the last round (deleting files between steps makes the
+/// next creations costlier on ext4). Each timed step starts with both writers idle (flushed,
+/// untimed): the undumped step runs without any writer's backlog, and a dumped step competes
+/// only with the writing of its own files (the `opdump demo` figure, whose writer falls
+/// further behind from step to step, is the steady state).
+fn full_demo(opts: &Opts, m: &mut Vec<Metric>) -> Result<(), String> {
+    use opdump::cli::demo::default_config;
+    let batch = 8;
+    let rounds = if opts.quick { 3 } else { 21 };
+    let categories = serde_json::Value::from(
+        dump_stats::CategorySet::all()
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>(),
+    )
+    .to_string();
+    let open = |tag: &str, nice: i32| -> Result<(Dumper, PathBuf), String> {
+        let root = scratch(tag)?;
+        let text = default_config(
+            &root.to_string_lossy(),
+            dump_host::config::SavedData::Full,
+            &categories,
+        );
+        let opts = DumpOptions {
+            writer: WriterConfig {
+                nice,
+                ..WriterConfig::default()
+            },
+            ..DumpOptions::default()
+        };
+        let d = Dumper::builder()
+            .env(&HashMap::<String, String>::new())
+            .options(opts)
+            .open_json(text.into_bytes())
+            .map_err(|e| e.to_string())?;
+        Ok((d, root))
+    };
+    let mut dumpers = [
+        open("full-demo", WriterConfig::default().nice)?,
+        open("full-demo-nice0", 0)?,
+    ];
+    let mut plain = LeNet::new(batch);
+    let mut nets = [LeNet::new(batch), LeNet::new(batch)];
+    let (mut base_ms, mut times) = (Vec::new(), [Vec::new(), Vec::new()]);
+    let idle = |dumpers: &[(Dumper, PathBuf)]| -> Result<(), String> {
+        for (d, _) in dumpers {
+            d.flush().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    };
+    for round in 0..rounds + 1 {
+        idle(&dumpers)?;
+        let t = Instant::now();
+        plain.step(&mut NoTrace);
+        let b = t.elapsed().as_secs_f64() * 1e3;
+        let mut dumped = [0.0; 2];
+        // The two dumped steps take turns going first.
+        for k in 0..2 {
+            let i = (k + round) % 2;
+            idle(&dumpers)?;
+            let (d, net) = (&mut dumpers[i].0, &mut nets[i]);
+            let t = Instant::now();
+            let step = d.begin_step();
+            net.step(&mut StepTracer {
+                step: &step,
+                parameters: true,
+            });
+            step.finish().map_err(|e| e.to_string())?;
+            dumped[i] = t.elapsed().as_secs_f64() * 1e3;
+        }
+        // The first round warms the networks up.
+        if round > 0 {
+            base_ms.push(b);
+            for (v, x) in times.iter_mut().zip(dumped) {
+                v.push(x);
+            }
+        }
+    }
+    for (d, root) in &mut dumpers {
+        d.close().map_err(|e| e.to_string())?;
+        remove(root);
+    }
+    let base = median(base_ms);
+    let [dflt, nice0] = times;
+    m.push(Metric {
+        name: "README demo step (batch 8), no dump",
+        value: base,
+        unit: "ms",
+        baseline: None,
+    });
+    m.push(Metric {
+        name: "README demo step, full dump, every category",
+        value: median(dflt),
+        unit: "ms",
+        baseline: Some(base),
+    });
+    m.push(Metric {
+        name: "README demo step, full dump, writer at runtime priority",
+        value: median(nice0),
+        unit: "ms",
+        baseline: Some(base),
+    });
+    Ok(())
+}
+
 /// Runs the Dumper benchmarks.
 pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     let mut m = Vec::new();
@@ -184,6 +292,11 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         unit: "rows",
         baseline: None,
     });
+
+    // 1b. The README's demo (`opdump demo`): saved_data full, every statistic category (md5
+    // and sha1 included), batch 8, against the undumped step; the writer threads at their
+    // default priority and at the runtime's (OPDUMP_WRITER_NICE=0), in the same rounds.
+    full_demo(opts, &mut m)?;
 
     // 2. Per-tensor cost of a statistic row and of an npy file (1024 f32 = 4 KiB tensors).
     let n = if opts.quick { 500 } else { 5000 };
@@ -382,7 +495,11 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         m.iter().map(|x| {
             let ratio = x
                 .baseline
-                .filter(|_| x.unit != "ms" || x.name.contains("statistic dump"))
+                .filter(|_| {
+                    x.unit != "ms"
+                        || x.name.contains("statistic dump")
+                        || x.name.contains("full dump")
+                })
                 .map(|b| x.value / b);
             (x.name, x.value, x.unit, x.baseline, ratio)
         }),

@@ -11,7 +11,7 @@ use crate::{
     writer::{DEFAULT_DIRECT_WRITE_BYTES, WriterConfig},
 };
 
-fn root(tag: &str) -> PathBuf {
+pub(super) fn root(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("opdump-emit-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
@@ -53,7 +53,7 @@ fn npy_of(dir: &std::path::Path, op: &str) -> Option<dump_npy::NpyFile> {
 }
 
 /// The Dumper's internals (kept across `begin_step`, which borrows the Dumper).
-fn shared(d: &Dumper) -> Arc<Shared> {
+pub(super) fn shared(d: &Dumper) -> Arc<Shared> {
     Arc::clone(d.shared.as_ref().unwrap())
 }
 
@@ -73,6 +73,7 @@ fn two_threads(direct_write_bytes: usize) -> WriterConfig {
         threads: 2,
         budget_bytes: 1 << 20,
         direct_write_bytes,
+        ..WriterConfig::default()
     }
 }
 
