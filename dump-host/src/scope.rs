@@ -193,8 +193,8 @@ mod tests {
     fn markers_are_independent() {
         let a = Cell::new(3);
         let mut log = Vec::new();
-        let b = RefCell::new(&mut log);
         enter::<A, _>(&a, || {
+            let b = RefCell::new(&mut log);
             enter::<B, _>(&b, || {
                 // A's scope is found under B's.
                 let v = read_a();
@@ -203,7 +203,6 @@ mod tests {
             assert!(!is_active::<B>(), "B ended");
             assert!(is_active::<A>());
         });
-        drop(b);
         assert_eq!(log, ["Some(3)"]);
     }
 
@@ -225,7 +224,7 @@ mod tests {
     fn scopes_are_per_thread() {
         let a = Cell::new(9);
         enter::<A, _>(&a, || {
-            let other = std::thread::spawn(|| is_active::<A>()).join().unwrap();
+            let other = std::thread::spawn(is_active::<A>).join().unwrap();
             assert!(!other);
             assert!(is_active::<A>());
         });
