@@ -75,4 +75,4 @@ pub use burn;
 pub use convert::{HostData, dtype_of, with_tensor_ref};
 pub use error::Error;
 pub use trace::{Tracer, layer, op_type_of, tap};
-pub use train::{ParamGradients, training_step};
+pub use train::{DumpedOptimizer, ParamGradients, training_step};

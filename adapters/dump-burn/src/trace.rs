@@ -12,7 +12,7 @@ use std::{
     fmt::Write as _,
 };
 
-use burn::tensor::Tensor;
+use burn::tensor::{Tensor, TensorData};
 use dump_host::{
     Dumper, Kernel, Step, TensorRef,
     scope::{self, StepScope},
@@ -20,7 +20,7 @@ use dump_host::{
 
 use crate::{
     Error,
-    convert::{HostData, with_tensor_ref},
+    convert::{HostData, data_ref, with_tensor_ref},
 };
 
 /// Per-graph state of a burn model's dump: the graph id, the execution order seen so far,
@@ -225,6 +225,38 @@ pub(crate) fn report<T: HostData + ?Sized>(op_type: &str, prefix: &str, t: &T) {
         }
         *a.name.borrow_mut() = name;
     });
+}
+
+/// Reports kernel `prefix{n}` of type `op_type` whose outputs `outputs()` computes (already on
+/// the host), output `i` in slot `i`. `outputs` runs only when the Dumper wants the kernel; the
+/// reason it gives when it cannot compute them becomes a diagnostic. Does nothing outside
+/// [`Tracer::step`].
+pub(crate) fn report_data(
+    op_type: &str,
+    prefix: &str,
+    outputs: impl FnOnce() -> Result<Vec<TensorData>, String>,
+) {
+    with_active(|a| {
+        let mut name = std::mem::take(&mut *a.name.borrow_mut());
+        if let Some(k) = a.open(op_type, prefix, &mut name) {
+            match outputs() {
+                Ok(data) => {
+                    for (slot, d) in data.iter().enumerate() {
+                        a.settle(data_ref(d, |r| k.output(slot as u32, r)));
+                    }
+                }
+                Err(why) => {
+                    a.diagnostics.borrow_mut().insert(why);
+                }
+            }
+        }
+        *a.name.borrow_mut() = name;
+    });
+}
+
+/// Records `why` (something that could not be dumped) in the running step's diagnostics.
+pub(crate) fn diagnose(why: String) {
+    with_active(|a| a.diagnostics.borrow_mut().insert(why));
 }
 
 /// Dumps `t` as Parameter `name` of the active step. Does nothing outside [`Tracer::step`].
