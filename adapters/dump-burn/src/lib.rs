@@ -4,9 +4,14 @@
 //! * [`layer`] runs one layer of a model as a kernel (input 0 and output 0 dumped, named by
 //!   the module path you give, `"features.conv1"`, its op type the module's type name);
 //! * [`tap`] dumps a tensor inside a forward that no layer boundary exposes;
-//! * [`training_step`], called after `backward()`, dumps every parameter's gradient as a
-//!   backward `Gradient` kernel and every parameter as a Parameter, by module path (burn's
-//!   [`ModuleVisitor`](burn::module::ModuleVisitor)), from [`GradientsParams`] or
+//! * [`DumpedOptimizer`] wraps burn's [`ModuleOptimizer`] (what `AdamWConfig::init` and the
+//!   other optimizer configs return): its step dumps every parameter's gradient as a backward
+//!   `Gradient` kernel, every parameter after the update as a Parameter, its update (Δw and
+//!   ‖Δw‖/‖w‖), the optimizer's state (AdamW's moments, momentum SGD's velocity) and the
+//!   learning rate, by module path (burn's [`ModuleVisitor`](burn::module::ModuleVisitor)):
+//!   the one changed line of a training loop, with the kernels dump-candle writes for candle;
+//! * [`training_step`], called after `backward()`, dumps every parameter's gradient and every
+//!   parameter only, for loops that keep their bare optimizer, from [`GradientsParams`] or
 //!   [`Gradients`](burn::tensor::Gradients).
 //!
 //! A [`Tracer`] runs each step: it begins the Dumper's step, installs it for the calling
@@ -28,6 +33,7 @@
 //! only the built-in backends. The dump points are therefore explicit, as in dump-candle.
 //!
 //! [`GradientsParams`]: burn::optim::GradientsParams
+//! [`ModuleOptimizer`]: burn::optim::ModuleOptimizer
 //!
 //! ```
 //! use burn::nn::{Relu, Linear, LinearConfig};

@@ -159,7 +159,8 @@ fn gradient_prefix(path: &str) -> String {
 ///    `momentum/moment_2`, momentum SGD's `momentum/velocity`);
 /// 4. the learning rate, `Optimizer/Default/learning_rate/LearningRate-op{n}` (0-d f64).
 ///
-/// `{path}` is the parameter's module path with `.` as `/` (see the [module docs](self)).
+/// `{path}` is the parameter's field path from the model's root (`features.conv1.weight`)
+/// with `.` as `/`; file names turn every `/` and `.` into `_`.
 ///
 /// **Where the state comes from.** burn 0.22.1's optimizers (`AdamWConfig::init`,
 /// `SgdConfig::init`, ...) all return a [`ModuleOptimizer`], which keeps each parameter's state
