@@ -32,6 +32,40 @@
 //! `burn::nn` or optimizer can run on it: they are written against `Tensor<D>` and reach
 //! only the built-in backends. The dump points are therefore explicit, as in dump-candle.
 //!
+//! ## GPU backends: host reads, not the `DeviceTensor` contract
+//!
+//! A tensor on one of burn's GPU backends (CUDA, wgpu, ... through cubecl) is dumped like a
+//! CPU one: [`HostData`] multiplies it by 1 on its device (one kernel and one device buffer the
+//! size of the tensor) and reads the product to the host (`try_into_data`: one
+//! device-to-host copy that waits for the tensor to be computed); statistics are then computed
+//! on the host. Nothing of that is backend-specific, but it has only been run on the ndarray
+//! backend here (no GPU backend is compiled in this workspace).
+//!
+//! dump-host's [`DeviceTensor`](dump_host::DeviceTensor) contract (statistics on the device,
+//! ordered on the runtime's stream) is not used, for these reasons (burn 0.22.1, cubecl
+//! 0.11.3):
+//!
+//! * the way down exists in public API, but only with a GPU backend compiled into burn:
+//!   `Tensor::try_into_primitive::<B>()` (burn-tensor `src/tensor/api/extension.rs:95`) needs
+//!   `DispatchTensor: DispatchKindConversion<B>`, implemented per backend under that backend's
+//!   cfg only (burn-dispatch `src/tensor.rs:480-482`; the `Cube` variant of
+//!   `DispatchTensorKind` exists only with `cube_backend`, `src/tensor.rs:265-266`, set by
+//!   burn-dispatch's `cuda`/`wgpu`/... features, `Cargo.toml:57-64`). Depending on burn's `cuda`
+//!   or `wgpu` feature, even behind an off-by-default feature of this crate, would add cubecl's
+//!   runtimes and cudarc/wgpu to the workspace's builds and lock file, which this project does
+//!   not take on (CI time);
+//! * with burn's default `fusion` (burn-cuda `Cargo.toml:46-56`) the primitive is a fusion
+//!   handle, not a cubecl tensor (extension.rs:93-94); it has to be resolved (its fused graph
+//!   executed) before it has a buffer;
+//! * a resolved `CubeTensor` has public `client` and `handle` fields (burn-cubecl
+//!   `src/tensor/base.rs:20-33`), and cubecl's `ComputeClient::get_resource` (cubecl-runtime
+//!   `src/client.rs:467`) gives CUDA's `GpuResource { ptr, size, .. }` (cubecl-cuda
+//!   `src/compute/storage/gpu.rs:36-43`), but no stream: the resource is claimed on the calling
+//!   thread's cubecl stream (`client.rs:243-248`, `compute/server.rs:1357-1368`), whose
+//!   `CUstream` no public API returns. Statistics launched on another stream would have to wait
+//!   for a full device sync (`ComputeClient::sync`, `client.rs:1407`) per dumped step, which
+//!   the host read already does per tensor.
+//!
 //! [`GradientsParams`]: burn::optim::GradientsParams
 //! [`ModuleOptimizer`]: burn::optim::ModuleOptimizer
 //!
