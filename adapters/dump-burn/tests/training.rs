@@ -395,6 +395,8 @@ fn the_optimizer_state_and_update_ratio_are_burns_own() {
                 })
                 .unwrap();
             model = m;
+            // The files are written in the background: wait for this step's before reading.
+            d.flush().unwrap();
             let after = model.params();
             let saved = tmp.0.join(format!("state-{step}.bpk"));
             opt.inner().save(&saved).unwrap();
