@@ -501,3 +501,58 @@ fn the_optimizer_state_and_update_ratio_are_burns_own() {
         }
     }
 }
+
+/// `DumpedOptimizer` trains exactly as the optimizer it wraps (the weights after 3 AdamW steps
+/// equal a bare AdamW run's bit for bit), and with `iteration` "1" only step 1 is written.
+#[test]
+fn the_wrapped_optimizer_trains_as_the_bare_one_and_unselected_steps_write_nothing() {
+    use burn::optim::AdamWConfig;
+    use dump_burn::DumpedOptimizer;
+
+    let tmp = Tmp::new("opt-select");
+    let device = Device::default().autodiff();
+    let (x, y) = batch(&device);
+    let mut bare_model = model(&device);
+    let mut bare = AdamWConfig::new().init();
+    let mut dumped_model = model(&device);
+    let mut dumped = DumpedOptimizer::new(AdamWConfig::new().init());
+    let text = format!(
+        r#"{{"common_dump_settings": {{"path": "{}", "net_name": "Net", "iteration": "1",
+        "input_output": 0, "support_device": [0], "dump_mode": 0, "kernels": [],
+        "saved_data": "statistic"}}, "e2e_dump_settings": {{"enable": true}}}}"#,
+        tmp.0.display()
+    );
+    let mut d = dump_host::Dumper::builder()
+        .open_json(text.into_bytes())
+        .unwrap();
+    let mut tracer = Tracer::new(0);
+    for _ in 0..3 {
+        let f = bare_model.plain(x.clone(), y.clone());
+        let grads = GradientsParams::from_grads(f.loss.backward(), &bare_model);
+        bare_model = bare.step(0.01, bare_model, grads);
+        dumped_model = tracer
+            .step(&mut d, || {
+                let f = dumped_model.forward(x.clone(), y.clone());
+                let grads = GradientsParams::from_grads(f.loss.backward(), &dumped_model);
+                dumped.step(0.01, dumped_model.clone(), grads)
+            })
+            .unwrap();
+    }
+    for ((p, want), (_, got)) in bare_model.params().iter().zip(dumped_model.params()) {
+        assert!(
+            want.as_bytes() == got.as_bytes(),
+            "{p}: the wrapper changed training"
+        );
+    }
+    let report = d.close().unwrap();
+    // Step 1 only: 4 layers (input + output), the loss, 4 gradients, 4 Parameters, 4 updates
+    // (2 outputs), 8 moments, the learning rate.
+    assert_eq!(report.rows, 4 * 2 + 1 + 4 + 4 + 4 * 2 + 8 + 1);
+    let net = tmp.rank().join("Net/0");
+    let steps: Vec<String> = std::fs::read_dir(&net)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.parse::<u32>().is_ok())
+        .collect();
+    assert_eq!(steps, ["1"], "only the selected iteration has a directory");
+}
