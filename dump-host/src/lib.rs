@@ -79,6 +79,10 @@
 //! ([`DumperBuilder::on_nonfinite`]) the kernel call that sees the NaN returns
 //! [`Error::NonFinite`]. See `docs/flight-recorder.md`.
 //!
+//! An adapter that dumps from inside a model's code (a module wrapper, a `tap` call) reaches
+//! its running step through [`scope`]: a thread-local step scope it enters around the step's
+//! body (dump-candle's and dump-burn's `Tracer::step`).
+//!
 //! Tensors: [`TensorRef::from_slice`] for `&[f32]`, `&[half::bf16]`, `&[i64]`, `&[bool]`, ...;
 //! [`TensorRef::host`] for raw little-endian bytes (int4/uint1 packed), [`TensorRef::strided`]
 //! for non-contiguous host tensors and [`TensorRef::device`] for a [`DeviceTensor`].
@@ -93,6 +97,7 @@ mod dumper;
 pub mod error;
 pub mod graph;
 pub mod layout;
+pub mod scope;
 pub mod writer;
 
 pub use dumper::{

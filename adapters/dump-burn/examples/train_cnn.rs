@@ -1,9 +1,9 @@
 //! A small CNN trained with burn on synthetic data with every step dumped: each layer's input
-//! and output (`layer`), the loss (`tap`), every parameter's gradient and every parameter
-//! (`training_step`).
+//! and output (`layer`), the loss (`tap`), and through `DumpedOptimizer` every parameter's
+//! gradient, every parameter, its update (Δw and ‖Δw‖/‖w‖) and the optimizer's state.
 //!
 //! ```text
-//! cargo run -p dump-burn --example train_cnn -- OUT_DIR [--lr 0.01] [--steps 20] [--saved-data statistic|tensor|full]
+//! cargo run -p dump-burn --example train_cnn -- OUT_DIR [--lr 0.01] [--steps 20] [--saved-data statistic|tensor|full] [--momentum 0.9]
 //! opdump inspect OUT_DIR
 //! ```
 //!
@@ -20,10 +20,10 @@ use burn::{
         conv::{Conv2d, Conv2dConfig},
         pool::{MaxPool2d, MaxPool2dConfig},
     },
-    optim::{GradientsParams, SgdConfig},
+    optim::{GradientsParams, SgdConfig, momentum::MomentumConfig},
     tensor::{Device, Tensor, TensorData},
 };
-use dump_burn::{Tracer, layer, tap, training_step};
+use dump_burn::{DumpedOptimizer, Tracer, layer, tap};
 use dump_host::Dumper;
 
 /// conv(1→8, 3x3) → relu → maxpool 2 → conv(8→16, 3x3) → relu → linear(16·2·2 → 1).
@@ -110,17 +110,19 @@ fn data(device: &Device) -> (Tensor<4>, Tensor<2>) {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    const USAGE: &str =
-        "usage: train_cnn OUT_DIR [--lr X] [--steps N] [--saved-data statistic|tensor|full]";
+    const USAGE: &str = "usage: train_cnn OUT_DIR [--lr X] [--steps N] [--saved-data statistic|tensor|full] \
+         [--momentum M]";
     let mut args = std::env::args().skip(1);
     let mut out = None;
     let (mut lr, mut steps, mut saved) = (0.01f64, 20usize, "statistic".to_owned());
+    let mut momentum = None;
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match a.as_str() {
             "--lr" => lr = value("--lr")?.parse()?,
             "--steps" => steps = value("--steps")?.parse()?,
             "--saved-data" => saved = value("--saved-data")?,
+            "--momentum" => momentum = Some(value("--momentum")?.parse::<f64>()?),
             _ if out.is_none() && !a.starts_with("--") => out = Some(std::path::PathBuf::from(a)),
             _ => return Err(format!("unexpected argument {a:?}; {USAGE}").into()),
         }
@@ -144,7 +146,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let device = Device::default().autodiff();
     let mut model = Cnn::new(&device);
-    let mut opt = SgdConfig::new().init();
+    // The one changed line of a plain loop: burn's optimizer wrapped, so that its step dumps
+    // gradients, parameters, updates and state by module path.
+    let mut opt = DumpedOptimizer::new(
+        SgdConfig::new()
+            .with_momentum(momentum.map(|m| MomentumConfig::new().with_momentum(m)))
+            .init(),
+    );
     let (x, y) = data(&device);
     let mut tracer = Tracer::new(0);
     for step in 0..steps {
@@ -152,8 +160,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let loss = (model.forward(x.clone()) - y.clone()).powi_scalar(2).mean();
             tap("loss", "MSELoss", &loss);
             let grads = GradientsParams::from_grads(loss.backward(), &model);
-            // The one added line of a plain loop: gradients and parameters by module path.
-            training_step(&model, &grads);
             let value = loss.into_data().as_slice::<f32>().map(|v| v[0]);
             (opt.step(lr, model.clone(), grads), value)
         })?;

@@ -10,15 +10,17 @@ use std::{
     cell::{Cell, RefCell},
     collections::BTreeSet,
     fmt::Write as _,
-    ptr,
 };
 
-use burn::tensor::Tensor;
-use dump_host::{Dumper, Kernel, Step, TensorRef};
+use burn::tensor::{Tensor, TensorData};
+use dump_host::{
+    Dumper, Kernel, Step, TensorRef,
+    scope::{self, StepScope},
+};
 
 use crate::{
     Error,
-    convert::{HostData, with_tensor_ref},
+    convert::{HostData, data_ref, with_tensor_ref},
 };
 
 /// Per-graph state of a burn model's dump: the graph id, the execution order seen so far,
@@ -42,41 +44,17 @@ struct Active<'a> {
     diagnostics: RefCell<&'a mut BTreeSet<String>>,
 }
 
-thread_local! {
-    /// The step of the [`Tracer::step`] running on this thread (null outside one). Points at
-    /// an `Active` on that call's stack; [`Installed`] clears it before the `Active` dies.
-    static ACTIVE: Cell<*const Active<'static>> = const { Cell::new(ptr::null()) };
-}
+/// The marker of this adapter's step scope ([`dump_host::scope`]): inside [`Tracer::step`],
+/// its `Active` is reachable from any [`layer`]/[`tap`] call on the thread.
+struct Scope;
 
-/// Installs an `Active` for this thread and restores the previous one on drop (also when the
-/// step's closure panics), so nested steps and unwinding leave no dangling pointer behind.
-struct Installed(*const Active<'static>);
-
-impl Installed {
-    fn new(a: &Active<'_>) -> Self {
-        let p = (a as *const Active<'_>).cast::<Active<'static>>();
-        Installed(ACTIVE.with(|c| c.replace(p)))
-    }
-}
-
-impl Drop for Installed {
-    fn drop(&mut self) {
-        ACTIVE.with(|c| c.set(self.0));
-    }
+impl StepScope for Scope {
+    type Active<'a> = Active<'a>;
 }
 
 /// Runs `f` with the active step of this thread, if any.
 fn with_active<R>(f: impl FnOnce(&Active<'_>) -> R) -> Option<R> {
-    let p = ACTIVE.with(Cell::get);
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null pointer was set by `Installed::new` from a live `Active` on the stack
-    // of a `Tracer::step` call further up this thread's stack; its `Installed` guard resets
-    // the pointer before that `Active` is dropped, so the `Active` outlives this call. The
-    // reference handed to `f` cannot escape it (its lifetime is bounded by the closure).
-    let a = unsafe { &*p.cast::<Active<'_>>() };
-    Some(f(a))
+    scope::with::<Scope, _>(|a| f(a))
 }
 
 impl Tracer {
@@ -111,10 +89,7 @@ impl Tracer {
             error: RefCell::new(None),
             diagnostics: RefCell::new(&mut self.diagnostics),
         };
-        let out = {
-            let _installed = Installed::new(&active);
-            f()
-        };
+        let out = scope::enter::<Scope, _>(&active, f);
         let Active {
             seq,
             order,
@@ -252,6 +227,38 @@ pub(crate) fn report<T: HostData + ?Sized>(op_type: &str, prefix: &str, t: &T) {
     });
 }
 
+/// Reports kernel `prefix{n}` of type `op_type` whose outputs `outputs()` computes (already on
+/// the host), output `i` in slot `i`. `outputs` runs only when the Dumper wants the kernel; the
+/// reason it gives when it cannot compute them becomes a diagnostic. Does nothing outside
+/// [`Tracer::step`].
+pub(crate) fn report_data(
+    op_type: &str,
+    prefix: &str,
+    outputs: impl FnOnce() -> Result<Vec<TensorData>, String>,
+) {
+    with_active(|a| {
+        let mut name = std::mem::take(&mut *a.name.borrow_mut());
+        if let Some(k) = a.open(op_type, prefix, &mut name) {
+            match outputs() {
+                Ok(data) => {
+                    for (slot, d) in data.iter().enumerate() {
+                        a.settle(data_ref(d, |r| k.output(slot as u32, r)));
+                    }
+                }
+                Err(why) => {
+                    a.diagnostics.borrow_mut().insert(why);
+                }
+            }
+        }
+        *a.name.borrow_mut() = name;
+    });
+}
+
+/// Records `why` (something that could not be dumped) in the running step's diagnostics.
+pub(crate) fn diagnose(why: String) {
+    with_active(|a| a.diagnostics.borrow_mut().insert(why));
+}
+
 /// Dumps `t` as Parameter `name` of the active step. Does nothing outside [`Tracer::step`].
 pub(crate) fn parameter<const D: usize>(name: &str, t: &Tensor<D>) {
     with_active(|a| {
@@ -273,7 +280,7 @@ pub(crate) fn parameter<const D: usize>(name: &str, t: &Tensor<D>) {
 /// With `on_nonfinite` `stop`, a non-finite `t` becomes the step's error (returned by
 /// [`Tracer::step`]); `tap` itself cannot fail the forward.
 pub fn tap<T: HostData + ?Sized>(name: &str, op_type: &str, t: &T) {
-    if ACTIVE.with(Cell::get).is_null() {
+    if !scope::is_active::<Scope>() {
         return;
     }
     report(op_type, &scope_prefix(name, op_type), t);
@@ -294,7 +301,7 @@ pub fn layer<M, const DI: usize, const DO: usize>(
     input: Tensor<DI>,
     f: impl FnOnce(&M, Tensor<DI>) -> Tensor<DO>,
 ) -> Tensor<DO> {
-    if ACTIVE.with(Cell::get).is_null() {
+    if !scope::is_active::<Scope>() {
         return f(module, input);
     }
     let op_type = op_type_of::<M>();

@@ -326,6 +326,237 @@ fn a_filter_that_rejects_everything_writes_nothing() {
     assert!(npy_in(&tmp.rank().join("Net/0/0")).is_empty());
 }
 
+/// The elements of an f32 tensor's data.
+fn f32s(t: &TensorData) -> Vec<f32> {
+    t.as_slice::<f32>().unwrap().to_vec()
+}
+
+/// f32 values as their little-endian bytes (an .npy file's data).
+fn le(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// ‖v‖₂ summed in f64 in index order: the test's own norm.
+fn norm(v: &[f32]) -> f64 {
+    v.iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// `DumpedOptimizer` on AdamW and on momentum SGD, 3 steps, `saved_data: full`: per parameter,
+/// the Parameter file is the weight after the update, the Update kernel's Δw is the
+/// difference of burn's weights after and before, its ratio ‖Δw‖/‖w‖ the test's own f64 norm
+/// ratio, and the OptimizerState files equal, bit for bit, both the state burn's optimizer
+/// saves (`ModuleOptimizer::save`, read back with burnpack's reader) and the moments /
+/// velocity the test computes from the dumped gradients with burn's update rules; the learning
+/// rate is the one passed; `inspect` reads the update ratios back per parameter.
+#[test]
+fn the_optimizer_state_and_update_ratio_are_burns_own() {
+    use burn::optim::{AdamWConfig, momentum::MomentumConfig};
+    use dump_burn::DumpedOptimizer;
+
+    // AdamW's defaults (0.22.1): beta_1 0.9, beta_2 0.999. Momentum: 0.9, dampening 0.1.
+    let (b1, b2) = (0.9f32, 0.999f32);
+    let (mom, damp) = (0.9f64 as f32, (1.0f64 - 0.1) as f32);
+    let optimizers: [(&str, burn::optim::ModuleOptimizer, &[&str]); 2] = [
+        (
+            "adamw",
+            AdamWConfig::new().init(),
+            &["momentum/moment_1", "momentum/moment_2"],
+        ),
+        (
+            "sgd-momentum",
+            SgdConfig::new()
+                .with_momentum(Some(MomentumConfig::new()))
+                .init(),
+            &["momentum/velocity"],
+        ),
+    ];
+    for (tag, inner, fields) in optimizers {
+        let tmp = Tmp::new(&format!("opt-{tag}"));
+        let device = Device::default().autodiff();
+        let mut model = model(&device);
+        let (x, y) = batch(&device);
+        let mut opt = DumpedOptimizer::new(inner);
+        let mut d = dumper(&tmp.0, r#", "saved_data": "full""#);
+        let mut tracer = Tracer::new(0);
+        let lr = 0.01;
+        // The test's own state, per parameter and field, from the dumped gradients.
+        let mut state: BTreeMap<(&str, &str), Vec<f32>> = BTreeMap::new();
+        for step in 0..3 {
+            let before = model.params();
+            let (m, grads) = tracer
+                .step(&mut d, || {
+                    let f = model.forward(x.clone(), y.clone());
+                    let grads = GradientsParams::from_grads(f.loss.backward(), &model);
+                    let mine = model.grads(&grads);
+                    (opt.step(lr, model.clone(), grads), mine)
+                })
+                .unwrap();
+            model = m;
+            // The files are written in the background: wait for this step's before reading.
+            d.flush().unwrap();
+            let after = model.params();
+            let saved = tmp.0.join(format!("state-{step}.bpk"));
+            opt.inner().save(&saved).unwrap();
+            let reader = burn_pack::Reader::from_file(&saved).unwrap();
+            let order = tracer.execution_order().to_vec();
+            let dir = tmp.rank().join("Net/0").join(step.to_string());
+            // Forward 5, gradients 4, then per parameter Update and its state, and the rate.
+            assert_eq!(order.len(), 5 + 4 + 4 * (1 + fields.len()) + 1, "{order:?}");
+            let mut n = 9;
+            for (i, p) in PARAMS.iter().enumerate() {
+                let scope = p.replace('.', "/");
+                let (w0, w1) = (f32s(&before[i].1), f32s(&after[i].1));
+                same(&after[i].1, file_bytes(&dir, p, "output", 0), p);
+                let k = format!("Optimizer/Default/{scope}/Update-op{n}");
+                assert_eq!(order[n], k);
+                n += 1;
+                let dw: Vec<f32> = w1.iter().zip(&w0).map(|(a, b)| a - b).collect();
+                let (shape, bytes) = file_bytes(&dir, &k, "output", 0);
+                assert_eq!(shape, after[i].1.shape().as_slice(), "{k}");
+                assert!(bytes == le(&dw), "{tag} {k}: Δw is after − before");
+                let (shape, bytes) = file_bytes(&dir, &k, "output", 1);
+                assert!(shape.is_empty(), "{k}: the ratio is 0-d");
+                let ratio = f32::from_le_bytes(bytes.try_into().unwrap());
+                let want = (norm(&dw) / norm(&w0)) as f32;
+                assert!(
+                    (ratio - want).abs() <= want * 1e-6 && ratio > 0.0,
+                    "{tag} {k}: {ratio} vs {want}"
+                );
+                let g = f32s(grads[p].as_ref().unwrap());
+                let g_file = file_bytes(
+                    &dir,
+                    &format!("Gradients/Default/{scope}/Gradient-op{}", 5 + i),
+                    "output",
+                    0,
+                );
+                assert!(g_file.1 == le(&g));
+                for field in fields.iter().copied() {
+                    let k = format!("Optimizer/Default/{scope}/{field}/OptimizerState-op{n}");
+                    assert_eq!(order[n], k);
+                    n += 1;
+                    // burn's rules (burn-optim 0.22.1 adamw.rs, momentum.rs), on the host.
+                    let prev = state.remove(&(p, field));
+                    let next: Vec<f32> = match (field, prev) {
+                        ("momentum/moment_1", None) => g.iter().map(|g| g * (1.0 - b1)).collect(),
+                        ("momentum/moment_1", Some(m)) => m
+                            .iter()
+                            .zip(&g)
+                            .map(|(m, g)| m * b1 + g * (1.0 - b1))
+                            .collect(),
+                        ("momentum/moment_2", None) => {
+                            g.iter().map(|g| (g * g) * (1.0 - b2)).collect()
+                        }
+                        ("momentum/moment_2", Some(m)) => m
+                            .iter()
+                            .zip(&g)
+                            .map(|(m, g)| m * b2 + (g * g) * (1.0 - b2))
+                            .collect(),
+                        ("momentum/velocity", None) => g.clone(),
+                        ("momentum/velocity", Some(v)) => {
+                            v.iter().zip(&g).map(|(v, g)| g * damp + v * mom).collect()
+                        }
+                        (f, _) => unreachable!("{f}"),
+                    };
+                    let (shape, bytes) = file_bytes(&dir, &k, "output", 0);
+                    assert_eq!(shape, after[i].1.shape().as_slice(), "{k}");
+                    assert!(
+                        bytes == le(&next),
+                        "{tag} step {step} {k}: burn's update rule"
+                    );
+                    let id = match i {
+                        0 => model.conv.weight.id,
+                        1 => model.conv.bias.as_ref().unwrap().id,
+                        2 => model.fc.weight.id,
+                        _ => model.fc.bias.as_ref().unwrap().id,
+                    };
+                    let name = format!("{}.{}", id.val(), field.replace('/', "."));
+                    assert!(
+                        bytes == reader.tensor_data(&name).unwrap(),
+                        "{tag} step {step} {k}: burn's saved state {name}"
+                    );
+                    state.insert((p, field), next);
+                }
+            }
+            let k = format!("Optimizer/Default/learning_rate/LearningRate-op{n}");
+            assert_eq!(order[n], k);
+            let (shape, bytes) = file_bytes(&dir, &k, "output", 0);
+            assert!(shape.is_empty());
+            assert_eq!(bytes, lr.to_le_bytes());
+        }
+        d.close().unwrap();
+        // inspect reads the update ratios back, one per step and parameter.
+        let dump = dump_read::Dump::open(&tmp.0).unwrap();
+        let ins = dump_read::inspect::inspect(&dump, 1, &|_, _| {});
+        assert_eq!(ins.parameters.len(), 4, "{tag}");
+        for t in &ins.parameters {
+            assert_eq!(t.steps, [0, 1, 2], "{tag} {}", t.name);
+            assert!(
+                t.update_ratio.iter().all(|r| r.is_some_and(|r| r > 0.0)),
+                "{tag}: {t:?}"
+            );
+            assert!(t.grad_norm.iter().all(Option::is_some), "{tag}: {t:?}");
+        }
+    }
+}
+
+/// `DumpedOptimizer` trains exactly as the optimizer it wraps (the weights after 3 AdamW steps
+/// equal a bare AdamW run's bit for bit), and with `iteration` "1" only step 1 is written.
+#[test]
+fn the_wrapped_optimizer_trains_as_the_bare_one_and_unselected_steps_write_nothing() {
+    use burn::optim::AdamWConfig;
+    use dump_burn::DumpedOptimizer;
+
+    let tmp = Tmp::new("opt-select");
+    let device = Device::default().autodiff();
+    let (x, y) = batch(&device);
+    let mut bare_model = model(&device);
+    let mut bare = AdamWConfig::new().init();
+    let mut dumped_model = model(&device);
+    let mut dumped = DumpedOptimizer::new(AdamWConfig::new().init());
+    let text = format!(
+        r#"{{"common_dump_settings": {{"path": "{}", "net_name": "Net", "iteration": "1",
+        "input_output": 0, "support_device": [0], "dump_mode": 0, "kernels": [],
+        "saved_data": "statistic"}}, "e2e_dump_settings": {{"enable": true}}}}"#,
+        tmp.0.display()
+    );
+    let mut d = dump_host::Dumper::builder()
+        .open_json(text.into_bytes())
+        .unwrap();
+    let mut tracer = Tracer::new(0);
+    for _ in 0..3 {
+        let f = bare_model.plain(x.clone(), y.clone());
+        let grads = GradientsParams::from_grads(f.loss.backward(), &bare_model);
+        bare_model = bare.step(0.01, bare_model, grads);
+        dumped_model = tracer
+            .step(&mut d, || {
+                let f = dumped_model.forward(x.clone(), y.clone());
+                let grads = GradientsParams::from_grads(f.loss.backward(), &dumped_model);
+                dumped.step(0.01, dumped_model.clone(), grads)
+            })
+            .unwrap();
+    }
+    for ((p, want), (_, got)) in bare_model.params().iter().zip(dumped_model.params()) {
+        assert!(
+            want.as_bytes() == got.as_bytes(),
+            "{p}: the wrapper changed training"
+        );
+    }
+    let report = d.close().unwrap();
+    // Step 1 only: 4 layers (input + output), the loss, 4 gradients, 4 Parameters, 4 updates
+    // (2 outputs), 8 moments, the learning rate.
+    assert_eq!(report.rows, 4 * 2 + 1 + 4 + 4 + 4 * 2 + 8 + 1);
+    let net = tmp.rank().join("Net/0");
+    let steps: Vec<String> = std::fs::read_dir(&net)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.parse::<u32>().is_ok())
+        .collect();
+    assert_eq!(steps, ["1"], "only the selected iteration has a directory");
+}
+
 /// The same training step in msprobe's layout (tensor task, level mix): burn's layers are API
 /// calls (their kernels are not in module form), and `training_step`'s gradients are
 /// msprobe's `parameters_grad` entries, one per module path (`Module.conv.Module.parameters_grad.0`:

@@ -11,11 +11,13 @@ use std::{
     cell::{Cell, RefCell},
     collections::BTreeSet,
     fmt::Write as _,
-    ptr,
 };
 
 use candle_core::Tensor;
-use dump_host::{Dumper, Step};
+use dump_host::{
+    Dumper, Step,
+    scope::{self, StepScope},
+};
 
 use crate::{
     Error, convert,
@@ -45,41 +47,17 @@ struct Active<'a> {
     diagnostics: RefCell<&'a mut BTreeSet<String>>,
 }
 
-thread_local! {
-    /// The step of the [`Tracer::step`] running on this thread (null outside one). Points at
-    /// an `Active` on that call's stack; [`Installed`] clears it before the `Active` dies.
-    static ACTIVE: Cell<*const Active<'static>> = const { Cell::new(ptr::null()) };
-}
+/// The marker of this adapter's step scope ([`dump_host::scope`]): inside [`Tracer::step`],
+/// its `Active` is reachable from any [`Dumped`](crate::Dumped)/[`tap`] call on the thread.
+struct Scope;
 
-/// Installs an `Active` for this thread and restores the previous one on drop (also when the
-/// forward panics), so nested steps and unwinding leave no dangling pointer behind.
-struct Installed(*const Active<'static>);
-
-impl Installed {
-    fn new(a: &Active<'_>) -> Self {
-        let p = (a as *const Active<'_>).cast::<Active<'static>>();
-        Installed(ACTIVE.with(|c| c.replace(p)))
-    }
-}
-
-impl Drop for Installed {
-    fn drop(&mut self) {
-        ACTIVE.with(|c| c.set(self.0));
-    }
+impl StepScope for Scope {
+    type Active<'a> = Active<'a>;
 }
 
 /// Runs `f` with the active step of this thread, if any.
 fn with_active<R>(f: impl FnOnce(&Active<'_>) -> R) -> Option<R> {
-    let p = ACTIVE.with(Cell::get);
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null pointer was set by `Installed::new` from a live `Active` on the stack
-    // of a `Tracer::step` call further up this thread's stack; its `Installed` guard resets the
-    // pointer before that `Active` is dropped, so the `Active` outlives this call. The
-    // reference handed to `f` cannot escape it (its lifetime is bounded by the closure).
-    let a = unsafe { &*p.cast::<Active<'_>>() };
-    Some(f(a))
+    scope::with::<Scope, _>(|a| f(a))
 }
 
 impl Tracer {
@@ -116,10 +94,7 @@ impl Tracer {
             error: RefCell::new(None),
             diagnostics: RefCell::new(&mut self.diagnostics),
         };
-        let out = {
-            let _installed = Installed::new(&active);
-            f()
-        };
+        let out = scope::enter::<Scope, _>(&active, f);
         let Active {
             seq,
             order,
@@ -318,7 +293,7 @@ impl Active<'_> {
 /// For tensors inside a forward that no module boundary exposes. Does nothing outside
 /// [`Tracer::step`], and costs one string build when the kernel is not wanted.
 pub fn tap(name: &str, op_type: &str, t: &Tensor) {
-    if ACTIVE.with(Cell::get).is_null() {
+    if !scope::is_active::<Scope>() {
         return;
     }
     let prefix = scope_prefix(name, None, op_type);

@@ -3,17 +3,22 @@
 //! every layer wrapped in `dump_burn::layer` and `training_step` called under a `kernels`
 //! filter that rejects everything, with a statistic-only dump of the layers' inputs and
 //! outputs, the gradients and the parameters, and with a tensor dump of the same. A second
-//! undumped copy runs as a mode of its own: its ratio is the noise of the run.
+//! undumped copy runs as a mode of its own: its ratio is the noise of the run. Two more modes
+//! train with AdamW: undumped (bare `ModuleOptimizer`), and through `dump_burn::DumpedOptimizer`
+//! with a statistic dump of the layers, gradients, parameters, updates (Δw and ‖Δw‖/‖w‖),
+//! AdamW's moments and the learning rate; its ratio is against the undumped AdamW step.
 //!
 //! Each mode trains its own copy of the model from the same weights; the modes take turns
 //! step by step, in a fresh seeded order every round, and the files a dumping mode queued are
 //! flushed and synced (untimed) before the next mode runs, as in the candle `train` group.
 //! Then the cost of one kernel the filter rejects is timed alone (`tap` on a tensor, the name
 //! formatted and the filter asked, the tensor never read). Prints a table and writes
-//! `target/bench-stats/burn.csv` (`mode,median_ms,ratio_vs_plain`).
+//! `target/bench-stats/burn.csv` (`mode,median_ms,ratio_vs_plain`, the ratio against the
+//! same optimizer's undumped mode).
 
 use std::{collections::HashMap, fmt::Write as _, path::PathBuf, time::Instant};
 
+use dump_burn::{DumpedOptimizer, burn::optim::AdamWConfig};
 use dump_burn::{
     Tracer,
     burn::{
@@ -131,12 +136,30 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// One mode: its model and optimizer, and for the dumped modes its Dumper, Tracer and root.
+/// The optimizer of a mode: burn's, with `training_step` before its step, or wrapped in
+/// `DumpedOptimizer` (which dumps the gradients itself).
+enum Opt {
+    Bare(ModuleOptimizer),
+    Dumped(DumpedOptimizer),
+}
+
+/// A mode to run: its name, its dump (`saved_data`, `kernels` entries), its optimizer and the
+/// index of the mode its ratio is taken against.
+type Spec = (
+    &'static str,
+    Option<(&'static str, &'static str)>,
+    Opt,
+    usize,
+);
+
+/// One mode: its model and optimizer, and for the dumped modes its Dumper, Tracer and root;
+/// `base` is the mode its ratio is taken against.
 struct ModeState {
     name: &'static str,
     model: Option<Cnn>,
-    opt: ModuleOptimizer,
+    opt: Opt,
     dumped: Option<(Dumper, Tracer, Option<PathBuf>)>,
+    base: usize,
 }
 
 const LR: f64 = 0.01;
@@ -144,15 +167,20 @@ const LR: f64 = 0.01;
 const NOTHING: &str = r#""Default/no/such/Kernel-op0""#;
 
 /// One training step of `model`: forward, cross-entropy, backward, the training dump (a no-op
-/// outside a step), SGD.
-fn train_step(model: Cnn, opt: &mut ModuleOptimizer, x: &Tensor<4>, y: &Tensor<1, Int>) -> Cnn {
+/// outside a step), the optimizer.
+fn train_step(model: Cnn, opt: &mut Opt, x: &Tensor<4>, y: &Tensor<1, Int>) -> Cnn {
     let logits = model.forward(x.clone());
     let loss = CrossEntropyLossConfig::new()
         .init(&logits.device())
         .forward(logits, y.clone());
     let grads = GradientsParams::from_grads(loss.backward(), &model);
-    training_step(&model, &grads);
-    opt.step(LR, model, grads)
+    match opt {
+        Opt::Bare(opt) => {
+            training_step(&model, &grads);
+            opt.step(LR, model, grads)
+        }
+        Opt::Dumped(opt) => opt.step(LR, model, grads),
+    }
 }
 
 /// Runs the burn training benchmark.
@@ -161,27 +189,45 @@ pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
     let device = Device::default().autodiff();
     let (x, y) = batch(&device);
     let mut modes = Vec::new();
-    for (name, saved) in [
-        ("no dump (burn train step)", None),
+    // (name, dump, AdamW through DumpedOptimizer / bare AdamW / bare SGD, baseline mode)
+    let sgd = || Opt::Bare(SgdConfig::new().init());
+    let adamw = || Opt::Bare(AdamWConfig::new().init());
+    let dumped_adamw = || Opt::Dumped(DumpedOptimizer::new(AdamWConfig::new().init()));
+    let specs: [Spec; 7] = [
+        ("no dump (burn train step)", None, sgd(), 0),
         // The same work as the first row on a second copy: the spread of one run.
-        ("no dump, second copy (noise floor)", None),
+        ("no dump, second copy (noise floor)", None, sgd(), 0),
         (
             "filter rejects every kernel (layer + training_step)",
             Some(("statistic", NOTHING)),
+            sgd(),
+            0,
         ),
         (
             "statistic dump (layers + gradients + params)",
             Some(("statistic", "")),
+            sgd(),
+            0,
         ),
         (
             "tensor dump (layers + gradients + params)",
             Some(("tensor", "")),
+            sgd(),
+            0,
         ),
-    ] {
+        ("no dump, AdamW (burn train step)", None, adamw(), 5),
+        (
+            "AdamW statistic dump (+ updates + AdamW state)",
+            Some(("statistic", "")),
+            dumped_adamw(),
+            5,
+        ),
+    ];
+    for (i, (name, saved, opt, base)) in specs.into_iter().enumerate() {
         let dumped = match saved {
             None => None,
             Some((saved, kernels)) => {
-                let root = scratch(&format!("{saved}-{}", kernels.len()));
+                let root = scratch(&format!("mode{i}-{saved}"));
                 let d = dumper(&root, saved, kernels)?;
                 Some((d, Tracer::new(0), Some(root)))
             }
@@ -189,8 +235,9 @@ pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
         modes.push(ModeState {
             name,
             model: Some(Cnn::new(&device)),
-            opt: SgdConfig::new().init(),
+            opt,
             dumped,
+            base,
         });
     }
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
@@ -231,14 +278,14 @@ pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
     }
     let mut csv = String::from("mode,median_ms,ratio_vs_plain\n");
     println!(
-        "\ntraining step (burn 0.22.1, ndarray CPU, CNN 32x1x28x28, SGD; median of {steps} steps, modes in turn)"
+        "\ntraining step (burn 0.22.1, ndarray CPU, CNN 32x1x28x28, SGD or AdamW; median of {steps} steps, modes in turn; ratio vs the same optimizer undumped)"
     );
     println!("{:<52} {:>10} {:>8}", "mode", "ms/step", "ratio");
-    let plain = median(times[0].clone()).max(1e-9);
-    for (st, t) in modes.into_iter().zip(times) {
-        let ms = median(t);
-        println!("{:<52} {ms:>10.3} {:>8.3}", st.name, ms / plain);
-        let _ = writeln!(csv, "{},{ms:.4},{:.4}", st.name, ms / plain);
+    let medians: Vec<f64> = times.iter().map(|t| median(t.clone())).collect();
+    for (st, ms) in modes.into_iter().zip(medians.iter().copied()) {
+        let ratio = ms / medians[st.base].max(1e-9);
+        println!("{:<52} {ms:>10.3} {ratio:>8.3}", st.name);
+        let _ = writeln!(csv, "{},{ms:.4},{ratio:.4}", st.name);
         if let Some((mut d, _, root)) = st.dumped {
             d.close().map_err(|e| e.to_string())?;
             if let Some(r) = root {
