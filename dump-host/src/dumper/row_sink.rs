@@ -16,7 +16,7 @@ use crate::writer::{
     CsvAppender, Deferred, DeferredRow, DigestRow, ErrorLog, FILE_MODE, RowBatch,
     write_bytes_atomic,
 };
-use dump_stats::CategorySet;
+use dump_stats::{CategorySet, TensorId};
 
 /// The tables of one Dumper. Failures go to the writer's error log (with the number of rows
 /// lost); rows are counted once they are in their file, never before.
@@ -89,16 +89,7 @@ impl RowSink {
                 Deferred::Device(row) => row,
                 Deferred::Digests(row) => return self.digest_row(layout, path, row),
             };
-            let failed = |e: String| {
-                self.errors.record(
-                    path.to_owned(),
-                    std::io::Error::other(format!(
-                        "device statistics of {} {}: {e} (1 statistic row lost)",
-                        row.id.op_name,
-                        row.id.io_slot()
-                    )),
-                );
-            };
+            let failed = |e: String| self.row_lost(path, "device statistics", &row.id, e);
             let stats = match row.pending.wait() {
                 Ok(Some(s)) => s,
                 Ok(None) => return None,
@@ -152,6 +143,19 @@ impl RowSink {
         tree.next_epoch();
     }
 
+    /// Records that the row of tensor `id` in the table at `path` is lost because its `what`
+    /// (device statistics, digests) failed with `e`.
+    fn row_lost(&self, path: &Path, what: &str, id: &TensorId<String>, e: String) {
+        self.errors.record(
+            path.to_owned(),
+            std::io::Error::other(format!(
+                "{what} of {} {}: {e} (1 statistic row lost)",
+                id.op_name,
+                id.io_slot()
+            )),
+        );
+    }
+
     /// Formats a row whose digests were computed on a writer thread (waiting for them); `None`
     /// when they could not be (recorded, with the row lost) or the tensor gets no row.
     fn digest_row(
@@ -160,16 +164,7 @@ impl RowSink {
         path: &Path,
         row: DigestRow,
     ) -> Option<String> {
-        let failed = |e: String| {
-            self.errors.record(
-                path.to_owned(),
-                std::io::Error::other(format!(
-                    "digests of {} {}: {e} (1 statistic row lost)",
-                    row.id.op_name,
-                    row.id.io_slot()
-                )),
-            );
-        };
+        let failed = |e: String| self.row_lost(path, "digests", &row.id, e);
         let d = match row.slot.wait() {
             Ok(d) => d,
             Err(e) => {
