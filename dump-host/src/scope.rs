@@ -130,8 +130,9 @@ pub fn with<S: StepScope, R>(f: impl for<'r, 'a> FnOnce(&'r S::Active<'a>) -> R)
     // `&S::Active<'_>` (frames of the same `TypeId` come only from `enter::<S, _>`, so the
     // pointee has that type up to its lifetime); the frame is linked only while that `enter`
     // call's `body` runs, and `f` runs inside it on this thread, so the state outlives `f`.
-    // The lifetime written here is a placeholder: `f` is generic over it, so it cannot rely on
-    // it, keep the reference past its return, or store a borrow shorter than the real one.
+    // The `'static` written here is never observed: `f` is generic over the lifetime, so it
+    // cannot rely on it, keep the reference past its return, or store a borrow shorter than
+    // the real one.
     // Only shared references are made, as `enter` took a shared one.
     let active = unsafe { p.cast::<S::Active<'static>>().as_ref() };
     Some(f(active))

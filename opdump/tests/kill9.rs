@@ -153,6 +153,22 @@ fn sigkill_mid_dump_leaves_only_whole_files_and_rows() {
 }
 
 /// Starts `opdump demo` with `args` (output to `out`, nothing printed).
+/// Polls until `ready` (the demo's trigger write under way), then SIGKILLs the demo and reaps
+/// it; fails if the demo ends first or nothing happens within 120 s.
+fn kill_once(child: &mut KillOnDrop, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(child.0.try_wait().unwrap().is_none(), "the demo ended");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no trigger write"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.0.kill().expect("SIGKILL");
+    child.0.wait().unwrap();
+}
+
 fn demo(out: &Path, args: &[&str]) -> KillOnDrop {
     let child = Command::new(env!("CARGO_BIN_EXE_opdump"))
         .args(["demo", "--no-baseline", "--categories", "default", "--out"])
@@ -238,17 +254,7 @@ fn sigkill_during_a_trigger_write_leaves_only_whole_files() {
                 "3",
             ],
         );
-        let start = Instant::now();
-        while files(&out).len() < 5 + attempt * 40 {
-            assert!(child.0.try_wait().unwrap().is_none(), "the demo ended");
-            assert!(
-                start.elapsed() < Duration::from_secs(120),
-                "no trigger write"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        child.0.kill().expect("SIGKILL");
-        child.0.wait().unwrap();
+        kill_once(&mut child, || files(&out).len() >= 5 + attempt * 40);
         let (npy, done) = check_flight_leftovers(&out);
         eprintln!("kill -9 during the trigger write: {npy} whole npy files, trigger.json {done}");
         if !done {
@@ -293,24 +299,16 @@ fn sigkill_during_an_msprobe_trigger_write_leaves_only_whole_files() {
                 "3",
             ],
         );
-        let start = Instant::now();
         // The first tries kill among the tensor files, the last ones once a dump.json is
         // there (they come after every tensor file of their step).
         let has_doc = |out: &Path| files(out).iter().any(|p| p.ends_with("rank0/dump.json"));
-        while if attempt < 2 {
-            files(&out).len() < 5 + attempt * 150
-        } else {
-            !has_doc(&out)
-        } {
-            assert!(child.0.try_wait().unwrap().is_none(), "the demo ended");
-            assert!(
-                start.elapsed() < Duration::from_secs(120),
-                "no trigger write"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        child.0.kill().expect("SIGKILL");
-        child.0.wait().unwrap();
+        kill_once(&mut child, || {
+            if attempt < 2 {
+                files(&out).len() >= 5 + attempt * 150
+            } else {
+                has_doc(&out)
+            }
+        });
         let mut npy = 0;
         for p in files(&out) {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
