@@ -31,7 +31,7 @@ use crate::{
     diag::{Event, EventSink},
     layout::{NAME_MAX, short_name},
     writer::{
-        BufferPool, DigestPromise, DigestSlot, Digests, FILE_MODE, WriteFailure, Writer,
+        BufferPool, CopyBuf, DigestPromise, DigestSlot, Digests, FILE_MODE, WriteFailure, Writer,
         write_atomic,
     },
 };
@@ -44,7 +44,7 @@ pub(crate) const HASH_BATCH_TENSORS: usize = 32;
 /// One tensor waiting for its digests: the copy, the file it goes to (none for a
 /// statistic-only dump), and where its digests go.
 struct HashItem {
-    bytes: Vec<u8>,
+    bytes: CopyBuf,
     /// The buffer came from the pool (given back once written).
     pooled: bool,
     npy: Option<NpyOut>,
@@ -283,7 +283,7 @@ impl TensorFiles {
             Cow::Owned(owned) => {
                 let (owned, cost) = hand_over(owned);
                 self.writer.budget().acquire(cost);
-                (owned, cost, false)
+                (CopyBuf::from(owned), cost, false)
             }
             Cow::Borrowed(b) => {
                 let (mut buf, cost) = self.pool.take(b.len(), JOB_OVERHEAD);
@@ -375,7 +375,7 @@ fn hash_and_write(
     let md5: Vec<&[u8]> = items
         .iter()
         .filter(|i| i.hashes.md5)
-        .map(|i| i.bytes.as_slice())
+        .map(|i| &i.bytes[..])
         .collect();
     let mut digests = vec![[0u8; 16]; md5.len()];
     let md5_ok = dump_core::hash::md5_many(&md5, &mut digests);

@@ -8,6 +8,8 @@ use std::{
     },
 };
 
+use super::CopyBuf;
+
 /// Bounds the bytes held by queued and running write jobs **and** by idle copy buffers kept for
 /// reuse ([`BufferPool`](super::BufferPool)): both are memory opdump holds, so both count.
 ///
@@ -28,13 +30,13 @@ struct State {
     /// Bytes admitted for jobs.
     used: usize,
     /// Idle buffers by capacity, and their total capacity.
-    idle: BTreeMap<usize, Vec<Vec<u8>>>,
+    idle: BTreeMap<usize, Vec<CopyBuf>>,
     idle_bytes: usize,
 }
 
 impl State {
     /// Removes an idle buffer of capacity `cap` (which must be there).
-    fn pop_idle(&mut self, cap: usize) -> Option<Vec<u8>> {
+    fn pop_idle(&mut self, cap: usize) -> Option<CopyBuf> {
         let list = self.idle.get_mut(&cap)?;
         let b = list.pop();
         if list.is_empty() {
@@ -46,7 +48,7 @@ impl State {
 
     /// Takes idle buffers, largest first, until `n` more bytes fit in `limit` or none is
     /// left; returns them to be freed outside the lock.
-    fn make_room(&mut self, n: usize, limit: usize, out: &mut Vec<Vec<u8>>) {
+    fn make_room(&mut self, n: usize, limit: usize, out: &mut Vec<CopyBuf>) {
         while self.used + self.idle_bytes + n > limit {
             let Some(&cap) = self.idle.keys().next_back() else {
                 return;
@@ -105,9 +107,9 @@ impl Budget {
         &self,
         n: usize,
         reuse_extra: usize,
-        freed: &mut Vec<Vec<u8>>,
-        mut reuse: impl FnMut(&mut State) -> Option<Vec<u8>>,
-    ) -> (MutexGuard<'_, State>, Option<Vec<u8>>) {
+        freed: &mut Vec<CopyBuf>,
+        mut reuse: impl FnMut(&mut State) -> Option<CopyBuf>,
+    ) -> (MutexGuard<'_, State>, Option<CopyBuf>) {
         let mut st = self.lock();
         let reused = loop {
             if let Some(b) = reuse(&mut st) {
@@ -131,7 +133,7 @@ impl Budget {
     /// its bytes are admitted (idle buffers that do not fit are freed to make room). The charge
     /// is returned with [`release`](Self::release) and the buffer with
     /// [`keep_idle`](Self::keep_idle).
-    pub(crate) fn take_buffer(&self, len: usize, overhead: usize) -> (Vec<u8>, usize) {
+    pub(crate) fn take_buffer(&self, len: usize, overhead: usize) -> (CopyBuf, usize) {
         let most = len.saturating_mul(2).max(len.saturating_add(4096));
         let mut freed = Vec::new();
         let (st, reused) = self.admit(len.saturating_add(overhead), overhead, &mut freed, |st| {
@@ -150,7 +152,7 @@ impl Budget {
                 (b, cost)
             }
             None => {
-                let b = Vec::with_capacity(len);
+                let b = CopyBuf::with_capacity(len);
                 let extra = b.capacity() - len;
                 if extra > 0 {
                     // The allocator gave more than asked: charge what is held.
@@ -187,7 +189,7 @@ impl Budget {
     /// that held it still holds its charge until the writer releases it, so the check is
     /// conservative.) Reusing buffers instead of freeing and allocating them again also keeps
     /// the allocator from fragmenting its heap, which would hold memory the budget cannot see.
-    pub(crate) fn keep_idle(&self, buf: Vec<u8>) {
+    pub(crate) fn keep_idle(&self, buf: CopyBuf) {
         let mut st = self.lock();
         let cap = buf.capacity();
         if cap == 0 || !st.fits(cap, self.limit) {
@@ -270,9 +272,9 @@ mod tests {
         b.acquire(70 * K);
         assert_eq!((b.in_use(), b.idle_bytes()), (70 * K, 0));
         // A buffer that does not fit next to the jobs is not kept.
-        b.keep_idle(Vec::with_capacity(40 * K));
+        b.keep_idle(CopyBuf::with_capacity(40 * K));
         assert_eq!(b.idle_bytes(), 0);
-        b.keep_idle(Vec::with_capacity(20 * K));
+        b.keep_idle(CopyBuf::with_capacity(20 * K));
         assert_eq!(b.idle_bytes(), 20 * K);
         let (small, cost) = b.take_buffer(K, 0);
         assert_eq!(small.capacity(), K, "not the 20 KiB buffer");

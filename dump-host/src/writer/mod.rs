@@ -7,6 +7,7 @@
 
 mod atomic_file;
 mod budget;
+mod copy_buf;
 mod csv_append;
 mod digest;
 mod engine;
@@ -19,6 +20,7 @@ mod tally;
 pub use atomic_file::TMP_PREFIX;
 pub(crate) use atomic_file::{FILE_MODE, write_atomic, write_bytes_atomic};
 pub(crate) use budget::Budget;
+pub(crate) use copy_buf::CopyBuf;
 pub(crate) use csv_append::CsvAppender;
 pub use csv_append::OPEN_FILES;
 pub(crate) use digest::{DigestPromise, DigestSlot, Digests};

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use super::Budget;
+use super::{Budget, CopyBuf};
 
 /// Idle copy buffers, charged to a writer's budget.
 #[derive(Debug)]
@@ -33,12 +33,12 @@ impl BufferPool {
     /// buffer that fits (and is at most about twice `len`), or a new one. Return the charge with
     /// [`Budget::release`] (the writer does, for a submitted job) and the buffer with
     /// [`give`](Self::give).
-    pub fn take(&self, len: usize, overhead: usize) -> (Vec<u8>, usize) {
+    pub(crate) fn take(&self, len: usize, overhead: usize) -> (CopyBuf, usize) {
         self.budget.take_buffer(len, overhead)
     }
 
     /// Returns a buffer for reuse (freed when the budget has no room for it).
-    pub fn give(&self, buf: Vec<u8>) {
+    pub(crate) fn give(&self, buf: CopyBuf) {
         self.budget.keep_idle(buf);
     }
 
