@@ -87,10 +87,10 @@ impl Drop for Mapped {
 impl CopyBuf {
     /// An empty buffer with room for `len` bytes (mapped from [`MAP_MIN`] bytes up).
     pub(crate) fn with_capacity(len: usize) -> CopyBuf {
-        if len >= MAP_MIN {
-            if let Some(m) = Mapped::new(len) {
-                return CopyBuf(Inner::Mapped(m));
-            }
+        if len >= MAP_MIN
+            && let Some(m) = Mapped::new(len)
+        {
+            return CopyBuf(Inner::Mapped(m));
         }
         CopyBuf(Inner::Heap(Vec::with_capacity(len)))
     }
@@ -182,7 +182,7 @@ mod tests {
         let mut big = CopyBuf::with_capacity(MAP_MIN + 1);
         assert!(big.is_mapped());
         assert_eq!(big.capacity() % 4096, 0);
-        assert!(big.capacity() >= MAP_MIN + 1);
+        assert!(big.capacity() > MAP_MIN);
         let data: Vec<u8> = (0..MAP_MIN + 1).map(|i| (i * 7 % 251) as u8).collect();
         big.extend_from_slice(&data[..1000]);
         big.extend_from_slice(&data[1000..]);
