@@ -368,6 +368,14 @@ pub(crate) fn host_plan(
             ));
         }
     };
+    if t.sub_format > 1 {
+        // Grouped convolution weights: the groups' blocks are laid out in a way the specs do
+        // not give, and converting them as one group would silently scramble the values.
+        return Err(format!(
+            "format {} with sub_format {} (grouped weights, {} groups) has no converter; read as stored (device shape {device_shape:?}, padding included)",
+            t.format, t.sub_format, t.sub_format
+        ));
+    }
     let Some(orig) = t.original_shape.as_deref().filter(|s| !s.is_empty()) else {
         return Err(format!(
             "format {} without an original_shape: read as stored (device shape {device_shape:?}, padding included)",
@@ -422,6 +430,42 @@ mod tests {
         ] {
             assert_eq!(CannName::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn grouped_weights_are_read_as_stored_and_said_so() {
+        use dump_device_ascend::dumpfile::{CannDType, CannFormat, TensorKind};
+        let mut t = TensorMeta {
+            kind: TensorKind::Input,
+            index: 1,
+            ordinal: 1,
+            data_type: CannDType(1), // FLOAT16
+            format: CannFormat::from_format(dump_device_ascend::Format::FractalZ),
+            sub_format: 0,
+            // FRACTAL_Z of a (32, 16, 1, 1) weight: C1·H·W = 1, N1 = 2, N0 = 16, C0 = 16.
+            shape: vec![1, 2, 16, 16],
+            original_shape: Some(vec![32, 16, 1, 1]),
+            size: 1024,
+            offset: 0,
+            address: 0,
+            address_offset: 0,
+            arg_index: None,
+            input_type: 0,
+            buffer_type: 0,
+            original_op: None,
+            dim_range: Vec::new(),
+        };
+        let dtype = t.dtype().unwrap();
+        assert!(matches!(host_plan(&t, dtype, &[1, 2, 16, 16]), Ok(Some(_))));
+        t.sub_format = 2;
+        let e = host_plan(&t, dtype, &[1, 2, 16, 16]).unwrap_err();
+        assert!(
+            e.contains("FRACTAL_Z with sub_format 2 (grouped weights, 2 groups) has no converter; read as stored"),
+            "{e}"
+        );
+        // 1 means one group: converted as before.
+        t.sub_format = 1;
+        assert!(matches!(host_plan(&t, dtype, &[1, 2, 16, 16]), Ok(Some(_))));
     }
 
     #[test]
