@@ -142,6 +142,8 @@ impl std::error::Error for FileError {
 pub struct NpyReader {
     path: PathBuf,
     file: File,
+    /// Where the data starts in the file (the header's length).
+    data_offset: u64,
     /// The descr as written (`<f4`, `<E2`, `|b1`).
     pub descr: String,
     /// The dtype the descr names.
@@ -208,6 +210,7 @@ impl NpyReader {
         Ok(NpyReader {
             path: path.to_path_buf(),
             file,
+            data_offset: header_len as u64,
             descr: h.descr().to_owned(),
             dtype: h.dtype(),
             fortran_order: h.fortran_order(),
@@ -219,6 +222,16 @@ impl NpyReader {
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The open file (for readers that map its data instead of reading it).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Where the data starts in the file: the header's length.
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
     }
 
     /// Number of elements.

@@ -68,6 +68,8 @@ mod error;
 mod graph;
 pub mod inspect;
 mod many;
+#[cfg(target_os = "linux")]
+mod mapped;
 mod par;
 mod pt;
 pub mod source;

@@ -129,6 +129,15 @@ impl TensorStream {
         }
     }
 
+    /// For an `.npy` file: the open file, its path and where its data starts, so that the data
+    /// can be mapped instead of read (see [`crate::mapped`]).
+    pub(crate) fn mappable(&self) -> Option<(&std::fs::File, &Path, u64)> {
+        match self {
+            TensorStream::File(n) => n.mappable(),
+            TensorStream::Cann(_) => None,
+        }
+    }
+
     /// Fills `buf` with the next data bytes.
     pub fn read_chunk(&mut self, buf: &mut [u8]) -> Result<(), Error> {
         match self {

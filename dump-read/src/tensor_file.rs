@@ -245,6 +245,15 @@ impl TensorFile {
         Ok(())
     }
 
+    /// The open file, its path and where the data lies in it, for an `.npy` file (whose data is
+    /// stored as is, so it can be mapped instead of read).
+    pub(crate) fn mappable(&self) -> Option<(&File, &Path, u64)> {
+        match &self.inner {
+            Inner::Npy(n) => Some((n.file(), &self.path, n.data_offset())),
+            _ => None,
+        }
+    }
+
     /// Reads the next `buf.len()` data bytes (for readers that pace two files together).
     pub fn read_chunk(&mut self, buf: &mut [u8]) -> Result<(), Error> {
         match &mut self.inner {
