@@ -20,6 +20,7 @@ mod engine;
 mod flight;
 mod ingest;
 mod md5;
+mod memory;
 mod msprobe;
 mod npy;
 mod stats;
@@ -37,7 +38,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `msprobe`, `compare`, `convert`, `ingest`, `adapters`, `train`, `burn`, `cuda`, `anchor`, `html`; `anchor` and `html` run only when named).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `msprobe`, `compare`, `convert`, `ingest`, `memory`, `adapters`, `train`, `burn`, `cuda`, `anchor`, `html`; `anchor` and `html` run only when named).
     pub only: Option<Vec<String>>,
 }
 
@@ -128,13 +129,13 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--only" => {
                 let v = it.next().ok_or(
-                    "--only needs a list: stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda,anchor,html",
+                    "--only needs a list: stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,memory,adapters,train,cuda,anchor,html",
                 )?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,adapters,train,cuda,anchor,html]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,memory,adapters,train,cuda,anchor,html]"
                         .into(),
                 );
             }
@@ -181,6 +182,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if opts.wants("ingest") {
         ingest::run(&opts, &mut rows)?;
+    }
+    if opts.wants("memory") {
+        memory::run(&opts)?;
     }
     if opts.wants("adapters") {
         #[cfg(feature = "adapters")]
