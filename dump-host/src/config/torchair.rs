@@ -67,7 +67,10 @@ pub fn check_torchair(doc: &Value) -> Result<TorchairDump, Diagnostics> {
         );
         return Err(d);
     };
-    for k in m.keys().filter(|k| !TORCHAIR_KEYS.contains(&k.as_str())) {
+    for k in m
+        .keys()
+        .filter(|k| !TORCHAIR_KEYS.contains(&k.as_str()) && *k != DEBUG_KEY)
+    {
         d.error(
             k.as_str(),
             format!(
@@ -85,6 +88,7 @@ pub fn check_torchair(doc: &Value) -> Result<TorchairDump, Diagnostics> {
         }
     };
     let enabled = bool_of("enable_dump", &mut d);
+    check_debug(m.get(DEBUG_KEY), &mut d);
     bool_of("quant_dumpable", &mut d);
     let str_of = |k: &str, d: &mut Diagnostics| match m.get(k) {
         None => None,
@@ -109,7 +113,7 @@ pub fn check_torchair(doc: &Value) -> Result<TorchairDump, Diagnostics> {
         }
     }
     let path = str_of("dump_path", &mut d).unwrap_or_else(|| "./".to_owned());
-    if enabled && !Path::new(&path).is_dir() {
+    if (enabled || npy_asked(doc)) && !Path::new(&path).is_dir() {
         d.error(
             "dump_path",
             format!(
@@ -162,6 +166,120 @@ pub fn check_torchair(doc: &Value) -> Result<TorchairDump, Diagnostics> {
     Ok(TorchairDump {
         enabled,
         dump_path_suffix: "worldsize1_global_rank0".to_owned(),
+        warnings,
+    })
+}
+
+/// The key of torchair's eager dump settings (`config.debug.data_dump`), written as
+/// `{"debug": {"data_dump": {"type": "npy"}}}` beside the `dump_config` options: the one
+/// way to ask for torchair's npy files (`{node}-{target}.{INPUT|OUTPUT}.{i}.{time}.npy`).
+pub const DEBUG_KEY: &str = "debug";
+
+/// Whether the document asks for torchair's eager npy dump.
+fn npy_asked(doc: &Value) -> bool {
+    doc.pointer("/debug/data_dump/type").and_then(Value::as_str) == Some("npy")
+}
+
+/// `debug`: an object whose only key is `data_dump`, an object whose only key is `type`,
+/// `"npy"`.
+fn check_debug(v: Option<&Value>, d: &mut Diagnostics) {
+    let Some(v) = v else { return };
+    let ok = v.as_object().is_some_and(|m| {
+        m.len() == 1
+            && m.get("data_dump")
+                .and_then(Value::as_object)
+                .is_some_and(|dd| {
+                    dd.len() == 1 && dd.get("type").and_then(Value::as_str) == Some("npy")
+                })
+    });
+    if !ok {
+        d.error(
+            DEBUG_KEY,
+            format!(
+                "{v}: torchair's eager dump is written {{\"data_dump\": {{\"type\": \"npy\"}}}} \
+                 (config.debug.data_dump.type = \"npy\"); nothing else is accepted here"
+            ),
+        );
+    }
+}
+
+/// Validates a torchair config ([`check_torchair`]) and translates it into what the Dumper
+/// writes, every problem at once. `dump_path` gains torchair's `worldsize1_global_rank0`;
+/// `dump_mode` defaults to `all` (what torchair sends GE); `dump_layer`'s space-separated
+/// names are matched exactly; `dump_data: stats` writes CANN's statistics csv with its
+/// default columns (torchair has no `dump_stats`). Errors: `enable_dump` False without the
+/// npy dump (nothing to run), `dump_config_path` (give the Dumper that acl.json itself).
+/// `quant_dumpable` True and `data_dump_stage` are ignored with a warning (no quantisation
+/// pass, no aclgraph in a Rust runtime).
+pub fn torchair_request(doc: &Value) -> Result<super::acl::GeRequest, Diagnostics> {
+    let checked = check_torchair(doc);
+    let mut d = match &checked {
+        Ok(_) => Diagnostics::new(),
+        Err(d) => d.clone(),
+    };
+    let npy = npy_asked(doc);
+    let s = |k: &str| doc.get(k).and_then(Value::as_str);
+    if let Some(p) = s("dump_config_path") {
+        d.error(
+            "dump_config_path",
+            format!(
+                "{p:?}: opdump's Dumper does not merge an acl.json into the options; run it \
+                 from that acl.json itself"
+            ),
+        );
+    }
+    let enabled = doc.get("enable_dump").and_then(Value::as_bool) == Some(true);
+    if !enabled && !npy {
+        d.error(
+            "enable_dump",
+            "False (or absent): torchair dumps nothing; set it to true (or ask for the npy \
+             dump, {\"debug\": {\"data_dump\": {\"type\": \"npy\"}}})",
+        );
+    }
+    let checked = match checked {
+        Ok(c) if !d.has_errors() => c,
+        _ => return Err(d),
+    };
+    let mut warnings = checked.warnings;
+    if doc.get("quant_dumpable").and_then(Value::as_bool) == Some(true) {
+        warnings.warn(
+            "quant_dumpable",
+            "true keeps GE's pre-quantisation tensors; a Rust runtime has no quantisation \
+             pass, so every kernel's tensors are dumped as reported; ignored",
+        );
+    }
+    if let Some(v) = s("data_dump_stage") {
+        warnings.warn(
+            "data_dump_stage",
+            format!("{v:?} applies to aclgraph (reduce-overhead) only; ignored"),
+        );
+    }
+    let layers: Option<Vec<String>> = s("dump_layer")
+        .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|l| !l.is_empty());
+    let stats = (s("dump_data") == Some("stats")).then(|| crate::layout::GeStats { chosen: None });
+    if npy && stats.is_some() {
+        warnings.warn(
+            "dump_data",
+            "\"stats\" belongs to the graph-mode dump; the npy dump writes tensors",
+        );
+    }
+    Ok(super::acl::GeRequest {
+        dump_path: std::path::PathBuf::from(s("dump_path").unwrap_or("./")),
+        prefix: Some(checked.dump_path_suffix),
+        input_output: match s("dump_mode") {
+            Some("input") => super::InputOutput::Inputs,
+            Some("output") => super::InputOutput::Outputs,
+            _ => super::InputOutput::Both,
+        },
+        steps: s("dump_step")
+            .filter(|v| !v.is_empty())
+            .unwrap_or("all")
+            .to_owned(),
+        model_name: Some(crate::layout::DEFAULT_MODEL_NAME.to_owned()),
+        layers,
+        stats: if npy { None } else { stats },
+        npy,
         warnings,
     })
 }
