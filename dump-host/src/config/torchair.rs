@@ -152,7 +152,7 @@ pub fn check_torchair(doc: &Value) -> Result<TorchairDump, Diagnostics> {
         return Err(d);
     }
     let mut warnings = Diagnostics::new();
-    if !enabled {
+    if !enabled && !npy_asked(doc) {
         for k in m
             .keys()
             .filter(|k| !matches!(k.as_str(), "enable_dump" | "dump_config_path"))
