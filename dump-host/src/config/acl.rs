@@ -929,4 +929,139 @@ mod tests {
                 .is_ok()
         );
     }
+
+    fn request(doc: Value) -> GeRequest {
+        acl_request(&doc).unwrap()
+    }
+
+    #[test]
+    fn each_key_translates() {
+        use crate::config::InputOutput;
+        use crate::layout::{GeStat, GeStats};
+        let p = dir();
+        let base = |extra: Value| {
+            let mut d = json!({"dump_path": p, "dump_list": [{"model_name": "m.1"}]});
+            for (k, v) in extra.as_object().unwrap() {
+                d[k] = v.clone();
+            }
+            json!({ "dump": d })
+        };
+        let r = request(base(json!({})));
+        assert_eq!(r.dump_path, std::path::PathBuf::from(&p));
+        assert_eq!(r.prefix, None);
+        assert_eq!(r.input_output, InputOutput::Outputs, "CANN's default");
+        assert_eq!(r.steps, "all");
+        assert_eq!(r.model_name.as_deref(), Some("m_1"), "sanitised as GE does");
+        assert_eq!(r.layers, None);
+        assert_eq!(r.stats, None);
+        assert!(!r.npy);
+        for (mode, io) in [
+            ("input", InputOutput::Inputs),
+            ("output", InputOutput::Outputs),
+            ("all", InputOutput::Both),
+        ] {
+            assert_eq!(request(base(json!({"dump_mode": mode}))).input_output, io);
+        }
+        assert_eq!(
+            request(base(json!({"dump_step": "0|5|10-20"}))).steps,
+            "0|5|10-20"
+        );
+        assert_eq!(
+            request(base(json!({"dump_data": "stats"}))).stats,
+            Some(GeStats { chosen: None })
+        );
+        assert_eq!(
+            request(base(
+                json!({"dump_data": "stats", "dump_stats": ["L2norm", "Min"]})
+            ))
+            .stats,
+            Some(GeStats {
+                chosen: Some(vec![GeStat::Min, GeStat::L2norm])
+            })
+        );
+        for level in ["op", "kernel", "all"] {
+            assert_eq!(
+                request(base(json!({"dump_level": level}))),
+                request(base(json!({}))),
+                "dump_level {level} writes the same dump"
+            );
+        }
+        let w = request(base(json!({"dump_kernel_data": "printf"}))).warnings;
+        assert_eq!(w.warnings().next().unwrap().path, "dump.dump_kernel_data");
+        // Layers of every item, one model.
+        let r = request(json!({"dump": {"dump_path": p, "dump_list": [
+            {"model_name": "m", "layer": ["a", "b"]}, {"model_name": "m", "layer": ["c"]}]}}));
+        assert_eq!(r.layers, Some(vec!["a".into(), "b".into(), "c".into()]));
+        // An item without layer dumps the whole model.
+        let r = request(json!({"dump": {"dump_path": p, "dump_list": [
+            {"model_name": "m", "layer": ["a"]}, {"model_name": "m"}]}}));
+        assert_eq!(r.layers, None);
+        // Layers without a model name: opdump's default model directory.
+        let r = request(json!({"dump": {"dump_path": p, "dump_list": [{"layer": ["a"]}]}}));
+        assert_eq!(r.model_name.as_deref(), Some("Net"));
+        // Single-operator dump: no model directories, every kernel.
+        let r = request(json!({"dump": {"dump_path": p, "dump_op_switch": "on"}}));
+        assert_eq!((r.model_name, r.layers), (None, None));
+    }
+
+    #[test]
+    fn what_the_dumper_cannot_run_is_every_error_at_once() {
+        let p = dir();
+        let e = acl_request(
+            &json!({"dump": {"dump_path": "10.0.0.1:/d", "dump_level": "op",
+            "dump_list": [
+                {"model_name": "a", "optype_blacklist": [{"name": "Conv2D"}]},
+                {"model_name": "b", "layer": ["x"], "opname_range": [{"begin": "x", "end": "y"}]}
+            ]}}),
+        )
+        .unwrap_err();
+        let got: Vec<(&str, &str)> = e
+            .errors()
+            .map(|d| (d.path.as_str(), d.message.as_str()))
+            .collect();
+        let paths: Vec<&str> = got.iter().map(|g| g.0).collect();
+        assert_eq!(
+            paths,
+            [
+                "dump.dump_path",
+                "dump.dump_list[0].optype_blacklist",
+                "dump.dump_list[1].opname_range",
+                "dump.dump_list",
+            ]
+        );
+        assert!(got[0].1.contains("\"10.0.0.1:/d\""), "{got:?}");
+        assert!(got[1].1.contains("Conv2D"), "{got:?}");
+        assert!(got[3].1.contains("2 models (a, b)"), "{got:?}");
+        // CANN's errors come first, then opdump's, all at once.
+        let e = acl_request(&json!({"dump": {"dump_path": p, "dump_mode": "both",
+            "dump_list": [{"model_name": "a"}, {"model_name": "b"}]}}))
+        .unwrap_err();
+        let paths: Vec<&str> = e.errors().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["dump.dump_mode", "dump.dump_list"]);
+        // The scenes and modes opdump does not run.
+        for (doc, path, text) in [
+            (json!({"dump": {"dump_path": p}}), "dump", "nothing to dump"),
+            (
+                json!({"dump": {"dump_scene": "aic_err_brief_dump"}}),
+                "dump.dump_scene",
+                "\"aic_err_brief_dump\": exception dumps",
+            ),
+            (
+                json!({"dump": {"dump_path": p, "dump_debug": "on"}}),
+                "dump.dump_debug",
+                "overflow dump",
+            ),
+            (
+                json!({"dump": {"dump_path": p, "dump_scene": "watcher",
+                    "dump_list": [{"watcher_nodes": ["a"]}]}}),
+                "dump.dump_scene",
+                "\"watcher\"",
+            ),
+        ] {
+            let e = acl_request(&doc).unwrap_err();
+            let first = e.errors().next().unwrap();
+            assert_eq!(first.path, path, "{doc}");
+            assert!(first.message.contains(text), "{doc}: {}", first.message);
+        }
+    }
 }

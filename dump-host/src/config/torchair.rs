@@ -396,4 +396,55 @@ mod tests {
                 .any(|m| m.starts_with("dump_mode: \"in\" is not allowed"))
         );
     }
+
+    #[test]
+    fn each_option_translates() {
+        use crate::config::InputOutput;
+        let dir = std::env::temp_dir().display().to_string();
+        let r = torchair_request(&json!({"enable_dump": true, "dump_path": dir})).unwrap();
+        assert_eq!(r.dump_path, std::path::PathBuf::from(&dir));
+        assert_eq!(r.prefix.as_deref(), Some("worldsize1_global_rank0"));
+        assert_eq!(r.input_output, InputOutput::Both, "torchair sends all");
+        assert_eq!(r.steps, "all");
+        assert_eq!(r.model_name.as_deref(), Some("Net"));
+        assert_eq!((r.layers, r.stats, r.npy), (None, None, false));
+        let r = torchair_request(&json!({"enable_dump": true, "dump_path": dir,
+            "dump_mode": "input", "dump_step": "0|2-4", "dump_layer": " conv1  relu_1 ",
+            "dump_data": "stats", "quant_dumpable": true, "data_dump_stage": "original"}))
+        .unwrap();
+        assert_eq!(r.input_output, InputOutput::Inputs);
+        assert_eq!(r.steps, "0|2-4");
+        assert_eq!(r.layers, Some(vec!["conv1".into(), "relu_1".into()]));
+        assert_eq!(r.stats, Some(crate::layout::GeStats { chosen: None }));
+        let w: Vec<&str> = r.warnings.warnings().map(|w| w.path.as_str()).collect();
+        assert_eq!(w, ["quant_dumpable", "data_dump_stage"]);
+        let r = torchair_request(&json!({"dump_path": dir,
+            "debug": {"data_dump": {"type": "npy"}}}))
+        .unwrap();
+        assert!(r.npy);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn hostile_options_every_error_at_once() {
+        let e = torchair_request(&json!({"enable_dump": false, "dump_mode": "in",
+            "dump_config_path": "/x/acl.json", "debug": {"data_dump": {"type": "pt"}},
+            "dump_step": "3-1"}))
+        .unwrap_err();
+        let paths: Vec<&str> = e.errors().map(|d| d.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "debug",
+                "dump_mode",
+                "dump_step",
+                "dump_config_path",
+                "dump_config_path",
+                "enable_dump"
+            ]
+        );
+        let msgs: Vec<&str> = e.errors().map(|d| d.message.as_str()).collect();
+        assert!(msgs[0].contains("\"pt\""), "{msgs:?}");
+        assert!(msgs[4].contains("does not merge an acl.json"), "{msgs:?}");
+    }
 }
