@@ -58,9 +58,11 @@ pub struct Args {
     /// Seed of the random inputs.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// A MindSpore data_dump.json, or an msprobe config.json (the run is then written in
-    /// msprobe's layout: step{N}/rank{R}/dump.json), instead of the embedded one (the demo's:
-    /// every kernel, saved_data "full", every statistic category, iteration "all").
+    /// A MindSpore data_dump.json, an msprobe config.json (the run is then written in
+    /// msprobe's layout: step{N}/rank{R}/dump.json), or CANN's acl.json or torchair's
+    /// dump_config options as JSON (CANN's GE layout: one CANN dump file or statistics csv per
+    /// kernel; docs/cann.md), instead of the embedded one (the demo's: every kernel,
+    /// saved_data "full", every statistic category, iteration "all").
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Where to write the dump (replaces the config's `path`). Default `./opdump-run` with the
