@@ -256,12 +256,14 @@ fn a_kernel_larger_than_the_direct_write_size_spills_and_reads_back_the_same() {
             "dump_list": [{{"model_name": "m"}}]}}}}"#,
         root.display()
     );
-    let mut opts = DumpOptions::default();
-    opts.writer = WriterConfig {
-        threads: 1,
-        budget_bytes: 1 << 20,
-        direct_write_bytes: 1000,
-        nice: 0,
+    let opts = DumpOptions {
+        writer: WriterConfig {
+            threads: 1,
+            budget_bytes: 1 << 20,
+            direct_write_bytes: 1000,
+            nice: 0,
+        },
+        ..DumpOptions::default()
     };
     let mut d = open(config, opts);
     let a: Vec<f32> = (0..300).map(|i| i as f32 * 0.5).collect();

@@ -29,7 +29,11 @@ fn tmpdir(name: &str) -> PathBuf {
 fn opdump(args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_opdump"));
     cmd.args(args);
-    for v in ["MINDSPORE_DUMP_CONFIG", "MS_DIAGNOSTIC_DATA_PATH", "RANK_ID"] {
+    for v in [
+        "MINDSPORE_DUMP_CONFIG",
+        "MS_DIAGNOSTIC_DATA_PATH",
+        "RANK_ID",
+    ] {
         cmd.env_remove(v);
     }
     cmd.output().expect("run opdump")
@@ -116,7 +120,11 @@ fn acl_json_run_writes_ge_files_that_inspect_and_convert_read_back_bit_identical
         "{}",
         String::from_utf8_lossy(&checked.stderr)
     );
-    run_cnn(Some(&acl), None);
+    let out = run_cnn(Some(&acl), None);
+    assert!(
+        out.contains("wrote 7 CANN dump files") && out.contains("in CANN's GE layout"),
+        "{out}"
+    );
     // The same run in MindSpore's layout: what the kernels reported.
     let ms = top.join("ms");
     run_cnn(None, Some(&ms));
@@ -168,7 +176,10 @@ fn acl_json_run_writes_ge_files_that_inspect_and_convert_read_back_bit_identical
         "--json",
     ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["matched"].as_u64().unwrap() >= kernel_tensors as u64, "{v:#}");
+    assert!(
+        v["matched"].as_u64().unwrap() >= kernel_tensors as u64,
+        "{v:#}"
+    );
     let _ = std::fs::remove_dir_all(&top);
 }
 

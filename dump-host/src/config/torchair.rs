@@ -257,7 +257,8 @@ pub fn torchair_request(doc: &Value) -> Result<super::acl::GeRequest, Diagnostic
     let layers: Option<Vec<String>> = s("dump_layer")
         .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
         .filter(|l| !l.is_empty());
-    let stats = (s("dump_data") == Some("stats")).then(|| crate::layout::GeStats { chosen: None });
+    let stats =
+        (s("dump_data") == Some("stats")).then_some(crate::layout::GeStats { chosen: None });
     if npy && stats.is_some() {
         warnings.warn(
             "dump_data",
