@@ -367,6 +367,31 @@ fn torchair_npy_dump_names() {
 }
 
 #[test]
+fn the_ge_layout_refuses_a_flight_recorder_and_a_non_finite_stop() {
+    let root = tmp("refuse");
+    let config = format!(
+        r#"{{"dump": {{"dump_path": "{}", "dump_list": [{{"model_name": "m"}}]}}}}"#,
+        root.display()
+    );
+    let env = HashMap::<String, String>::new();
+    let e = Dumper::builder()
+        .env(&env)
+        .flight_recorder(dump_host::config::FlightRecorder::default())
+        .open_json(config.clone().into_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("flight recorder"), "{e}");
+    let e = Dumper::builder()
+        .env(&env)
+        .on_nonfinite(dump_host::config::NonFinitePolicy::Stop)
+        .open_json(config.into_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("on_nonfinite \"stop\""), "{e}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
 fn what_the_dumper_cannot_run_is_an_error_naming_key_and_value() {
     let dir = std::env::temp_dir().display().to_string();
     for (config, want) in [

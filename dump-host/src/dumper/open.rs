@@ -311,6 +311,15 @@ impl DumpPlan {
                 dialect.describe()
             )));
         }
+        if !req.npy && plan.on_nonfinite != NonFinitePolicy::Continue {
+            return Err(Error::Plan(format!(
+                "on_nonfinite {:?} watches the outputs MindSpore's and msprobe's layouts write; \
+                 the GE layout of a {} gathers each kernel into one CANN file without that \
+                 check: use continue (the default)",
+                plan.on_nonfinite.as_str(),
+                dialect.describe()
+            )));
+        }
         plan.root = base.clone();
         plan.layout = crate::layout::LayoutKind::Ge;
         plan.ge = Some(crate::layout::GeSettings {
