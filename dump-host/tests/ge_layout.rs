@@ -417,3 +417,42 @@ fn what_the_dumper_cannot_run_is_an_error_naming_key_and_value() {
         assert!(e.contains(want), "{config}: {e}");
     }
 }
+
+#[test]
+fn a_device_tensor_keeps_its_device_format_and_both_shapes() {
+    let root = tmp("device");
+    let config = format!(
+        r#"{{"dump": {{"dump_path": "{}", "dump_list": [{{"model_name": "m"}}]}}}}"#,
+        root.display()
+    );
+    let mut d = open(config, DumpOptions::default());
+    // NC1HWC0 float16 of host shape [1, 3, 1, 1]: one C1 block of 16 channels, 3 used.
+    let data: Vec<u8> = (0..16u16)
+        .flat_map(|c| half::f16::from_f32(c as f32).to_le_bytes())
+        .collect();
+    let t = dump_device_ascend::DeviceTensor {
+        format: dump_device_ascend::Format::parse("NC1HWC0").unwrap(),
+        dtype: DType::Float16,
+        device_shape: &[1, 1, 1, 1, 16],
+        host_shape: &[1, 3, 1, 1],
+        data: &data,
+    };
+    let s = d.begin_step();
+    s.kernel("Conv2D", "conv")
+        .unwrap()
+        .output(0, TensorRef::device(&t))
+        .unwrap();
+    s.finish().unwrap();
+    d.close().unwrap();
+    let all = files(&root);
+    assert_eq!(all.len(), 1, "{all:?}");
+    let bytes = std::fs::read(&all[0]).unwrap();
+    let h = decode(&bytes).unwrap();
+    let o = h.tensor(TensorKind::Output, 0).unwrap();
+    assert_eq!(o.format, CannFormat::NC1HWC0);
+    assert_eq!(o.data_type, CannDType::FLOAT16);
+    assert_eq!(o.shape, [1, 1, 1, 1, 16]);
+    assert_eq!(o.original_shape.as_deref(), Some(&[1u64, 3, 1, 1][..]));
+    assert_eq!(o.bytes_in(&bytes), Some(&data[..]));
+    std::fs::remove_dir_all(&root).unwrap();
+}
