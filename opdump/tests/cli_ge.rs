@@ -168,18 +168,20 @@ fn acl_json_run_writes_ge_files_that_inspect_and_convert_read_back_bit_identical
     for (k, data) in &got {
         assert_eq!(Some(data), want.get(k), "{k:?}");
     }
-    // compare matches every tensor of the GE dump with the MindSpore dump's step 1.
-    let o = opdump(&[
-        "compare",
-        conv.to_str().unwrap(),
-        ms.to_str().unwrap(),
-        "--json",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(
-        v["matched"].as_u64().unwrap() >= kernel_tensors as u64,
-        "{v:#}"
-    );
+    // compare pairs every tensor of the GE tree (read directly, and converted) with the
+    // MindSpore dump's step 1, none diverging.
+    for a in [&ge, &conv] {
+        let o = opdump(&[
+            "compare",
+            a.to_str().unwrap(),
+            ms.to_str().unwrap(),
+            "--json",
+        ]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["matched"], kernel_tensors, "{v:#}");
+        assert_eq!(v["diverged"], 0, "{v:#}");
+        assert_eq!(v["only_in_a"].as_array().map(Vec::len), Some(0), "{v:#}");
+    }
     let _ = std::fs::remove_dir_all(&top);
 }
 

@@ -5,7 +5,9 @@
 //! empty section, `EP0002` a value outside its allowed set, `EP0003` an invalid value,
 //! `EP0005` fields in conflict) and names the value and what is allowed. The result says which
 //! dump CANN would run ([`AclDumpKind`]: an exception scene wins, then overflow, then the
-//! operator dump) or that the file asks for none.
+//! operator dump) or that the file asks for none. [`acl_request`] then translates an accepted
+//! file into what opdump's Dumper writes ([`GeRequest`]: CANN's GE layout, docs/cann.md),
+//! refusing with an error naming the key what the Dumper cannot honour.
 //!
 //! ```
 //! use dump_host::config::acl::{AclDumpKind, check_acl};

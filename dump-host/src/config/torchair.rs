@@ -3,7 +3,10 @@
 //! torchair and then GE validate them, every problem at once (spec `peers.md` §5.1, §5.2).
 //!
 //! torchair accepts what GE later rejects (a trailing `|` in `dump_step`, `N-N`), so both
-//! checks run: a message says which of the two refuses the value.
+//! checks run: a message says which of the two refuses the value. [`torchair_request`]
+//! translates accepted options into what opdump's Dumper writes (GE's layout below
+//! `worldsize1_global_rank0/`, or torchair's npy files with `{"debug": {"data_dump":
+//! {"type": "npy"}}}`).
 //!
 //! ```
 //! use dump_host::config::torchair::check_torchair;
