@@ -217,3 +217,42 @@ fn torchair_config_run_writes_under_the_rank_prefix_with_stats() {
     }
     let _ = std::fs::remove_dir_all(&top);
 }
+
+#[test]
+fn check_says_when_a_valid_cann_config_does_not_run_and_why() {
+    let top = tmpdir("check");
+    let acl = top.join("acl.json");
+    std::fs::write(
+        &acl,
+        format!(
+            r#"{{"dump": {{"dump_path": "{}", "dump_debug": "on"}}}}"#,
+            top.display()
+        ),
+    )
+    .unwrap();
+    let o = opdump(&["check", acl.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("error: dump.dump_debug: \"on\": overflow dump"),
+        "{err}"
+    );
+    assert!(
+        err.contains("is a valid CANN acl.json (dump: overflow), but opdump's Dumper does not run it (1 error above)"),
+        "{err}"
+    );
+    let torchair = top.join("torchair.json");
+    std::fs::write(
+        &torchair,
+        format!(
+            r#"{{"dump_path": "{}", "debug": {{"data_dump": {{"type": "npy"}}}}}}"#,
+            top.display()
+        ),
+    )
+    .unwrap();
+    let o = opdump(&["check", torchair.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(ok(&o).as_bytes()).unwrap();
+    assert_eq!(v["opdump"]["layout"], "torchair npy", "{v:#}");
+    assert_eq!(v["opdump"]["files"], "npy per tensor", "{v:#}");
+    let _ = std::fs::remove_dir_all(&top);
+}

@@ -62,6 +62,7 @@ pub(super) fn check(
         }
     };
     // Valid for CANN: planned as the Dumper plans it (what it cannot run is an error).
+    let valid_for_cann = checked.as_ref().ok().map(|c| c.2.clone());
     let checked = checked.and_then(|(mut summary, _, what)| {
         match DumpPlan::from_json(bytes.to_vec(), env, opts) {
             Ok(p) => {
@@ -107,12 +108,21 @@ pub(super) fn check(
         Err(d) => {
             print(&d, err);
             let n = d.errors().count();
-            Err(Failure::Invalid(format!(
-                "{} has {n} error{} ({}): not a valid dump config",
-                path.display(),
-                if n == 1 { "" } else { "s" },
-                dialect.describe()
-            )))
+            Err(Failure::Invalid(match valid_for_cann {
+                Some(what) => format!(
+                    "{} is a valid {} ({what}), but opdump's Dumper does not run it ({n} \
+                     error{} above)",
+                    path.display(),
+                    dialect.describe(),
+                    if n == 1 { "" } else { "s" },
+                ),
+                None => format!(
+                    "{} has {n} error{} ({}): not a valid dump config",
+                    path.display(),
+                    if n == 1 { "" } else { "s" },
+                    dialect.describe()
+                ),
+            }))
         }
     }
 }
