@@ -456,3 +456,55 @@ fn a_device_tensor_keeps_its_device_format_and_both_shapes() {
     assert_eq!(o.bytes_in(&bytes), Some(&data[..]));
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn stats_from_precomputed_summaries_and_their_refusal_in_tensor_mode() {
+    let root = tmp("summary");
+    let config = |data: &str| {
+        format!(
+            r#"{{"dump": {{"dump_path": "{}", "dump_data": "{data}",
+                "dump_list": [{{"model_name": "m"}}]}}}}"#,
+            root.display()
+        )
+    };
+    let mut s = dump_core::Summary::EMPTY;
+    for v in [1.0, 2.0, 6.0] {
+        s.push(v);
+    }
+    let mut d = open(config("stats"), DumpOptions::default());
+    let step = d.begin_step();
+    {
+        let k = step.kernel("Relu", "relu").unwrap();
+        k.output_summary(0, DType::Float32, &[3], s, None).unwrap();
+        let e = k
+            .output_summary(0, DType::Float32, &[3], s, None)
+            .unwrap_err();
+        assert!(e.to_string().contains("reported twice"), "{e}");
+        let e = k
+            .output_summary(1, DType::Float32, &[4], s, None)
+            .unwrap_err();
+        assert!(e.to_string().contains("counts 3 elements"), "{e}");
+    }
+    step.finish().unwrap();
+    d.close().unwrap();
+    let all = files(&root);
+    assert_eq!(all.len(), 1, "{all:?}");
+    let text = std::fs::read_to_string(&all[0]).unwrap();
+    assert_eq!(
+        text.lines().nth(1),
+        Some("Output,0,12,DT_FLOAT,ND,3,6,1,3,3,0,0,0")
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&root).unwrap();
+    let mut d = open(config("tensor"), DumpOptions::default());
+    let step = d.begin_step();
+    let e = step
+        .kernel("Relu", "relu")
+        .unwrap()
+        .output_summary(0, DType::Float32, &[3], s, None)
+        .unwrap_err();
+    assert!(e.to_string().contains("holds the tensor's bytes"), "{e}");
+    drop(step);
+    d.close().unwrap();
+    std::fs::remove_dir_all(&root).unwrap();
+}

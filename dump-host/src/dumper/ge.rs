@@ -197,6 +197,17 @@ impl GeKernel {
                     .into(),
             ));
         }
+        if self.tensors.iter().any(|g| g.io == io && g.slot == slot) {
+            return Err(bad(
+                "reported twice; a CANN statistics csv holds each input and output once".into(),
+            ));
+        }
+        let data_type = CannDType::from_dtype(dtype);
+        if data_type.dtype() != Some(dtype) {
+            return Err(bad(format!(
+                "{dtype} has no CANN data type (OutputDataType)"
+            )));
+        }
         let size = elements(shape)
             .and_then(|n| dtype.storage_bytes(n))
             .ok_or_else(|| bad(format!("shape {shape:?} overflows")))?;
@@ -211,7 +222,7 @@ impl GeKernel {
             io,
             slot,
             dtype,
-            data_type: CannDType::from_dtype(dtype),
+            data_type,
             format: CannFormat::ND,
             shape: shape.to_vec(),
             host_shape: shape.to_vec(),
