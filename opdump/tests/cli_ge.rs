@@ -256,3 +256,73 @@ fn check_says_when_a_valid_cann_config_does_not_run_and_why() {
     assert_eq!(v["opdump"]["files"], "npy per tensor", "{v:#}");
     let _ = std::fs::remove_dir_all(&top);
 }
+
+#[test]
+fn torchair_dump_config_path_is_read_and_its_options_override_it() {
+    let top = tmpdir("merge");
+    let acl = top.join("acl.json");
+    std::fs::write(
+        &acl,
+        format!(
+            r#"{{"dump": {{"dump_path": "{}", "dump_step": "1", "dump_data": "stats",
+                "dump_list": [{{"model_name": "cnn"}}]}}}}"#,
+            top.display()
+        ),
+    )
+    .unwrap();
+    let cfg = top.join("torchair.json");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"{{"enable_dump": true, "dump_path": "{}", "dump_config_path": "{}"}}"#,
+            top.display(),
+            acl.display()
+        ),
+    )
+    .unwrap();
+    run_cnn(Some(&cfg), None);
+    // The acl.json's model and step; torchair's prefix, dump_mode all and dump_data tensor.
+    let written = files(&top.join("worldsize1_global_rank0"));
+    assert_eq!(written.len(), 7, "{written:?}");
+    for f in &written {
+        let rel: Vec<String> = f
+            .strip_prefix(&top)
+            .unwrap()
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(&rel[2..6], ["0", "cnn", "0", "1"], "{rel:?}");
+        let h = decode(&std::fs::read(f).unwrap()).unwrap();
+        assert!(
+            h.tensors
+                .iter()
+                .any(|t| t.kind == dump_device_ascend::dumpfile::TensorKind::Input),
+            "dump_mode all"
+        );
+    }
+    // Without enable_dump the acl.json alone decides, and --out cannot move it.
+    std::fs::write(
+        &cfg,
+        format!(r#"{{"dump_config_path": "{}"}}"#, acl.display()),
+    )
+    .unwrap();
+    let x = format!("x={}", fixture("cnn/inputs/x.npy"));
+    let out = top.join("elsewhere");
+    let o = opdump(&[
+        "run",
+        &fixture("cnn.onnx"),
+        "--input",
+        &x,
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the dump_path of the acl.json named by"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&top);
+}

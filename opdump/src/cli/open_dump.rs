@@ -58,6 +58,18 @@ pub(crate) fn open(
     };
     let mut planned =
         DumpPlan::from_json(text.into_bytes(), env, opts).map_err(|e| e.to_string())?;
+    // A torchair config that only names an acl.json (dump_config_path, enable_dump false)
+    // dumps where that acl.json says: `--out` cannot move it.
+    if let (true, Some(r), Some(g)) = (cann, target.root, planned.plan.ge.as_ref())
+        && !g.base.starts_with(absolute(r))
+    {
+        return Err(format!(
+            "--out {}: the dump goes to {}, the dump_path of the acl.json named by \
+             dump_config_path (torchair's options override it only with enable_dump true)",
+            r.display(),
+            g.base.display()
+        ));
+    }
     if let Some(root) = root {
         planned.plan.config_bytes = with_path(target.text, &root)?.into_bytes();
         planned.plan.root = root;
