@@ -82,7 +82,9 @@ pub fn config_json(data: &[u8]) {
 }
 
 /// CANN's `acl.json` and torchair's `dump_config`: the checks never panic, a rejected config
-/// says why (acl.json's errors each carry CANN's `EP000x` code), and the Dumper refuses both.
+/// says why (acl.json's errors each carry CANN's `EP000x` code), and the Dumper's plan agrees:
+/// a config the check rejects the plan rejects too; a config the plan accepts writes CANN's GE
+/// layout below its `dump_path` (torchair's under `worldsize1_global_rank0`).
 pub fn cann_config(data: &[u8], dialect: ConfigDialect) {
     let Ok(doc) = serde_json::from_slice::<serde_json::Value>(data) else {
         return;
@@ -91,8 +93,11 @@ pub fn cann_config(data: &[u8], dialect: ConfigDialect) {
         ConfigDialect::AclJson => dump_host::config::acl::check_acl(&doc).map(|a| a.warnings),
         _ => dump_host::config::torchair::check_torchair(&doc).map(|t| t.warnings),
     };
-    match checked {
-        Ok(w) => assert!(!w.has_errors(), "accepted with errors: {w}"),
+    let accepted = match checked {
+        Ok(w) => {
+            assert!(!w.has_errors(), "accepted with errors: {w}");
+            true
+        }
         Err(d) => {
             assert!(d.has_errors(), "rejected without an error: {d}");
             if dialect == ConfigDialect::AclJson {
@@ -100,14 +105,41 @@ pub fn cann_config(data: &[u8], dialect: ConfigDialect) {
                     assert!(e.message.starts_with("EP000"), "no CANN code: {e}");
                 }
             }
+            false
         }
-    }
+    };
     let env: HashMap<String, String> = HashMap::new();
-    assert!(
-        DumpPlan::from_json(data.to_vec(), &env, &DumpOptions::default()).is_err(),
-        "the Dumper ran from a {}",
-        dialect.describe()
-    );
+    match DumpPlan::from_json(data.to_vec(), &env, &DumpOptions::default()) {
+        Ok(p) => {
+            assert!(
+                accepted,
+                "the Dumper ran from a {} its check rejects",
+                dialect.describe()
+            );
+            let g = p
+                .plan
+                .ge
+                .as_ref()
+                .expect("a CANN config plans the GE layout");
+            assert_eq!(p.plan.root, g.base);
+            let path = match dialect {
+                ConfigDialect::AclJson => doc.pointer("/dump/dump_path"),
+                _ => doc.get("dump_path"),
+            }
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("./");
+            // torchair's dump_config_path may move it to the acl.json's dump_path.
+            if doc.get("dump_config_path").is_none() {
+                assert!(
+                    g.base.starts_with(path),
+                    "{} not below {path}",
+                    g.base.display()
+                );
+            }
+        }
+        Err(Error::Config(d)) => assert!(d.has_errors(), "rejected without an error: {d}"),
+        Err(_) => {}
+    }
 }
 
 /// msprobe's `config.json`: the reader never panics; an accepted config has no error, its

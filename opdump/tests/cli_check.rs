@@ -254,18 +254,50 @@ fn acl_json_is_detected_and_checked_with_canns_codes() {
     ] {
         assert!(err.contains(&needle), "missing {needle:?} in\n{err}");
     }
-    // The Dumper does not run from it: `opdump demo --config` says why.
+    // The Dumper runs from it: check says so and how, and `opdump demo --config` writes
+    // CANN's statistics csv per kernel in GE's layout.
+    assert!(
+        text(&o_good_stderr(&good)).contains("the Dumper runs from it"),
+        "{}",
+        text(&o_good_stderr(&good))
+    );
+    assert_eq!(summary["opdump"]["layout"], "GE");
+    assert_eq!(summary["opdump"]["model_name"], "resnet");
+    assert_eq!(summary["opdump"]["files"], "statistics csv per kernel");
+    let all = dir.join("all.json");
+    std::fs::write(
+        &all,
+        json!({"dump": {"dump_path": dir.to_str().unwrap(), "dump_mode": "all",
+            "dump_list": [{"model_name": "lenet"}], "dump_data": "stats"}})
+        .to_string(),
+    )
+    .unwrap();
     let o = opdump(
-        &["demo", "--config", good.to_str().unwrap(), "--steps", "1"],
+        &["demo", "--config", all.to_str().unwrap(), "--steps", "1"],
         &[],
     );
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let time = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().len() == 14)
+        .expect("a {time} directory");
+    let step = time.path().join("0/lenet/0/0");
+    let csvs: Vec<_> = std::fs::read_dir(&step)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     assert!(
-        text(&o.stderr).contains("the Dumper does not run from it yet"),
-        "{}",
-        text(&o.stderr)
+        !csvs.is_empty() && csvs.iter().all(|n| n.ends_with(".csv")),
+        "{csvs:?}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `opdump check`'s stderr for `f`.
+fn o_good_stderr(f: &std::path::Path) -> Vec<u8> {
+    opdump(&["check", f.to_str().unwrap()], &[]).stderr
 }
 
 /// torchair's dump_config options as JSON: torchair's checks, then GE's.

@@ -5,7 +5,9 @@
 //! empty section, `EP0002` a value outside its allowed set, `EP0003` an invalid value,
 //! `EP0005` fields in conflict) and names the value and what is allowed. The result says which
 //! dump CANN would run ([`AclDumpKind`]: an exception scene wins, then overflow, then the
-//! operator dump) or that the file asks for none.
+//! operator dump) or that the file asks for none. [`acl_request`] then translates an accepted
+//! file into what opdump's Dumper writes ([`GeRequest`]: CANN's GE layout, docs/cann.md),
+//! refusing with an error naming the key what the Dumper cannot honour.
 //!
 //! ```
 //! use dump_host::config::acl::{AclDumpKind, check_acl};
@@ -260,6 +262,220 @@ pub fn check_acl(doc: &Value) -> Result<AclDump, Diagnostics> {
         watcher,
         warnings,
     })
+}
+
+/// What an accepted acl.json or torchair config asks opdump's Dumper to write: the GE
+/// layout's settings before the Dumper's start time is known. Made by [`acl_request`] and
+/// [`super::torchair::torchair_request`]; the Dumper's plan is made from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GeRequest {
+    /// `dump_path`.
+    pub dump_path: std::path::PathBuf,
+    /// torchair's `worldsize{W}_global_rank{R}` below `dump_path` (`None` for an acl.json).
+    pub prefix: Option<String>,
+    /// `dump_mode`: inputs, outputs or both.
+    pub input_output: super::InputOutput,
+    /// `dump_step` as CANN writes it (`0|5|10-20`), or `all`.
+    pub steps: String,
+    /// The model directory's name (sanitised); `None`: single-operator layout.
+    pub model_name: Option<String>,
+    /// Exact op names to dump; `None`: every kernel.
+    pub layers: Option<Vec<String>>,
+    /// `dump_data: stats`: the statistics csv's columns.
+    pub stats: Option<crate::layout::GeStats>,
+    /// torchair's eager npy dump.
+    pub npy: bool,
+    /// Warnings: keys read but meaningless for a Rust runtime.
+    pub warnings: Diagnostics,
+}
+
+/// Validates an acl.json ([`check_acl`]) and translates it into what the Dumper writes, every
+/// problem at once. On top of CANN's own errors, what opdump's Dumper cannot honour is an
+/// error naming the key and its value: no dump asked for, the exception scenes, overflow
+/// (`dump_debug: on`), the watcher scene, blacklists and `opname_range`, several models in
+/// `dump_list`, a remote `ip:path` dump path. `dump_level` (op, kernel, all) writes the same
+/// dump (a Rust runtime's kernel is both its op and its kernel); `dump_kernel_data` (AscendC
+/// kernels' printf/assert data) is ignored with a warning.
+pub fn acl_request(doc: &Value) -> Result<GeRequest, Diagnostics> {
+    let checked = match check_acl(doc) {
+        Ok(c) => c,
+        Err(mut d) => {
+            // CANN's errors, then what opdump could not run even if they were fixed.
+            if let Err(more) = unsupported(doc) {
+                for e in more.errors() {
+                    d.error(e.path.clone(), e.message.clone());
+                }
+            }
+            return Err(d);
+        }
+    };
+    let mut d = unsupported(doc).err().unwrap_or_default();
+    let mut warnings = checked.warnings;
+    let empty = Map::new();
+    let dump = doc.get("dump").and_then(Value::as_object).unwrap_or(&empty);
+    let s = |k: &str| dump.get(k).and_then(Value::as_str);
+    match checked.kind {
+        AclDumpKind::None => d.error(
+            "dump",
+            "nothing to dump: no dump_list item and dump_op_switch is not \"on\" \
+             (CANN dumps nothing either); add {\"dump_list\": [{\"model_name\": …}]} or \
+             \"dump_op_switch\": \"on\"",
+        ),
+        AclDumpKind::Exception => d.error(
+            "dump.dump_scene",
+            format!(
+                "{:?}: exception dumps need a device kernel failing on an NPU; opdump's Dumper \
+                 does not run them (a MindSpore data_dump.json with op_debug_mode 4 dumps the \
+                 inputs of a kernel the runtime reports failed)",
+                s("dump_scene").unwrap_or_default()
+            ),
+        ),
+        AclDumpKind::Overflow => d.error(
+            "dump.dump_debug",
+            "\"on\": overflow dump writes the NPU's Opdebug overflow blocks, which a Rust \
+             runtime does not have; opdump's Dumper does not run it (a MindSpore \
+             data_dump.json with op_debug_mode 3 dumps the kernels whose outputs hold NaN/Inf)",
+        ),
+        AclDumpKind::Operators => {}
+    }
+    if checked.watcher {
+        d.error(
+            "dump.dump_scene",
+            "\"watcher\": not run by opdump's Dumper from an acl.json yet",
+        );
+    }
+    if let Some(k) = s("dump_kernel_data") {
+        warnings.warn(
+            "dump.dump_kernel_data",
+            format!(
+                "{k:?} selects AscendC kernels' own printf/assert/timestamp data, which a Rust \
+                 runtime's kernels do not produce; ignored"
+            ),
+        );
+    }
+    let mut models: Vec<&str> = Vec::new();
+    let mut layers: Vec<String> = Vec::new();
+    let mut every_layer = false;
+    let items = dump
+        .get("dump_list")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    for item in items {
+        let Some(m) = item.as_object() else { continue };
+        if let Some(name) = m.get("model_name").and_then(Value::as_str)
+            && !name.is_empty()
+            && !models.contains(&name)
+        {
+            models.push(name);
+        }
+        match m.get("layer").and_then(Value::as_array) {
+            Some(a) if !a.is_empty() => {
+                layers.extend(a.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
+            _ => every_layer = true,
+        }
+    }
+    if d.has_errors() {
+        return Err(d);
+    }
+    let single_op = items.is_empty();
+    let model_name = (!single_op).then(|| {
+        crate::layout::ge_sanitize(
+            models
+                .first()
+                .copied()
+                .unwrap_or(crate::layout::DEFAULT_MODEL_NAME),
+        )
+    });
+    let stats = if s("dump_data") == Some("stats") {
+        let items = dump
+            .get("dump_stats")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>());
+        // check_acl accepted every item.
+        Some(crate::layout::GeStats::from_items(items).map_err(|m| {
+            let mut d = Diagnostics::new();
+            d.error("dump.dump_stats", m);
+            d
+        })?)
+    } else {
+        None
+    };
+    Ok(GeRequest {
+        dump_path: std::path::PathBuf::from(s("dump_path").unwrap_or_default()),
+        prefix: None,
+        input_output: match s("dump_mode") {
+            Some("input") => super::InputOutput::Inputs,
+            Some("all") => super::InputOutput::Both,
+            // CANN's default is output.
+            _ => super::InputOutput::Outputs,
+        },
+        steps: s("dump_step")
+            .filter(|v| !v.is_empty())
+            .unwrap_or("all")
+            .to_owned(),
+        model_name,
+        layers: (!single_op && !every_layer).then_some(layers),
+        stats,
+        npy: false,
+        warnings,
+    })
+}
+
+/// What opdump's Dumper cannot run whatever CANN says of the rest: a remote `ip:path`,
+/// blacklists and `opname_range`, several models in `dump_list`.
+fn unsupported(doc: &Value) -> Result<(), Diagnostics> {
+    let mut d = Diagnostics::new();
+    let Some(dump) = doc.get("dump").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    if let Some(p) = dump.get("dump_path").and_then(Value::as_str)
+        && let Some((host, _)) = p.split_once(':')
+        && !host.is_empty()
+        && !host.contains('/')
+    {
+        d.error(
+            "dump.dump_path",
+            format!("{p:?}: a remote ip:path dump path; opdump writes to a local directory"),
+        );
+    }
+    let items = dump
+        .get("dump_list")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let mut models: Vec<&str> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let Some(m) = item.as_object() else { continue };
+        for k in ["optype_blacklist", "opname_blacklist", "opname_range"] {
+            if let Some(v) = m.get(k) {
+                d.error(
+                    format!("dump.dump_list[{i}].{k}"),
+                    format!(
+                        "{v}: not supported by opdump's Dumper (it dumps every selected kernel \
+                         whole)"
+                    ),
+                );
+            }
+        }
+        if let Some(name) = m.get("model_name").and_then(Value::as_str)
+            && !name.is_empty()
+            && !models.contains(&name)
+        {
+            models.push(name);
+        }
+    }
+    if models.len() > 1 {
+        d.error(
+            "dump.dump_list",
+            format!(
+                "names {} models ({}); opdump's Dumper dumps the one model its runtime runs: \
+                 keep one model_name",
+                models.len(),
+                models.join(", ")
+            ),
+        );
+    }
+    if d.has_errors() { Err(d) } else { Ok(()) }
 }
 
 /// `dump_path`: required, non-empty, at most [`MAX_PATH_CHARS`] characters, an existing
@@ -714,5 +930,140 @@ mod tests {
             check_acl(&json!({"dump": {"dump_path": p, "dump_debug": "on", "dump_step": "4-4"}}))
                 .is_ok()
         );
+    }
+
+    fn request(doc: Value) -> GeRequest {
+        acl_request(&doc).unwrap()
+    }
+
+    #[test]
+    fn each_key_translates() {
+        use crate::config::InputOutput;
+        use crate::layout::{GeStat, GeStats};
+        let p = dir();
+        let base = |extra: Value| {
+            let mut d = json!({"dump_path": p, "dump_list": [{"model_name": "m.1"}]});
+            for (k, v) in extra.as_object().unwrap() {
+                d[k] = v.clone();
+            }
+            json!({ "dump": d })
+        };
+        let r = request(base(json!({})));
+        assert_eq!(r.dump_path, std::path::PathBuf::from(&p));
+        assert_eq!(r.prefix, None);
+        assert_eq!(r.input_output, InputOutput::Outputs, "CANN's default");
+        assert_eq!(r.steps, "all");
+        assert_eq!(r.model_name.as_deref(), Some("m_1"), "sanitised as GE does");
+        assert_eq!(r.layers, None);
+        assert_eq!(r.stats, None);
+        assert!(!r.npy);
+        for (mode, io) in [
+            ("input", InputOutput::Inputs),
+            ("output", InputOutput::Outputs),
+            ("all", InputOutput::Both),
+        ] {
+            assert_eq!(request(base(json!({"dump_mode": mode}))).input_output, io);
+        }
+        assert_eq!(
+            request(base(json!({"dump_step": "0|5|10-20"}))).steps,
+            "0|5|10-20"
+        );
+        assert_eq!(
+            request(base(json!({"dump_data": "stats"}))).stats,
+            Some(GeStats { chosen: None })
+        );
+        assert_eq!(
+            request(base(
+                json!({"dump_data": "stats", "dump_stats": ["L2norm", "Min"]})
+            ))
+            .stats,
+            Some(GeStats {
+                chosen: Some(vec![GeStat::Min, GeStat::L2norm])
+            })
+        );
+        for level in ["op", "kernel", "all"] {
+            assert_eq!(
+                request(base(json!({"dump_level": level}))),
+                request(base(json!({}))),
+                "dump_level {level} writes the same dump"
+            );
+        }
+        let w = request(base(json!({"dump_kernel_data": "printf"}))).warnings;
+        assert_eq!(w.warnings().next().unwrap().path, "dump.dump_kernel_data");
+        // Layers of every item, one model.
+        let r = request(json!({"dump": {"dump_path": p, "dump_list": [
+            {"model_name": "m", "layer": ["a", "b"]}, {"model_name": "m", "layer": ["c"]}]}}));
+        assert_eq!(r.layers, Some(vec!["a".into(), "b".into(), "c".into()]));
+        // An item without layer dumps the whole model.
+        let r = request(json!({"dump": {"dump_path": p, "dump_list": [
+            {"model_name": "m", "layer": ["a"]}, {"model_name": "m"}]}}));
+        assert_eq!(r.layers, None);
+        // Layers without a model name: opdump's default model directory.
+        let r = request(json!({"dump": {"dump_path": p, "dump_list": [{"layer": ["a"]}]}}));
+        assert_eq!(r.model_name.as_deref(), Some("Net"));
+        // Single-operator dump: no model directories, every kernel.
+        let r = request(json!({"dump": {"dump_path": p, "dump_op_switch": "on"}}));
+        assert_eq!((r.model_name, r.layers), (None, None));
+    }
+
+    #[test]
+    fn what_the_dumper_cannot_run_is_every_error_at_once() {
+        let p = dir();
+        let e = acl_request(
+            &json!({"dump": {"dump_path": "10.0.0.1:/d", "dump_level": "op",
+            "dump_list": [
+                {"model_name": "a", "optype_blacklist": [{"name": "Conv2D"}]},
+                {"model_name": "b", "layer": ["x"], "opname_range": [{"begin": "x", "end": "y"}]}
+            ]}}),
+        )
+        .unwrap_err();
+        let got: Vec<(&str, &str)> = e
+            .errors()
+            .map(|d| (d.path.as_str(), d.message.as_str()))
+            .collect();
+        let paths: Vec<&str> = got.iter().map(|g| g.0).collect();
+        assert_eq!(
+            paths,
+            [
+                "dump.dump_path",
+                "dump.dump_list[0].optype_blacklist",
+                "dump.dump_list[1].opname_range",
+                "dump.dump_list",
+            ]
+        );
+        assert!(got[0].1.contains("\"10.0.0.1:/d\""), "{got:?}");
+        assert!(got[1].1.contains("Conv2D"), "{got:?}");
+        assert!(got[3].1.contains("2 models (a, b)"), "{got:?}");
+        // CANN's errors come first, then opdump's, all at once.
+        let e = acl_request(&json!({"dump": {"dump_path": p, "dump_mode": "both",
+            "dump_list": [{"model_name": "a"}, {"model_name": "b"}]}}))
+        .unwrap_err();
+        let paths: Vec<&str> = e.errors().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["dump.dump_mode", "dump.dump_list"]);
+        // The scenes and modes opdump does not run.
+        for (doc, path, text) in [
+            (json!({"dump": {"dump_path": p}}), "dump", "nothing to dump"),
+            (
+                json!({"dump": {"dump_scene": "aic_err_brief_dump"}}),
+                "dump.dump_scene",
+                "\"aic_err_brief_dump\": exception dumps",
+            ),
+            (
+                json!({"dump": {"dump_path": p, "dump_debug": "on"}}),
+                "dump.dump_debug",
+                "overflow dump",
+            ),
+            (
+                json!({"dump": {"dump_path": p, "dump_scene": "watcher",
+                    "dump_list": [{"watcher_nodes": ["a"]}]}}),
+                "dump.dump_scene",
+                "\"watcher\"",
+            ),
+        ] {
+            let e = acl_request(&doc).unwrap_err();
+            let first = e.errors().next().unwrap();
+            assert_eq!(first.path, path, "{doc}");
+            assert!(first.message.contains(text), "{doc}: {}", first.message);
+        }
     }
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 const MSPROBE_ONLY: [&str; 4] = ["task", "level", "statistics", "tensor"];
 
 /// torchair's `dump_config` options that no other dialect has at the top level.
-const TORCHAIR_ONLY: [&str; 8] = [
+const TORCHAIR_ONLY: [&str; 9] = [
     "enable_dump",
     "dump_mode",
     "quant_dumpable",
@@ -16,6 +16,7 @@ const TORCHAIR_ONLY: [&str; 8] = [
     "dump_data",
     "dump_config_path",
     "data_dump_stage",
+    super::torchair::DEBUG_KEY,
 ];
 
 /// Which tool a config file is written for.
@@ -43,10 +44,19 @@ impl ConfigDialect {
         }
     }
 
-    /// Whether the Dumper runs from this dialect (CANN's and torchair's configs are checked,
-    /// but their GE layout is not written yet).
+    /// Whether the Dumper runs from this dialect: every one does. MindSpore's config writes
+    /// MindSpore's layout, msprobe's writes msprobe's, and an acl.json or torchair config
+    /// writes CANN's GE layout ([`crate::layout::GeLayout`]: one CANN dump file or statistics
+    /// csv per kernel, or torchair's npy files), translated by
+    /// [`super::acl::acl_request`] and [`super::torchair::torchair_request`] (what they cannot
+    /// honour is an error naming the key).
     pub fn runs(self) -> bool {
-        matches!(self, ConfigDialect::MindSpore | ConfigDialect::Msprobe)
+        true
+    }
+
+    /// Whether the config writes CANN's GE layout (an acl.json or a torchair config).
+    pub fn is_cann(self) -> bool {
+        matches!(self, ConfigDialect::AclJson | ConfigDialect::Torchair)
     }
 
     /// The dialect of config bytes, from a JSON object's top-level keys:
@@ -101,6 +111,11 @@ mod tests {
         );
         assert_eq!(d(r#"{"dump": 3}"#), ConfigDialect::MindSpore);
         assert_eq!(d("[]"), ConfigDialect::MindSpore);
-        assert!(!ConfigDialect::AclJson.runs() && ConfigDialect::Msprobe.runs());
+        assert!(ConfigDialect::AclJson.runs() && ConfigDialect::Msprobe.runs());
+        assert!(ConfigDialect::Torchair.is_cann() && !ConfigDialect::Msprobe.is_cann());
+        assert_eq!(
+            d(r#"{"debug": {"data_dump": {"type": "npy"}}, "dump_path": "/d"}"#),
+            ConfigDialect::Torchair
+        );
     }
 }

@@ -60,6 +60,7 @@ mod builder;
 mod element;
 mod emit;
 mod flight;
+mod ge;
 mod graphs;
 mod metadata;
 mod msprobe;
@@ -243,7 +244,13 @@ impl Dumper {
             Some(p) => match p.op_debug_mode {
                 crate::config::OpDebugMode::Exception => false,
                 crate::config::OpDebugMode::Overflow => true,
-                crate::config::OpDebugMode::Off => p.kernels.would_match(full_name),
+                crate::config::OpDebugMode::Off => {
+                    p.kernels.would_match(full_name)
+                        && p.ge
+                            .as_ref()
+                            .and_then(|g| g.layers.as_ref())
+                            .is_none_or(|l| l.iter().any(|n| n == full_name))
+                }
             },
         }
     }
@@ -257,7 +264,8 @@ impl Dumper {
     /// (`ms_execution_order_graph_{id}.csv`, one full scope name per kernel).
     pub fn begin_graph(&mut self, graph_id: u32, execution_order: &[&str]) -> Result<(), Error> {
         self.graph = graph_id;
-        if let Some(s) = &self.shared {
+        // CANN's GE layout holds dump files only.
+        if let Some(s) = self.shared.as_ref().filter(|s| s.plan.ge.is_none()) {
             match &s.recorder {
                 Some(r) => {
                     let names = execution_order.iter().map(|n| (*n).to_owned()).collect();
@@ -298,7 +306,7 @@ impl Dumper {
             return Ok(());
         }
         self.graphs.insert(graph_id, graph);
-        if let Some(s) = &self.shared {
+        if let Some(s) = self.shared.as_ref().filter(|s| s.plan.ge.is_none()) {
             match &s.recorder {
                 Some(r) => {
                     let mut d = r.deferred.lock().unwrap_or_else(|e| e.into_inner());
@@ -414,7 +422,7 @@ impl Dumper {
     pub fn constant(&self, graph_id: u32, name: &str, t: TensorRef<'_>) -> Result<(), Error> {
         let Some(s) = &self.shared else { return Ok(()) };
         // msprobe's layout has no constants directory.
-        if !s.plan.saved_data.tensors() || s.plan.msprobe.is_some() {
+        if !s.plan.saved_data.tensors() || s.plan.msprobe.is_some() || s.plan.ge.is_some() {
             return Ok(());
         }
         if !s.out.meta.first_constant(graph_id, name) {

@@ -191,17 +191,7 @@ impl DumpPlan {
         match ConfigDialect::detect(&bytes) {
             ConfigDialect::Msprobe => return Self::from_msprobe(bytes, env, opts),
             d @ (ConfigDialect::AclJson | ConfigDialect::Torchair) => {
-                let mut diag = crate::config::Diagnostics::new();
-                diag.error(
-                    "",
-                    format!(
-                        "this is a {}: `opdump check` validates it, but the Dumper does not run \
-                         from it yet (the GE layout and CANN files are not written); allowed \
-                         here: a MindSpore data_dump.json or an msprobe config.json",
-                        d.describe()
-                    ),
-                );
-                return Err(Error::Config(diag));
+                return Self::from_cann(bytes, d, env, opts);
             }
             ConfigDialect::MindSpore => {}
         }
@@ -251,6 +241,101 @@ impl DumpPlan {
             config,
             warnings: v.warnings,
             dialect: ConfigDialect::Msprobe,
+        })
+    }
+
+    /// An acl.json or torchair config: validated and translated
+    /// ([`acl_request`](crate::config::acl::acl_request),
+    /// [`torchair_request`](crate::config::torchair::torchair_request)) into the MindSpore
+    /// settings it means (every kernel, the steps as the iteration, inputs/outputs from
+    /// `dump_mode`) and planned for CANN's GE layout, its time directory taken now.
+    fn from_cann(
+        bytes: Vec<u8>,
+        dialect: ConfigDialect,
+        env: &dyn Env,
+        opts: &DumpOptions,
+    ) -> Result<Planned, Error> {
+        let doc: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            let mut d = crate::config::Diagnostics::new();
+            d.error(
+                "",
+                format!("not JSON ({e}); a {} is a JSON object", dialect.describe()),
+            );
+            Error::Config(d)
+        })?;
+        let req = match dialect {
+            ConfigDialect::AclJson => crate::config::acl::acl_request(&doc),
+            _ => crate::config::torchair::torchair_request(&doc),
+        }
+        .map_err(Error::Config)?;
+        let base = match &req.prefix {
+            Some(p) => req.dump_path.join(p),
+            None => req.dump_path.clone(),
+        };
+        let config = DumpConfig {
+            device: opts.device,
+            dump_mode: DumpMode::All,
+            path: base.display().to_string(),
+            net_name: req
+                .model_name
+                .clone()
+                .unwrap_or_else(|| crate::layout::DEFAULT_MODEL_NAME.to_owned()),
+            iteration: req.steps.clone(),
+            input_output: req.input_output,
+            kernels: Vec::new(),
+            support_device: vec![opts.device_id],
+            op_debug_mode: OpDebugMode::Off,
+            overflow_number: 0,
+            saved_data: if req.stats.is_some() {
+                SavedData::Statistic
+            } else {
+                SavedData::Tensor
+            },
+            initial_iteration: 0,
+            statistic_category: ["max", "min", "avg", "l2norm"].map(String::from).to_vec(),
+            file_format: FileFormat::Npy,
+            e2e_enabled: true,
+            e2e: E2eSettings {
+                present: true,
+                enable: true,
+                ..E2eSettings::default()
+            },
+            opdump: Default::default(),
+        };
+        let mut plan = DumpPlan::new(&config, bytes, rank_id(env)?, opts)?;
+        if let Some(f) = plan.flight {
+            return Err(Error::Plan(format!(
+                "a flight recorder ({} steps) holds steps of MindSpore's or msprobe's layout; \
+                 the GE layout of a {} writes each kernel as it ends: remove it",
+                f.steps,
+                dialect.describe()
+            )));
+        }
+        if !req.npy && plan.on_nonfinite != NonFinitePolicy::Continue {
+            return Err(Error::Plan(format!(
+                "on_nonfinite {:?} watches the outputs MindSpore's and msprobe's layouts write; \
+                 the GE layout of a {} gathers each kernel into one CANN file without that \
+                 check: use continue (the default)",
+                plan.on_nonfinite.as_str(),
+                dialect.describe()
+            )));
+        }
+        plan.root = base.clone();
+        plan.layout = crate::layout::LayoutKind::Ge;
+        plan.ge = Some(crate::layout::GeSettings {
+            base,
+            prefix: req.prefix,
+            time: crate::layout::time_dir(crate::layout::now_us()),
+            model_name: req.model_name,
+            layers: req.layers,
+            stats: req.stats,
+            npy: req.npy,
+        });
+        Ok(Planned {
+            plan,
+            config,
+            warnings: req.warnings,
+            dialect,
         })
     }
 
@@ -308,6 +393,7 @@ impl DumpPlan {
             watch: cfg.opdump.watch,
             msprobe: None,
             msprobe_commit_interval: opts.msprobe_commit_interval,
+            ge: None,
         })
     }
 }

@@ -82,6 +82,9 @@ pub struct DumpPlan {
     /// msprobe's layout: how long finished calls may wait before dump.json is republished
     /// with them ([`DumpOptions::msprobe_commit_interval`](super::DumpOptions::msprobe_commit_interval)).
     pub msprobe_commit_interval: std::time::Duration,
+    /// CANN's GE layout (an acl.json or torchair config): its directories, model name, layer
+    /// filter, statistics columns, npy mode. `None` for the other layouts.
+    pub ge: Option<crate::layout::GeSettings>,
 }
 
 /// A config read, validated and resolved: what [`DumpPlan::load`] and [`DumpPlan::from_json`]

@@ -66,7 +66,8 @@ impl Shared {
             events,
             plan,
         };
-        if shared.recorder.is_none() {
+        // CANN's GE layout holds dump files only.
+        if shared.recorder.is_none() && shared.plan.ge.is_none() {
             // The flight recorder writes it with its first trigger.
             shared.out.meta.write_metadata(&shared.out.tree);
         }

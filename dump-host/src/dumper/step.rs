@@ -17,6 +17,7 @@ use dump_core::{DType, Summary, stats::summarize};
 use super::{
     emit::{Owner, To},
     flight::{NonFiniteAt, Order, StepRecord},
+    ge::GeKernel,
     msprobe::{Call, Entry, HeldDoc, StepDoc},
     shared::Shared,
     tensor::TensorRef,
@@ -45,6 +46,9 @@ pub struct Step {
     /// msprobe's layout: call names, dump.json, construct.json (`None` otherwise).
     /// Shared by every [`Step`] of the same step number (an adapter's and the session's).
     doc: Option<Arc<Mutex<StepDoc>>>,
+    /// CANN's GE layout: the next kernel's task id (a per-step sequence number, as GE's task
+    /// ids repeat each execution of a model).
+    ge_tasks: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for Step {
@@ -81,6 +85,9 @@ pub struct Kernel<'s> {
     args_written: std::sync::atomic::AtomicBool,
     /// msprobe's layout: the call and the entry gathering its tensors.
     call: Option<(Call, Mutex<Entry>)>,
+    /// CANN's GE layout (CANN files or statistics csv): the kernel's tensors, gathered until
+    /// it ends, and its task id.
+    ge: Option<(Mutex<GeKernel>, u32)>,
 }
 
 impl std::fmt::Debug for Kernel<'_> {
@@ -130,6 +137,7 @@ impl Step {
             used: std::sync::atomic::AtomicBool::new(false),
             held,
             doc,
+            ge_tasks: std::sync::atomic::AtomicU32::new(0),
         }
     }
 
@@ -239,6 +247,18 @@ impl Step {
                 }
             }
         }
+        if let Some(g) = &s.plan.ge
+            && let Some(layers) = &g.layers
+            && !layers.iter().any(|l| l == full_name)
+        {
+            return None;
+        }
+        let ge = s.plan.ge.as_ref().filter(|g| !g.npy).map(|_| {
+            (
+                Mutex::default(),
+                self.ge_tasks.fetch_add(1, Ordering::Relaxed),
+            )
+        });
         let call = match (&self.doc, &s.plan.msprobe) {
             (Some(doc), Some(cfg)) => {
                 let (call, wanted) = doc
@@ -263,6 +283,7 @@ impl Step {
                 .then(|| Mutex::new(Vec::new())),
             args_written: std::sync::atomic::AtomicBool::new(false),
             call,
+            ge,
         })
     }
 
@@ -280,6 +301,7 @@ impl Step {
             || s.plan.input_output == InputOutput::Inputs
             || !s.plan.kernels.matches(name)
             || s.plan.msprobe.is_some()
+            || s.plan.ge.is_some()
         {
             return Ok(());
         }
@@ -351,6 +373,7 @@ impl Step {
             settled?;
         } else if self.used.load(Ordering::Relaxed)
             && s.plan.op_debug_mode != OpDebugMode::Exception
+            && s.plan.ge.is_none()
         {
             s.out.append_global_order(self.graph, self.iteration);
         }
@@ -559,6 +582,20 @@ impl Kernel<'_> {
         md5: Option<[u8; 16]>,
     ) -> Result<(), Error> {
         let who = self.owner(io, slot);
+        if let Some((g, _)) = &self.ge {
+            let stats = self
+                .shared
+                .plan
+                .ge
+                .as_ref()
+                .is_some_and(|g| g.stats.is_some());
+            return g.lock().unwrap_or_else(|e| e.into_inner()).add_summary(
+                (self.full_name, io, slot),
+                t,
+                summary,
+                stats,
+            );
+        }
         if self.pending.is_some() {
             return Err(who.error(
                 "op_debug_mode 3 (overflow) keeps the tensors of kernels whose outputs \
@@ -590,6 +627,14 @@ impl Kernel<'_> {
     }
 
     fn tensor(&self, io: Io, slot: u32, t: &TensorRef<'_>) -> Result<(), Error> {
+        if let Some((g, _)) = &self.ge {
+            return g.lock().unwrap_or_else(|e| e.into_inner()).add(
+                self.shared,
+                &self.step.dir,
+                (self.full_name, io, slot),
+                t,
+            );
+        }
         if let Some(p) = &self.pending {
             let bytes = t.contiguous().map_err(|message| Error::Tensor {
                 kernel: self.full_name.to_owned(),
@@ -618,7 +663,19 @@ impl Kernel<'_> {
     /// [`Step::finish`] and [`crate::Dumper::close`], as for every write). Dropping the
     /// kernel does the same but has nowhere to return the error.
     pub fn finish(mut self) -> Result<(), Error> {
+        self.finish_ge();
         self.settle_overflow()
+    }
+
+    /// CANN's GE layout: writes the kernel's file (once; [`finish`](Kernel::finish) or drop).
+    fn finish_ge(&mut self) {
+        if let Some((g, task)) = self.ge.take() {
+            g.into_inner().unwrap_or_else(|e| e.into_inner()).finish(
+                self.shared,
+                &self.step.dir,
+                (self.op_type, self.full_name, task),
+            );
+        }
     }
 
     fn settle_overflow(&mut self) -> Result<(), Error> {
@@ -662,6 +719,7 @@ impl Kernel<'_> {
 
 impl Drop for Kernel<'_> {
     fn drop(&mut self) {
+        self.finish_ge();
         // Nowhere to return an error from drop; `Kernel::finish` returns it.
         let _ = self.settle_overflow();
         if let (Some((call, entry)), Some(doc)) = (self.call.take(), &self.step.doc) {

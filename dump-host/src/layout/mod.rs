@@ -1,6 +1,8 @@
-//! Output layouts: what the Dumper writes where ([`OutputLayout`], MindSpore's layout first),
-//! MindSpore's directory tree and the tensor file-name codec (from `dump-stats`).
+//! Output layouts: what the Dumper writes where ([`OutputLayout`], MindSpore's layout first;
+//! msprobe's; CANN's GE layout), MindSpore's directory tree and the tensor file-name codec
+//! (from `dump-stats`).
 
+mod ge;
 mod msprobe;
 mod output;
 mod paths;
@@ -8,6 +10,10 @@ mod paths;
 pub use dump_stats::{
     Io, TensorId,
     names::{DTypeSpelling, NAME_MAX, TensorFileName, sanitize, short_name},
+};
+pub use ge::{
+    DEFAULT_MODEL_NAME, GeLayout, GeSettings, GeStat, GeStats, ge_file_name, ge_sanitize, now_us,
+    time_dir, utc_fields,
 };
 pub use msprobe::{MsprobeLayout, torch_dtype};
 pub use output::{

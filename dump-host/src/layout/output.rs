@@ -47,6 +47,10 @@ pub enum LayoutKind {
     /// msprobe's layout (`step{N}/rank{R}/dump.json`, `stack.json`, `construct.json`,
     /// `dump_tensor_data/`).
     Msprobe,
+    /// CANN's GE layout (`{time}/{device}/{model}/{model_id}/{data_index}/`, one CANN dump
+    /// file or statistics csv per kernel; torchair's npy names), from an acl.json or a
+    /// torchair config.
+    Ge,
 }
 
 /// The statistics of one row: host semantics, or a device's (spec §7).
@@ -153,6 +157,15 @@ pub fn open(plan: &crate::DumpPlan) -> Box<dyn OutputLayout> {
             spelling: plan.spelling(),
         }),
         LayoutKind::Msprobe => Box::new(super::MsprobeLayout::from_plan(plan)),
+        LayoutKind::Ge => match &plan.ge {
+            Some(g) => Box::new(super::GeLayout::new(g.clone(), plan.device_id)),
+            // A plan says Ge only with its settings (DumpPlan::from_json); MindSpore's
+            // layout keeps a hand-made plan without them working.
+            None => Box::new(MindSporeLayout {
+                tree: DumpTree::new(&plan.root, plan.rank, &plan.net),
+                spelling: plan.spelling(),
+            }),
+        },
     }
 }
 

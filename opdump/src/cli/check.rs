@@ -19,7 +19,8 @@ pub struct Args {
     /// The config file: MindSpore's data_dump.json, msprobe's config.json, CANN's acl.json
     /// (`{"dump": {...}}`, CANN's EP000x codes) or torchair's dump_config options as a JSON
     /// object (the dialect is detected from its keys and named in the result; each is checked
-    /// with its own tool's rules; the Dumper runs from the first two). Without it, the file named by the MINDSPORE_DUMP_CONFIG environment
+    /// with its own tool's rules; the Dumper runs from each: MindSpore's layout, msprobe's,
+    /// CANN's GE layout). Without it, the file named by the MINDSPORE_DUMP_CONFIG environment
     /// variable is checked (with MindSpore's rules: it must exist and end in `.json`).
     pub config: Option<PathBuf>,
     /// The device the config is checked for: cpu, gpu or ascend (case-insensitive); default:
@@ -77,8 +78,8 @@ pub fn run(args: &Args, env: &dyn Env, out: &mut dyn Write, err: &mut dyn Write)
     let dialect = bytes
         .as_deref()
         .map_or(ConfigDialect::MindSpore, ConfigDialect::detect);
-    if let (Some(b), false) = (bytes.as_deref(), dialect.runs()) {
-        return cann::check(&path, dialect, b, out, err);
+    if let (Some(b), true) = (bytes.as_deref(), dialect.is_cann()) {
+        return cann::check(&path, dialect, b, (env, &opts), out, err);
     }
     // msprobe's lines name the file: its users run one config per job and grep logs.
     let prefix = match dialect {

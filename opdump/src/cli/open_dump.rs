@@ -40,8 +40,17 @@ pub(crate) fn open(
     opts: &DumpOptions,
     events: EventSink,
 ) -> Result<Dumper, String> {
+    let cann = dump_host::config::ConfigDialect::detect(target.text.as_bytes()).is_cann();
     let (text, root): (String, Option<PathBuf>) = match target.root {
         None => (target.text.to_owned(), None),
+        // CANN's `dump_path` must be an existing directory (CANN checks it): the real root,
+        // created here, goes into the config.
+        Some(r) if cann => {
+            let root = absolute(r);
+            std::fs::create_dir_all(&root)
+                .map_err(|e| format!("{}: cannot create the dump folder: {e}", root.display()))?;
+            (with_path(target.text, &root)?, None)
+        }
         Some(r) => (
             with_path(target.text, Path::new(STAND_IN))?,
             Some(absolute(r)),
@@ -49,6 +58,18 @@ pub(crate) fn open(
     };
     let mut planned =
         DumpPlan::from_json(text.into_bytes(), env, opts).map_err(|e| e.to_string())?;
+    // A torchair config that only names an acl.json (dump_config_path, enable_dump false)
+    // dumps where that acl.json says: `--out` cannot move it.
+    if let (true, Some(r), Some(g)) = (cann, target.root, planned.plan.ge.as_ref())
+        && !g.base.starts_with(absolute(r))
+    {
+        return Err(format!(
+            "--out {}: the dump goes to {}, the dump_path of the acl.json named by \
+             dump_config_path (torchair's options override it only with enable_dump true)",
+            r.display(),
+            g.base.display()
+        ));
+    }
     if let Some(root) = root {
         planned.plan.config_bytes = with_path(target.text, &root)?.into_bytes();
         planned.plan.root = root;
@@ -75,15 +96,20 @@ pub(crate) fn absolute(p: &Path) -> PathBuf {
     }
 }
 
-/// `text` with its dump root set to `root`: `common_dump_settings.path` (MindSpore) or
-/// `dump_path` (msprobe).
+/// `text` with its dump root set to `root`: `common_dump_settings.path` (MindSpore),
+/// `dump_path` (msprobe, torchair) or `dump.dump_path` (acl.json).
 pub(crate) fn with_path(text: &str, root: &Path) -> Result<String, String> {
+    use dump_host::config::ConfigDialect;
     let mut v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let root = serde_json::Value::String(root.to_string_lossy().into_owned());
-    if dump_host::config::ConfigDialect::detect(text.as_bytes())
-        == dump_host::config::ConfigDialect::Msprobe
-    {
+    let dialect = ConfigDialect::detect(text.as_bytes());
+    if dialect == ConfigDialect::AclJson {
+        v.get_mut("dump")
+            .and_then(|d| d.as_object_mut())
+            .ok_or("no dump object")?
+            .insert("dump_path".into(), root);
+    } else if matches!(dialect, ConfigDialect::Msprobe | ConfigDialect::Torchair) {
         // msprobe's config.json: the root is `dump_path`.
         v.as_object_mut()
             .ok_or("the config is not a JSON object")?

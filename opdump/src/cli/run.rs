@@ -58,9 +58,11 @@ pub struct Args {
     /// Seed of the random inputs.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// A MindSpore data_dump.json, or an msprobe config.json (the run is then written in
-    /// msprobe's layout: step{N}/rank{R}/dump.json), instead of the embedded one (the demo's:
-    /// every kernel, saved_data "full", every statistic category, iteration "all").
+    /// A MindSpore data_dump.json, an msprobe config.json (the run is then written in
+    /// msprobe's layout: step{N}/rank{R}/dump.json), or CANN's acl.json or torchair's
+    /// dump_config options as JSON (CANN's GE layout: one CANN dump file or statistics csv per
+    /// kernel; docs/cann.md), instead of the embedded one (the demo's: every kernel,
+    /// saved_data "full", every statistic category, iteration "all").
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Where to write the dump (replaces the config's `path`). Default `./opdump-run` with the
@@ -537,6 +539,16 @@ fn run_inner(
     for d in runner.diagnostics() {
         let _ = writeln!(err, "warning: {d}");
     }
+    // CANN's GE layout writes dump files (or statistics csvs) only.
+    let ge = dumper.plan().and_then(|p| p.ge.as_ref()).map(|g| {
+        if g.npy {
+            ".npy files"
+        } else if g.stats.is_some() {
+            "CANN statistics csvs"
+        } else {
+            "CANN dump files"
+        }
+    });
     let graphs = if dumper.plan().is_some_and(|p| p.msprobe.is_some()) {
         format!("{root}/.opdump/graphs")
     } else {
@@ -561,14 +573,22 @@ fn run_inner(
             None => writeln!(out, "flight recorder: no trigger fired, nothing written"),
         };
     }
-    let _ = writeln!(
-        out,
-        "wrote {} .npy files ({:.1} MB) and {} statistic rows in {secs:.3} s; graphs in \
-         {graphs}",
-        report.files,
-        report.bytes as f64 / 1e6,
-        report.rows
-    );
+    let _ = match ge {
+        Some(what) => writeln!(
+            out,
+            "wrote {} {what} ({:.1} MB) in {secs:.3} s in CANN's GE layout under {root}",
+            report.files,
+            report.bytes as f64 / 1e6,
+        ),
+        None => writeln!(
+            out,
+            "wrote {} .npy files ({:.1} MB) and {} statistic rows in {secs:.3} s; graphs in \
+             {graphs}",
+            report.files,
+            report.bytes as f64 / 1e6,
+            report.rows
+        ),
+    };
     for k in &report.unused_kernels {
         let _ = writeln!(err, "warning: kernels entry never matched: {k}");
     }
