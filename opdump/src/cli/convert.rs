@@ -38,7 +38,7 @@
 use std::{
     collections::BTreeMap,
     fs::{self, File},
-    io::{BufWriter, Write},
+    io::{BufWriter, Read, Seek, SeekFrom, Write},
     path::{Path, PathBuf},
     sync::Mutex,
 };
@@ -50,9 +50,9 @@ use dump_device_ascend::{
     convert::nhwc::nchw_to_nhwc,
     dumpfile::{DumpReader, OverflowReport, TensorKind, TensorMeta, is_opdebug_file},
 };
-use dump_npy::{CHUNK, IoSink, NpyStream, WriteOptions};
+use dump_npy::{CHUNK, IoSink, NpyLayout, NpyStream, WriteOptions, write_header};
 use dump_read::{
-    CannTensor, TensorSource, TensorStream,
+    CannStream, CannTensor,
     dialect::{CannName, ge_position},
     par_map,
 };
@@ -433,8 +433,7 @@ fn write_tensor(
     mapping: &Mutex<Vec<String>>,
     rows: &mut Vec<(PathBuf, String)>,
 ) -> Result<u64, String> {
-    let src = TensorSource::Cann(Box::new(c.clone()));
-    let mut stream = TensorStream::open(&src).map_err(|e| e.reason())?;
+    let mut stream = CannStream::open(c).map_err(|e| e.reason())?;
     let dtype = c.dtype;
     let mut shape = stream.shape().to_vec();
     if *nhwc {
@@ -502,6 +501,36 @@ fn write_tensor(
         let f = File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
         Some((BufWriter::with_capacity(CHUNK, f), tmp, final_path))
     };
+    // Stored bytes written as they are, no statistics: the header, then the kernel copies
+    // the payload file to file (copy_file_range), never through this process.
+    if !*nhwc
+        && acc.is_none()
+        && stream.is_copy()
+        && let Some((w, tmp, final_path)) = sink.as_mut()
+    {
+        let layout = NpyLayout::new(dtype, &shape, data_len as usize, WriteOptions::default())
+            .map_err(|e| e.to_string())?;
+        if !layout.widens() {
+            let io = |e: std::io::Error| format!("{}: {e}", tmp.display());
+            write_header(&mut IoSink(&mut *w), layout.descr(), &shape)
+                .map_err(|e| e.to_string())?;
+            w.flush().map_err(io)?;
+            let mut from = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            from.seek(SeekFrom::Start(stream.offset()))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let copied = std::io::copy(&mut from.take(data_len), w.get_mut()).map_err(io)?;
+            if copied != data_len {
+                return Err(format!(
+                    "{}: the payload at byte {} ended after {copied} of {data_len} bytes",
+                    path.display(),
+                    stream.offset()
+                ));
+            }
+            fs::rename(&*tmp, &*final_path)
+                .map_err(|e| format!("{}: {e}", final_path.display()))?;
+            return Ok(layout.file_len() as u64);
+        }
+    }
     let mut scratch = vec![0u8; if sink.is_some() { CHUNK } else { 0 }];
     let mut npy = match sink.as_mut() {
         Some((w, _, _)) => Some(
@@ -517,44 +546,42 @@ fn write_tensor(
         ),
         None => None,
     };
-    let piece = if *nhwc {
-        let img = (data_len as usize) / shape[0].max(1);
-        if img > MAX_IMAGE {
-            return Err(format!(
-                "one image is {img} bytes, over the {MAX_IMAGE}-byte limit for NHWC"
-            ));
-        }
-        img
-    } else {
-        CHUNK
-    };
-    let mut buf = vec![0u8; (piece as u64).min(data_len) as usize];
-    let mut moved = if *nhwc {
-        vec![0u8; buf.len()]
-    } else {
-        Vec::new()
-    };
-    let mut left = data_len;
-    let elem = dtype.size().unwrap_or(1);
-    while left > 0 {
-        let n = (left as usize).min(buf.len());
-        stream.read_chunk(&mut buf[..n]).map_err(|e| e.reason())?;
-        let data = if *nhwc {
-            let [_, h, w, ch] = shape[..] else {
-                unreachable!("rank 4 checked")
-            };
-            nchw_to_nhwc(&buf[..n], elem, [1, ch, h, w], &mut moved).map_err(|e| e.to_string())?;
-            &moved[..n]
-        } else {
-            &buf[..n]
-        };
+    let mut feed = |data: &[u8]| -> Result<(), String> {
         if let Some(a) = acc.as_mut() {
             a.update(data).map_err(|e| e.to_string())?;
         }
         if let Some(w) = npy.as_mut() {
             w.write(data).map_err(|e| e.to_string())?;
         }
-        left -= n as u64;
+        Ok(())
+    };
+    if *nhwc {
+        let img = (data_len as usize) / shape[0].max(1);
+        if img > MAX_IMAGE {
+            return Err(format!(
+                "one image is {img} bytes, over the {MAX_IMAGE}-byte limit for NHWC"
+            ));
+        }
+        let [_, h, w, ch] = shape[..] else {
+            unreachable!("rank 4 checked")
+        };
+        let elem = dtype.size().unwrap_or(1);
+        let mut buf = vec![0u8; (img as u64).min(data_len) as usize];
+        let mut moved = vec![0u8; buf.len()];
+        let mut left = data_len;
+        while left > 0 {
+            let n = (left as usize).min(buf.len());
+            stream.read_chunk(&mut buf[..n]).map_err(|e| e.reason())?;
+            nchw_to_nhwc(&buf[..n], elem, [1, ch, h, w], &mut moved).map_err(|e| e.to_string())?;
+            feed(&moved[..n])?;
+            left -= n as u64;
+        }
+    } else {
+        // Converted pieces as the stream hands them out (a few MiB), written with one
+        // write_all each: no copy between the conversion and the file.
+        while let Some(data) = stream.next_piece().map_err(|e| e.reason())? {
+            feed(data)?;
+        }
     }
     let mut written = 0u64;
     if let Some(w) = npy {
@@ -587,29 +614,27 @@ fn write_tensor(
     Ok(written)
 }
 
-/// A buffer or workspace payload copied as it is.
+/// A buffer or workspace payload copied as it is (by the kernel: copy_file_range).
 fn copy_raw(path: &Path, t: &TensorMeta, to: &Path) -> Result<u64, String> {
-    let c = CannTensor {
-        path: path.to_path_buf(),
-        offset: t.offset,
-        size: t.size,
-        dtype: DType::UInt8,
-        format: t.format,
-        device_shape: vec![t.size as usize],
-        to_host: None,
-    };
-    let mut s = TensorStream::open(&TensorSource::Cann(Box::new(c))).map_err(|e| e.reason())?;
-    let mut w = BufWriter::new(File::create(to).map_err(|e| format!("{}: {e}", to.display()))?);
-    let mut buf = vec![0u8; (CHUNK as u64).min(t.size) as usize];
-    let mut left = t.size;
-    while left > 0 {
-        let n = (left as usize).min(buf.len());
-        s.read_chunk(&mut buf[..n]).map_err(|e| e.reason())?;
-        w.write_all(&buf[..n])
-            .map_err(|e| format!("{}: {e}", to.display()))?;
-        left -= n as u64;
+    let in_err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut from = File::open(path).map_err(in_err)?;
+    let file_len = from.metadata().map_err(in_err)?.len();
+    if t.offset.saturating_add(t.size) > file_len {
+        return Err(format!(
+            "payload at byte {} needs {} bytes but the file ends at byte {file_len} (truncated?)",
+            t.offset, t.size
+        ));
     }
-    w.flush().map_err(|e| format!("{}: {e}", to.display()))?;
+    from.seek(SeekFrom::Start(t.offset)).map_err(in_err)?;
+    let out_err = |e: std::io::Error| format!("{}: {e}", to.display());
+    let mut w = File::create(to).map_err(out_err)?;
+    let copied = std::io::copy(&mut from.take(t.size), &mut w).map_err(out_err)?;
+    if copied != t.size {
+        return Err(format!(
+            "payload at byte {} ended after {copied} of {} bytes",
+            t.offset, t.size
+        ));
+    }
     Ok(t.size)
 }
 
@@ -638,7 +663,7 @@ fn opdebug(
             device_shape: vec![t.size as usize],
             to_host: None,
         };
-        let mut s = TensorStream::open(&TensorSource::Cann(Box::new(c))).map_err(|e| e.reason())?;
+        let mut s = CannStream::open(&c).map_err(|e| e.reason())?;
         let mut block = vec![0u8; t.size as usize];
         s.read_chunk(&mut block).map_err(|e| e.reason())?;
         let report =
