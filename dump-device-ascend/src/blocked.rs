@@ -385,6 +385,34 @@ impl HostBlocks {
         }
     }
 
+    /// Converted bytes of block `i` (what [`convert`](Self::convert) returns for it), so a
+    /// writer knows where each block's output starts without converting the ones before.
+    pub fn dst_bytes(&self, i: usize) -> usize {
+        let elem = self.elem;
+        match self.kind {
+            Kind::Copy { .. } => self.src_bytes(i),
+            Kind::Nc1hwc0 { c, c1, hw, c0 } => {
+                let k = i % c1.max(1);
+                c.saturating_sub(k * c0).min(c0) * hw[0] * hw[1] * elem
+            }
+            Kind::FractalZ {
+                host: [n, c, h, w],
+                b,
+                band,
+                ..
+            } => {
+                let first = i.saturating_mul(band).saturating_mul(b.cube).min(n);
+                (n - first).min(band.saturating_mul(b.cube)) * c * h * w * elem
+            }
+            Kind::C1hwncoc0 {
+                host: [_, c, h, w],
+                c0,
+                per_c1: true,
+            } => c.saturating_sub(i * c0).min(c0) * h * w * elem,
+            _ => self.dst_max,
+        }
+    }
+
     /// Whether the blocks are plain copies (a host layout): the device bytes are the
     /// converted ones, so a reader may skip [`convert`](Self::convert).
     pub fn is_copy(&self) -> bool {
@@ -552,6 +580,7 @@ mod tests {
             for i in 0..p.count() {
                 let len = p.src_bytes(i);
                 let k = p.convert(i, &dev[at..at + len], &mut buf).unwrap();
+                assert_eq!(k, p.dst_bytes(i), "{format}: block {i}");
                 got.extend_from_slice(&buf[..k]);
                 at += len;
             }
@@ -632,6 +661,7 @@ mod tests {
                             }
                         }
                         let k = p.convert(i, &bytes, &mut buf).unwrap();
+                        assert_eq!(k, p.dst_bytes(i), "{host:?} band {band}: block {i}");
                         got.extend_from_slice(&buf[..k]);
                     }
                     assert!(

@@ -5,7 +5,6 @@
 
 use std::{
     fs::File,
-    os::unix::fs::FileExt,
     path::{Path, PathBuf},
 };
 
@@ -23,7 +22,7 @@ pub const MAX_CONVERT_BLOCK: usize = 64 << 20;
 
 /// Device bytes read per positioned read: consecutive blocks are read together up to this
 /// size (a block larger than it is read alone), then converted one after the other.
-pub const READ_BATCH: usize = 4 << 20;
+pub const READ_BATCH: usize = 2 << 20;
 
 /// Where a tensor's bytes are.
 #[derive(Clone, Debug, PartialEq)]
@@ -197,6 +196,8 @@ pub struct CannStream {
     data_len: u64,
     plan: HostBlocks,
     block: usize,
+    /// One past the last block read ([`CannStream::open_range`]).
+    end: usize,
     src: Vec<u8>,
     out: Vec<u8>,
     at: usize,
@@ -254,6 +255,7 @@ impl CannStream {
             data_len,
             plan,
             block: 0,
+            end: plan.count(),
             src: Vec::new(),
             out: Vec::new(),
             at: 0,
@@ -261,6 +263,45 @@ impl CannStream {
             widen: None,
             narrow: Vec::new(),
         })
+    }
+
+    /// Opens the payload `t` to read only its blocks `blocks` (of [`CannTensor::to_host`], or
+    /// of the plain copy): their converted bytes are the data from
+    /// [`data_offset`](Self::data_offset)`(blocks.start)` on, so that several readers, one per
+    /// range, convert one tensor in parallel. A range past the last block is an error.
+    pub fn open_range(t: &CannTensor, blocks: std::ops::Range<usize>) -> Result<CannStream, Error> {
+        let mut s = CannStream::open(t)?;
+        if blocks.start > blocks.end || blocks.end > s.plan.count() {
+            return Err(Error::format(
+                &t.path,
+                format!(
+                    "blocks {}..{} of a payload of {} blocks",
+                    blocks.start,
+                    blocks.end,
+                    s.plan.count()
+                ),
+            ));
+        }
+        s.block = blocks.start;
+        s.end = blocks.end;
+        Ok(s)
+    }
+
+    /// Number of blocks the payload is read in (see [`open_range`](Self::open_range)).
+    pub fn blocks(&self) -> usize {
+        self.plan.count()
+    }
+
+    /// Device bytes of block `i` (to balance ranges).
+    pub fn block_src_bytes(&self, i: usize) -> usize {
+        self.plan.src_bytes(i)
+    }
+
+    /// Where block `i`'s converted bytes start in the data.
+    pub fn data_offset(&self, i: usize) -> u64 {
+        (0..i.min(self.plan.count()))
+            .map(|k| self.plan.dst_bytes(k) as u64)
+            .sum()
     }
 
     /// The element type of the data.
@@ -302,7 +343,7 @@ impl CannStream {
 
     /// Reads and converts the next blocks into `out`; `false` when every block was read.
     fn fill(&mut self) -> Result<bool, Error> {
-        let count = self.plan.count();
+        let count = self.end;
         if self.block >= count {
             return Ok(false);
         }
@@ -330,22 +371,16 @@ impl CannStream {
         if self.plan.is_copy() {
             // The bytes are the data: read them straight into `out`.
             self.out.resize(len, 0);
-            self.file
-                .read_exact_at(&mut self.out[..len], at)
-                .map_err(|e| read_err(e, len, at))?;
+            read_at(&self.file, &mut self.out[..len], at).map_err(|e| read_err(e, len, at))?;
             self.filled = len;
         } else {
             self.src.resize(len, 0);
             if first.pieces == 1 {
-                self.file
-                    .read_exact_at(&mut self.src, at)
-                    .map_err(|e| read_err(e, len, at))?;
+                read_at(&self.file, &mut self.src, at).map_err(|e| read_err(e, len, at))?;
             } else {
                 for (q, piece) in self.src.chunks_exact_mut(first.piece).enumerate() {
                     let p = at + (q * first.stride) as u64;
-                    self.file
-                        .read_exact_at(piece, p)
-                        .map_err(|e| read_err(e, first.piece, p))?;
+                    read_at(&self.file, piece, p).map_err(|e| read_err(e, first.piece, p))?;
                 }
             }
             let need = (last - self.block) * self.plan.max_dst_bytes();
@@ -387,6 +422,21 @@ impl CannStream {
             done += k;
         }
         Ok(())
+    }
+}
+
+/// Fills `buf` from byte `at` of `f` (a positioned read on Unix; seek and read elsewhere).
+fn read_at(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(f, buf, at)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = f;
+        f.seek(SeekFrom::Start(at))?;
+        f.read_exact(buf)
     }
 }
 
@@ -544,6 +594,20 @@ mod tests {
             }
         }
         assert_eq!(got, want);
+        // Ranges of blocks, each from its data offset: the same bytes in parallel pieces.
+        let count = plan.count();
+        let mut stitched = vec![0u8; want.len()];
+        for r in [0..5, 5..5, 5..count - 1, count - 1..count] {
+            let mut s = CannStream::open_range(&t, r.clone()).unwrap();
+            let mut at = s.data_offset(r.start) as usize;
+            while let Some(p) = s.next_piece().unwrap() {
+                stitched[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+            assert_eq!(at as u64, s.data_offset(r.end), "{r:?}");
+        }
+        assert_eq!(stitched, want);
+        assert!(CannStream::open_range(&t, 0..count + 1).is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

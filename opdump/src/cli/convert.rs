@@ -172,12 +172,14 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    // Fewer files than threads: the threads left over go into each file's large tensors.
+    let inner = (threads / files.len().max(1)).max(1);
     let bar = Progress::new("convert", files.len(), true);
     let mapping = Mutex::new(Vec::<String>::new());
     let results = par_map(
         files.len(),
         threads,
-        |i| convert_file(&files[i], args, &mapping),
+        |i| convert_file(&files[i], args, &mapping, inner),
         &|done, _| bar.set(done),
     );
     bar.finish();
@@ -287,9 +289,21 @@ struct Place {
     dir: PathBuf,
     base: String,
     name: CannName,
+    /// Threads for one large tensor of this file (more than 1 when there are fewer files
+    /// than threads).
+    threads: usize,
 }
 
-fn convert_file(path: &Path, args: &Args, mapping: &Mutex<Vec<String>>) -> Result<Done, String> {
+/// A tensor of at least this many bytes is converted by several threads at once (each a
+/// range of its blocks, written at its offset) when threads are left over.
+const PARALLEL_TENSOR: u64 = 16 << 20;
+
+fn convert_file(
+    path: &Path,
+    args: &Args,
+    mapping: &Mutex<Vec<String>>,
+    threads: usize,
+) -> Result<Done, String> {
     let base = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -326,7 +340,12 @@ fn convert_file(path: &Path, args: &Args, mapping: &Mutex<Vec<String>>) -> Resul
         }
     };
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let place = Place { dir, base, name };
+    let place = Place {
+        dir,
+        base,
+        name,
+        threads,
+    };
     let mut done = Done {
         files: 1,
         ..Done::default()
@@ -531,6 +550,31 @@ fn write_tensor(
             return Ok(layout.file_len() as u64);
         }
     }
+    // A large tensor and threads to spare: ranges of its blocks converted side by side, each
+    // written at its offset (no statistics, no widening: the bytes are written as converted).
+    if cfg!(unix)
+        && place.threads > 1
+        && !*nhwc
+        && acc.is_none()
+        && data_len >= PARALLEL_TENSOR
+        && stream.blocks() > 1
+        && let Some((w, tmp, final_path)) = sink.as_mut()
+    {
+        let layout = NpyLayout::new(dtype, &shape, data_len as usize, WriteOptions::default())
+            .map_err(|e| e.to_string())?;
+        if !layout.widens() {
+            let io = |e: std::io::Error| format!("{}: {e}", tmp.display());
+            write_header(&mut IoSink(&mut *w), layout.descr(), &shape)
+                .map_err(|e| e.to_string())?;
+            w.flush().map_err(io)?;
+            let head = layout.header_len() as u64;
+            convert_parallel(c, &stream, place.threads, w.get_ref(), head)
+                .map_err(|e| format!("{}: {e}", tmp.display()))?;
+            fs::rename(&*tmp, &*final_path)
+                .map_err(|e| format!("{}: {e}", final_path.display()))?;
+            return Ok(layout.file_len() as u64);
+        }
+    }
     let mut scratch = vec![0u8; if sink.is_some() { CHUNK } else { 0 }];
     let mut npy = match sink.as_mut() {
         Some((w, _, _)) => Some(
@@ -612,6 +656,74 @@ fn write_tensor(
     }
     let _ = path;
     Ok(written)
+}
+
+/// `threads` readers, each a contiguous range of `stream`'s blocks, convert the tensor `c`
+/// and write their pieces into `out` at `head` plus the range's data offset.
+fn convert_parallel(
+    c: &CannTensor,
+    stream: &CannStream,
+    threads: usize,
+    out: &File,
+    head: u64,
+) -> Result<(), String> {
+    let blocks = stream.blocks();
+    let per = blocks.div_ceil(threads.max(1));
+    let ranges: Vec<(std::ops::Range<usize>, u64)> = (0..blocks)
+        .step_by(per.max(1))
+        .map(|a| (a..(a + per).min(blocks), head + stream.data_offset(a)))
+        .collect();
+    let one = |(r, at): (std::ops::Range<usize>, u64)| -> Result<(), String> {
+        let mut s = CannStream::open_range(c, r).map_err(|e| e.reason())?;
+        let mut at = at;
+        while let Some(p) = s.next_piece().map_err(|e| e.reason())? {
+            write_at(out, p, at).map_err(|e| e.to_string())?;
+            at += p.len() as u64;
+        }
+        Ok(())
+    };
+    std::thread::scope(|s| {
+        let mut inline = Vec::new();
+        let mut spawned = Vec::new();
+        for (k, r) in ranges.into_iter().enumerate() {
+            // The first range on this thread; the others on their own (inline if a thread
+            // cannot be started).
+            if k == 0 {
+                inline.push(r);
+                continue;
+            }
+            let one = &one;
+            let rc = r.clone();
+            match std::thread::Builder::new().spawn_scoped(s, move || one(rc)) {
+                Ok(h) => spawned.push(h),
+                Err(_) => inline.push(r),
+            }
+        }
+        let mut result = inline.into_iter().try_for_each(&one);
+        for h in spawned {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err("a conversion thread stopped".to_owned()));
+            result = result.and(r);
+        }
+        result
+    })
+}
+
+/// `buf` written at byte `at` of `f` (positioned: threads share the file).
+fn write_at(f: &File, buf: &[u8], at: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(f, buf, at)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (f, buf, at);
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "positioned writes are Unix-only here",
+        ))
+    }
 }
 
 /// A buffer or workspace payload copied as it is (by the kernel: copy_file_range).
