@@ -6,9 +6,9 @@
 //! GB/s counts the input bytes. Peak RSS of the opdump run is printed.
 //!
 //! Sizes: the 4 GiB: 41 NC1HWC0 files of 64 MiB and 41 FRACTAL_Z files of 36 MiB
-//! (4100 MiB), fewer when the disk cannot hold the inputs and three outputs with 4 GiB to
-//! spare (said so); `OPDUMP_BENCH_CONVERT_PAIRS=k` sets the number of pairs; 4 small files
-//! with `--quick`. Each converter's previous output is deleted before it runs (so at most the
+//! (4100 MiB), fewer when the disk cannot hold the inputs and two outputs with 4 GiB to spare
+//! (said so); `OPDUMP_BENCH_CONVERT_PAIRS=k` sets the number of pairs; 4 small files with
+//! `--quick`. The previous round's outputs are deleted before each round (so at most the
 //! inputs and two outputs are on disk), and the share of the inputs in the page cache is
 //! measured before every opdump run (`fincore`) and printed.
 
@@ -155,11 +155,11 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     {
         pairs = k.max(1);
     }
-    // One pair: 64 MiB + 36 MiB of input. The inputs and three outputs (opdump's, numpy's,
-    // the copy's) must fit with 4 GiB to spare.
+    // One pair: 64 MiB + 36 MiB of input. The inputs and two outputs (opdump's and numpy's;
+    // the copy's is deleted before they run) must fit with 4 GiB to spare.
     let pair = 100u64 << 20;
     if let Some(avail) = free_bytes(&dir) {
-        let fit = avail.saturating_sub(4 << 30) / 4 / pair;
+        let fit = avail.saturating_sub(4 << 30) / 3 / pair;
         if fit < pairs {
             println!(
                 "convert: {} GiB free on {}: {fit} pairs ({} MiB) instead of {pairs}",
@@ -214,11 +214,13 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         if let Some((s, _)) = timed(1, &cat) {
             t_cat.push(s);
         }
+        // The previous round's outputs go first: at most the inputs and two outputs at once.
+        let _ = std::fs::remove_dir_all(&out_rs);
+        let _ = std::fs::remove_dir_all(&out_py);
         if let Some((s, _)) = timed(1, &copy) {
             t_cp.push(s);
         }
         let _ = std::fs::remove_dir_all(&out_cp);
-        let _ = std::fs::remove_dir_all(&out_rs);
         if let Some(c) = resident(&files) {
             cached.push(c);
         }
@@ -226,7 +228,6 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
             t_rs.push(s);
             rss = rss.max(r);
         }
-        let _ = std::fs::remove_dir_all(&out_py);
         if let Some(s) = python(PY_CONVERT, &py_ref) {
             t_py.push(s);
         }
