@@ -183,6 +183,41 @@ impl TensorStream {
     }
 }
 
+thread_local! {
+    /// Buffers of finished [`CannStream`]s kept for the next one on the same thread, so that
+    /// a thread converting many tensors does not allocate, fault in and zero its read and
+    /// convert buffers again for each (at most two of at most [`SPARE_MAX`] bytes each).
+    static SPARE: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The largest buffer kept for reuse ([`READ_BATCH`] plus a block, rounded up).
+const SPARE_MAX: usize = 8 << 20;
+
+/// A buffer from this thread's spares (stale contents, any length), or a new empty one.
+fn spare() -> Vec<u8> {
+    SPARE
+        .try_with(|s| s.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+impl Drop for CannStream {
+    fn drop(&mut self) {
+        for b in [std::mem::take(&mut self.src), std::mem::take(&mut self.out)] {
+            if b.capacity() == 0 || b.capacity() > SPARE_MAX {
+                continue;
+            }
+            let _ = SPARE.try_with(|s| {
+                let mut s = s.borrow_mut();
+                if s.len() < 2 {
+                    s.push(b);
+                }
+            });
+        }
+    }
+}
+
 /// A CANN payload streamed in the host layout: device blocks read with positioned reads (up to
 /// [`READ_BATCH`] bytes of consecutive blocks at once, a banded FRACTAL_Z block gathered row
 /// by row), converted, handed out ([`next_piece`](CannStream::next_piece) without a copy).
@@ -256,8 +291,8 @@ impl CannStream {
             plan,
             block: 0,
             end: plan.count(),
-            src: Vec::new(),
-            out: Vec::new(),
+            src: spare(),
+            out: spare(),
             at: 0,
             filled: 0,
             widen: None,
@@ -369,16 +404,22 @@ impl CannStream {
             )
         };
         if self.plan.is_copy() {
-            // The bytes are the data: read them straight into `out`.
-            self.out.resize(len, 0);
+            // The bytes are the data: read them straight into `out` (grown when too short;
+            // stale bytes past what is read are never handed out).
+            if self.out.len() < len {
+                self.out.resize(len, 0);
+            }
             read_at(&self.file, &mut self.out[..len], at).map_err(|e| read_err(e, len, at))?;
             self.filled = len;
         } else {
-            self.src.resize(len, 0);
+            if self.src.len() < len {
+                self.src.resize(len, 0);
+            }
+            let src = &mut self.src[..len];
             if first.pieces == 1 {
-                read_at(&self.file, &mut self.src, at).map_err(|e| read_err(e, len, at))?;
-            } else {
-                for (q, piece) in self.src.chunks_exact_mut(first.piece).enumerate() {
+                read_at(&self.file, src, at).map_err(|e| read_err(e, len, at))?;
+            } else if first.piece > 0 {
+                for (q, piece) in src.chunks_exact_mut(first.piece).enumerate() {
                     let p = at + (q * first.stride) as u64;
                     read_at(&self.file, piece, p).map_err(|e| read_err(e, first.piece, p))?;
                 }
@@ -608,6 +649,20 @@ mod tests {
         }
         assert_eq!(stitched, want);
         assert!(CannStream::open_range(&t, 0..count + 1).is_err());
+        // The buffers of the streams above are reused on this thread: a small payload read
+        // after them is its own bytes, nothing stale.
+        let small = CannTensor {
+            offset: 3,
+            size: 10,
+            dtype: DType::UInt8,
+            format: CannFormat(2),
+            device_shape: vec![10],
+            to_host: None,
+            ..t.clone()
+        };
+        let mut s = CannStream::open(&small).unwrap();
+        assert_eq!(s.next_piece().unwrap(), Some(&dev[3..13]));
+        assert_eq!(s.next_piece().unwrap(), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
