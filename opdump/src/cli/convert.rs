@@ -6,10 +6,15 @@
 //!   named `{op_type}.{op_name}.{task}.{stream}.{timestamp}` (and the variants the CANN
 //!   dialect of dump-read accepts). Files are converted in parallel, with a progress bar on a
 //!   terminal.
-//! - Every file is streamed: the header is parsed, then each payload is read in 1 MiB pieces
-//!   (device formats block by block: one `(n, c1)` of NC1HWC0, one matrix of FRACTAL_NZ, the
-//!   whole tensor only for FRACTAL_Z, FRACTAL_Z_3D and C1HWNCoC0 with N > 1, at most 64 MiB)
-//!   and written as it is read, so memory is bounded whatever the file's size.
+//! - Every file is streamed: the header is parsed, then each payload is read with positioned
+//!   reads of up to 2 MiB (device formats block by block: one `(n, c1)` of NC1HWC0, one matrix
+//!   of FRACTAL_NZ, a band of output channels of FRACTAL_Z gathered from every block row, the
+//!   whole tensor only for FRACTAL_Z_3D and C1HWNCoC0 with N > 1, at most 64 MiB), converted
+//!   and written as it is read (one `write_all` per piece), so memory is bounded whatever the
+//!   file's size. Payloads written as stored (no `--format`, buffers, workspaces) are copied
+//!   file to file by the kernel (`copy_file_range`). With fewer files than threads, a tensor
+//!   of 16 MiB or more is converted by several threads, each a range of its blocks written at
+//!   its offset.
 //! - Without `--format` the payloads are written as stored (device layout and shape), as
 //!   msaccucmp's parse mode does. `--format NCHW` / `ND` converts NC1HWC0 (and `_C04`),
 //!   NDC1HWC0, FRACTAL_Z, FRACTAL_Z_3D, C1HWNCoC0 and FRACTAL_NZ to the host layout of
