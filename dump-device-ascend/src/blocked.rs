@@ -13,9 +13,15 @@
 //! | `FRACTAL_NZ` | one matrix of the batch: `(N1, M1, M0, N0)` | `(M, N)` |
 //! | `NC1HWC0_C04` | as `NC1HWC0`, C0 = 4 | as `NC1HWC0` |
 //! | `NDC1HWC0` | one image `(D, C1, H, W, C0)` | `(C, D, H, W)` |
-//! | `FRACTAL_Z`, `FRACTAL_Z_3D` | the whole tensor (each output channel draws on every block row) | NCHW / NCDHW |
+//! | `FRACTAL_Z` | a band of `g` output-channel blocks: `g·N0·C0` lanes of every one of its `C1·H·W` rows (a gather, see [`Span`]); the whole tensor when it fits the band size | `min(g·N0, N − n)` output channels `(C, H, W)` |
+//! | `FRACTAL_Z_3D` | the whole tensor (each output channel draws on every block row) | NCDHW |
 //! | `C1HWNCoC0`, N = 1 | one `c1`: `(H, W, 1, C0, C0)` | the `min(C0, C − c1·C0)` channel planes |
 //! | `C1HWNCoC0`, N > 1 | the whole tensor (each image draws on every `c1`) | NCHW |
+//!
+//! Every block but a `FRACTAL_Z` band is one run of device bytes that follows the previous
+//! block's; a band is `C1·H·W` pieces of `g·N0·C0` elements, one per block row, a row apart
+//! ([`HostBlocks::src_span`]), so a reader gathers it with one positioned read per row and
+//! the weight's output channels come out in order without the whole tensor in memory.
 //!
 //! A block larger than the caller's limit is [`Error::BlockTooLarge`] (only the whole-tensor
 //! formats, or an absurd image / matrix, get there). `C1HWNCoC0` is C0 times the size of its
@@ -60,6 +66,37 @@ use crate::{Blocks, Error, Format};
 /// Block size for host layouts (plain copies): 1 MiB.
 pub const COPY_BLOCK: usize = 1 << 20;
 
+/// The device bytes of one `FRACTAL_Z` band by default ([`HostBlocks::new`]): a weight of up
+/// to this size is one block, a larger one goes a band of output-channel blocks at a time.
+pub const FRACTAL_Z_BAND: usize = 4 << 20;
+
+/// Where the device bytes of one block are: `pieces` runs of `piece` bytes, the first at byte
+/// `offset` of the device tensor and each next one `stride` bytes further, concatenated in
+/// that order. `pieces` is 1 for every format but a banded `FRACTAL_Z`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// Byte offset of the first piece in the device tensor.
+    pub offset: usize,
+    /// Bytes of each piece.
+    pub piece: usize,
+    /// Number of pieces.
+    pub pieces: usize,
+    /// Bytes from the start of one piece to the start of the next.
+    pub stride: usize,
+}
+
+impl Span {
+    /// The block's bytes: `piece · pieces`.
+    pub fn len(&self) -> usize {
+        self.piece * self.pieces
+    }
+
+    /// Whether the block has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Copy {
@@ -79,9 +116,13 @@ enum Kind {
     FractalNz {
         b: Blocks,
     },
+    /// `band` output-channel blocks (of N0) per block; `n1` blocks in all, `rows` = C1·H·W.
     FractalZ {
         host: [usize; 4],
         b: Blocks,
+        band: usize,
+        n1: usize,
+        rows: usize,
     },
     /// One block per image: its `D·C1·H·W·C0` device elements become `C·D·H·W` host ones.
     Ndc1hwc0 {
@@ -116,13 +157,36 @@ impl HostBlocks {
     /// Plans the conversion of a `format` tensor of `dtype` with `device_shape` to
     /// `host_shape` (for `NHWC`, the NCHW shape it becomes; for `NC1HWC0` and `FRACTAL_Z` a
     /// host shape of rank below 4 is padded to NCHW as [`to_host`](crate::to_host()) does).
-    /// `max_block` bounds the bytes of one block (source or converted).
+    /// `max_block` bounds the bytes of one block (source or converted). A `FRACTAL_Z`
+    /// weight larger than [`FRACTAL_Z_BAND`] goes in bands of output channels
+    /// ([`with_band`](Self::with_band) sets another band size).
     pub fn new(
         format: Format,
         dtype: DType,
         device_shape: &[usize],
         host_shape: &[usize],
         max_block: usize,
+    ) -> Result<HostBlocks, Error> {
+        HostBlocks::with_band(
+            format,
+            dtype,
+            device_shape,
+            host_shape,
+            max_block,
+            FRACTAL_Z_BAND,
+        )
+    }
+
+    /// [`new`](Self::new) with `band` as the device bytes of one `FRACTAL_Z` band: a weight of
+    /// at most `band` bytes is one block, a larger one goes as many output-channel blocks (N0
+    /// channels each) at a time as fit in `band` bytes, at least one.
+    pub fn with_band(
+        format: Format,
+        dtype: DType,
+        device_shape: &[usize],
+        host_shape: &[usize],
+        max_block: usize,
+        band: usize,
     ) -> Result<HostBlocks, Error> {
         let dev = device_shape;
         let plan = |kind: Kind,
@@ -199,10 +263,29 @@ impl HostBlocks {
                 let host = pad4(format, host_shape)?;
                 let [n0, c0] = last_dims::<2>(format, dev, 4)?;
                 let b = Blocks { c0, cube: n0 };
-                expect_dims(format, &fractal_z_shape(host, b)?, dev)?;
-                let src = bytes_of(dev, elem)?;
-                let dst = bytes_of(&host, elem)?;
-                plan(Kind::FractalZ { host, b }, &host, 1, src, dst)
+                let want = fractal_z_shape(host, b)?;
+                expect_dims(format, &want, dev)?;
+                let [rows, n1, ..] = want;
+                let whole = bytes_of(dev, elem)?;
+                // Device bytes of one output-channel block over every row.
+                let per_n1 = bytes_of(&[rows, n0, c0], elem)?;
+                let g = if whole <= band || per_n1 == 0 {
+                    n1.max(1)
+                } else {
+                    (band / per_n1).clamp(1, n1)
+                };
+                let count = n1.div_ceil(g).max(1);
+                let src = per_n1.checked_mul(g.min(n1)).ok_or(Error::Overflow)?;
+                let [n, c, h, w] = host;
+                let dst = bytes_of(&[(g * n0).min(n), c, h, w], elem)?;
+                let kind = Kind::FractalZ {
+                    host,
+                    b,
+                    band: g,
+                    n1,
+                    rows,
+                };
+                plan(kind, &host, count, src, dst)
             }
             Format::Ndc1hwc0 => {
                 let host = exact5(format, host_shape)?;
@@ -266,12 +349,74 @@ impl HostBlocks {
         self.count
     }
 
-    /// Device bytes of block `i` (they follow block `i − 1`'s in the device tensor).
+    /// Device bytes of block `i`: [`src_span`](Self::src_span)`(i).len()`.
     pub fn src_bytes(&self, i: usize) -> usize {
+        self.src_span(i).len()
+    }
+
+    /// Where block `i`'s device bytes are (for every format but a banded `FRACTAL_Z`, one run
+    /// that follows block `i − 1`'s).
+    pub fn src_span(&self, i: usize) -> Span {
+        let one = |offset: usize, len: usize| Span {
+            offset,
+            piece: len,
+            pieces: 1,
+            stride: len,
+        };
         match self.kind {
-            Kind::Copy { total } => (total - i * self.src).min(self.src),
-            _ => self.src,
+            Kind::Copy { total } => {
+                let at = (i * self.src).min(total);
+                one(at, (total - at).min(self.src))
+            }
+            Kind::FractalZ {
+                b, band, n1, rows, ..
+            } if band < n1 => {
+                let lane = b.cube * b.c0 * self.elem;
+                let first = (i * band).min(n1);
+                let g = (n1 - first).min(band);
+                Span {
+                    offset: first * lane,
+                    piece: g * lane,
+                    pieces: rows,
+                    stride: n1 * lane,
+                }
+            }
+            _ => one(i * self.src, self.src),
         }
+    }
+
+    /// Converted bytes of block `i` (what [`convert`](Self::convert) returns for it), so a
+    /// writer knows where each block's output starts without converting the ones before.
+    pub fn dst_bytes(&self, i: usize) -> usize {
+        let elem = self.elem;
+        match self.kind {
+            Kind::Copy { .. } => self.src_bytes(i),
+            Kind::Nc1hwc0 { c, c1, hw, c0 } => {
+                let k = i % c1.max(1);
+                c.saturating_sub(k * c0).min(c0) * hw[0] * hw[1] * elem
+            }
+            Kind::FractalZ {
+                host: [n, c, h, w],
+                b,
+                band,
+                ..
+            } => {
+                let first = i.saturating_mul(band).saturating_mul(b.cube).min(n);
+                (n - first).min(band.saturating_mul(b.cube)) * c * h * w * elem
+            }
+            Kind::C1hwncoc0 {
+                host: [_, c, h, w],
+                c0,
+                per_c1: true,
+            } => c.saturating_sub(i * c0).min(c0) * h * w * elem,
+            _ => self.dst_max,
+        }
+    }
+
+    /// Whether the blocks are plain copies (a host layout): the device bytes are the
+    /// converted ones, so a reader may skip [`convert`](Self::convert).
+    pub fn is_copy(&self) -> bool {
+        matches!(self.kind, Kind::Copy { .. })
     }
 
     /// The largest converted block: the size of the buffer [`convert`](Self::convert) needs.
@@ -311,7 +456,18 @@ impl HostBlocks {
                 let mn = &host[host.len().saturating_sub(2)..];
                 fractal_nz::fractal_nz_to_nd(src, elem, mn, b, dst)
             }
-            Kind::FractalZ { host, b } => fractal_z::fractal_z_to_nchw(src, elem, host, b, dst),
+            Kind::FractalZ {
+                host: [n, c, h, w],
+                b,
+                band,
+                ..
+            } => {
+                // Band i: output channels from i·band·N0, its gathered rows a FRACTAL_Z
+                // tensor of its own (N1 = the band's blocks).
+                let first = i.saturating_mul(band).saturating_mul(b.cube).min(n);
+                let valid = (n - first).min(band.saturating_mul(b.cube));
+                fractal_z::fractal_z_to_nchw(src, elem, [valid, c, h, w], b, dst)
+            }
             Kind::Ndc1hwc0 {
                 cdhw: [c, d, h, w],
                 c0,
@@ -424,6 +580,7 @@ mod tests {
             for i in 0..p.count() {
                 let len = p.src_bytes(i);
                 let k = p.convert(i, &dev[at..at + len], &mut buf).unwrap();
+                assert_eq!(k, p.dst_bytes(i), "{format}: block {i}");
                 got.extend_from_slice(&buf[..k]);
                 at += len;
             }
@@ -436,6 +593,105 @@ mod tests {
                 assert_eq!(p.count(), want, "{host:?}");
             }
         }
+    }
+
+    /// The device bytes of block `i`, gathered from the whole device tensor as its span says.
+    fn gather(p: &HostBlocks, i: usize, dev: &[u8]) -> Vec<u8> {
+        let s = p.src_span(i);
+        (0..s.pieces)
+            .flat_map(|q| dev[s.offset + q * s.stride..][..s.piece].iter().copied())
+            .collect()
+    }
+
+    /// FRACTAL_Z in bands of output channels gives, band after band, what `to_host` gives in
+    /// one go: N not a multiple of N0 (a partial last band and a partial last N0 block), C not
+    /// a multiple of C0, a band that does not divide N1, one block per band, a band of the
+    /// whole tensor, 1-element and empty weights, 1-, 2- and 4-byte elements.
+    #[test]
+    fn fractal_z_bands_concatenate_to_what_to_host_gives() {
+        let hosts: [[usize; 4]; 8] = [
+            [17, 5, 3, 2],
+            [33, 35, 1, 1],
+            [64, 16, 3, 3],
+            [100, 33, 2, 3],
+            [1, 1, 1, 1],
+            [16, 1, 1, 1],
+            [0, 3, 2, 2],
+            [48, 0, 2, 2],
+        ];
+        for (dtype, elem) in [(DType::Float16, 2), (DType::Float32, 4), (DType::Int8, 1)] {
+            let b = Blocks::default_for(dtype).unwrap();
+            for host in hosts {
+                let dshape = fractal_z_shape(host, b).unwrap();
+                let count: usize = host.iter().product();
+                let src = elems(count, elem);
+                let mut dev = vec![0u8; dshape.iter().product::<usize>() * elem];
+                nchw_to_fractal_z(&src, elem, host, b, &mut dev).unwrap();
+                let per_n1 = dshape[0] * b.cube * b.c0 * elem;
+                // Bands of 1, 2 and 3 N0 blocks, and one over the whole tensor.
+                for band in [per_n1, 2 * per_n1, 3 * per_n1 + 1, dev.len().max(1)] {
+                    let p = HostBlocks::with_band(
+                        Format::FractalZ,
+                        dtype,
+                        &dshape,
+                        &host,
+                        1 << 20,
+                        band,
+                    )
+                    .unwrap();
+                    let n1 = dshape[1];
+                    let g = if dev.len() <= band || per_n1 == 0 {
+                        n1.max(1)
+                    } else {
+                        (band / per_n1).clamp(1, n1)
+                    };
+                    assert_eq!(p.count(), n1.div_ceil(g).max(1), "{host:?} band {band}");
+                    let mut buf = vec![0u8; p.max_dst_bytes()];
+                    let mut got = Vec::new();
+                    let mut covered = vec![false; dev.len()];
+                    for i in 0..p.count() {
+                        let bytes = gather(&p, i, &dev);
+                        assert_eq!(bytes.len(), p.src_bytes(i));
+                        let s = p.src_span(i);
+                        for q in 0..s.pieces {
+                            for k in 0..s.piece {
+                                let at = s.offset + q * s.stride + k;
+                                assert!(!covered[at], "{host:?}: byte {at} read twice");
+                                covered[at] = true;
+                            }
+                        }
+                        let k = p.convert(i, &bytes, &mut buf).unwrap();
+                        assert_eq!(k, p.dst_bytes(i), "{host:?} band {band}: block {i}");
+                        got.extend_from_slice(&buf[..k]);
+                    }
+                    assert!(
+                        covered.iter().all(|&c| c),
+                        "{host:?}: every device byte read"
+                    );
+                    assert_eq!(got, src, "{host:?} {dtype} band {band}");
+                }
+            }
+        }
+    }
+
+    /// The default band: a weight over [`FRACTAL_Z_BAND`] is cut, each block under it.
+    #[test]
+    fn a_large_fractal_z_weight_goes_in_bands_under_the_band_size() {
+        // (4096, 500, 3, 3) fp16: 288 rows × 256 N0 blocks × 512 bytes = 36 MiB.
+        let p = HostBlocks::new(
+            Format::FractalZ,
+            DType::Float16,
+            &[288, 256, 16, 16],
+            &[4096, 500, 3, 3],
+            1 << 26,
+        )
+        .unwrap();
+        assert!(p.count() > 1);
+        let biggest = (0..p.count()).map(|i| p.src_bytes(i)).max().unwrap();
+        assert!(biggest <= FRACTAL_Z_BAND, "{biggest}");
+        assert!(p.max_dst_bytes() <= FRACTAL_Z_BAND, "{}", p.max_dst_bytes());
+        let total: usize = (0..p.count()).map(|i| p.src_bytes(i)).sum();
+        assert_eq!(total, 288 * 256 * 512);
     }
 
     /// A C1HWNCoC0 tensor whose one block exceeds the limit is refused (N > 1: the whole

@@ -78,8 +78,9 @@ pub enum Error {
     UnsupportedFormat(Format),
     /// The statistics layer (`dump-stats`) rejected the tensor.
     Stats(dump_stats::Error),
-    /// A conversion that needs the whole tensor in memory at once (FRACTAL_Z) was asked for a
-    /// tensor larger than the caller's block limit ([`crate::blocked::HostBlocks::new`]).
+    /// A conversion that needs the whole tensor (FRACTAL_Z_3D, C1HWNCoC0 with N > 1) was
+    /// asked for a tensor larger than the caller's block limit
+    /// ([`crate::blocked::HostBlocks::new`]).
     BlockTooLarge {
         /// The device format.
         format: Format,

@@ -83,6 +83,6 @@ pub use error::Error;
 pub use graph::{GraphNode, OnnxOrigin, parse_ir, parse_origin, torchscript_scope};
 pub use many::{LANE_CHUNK, summarize_npy_many};
 pub use par::par_map;
-pub use source::{CannTensor, TensorSource, TensorStream};
+pub use source::{CannStream, CannTensor, READ_BATCH, TensorSource, TensorStream};
 pub use stats::{FileSummary, Stats, name_dtype_fits, summarize_npy};
 pub use tensor_file::TensorFile;

@@ -5,7 +5,6 @@
 
 use std::{
     fs::File,
-    io::{BufReader, Read, Seek, SeekFrom},
     path::{Path, PathBuf},
 };
 
@@ -16,9 +15,14 @@ use dump_stats::{Hashes, StreamStats, TensorStats};
 
 use crate::{Error, TensorFile};
 
-/// The largest block a device-format conversion may hold in memory (FRACTAL_Z needs the whole
-/// tensor; NC1HWC0 one `(n, c1)` plane set, FRACTAL_NZ one matrix): 64 MiB.
+/// The largest block a device-format conversion may hold in memory (FRACTAL_Z_3D needs the
+/// whole tensor, FRACTAL_Z a band of output channels; NC1HWC0 one `(n, c1)` plane set,
+/// FRACTAL_NZ one matrix): 64 MiB.
 pub const MAX_CONVERT_BLOCK: usize = 64 << 20;
+
+/// Device bytes read per positioned read: consecutive blocks are read together up to this
+/// size (a block larger than it is read alone), then converted one after the other.
+pub const READ_BATCH: usize = 2 << 20;
 
 /// Where a tensor's bytes are.
 #[derive(Clone, Debug, PartialEq)]
@@ -188,15 +192,56 @@ impl TensorStream {
     }
 }
 
-/// A CANN payload streamed in the host layout: one device block read, converted, handed out.
+thread_local! {
+    /// Buffers of finished [`CannStream`]s kept for the next one on the same thread, so that
+    /// a thread converting many tensors does not allocate, fault in and zero its read and
+    /// convert buffers again for each (at most two of at most [`SPARE_MAX`] bytes each).
+    static SPARE: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The largest buffer kept for reuse ([`READ_BATCH`] plus a block, rounded up).
+const SPARE_MAX: usize = 8 << 20;
+
+/// A buffer from this thread's spares (stale contents, any length), or a new empty one.
+fn spare() -> Vec<u8> {
+    SPARE
+        .try_with(|s| s.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+impl Drop for CannStream {
+    fn drop(&mut self) {
+        for b in [std::mem::take(&mut self.src), std::mem::take(&mut self.out)] {
+            if b.capacity() == 0 || b.capacity() > SPARE_MAX {
+                continue;
+            }
+            let _ = SPARE.try_with(|s| {
+                let mut s = s.borrow_mut();
+                if s.len() < 2 {
+                    s.push(b);
+                }
+            });
+        }
+    }
+}
+
+/// A CANN payload streamed in the host layout: device blocks read with positioned reads (up to
+/// [`READ_BATCH`] bytes of consecutive blocks at once, a banded FRACTAL_Z block gathered row
+/// by row), converted, handed out ([`next_piece`](CannStream::next_piece) without a copy).
 pub struct CannStream {
     path: PathBuf,
-    file: BufReader<File>,
+    file: File,
+    /// File offset of the payload.
+    offset: u64,
     dtype: DType,
     shape: Vec<usize>,
     data_len: u64,
     plan: HostBlocks,
     block: usize,
+    /// One past the last block read ([`CannStream::open_range`]).
+    end: usize,
     src: Vec<u8>,
     out: Vec<u8>,
     at: usize,
@@ -208,7 +253,9 @@ pub struct CannStream {
 }
 
 impl CannStream {
-    pub(crate) fn open(t: &CannTensor) -> Result<CannStream, Error> {
+    /// Opens the payload `t` (its range checked against the file's length, naming the byte
+    /// offset when it does not fit).
+    pub fn open(t: &CannTensor) -> Result<CannStream, Error> {
         let plan = match t.to_host {
             Some(p) => p,
             None => HostBlocks::new(Format::Nd, t.dtype, &t.device_shape, &t.device_shape, CHUNK)
@@ -219,9 +266,21 @@ impl CannStream {
         let shape = plan.host_shape().to_vec();
         let elems: usize = shape.iter().product();
         let data_len = t.dtype.storage_bytes(elems).unwrap_or(0) as u64;
-        let mut f = File::open(&t.path).map_err(|e| Error::io(&t.path, e))?;
+        let f = File::open(&t.path).map_err(|e| Error::io(&t.path, e))?;
         let file_len = f.metadata().map_err(|e| Error::io(&t.path, e))?.len();
-        let dev_len: u64 = (0..plan.count()).map(|i| plan.src_bytes(i) as u64).sum();
+        // The last byte any block reads (a banded FRACTAL_Z's blocks interleave, so the
+        // furthest end, not the sum).
+        let dev_len = (0..plan.count())
+            .map(|i| {
+                let s = plan.src_span(i);
+                if s.is_empty() {
+                    0
+                } else {
+                    (s.offset + (s.pieces - 1) * s.stride + s.piece) as u64
+                }
+            })
+            .max()
+            .unwrap_or(0);
         if t.offset.saturating_add(dev_len) > file_len {
             return Err(Error::format(
                 &t.path,
@@ -231,18 +290,18 @@ impl CannStream {
                 ),
             ));
         }
-        f.seek(SeekFrom::Start(t.offset))
-            .map_err(|e| Error::io(&t.path, e))?;
         Ok(CannStream {
             path: t.path.clone(),
-            file: BufReader::with_capacity(CHUNK.min(dev_len.max(1) as usize), f),
+            file: f,
+            offset: t.offset,
             dtype: t.dtype,
             shape,
             data_len,
             plan,
             block: 0,
-            src: Vec::new(),
-            out: vec![0u8; plan.max_dst_bytes()],
+            end: plan.count(),
+            src: spare(),
+            out: spare(),
             at: 0,
             filled: 0,
             widen: None,
@@ -250,31 +309,162 @@ impl CannStream {
         })
     }
 
-    fn read_chunk(&mut self, buf: &mut [u8]) -> Result<(), Error> {
+    /// Opens the payload `t` to read only its blocks `blocks` (of [`CannTensor::to_host`], or
+    /// of the plain copy): their converted bytes are the data from
+    /// [`data_offset`](Self::data_offset)`(blocks.start)` on, so that several readers, one per
+    /// range, convert one tensor in parallel. A range past the last block is an error.
+    pub fn open_range(t: &CannTensor, blocks: std::ops::Range<usize>) -> Result<CannStream, Error> {
+        let mut s = CannStream::open(t)?;
+        if blocks.start > blocks.end || blocks.end > s.plan.count() {
+            return Err(Error::format(
+                &t.path,
+                format!(
+                    "blocks {}..{} of a payload of {} blocks",
+                    blocks.start,
+                    blocks.end,
+                    s.plan.count()
+                ),
+            ));
+        }
+        s.block = blocks.start;
+        s.end = blocks.end;
+        Ok(s)
+    }
+
+    /// Number of blocks the payload is read in (see [`open_range`](Self::open_range)).
+    pub fn blocks(&self) -> usize {
+        self.plan.count()
+    }
+
+    /// Device bytes of block `i` (to balance ranges).
+    pub fn block_src_bytes(&self, i: usize) -> usize {
+        self.plan.src_bytes(i)
+    }
+
+    /// Where block `i`'s converted bytes start in the data.
+    pub fn data_offset(&self, i: usize) -> u64 {
+        (0..i.min(self.plan.count()))
+            .map(|k| self.plan.dst_bytes(k) as u64)
+            .sum()
+    }
+
+    /// The element type of the data.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Dimensions of the data (the host shape when converted, else the device shape).
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Data bytes (the storage of `shape` in `dtype`).
+    pub fn data_len(&self) -> u64 {
+        self.data_len
+    }
+
+    /// Whether the payload is read as it is stored (no conversion): its bytes are the data.
+    pub fn is_copy(&self) -> bool {
+        self.plan.is_copy()
+    }
+
+    /// File offset of the payload's first byte.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The next converted bytes, as many as the next read gave (up to about [`READ_BATCH`]
+    /// bytes), borrowed from the stream; `None` after the last. Do not mix with
+    /// [`read_chunk`](Self::read_chunk) on one stream.
+    pub fn next_piece(&mut self) -> Result<Option<&[u8]>, Error> {
+        if self.at == self.filled && !self.fill()? {
+            return Ok(None);
+        }
+        let (at, end) = (self.at, self.filled);
+        self.at = end;
+        Ok(Some(&self.out[at..end]))
+    }
+
+    /// Reads and converts the next blocks into `out`; `false` when every block was read.
+    fn fill(&mut self) -> Result<bool, Error> {
+        let count = self.end;
+        if self.block >= count {
+            return Ok(false);
+        }
+        // Consecutive single-run blocks, up to READ_BATCH bytes (at least one block).
+        let first = self.plan.src_span(self.block);
+        let mut last = self.block + 1;
+        let mut len = first.len();
+        if first.pieces == 1 {
+            while last < count {
+                let s = self.plan.src_span(last);
+                if s.pieces != 1 || s.offset != first.offset + len || len + s.len() > READ_BATCH {
+                    break;
+                }
+                len += s.len();
+                last += 1;
+            }
+        }
+        let at = self.offset + first.offset as u64;
+        let read_err = |e: std::io::Error, n: usize, at: u64| {
+            Error::format(
+                &self.path,
+                format!("cannot read {n} bytes at byte {at}: {e}"),
+            )
+        };
+        if self.plan.is_copy() {
+            // The bytes are the data: read them straight into `out` (grown when too short;
+            // stale bytes past what is read are never handed out).
+            if self.out.len() < len {
+                self.out.resize(len, 0);
+            }
+            read_at(&self.file, &mut self.out[..len], at).map_err(|e| read_err(e, len, at))?;
+            self.filled = len;
+        } else {
+            if self.src.len() < len {
+                self.src.resize(len, 0);
+            }
+            let src = &mut self.src[..len];
+            if first.pieces == 1 {
+                read_at(&self.file, src, at).map_err(|e| read_err(e, len, at))?;
+            } else if first.piece > 0 {
+                for (q, piece) in src.chunks_exact_mut(first.piece).enumerate() {
+                    let p = at + (q * first.stride) as u64;
+                    read_at(&self.file, piece, p).map_err(|e| read_err(e, first.piece, p))?;
+                }
+            }
+            let need = (last - self.block) * self.plan.max_dst_bytes();
+            if self.out.len() < need {
+                self.out.resize(need, 0);
+            }
+            let (mut from, mut to) = (0usize, 0usize);
+            for i in self.block..last {
+                let n = self.plan.src_bytes(i);
+                to += self
+                    .plan
+                    .convert(i, &self.src[from..from + n], &mut self.out[to..])
+                    .map_err(|e| {
+                        let byte = self.offset + self.plan.src_span(i).offset as u64;
+                        Error::format(&self.path, format!("byte {byte}: {e}"))
+                    })?;
+                from += n;
+            }
+            self.filled = to;
+        }
+        self.at = 0;
+        self.block = last;
+        Ok(true)
+    }
+
+    /// Fills `buf` with the next data bytes.
+    pub fn read_chunk(&mut self, buf: &mut [u8]) -> Result<(), Error> {
         let mut done = 0;
         while done < buf.len() {
-            if self.at == self.filled {
-                if self.block >= self.plan.count() {
-                    return Err(Error::format(
-                        &self.path,
-                        "read past the end of the tensor's payload",
-                    ));
-                }
-                let n = self.plan.src_bytes(self.block);
-                self.src.resize(n, 0);
-                let offset = self.file.stream_position().unwrap_or(0);
-                self.file.read_exact(&mut self.src).map_err(|e| {
-                    Error::format(
-                        &self.path,
-                        format!("cannot read {n} bytes at byte {offset}: {e}"),
-                    )
-                })?;
-                self.filled = self
-                    .plan
-                    .convert(self.block, &self.src, &mut self.out)
-                    .map_err(|e| Error::format(&self.path, format!("byte {offset}: {e}")))?;
-                self.at = 0;
-                self.block += 1;
+            if self.at == self.filled && !self.fill()? {
+                return Err(Error::format(
+                    &self.path,
+                    "read past the end of the tensor's payload",
+                ));
             }
             let k = (self.filled - self.at).min(buf.len() - done);
             buf[done..done + k].copy_from_slice(&self.out[self.at..self.at + k]);
@@ -282,6 +472,21 @@ impl CannStream {
             done += k;
         }
         Ok(())
+    }
+}
+
+/// Fills `buf` from byte `at` of `f` (a positioned read on Unix; seek and read elsewhere).
+fn read_at(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(f, buf, at)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = f;
+        f.seek(SeekFrom::Start(at))?;
+        f.read_exact(buf)
     }
 }
 
@@ -307,4 +512,166 @@ pub(crate) fn summarize_cann(t: &CannTensor, hashes: Hashes) -> Result<TensorSta
         left -= n as u64;
     }
     acc.finish().map_err(stats_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A FRACTAL_Z weight in bands of output channels, read from a file through positioned
+    /// gathers: every element where the FRACTAL_Z index math puts it (N and C not multiples of
+    /// 16), the same through `next_piece` and `read_chunk`, and a truncated payload is an
+    /// error naming the byte offset.
+    #[test]
+    fn banded_fractal_z_is_gathered_from_the_file() {
+        let (n, c, h, w) = (37usize, 21usize, 2usize, 3usize);
+        let (c1, n1) = (c.div_ceil(16), n.div_ceil(16));
+        let dev_shape = [c1 * h * w, n1, 16, 16];
+        let dev_elems: usize = dev_shape.iter().product();
+        // Distinct 2-byte elements: element k holds k + 1.
+        let dev: Vec<u8> = (0..dev_elems)
+            .flat_map(|k| (k as u16 + 1).to_le_bytes())
+            .collect();
+        let dir = std::env::temp_dir().join(format!("dump-read-fz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("Conv2D.w.1.2.3");
+        let mut file = vec![0xEEu8; 77];
+        file.extend_from_slice(&dev);
+        file.extend_from_slice(&[0xDD; 5]);
+        std::fs::write(&path, &file).unwrap();
+        // One N0 block per band: three bands, the last with 5 channels.
+        let per_n1 = dev_shape[0] * 16 * 16 * 2;
+        let plan = HostBlocks::with_band(
+            Format::FractalZ,
+            DType::Float16,
+            &dev_shape,
+            &[n, c, h, w],
+            1 << 20,
+            per_n1,
+        )
+        .unwrap();
+        assert_eq!(plan.count(), 3);
+        let t = CannTensor {
+            path: path.clone(),
+            offset: 77,
+            size: dev.len() as u64,
+            dtype: DType::Float16,
+            format: CannFormat(4),
+            device_shape: dev_shape.to_vec(),
+            to_host: Some(plan),
+        };
+        let mut want = Vec::new();
+        for ni in 0..n {
+            for ci in 0..c {
+                for hi in 0..h {
+                    for wi in 0..w {
+                        let row = ((ci / 16) * h + hi) * w + wi;
+                        let k = ((row * n1 + ni / 16) * 16 + ni % 16) * 16 + ci % 16;
+                        want.extend_from_slice(&dev[k * 2..k * 2 + 2]);
+                    }
+                }
+            }
+        }
+        let mut s = CannStream::open(&t).unwrap();
+        assert_eq!(s.data_len(), want.len() as u64);
+        let mut got = Vec::new();
+        while let Some(p) = s.next_piece().unwrap() {
+            got.extend_from_slice(p);
+        }
+        assert_eq!(got, want);
+        let mut s = CannStream::open(&t).unwrap();
+        let mut chunked = vec![0u8; want.len()];
+        for piece in chunked.chunks_mut(1000) {
+            s.read_chunk(piece).unwrap();
+        }
+        assert_eq!(chunked, want);
+        assert!(s.read_chunk(&mut [0u8; 1]).is_err(), "nothing past the end");
+        // The file cut inside the last row: refused at open, naming the payload's offset.
+        std::fs::write(&path, &file[..77 + dev.len() - 3]).unwrap();
+        let e = CannStream::open(&t).err().unwrap().to_string();
+        assert!(
+            e.contains("payload at byte 77") && e.contains("truncated"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Consecutive blocks are read together (NC1HWC0 planes, plain copies): the pieces handed
+    /// out are larger than one block, bounded by the read batch, and concatenate to the data.
+    #[test]
+    fn consecutive_blocks_are_read_in_batches() {
+        let dir = std::env::temp_dir().join(format!("dump-read-batch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("Add.a.1.2.3");
+        // NC1HWC0 (3, 2, 64, 64, 16) of NCHW (3, 20, 64, 64): 128 KiB per (n, c1) block.
+        let dev_shape = [3usize, 2, 64, 64, 16];
+        let dev_elems: usize = dev_shape.iter().product();
+        let dev: Vec<u8> = (0..dev_elems)
+            .flat_map(|k| ((k % 65521) as u16).to_le_bytes())
+            .collect();
+        std::fs::write(&path, &dev).unwrap();
+        let host = [3usize, 20, 64, 64];
+        let plan =
+            HostBlocks::new(Format::Nc1hwc0, DType::Float16, &dev_shape, &host, 1 << 20).unwrap();
+        let t = CannTensor {
+            path: path.clone(),
+            offset: 0,
+            size: dev.len() as u64,
+            dtype: DType::Float16,
+            format: CannFormat(3),
+            device_shape: dev_shape.to_vec(),
+            to_host: Some(plan),
+        };
+        let mut s = CannStream::open(&t).unwrap();
+        let (mut got, mut pieces) = (Vec::new(), 0);
+        while let Some(p) = s.next_piece().unwrap() {
+            assert!(p.len() <= READ_BATCH);
+            got.extend_from_slice(p);
+            pieces += 1;
+        }
+        assert!(
+            pieces < plan.count(),
+            "{pieces} pieces for {} blocks",
+            plan.count()
+        );
+        let mut want = Vec::new();
+        for ni in 0..3 {
+            for ci in 0..20 {
+                for p in 0..64 * 64 {
+                    let k = ((ni * 2 + ci / 16) * 64 * 64 + p) * 16 + ci % 16;
+                    want.extend_from_slice(&dev[k * 2..k * 2 + 2]);
+                }
+            }
+        }
+        assert_eq!(got, want);
+        // Ranges of blocks, each from its data offset: the same bytes in parallel pieces.
+        let count = plan.count();
+        let mut stitched = vec![0u8; want.len()];
+        for r in [0..5, 5..5, 5..count - 1, count - 1..count] {
+            let mut s = CannStream::open_range(&t, r.clone()).unwrap();
+            let mut at = s.data_offset(r.start) as usize;
+            while let Some(p) = s.next_piece().unwrap() {
+                stitched[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+            assert_eq!(at as u64, s.data_offset(r.end), "{r:?}");
+        }
+        assert_eq!(stitched, want);
+        assert!(CannStream::open_range(&t, 0..count + 1).is_err());
+        // The buffers of the streams above are reused on this thread: a small payload read
+        // after them is its own bytes, nothing stale.
+        let small = CannTensor {
+            offset: 3,
+            size: 10,
+            dtype: DType::UInt8,
+            format: CannFormat(2),
+            device_shape: vec![10],
+            to_host: None,
+            ..t.clone()
+        };
+        let mut s = CannStream::open(&small).unwrap();
+        assert_eq!(s.next_piece().unwrap(), Some(&dev[3..13]));
+        assert_eq!(s.next_piece().unwrap(), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -10,7 +10,11 @@ use std::{
 };
 
 use dump_core::DType;
-use dump_device_ascend::{DeviceTensor, Format, to_host};
+use dump_device_ascend::{
+    DeviceTensor, Format,
+    dumpfile::{CannDType, CannFormat, Container, DumpHeader, TensorKind, TensorMeta, encode},
+    to_host,
+};
 use dump_npy::NpyReader;
 use serde_json::Value;
 
@@ -379,4 +383,127 @@ fn mindspore_layout_is_read_by_inspect_and_compare_and_stats_writes_rows_only() 
     let only = std::fs::read_to_string(rows.join("statistic.csv")).unwrap();
     assert_eq!(only, csv, "the same rows as the mindspore layout's");
     let _ = std::fs::remove_dir_all(&top);
+}
+
+/// One f16 input tensor of a generated CANN file: its device format, device and host shapes.
+fn big_meta(index: usize, format: i32, dev: &[u64], host: &[u64]) -> TensorMeta {
+    TensorMeta {
+        kind: TensorKind::Input,
+        index,
+        ordinal: index,
+        data_type: CannDType::FLOAT16,
+        format: CannFormat(format),
+        sub_format: 0,
+        shape: dev.to_vec(),
+        original_shape: Some(host.to_vec()),
+        size: dev.iter().product::<u64>() * 2,
+        offset: 0,
+        address: 0,
+        address_offset: 0,
+        arg_index: Some(index as u32),
+        input_type: 0,
+        buffer_type: 0,
+        original_op: None,
+        dim_range: Vec::new(),
+    }
+}
+
+/// Tensors large enough for the fast paths: an NC1HWC0 activation of 16 MiB in NCHW
+/// (converted by two threads, each a range of its blocks, when one file meets two threads)
+/// and a FRACTAL_Z weight of 8 MiB (read in bands of output channels, two bands of unequal
+/// size), C not a multiple of C0 and N not a multiple of 16. Every array is what
+/// dump-device-ascend's whole-tensor `to_host` gives, with 1 and 2 threads, and without
+/// `--format` the payloads are copied byte for byte (file to file).
+#[test]
+fn large_tensors_in_bands_and_in_parallel_match_the_whole_tensor_conversion() {
+    let src = tmpdir("big-src");
+    let name = "Conv2D.Default_big-op1.1.2.1700000000000001";
+    let tensors = [
+        (3, vec![15u64, 3, 128, 128, 16], vec![15u64, 35, 128, 128]),
+        (4, vec![63u64, 251, 16, 16], vec![4001u64, 100, 3, 3]),
+    ];
+    let mut metas = Vec::new();
+    let mut payloads = Vec::new();
+    for (i, (format, dev, host)) in tensors.iter().enumerate() {
+        metas.push(big_meta(i, *format, dev, host));
+        let n: u64 = dev.iter().product();
+        // Distinct neighbours, every bit pattern (NaNs included: bytes are compared).
+        let bytes: Vec<u8> = (0..n)
+            .flat_map(|k| ((k.wrapping_mul(40503) ^ (k >> 16) ^ i as u64) as u16).to_le_bytes())
+            .collect();
+        payloads.push(bytes);
+    }
+    let header = DumpHeader {
+        container: Container::Binary { message_len: 0 },
+        version: "2.0".into(),
+        dump_time: 1_700_000_000_000_001,
+        op_name: "Default/big-op1".into(),
+        attrs: Vec::new(),
+        dfx_message: String::new(),
+        tensors: metas,
+        file_len: 0,
+        payload_end: 0,
+    };
+    let refs: Vec<&[u8]> = payloads.iter().map(|p| &p[..]).collect();
+    let file = src.join(name);
+    std::fs::write(&file, encode(&header, &refs).unwrap()).unwrap();
+    let want: Vec<Vec<u8>> = tensors
+        .iter()
+        .zip(&payloads)
+        .map(|((format, dev, host), raw)| {
+            let dev: Vec<usize> = dev.iter().map(|&d| d as usize).collect();
+            let host: Vec<usize> = host.iter().map(|&d| d as usize).collect();
+            let t = DeviceTensor {
+                format: if *format == 3 {
+                    Format::Nc1hwc0
+                } else {
+                    Format::FractalZ
+                },
+                dtype: DType::Float16,
+                device_shape: &dev,
+                host_shape: &host,
+                data: raw,
+            };
+            let mut o = vec![0u8; t.host_bytes().unwrap()];
+            to_host(&t, &mut o).unwrap().data.to_vec()
+        })
+        .collect();
+    for threads in ["1", "2"] {
+        let out = tmpdir(&format!("big-out-{threads}"));
+        let o = opdump(&[
+            "convert",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--format",
+            "NCHW",
+            "--threads",
+            threads,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let (d, s, b) = npy(&out.join(format!("{name}.input.0.15x35x128x128.npy")));
+        assert_eq!((d.as_str(), s), ("<f2", vec![15, 35, 128, 128]));
+        assert!(b == want[0], "{threads} threads: NC1HWC0 differs");
+        let (_, s, b) = npy(&out.join(format!("{name}.input.1.4001x100x3x3.npy")));
+        assert_eq!(s, [4001, 100, 3, 3]);
+        assert!(b == want[1], "{threads} threads: FRACTAL_Z differs");
+        let _ = std::fs::remove_dir_all(&out);
+    }
+    // As stored: the device bytes, copied.
+    let out = tmpdir("big-raw");
+    let o = opdump(&[
+        "convert",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for (i, p) in payloads.iter().enumerate() {
+        let (_, s, b) = npy(&out.join(format!("{name}.input.{i}.npy")));
+        let dev: Vec<usize> = tensors[i].1.iter().map(|&d| d as usize).collect();
+        assert_eq!(s, dev);
+        assert!(b == *p, "input.{i} as stored differs");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&src);
 }

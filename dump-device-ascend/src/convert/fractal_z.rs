@@ -11,7 +11,7 @@
 //! `[64, 1, 16, 16]`) and the Ascend C guide's "Data Layout Formats" (`atlas_ascendc_10_0099`).
 //! Grouped convolutions (`FRACTAL_Z` with groups > 1, `FRACTAL_Z_C04`) are not covered.
 
-use super::transpose::{Mat, by_elem_size, transpose};
+use super::transpose::{Mat, Tiles, by_elem_size, transpose_in};
 use super::{blocks, bytes_of, check_elem, prepare};
 use crate::{Blocks, Error};
 
@@ -80,6 +80,7 @@ fn weights_n<const N: usize>(
 ) {
     let (s, _) = src.as_chunks::<N>();
     let (d, _) = dst.as_chunks_mut::<N>();
+    let mut tiles = Tiles::new();
     // Output channel outer: the host side is then written front to back (one contiguous
     // `C·H·W` run per `ni`), and the device rows it reads (`C1·HW` rows, 1 to 2 cache lines
     // each) stay in cache for the next `ni`, which reads the next lanes of the same lines.
@@ -95,9 +96,9 @@ fn weights_n<const N: usize>(
                 stride: hw,
             };
             if to_nchw {
-                transpose(s, dev, hw, valid, d, host);
+                transpose_in(&mut tiles, s, dev, hw, valid, d, host);
             } else {
-                transpose(s, host, valid, hw, d, dev);
+                transpose_in(&mut tiles, s, host, valid, hw, d, dev);
             }
         }
     }

@@ -6,7 +6,7 @@
 //! block is padded (CANN `aclFormat`: "the last data segment is padded to C0"); the padding is
 //! dropped on the way to NCHW and written as zeros on the way back.
 
-use super::transpose::{Mat, by_elem_size, transpose};
+use super::transpose::{Mat, Tiles, by_elem_size, transpose_in};
 use super::{blocks, bytes_of, check_elem, prepare};
 use crate::Error;
 
@@ -73,6 +73,7 @@ fn blocks_n<const N: usize>(
 ) {
     let (s, _) = src.as_chunks::<N>();
     let (d, _) = dst.as_chunks_mut::<N>();
+    let mut tiles = Tiles::new();
     for ni in 0..n {
         for b in 0..c1 {
             let valid = c0.min(c - b * c0);
@@ -85,9 +86,9 @@ fn blocks_n<const N: usize>(
                 stride: hw,
             };
             if to_nchw {
-                transpose(s, dev, hw, valid, d, host);
+                transpose_in(&mut tiles, s, dev, hw, valid, d, host);
             } else {
-                transpose(s, host, valid, hw, d, dev);
+                transpose_in(&mut tiles, s, host, valid, hw, d, dev);
             }
         }
     }

@@ -6,10 +6,15 @@
 //!   named `{op_type}.{op_name}.{task}.{stream}.{timestamp}` (and the variants the CANN
 //!   dialect of dump-read accepts). Files are converted in parallel, with a progress bar on a
 //!   terminal.
-//! - Every file is streamed: the header is parsed, then each payload is read in 1 MiB pieces
-//!   (device formats block by block: one `(n, c1)` of NC1HWC0, one matrix of FRACTAL_NZ, the
-//!   whole tensor only for FRACTAL_Z, FRACTAL_Z_3D and C1HWNCoC0 with N > 1, at most 64 MiB)
-//!   and written as it is read, so memory is bounded whatever the file's size.
+//! - Every file is streamed: the header is parsed, then each payload is read with positioned
+//!   reads of up to 2 MiB (device formats block by block: one `(n, c1)` of NC1HWC0, one matrix
+//!   of FRACTAL_NZ, a band of output channels of FRACTAL_Z gathered from every block row, the
+//!   whole tensor only for FRACTAL_Z_3D and C1HWNCoC0 with N > 1, at most 64 MiB), converted
+//!   and written as it is read (one `write_all` per piece), so memory is bounded whatever the
+//!   file's size. Payloads written as stored (no `--format`, buffers, workspaces) are copied
+//!   file to file by the kernel (`copy_file_range`). With fewer files than threads, a tensor
+//!   of 16 MiB or more is converted by several threads, each a range of its blocks written at
+//!   its offset.
 //! - Without `--format` the payloads are written as stored (device layout and shape), as
 //!   msaccucmp's parse mode does. `--format NCHW` / `ND` converts NC1HWC0 (and `_C04`),
 //!   NDC1HWC0, FRACTAL_Z, FRACTAL_Z_3D, C1HWNCoC0 and FRACTAL_NZ to the host layout of
@@ -38,7 +43,7 @@
 use std::{
     collections::BTreeMap,
     fs::{self, File},
-    io::{BufWriter, Write},
+    io::{BufWriter, Read, Seek, SeekFrom, Write},
     path::{Path, PathBuf},
     sync::Mutex,
 };
@@ -50,9 +55,9 @@ use dump_device_ascend::{
     convert::nhwc::nchw_to_nhwc,
     dumpfile::{DumpReader, OverflowReport, TensorKind, TensorMeta, is_opdebug_file},
 };
-use dump_npy::{CHUNK, IoSink, NpyStream, WriteOptions};
+use dump_npy::{CHUNK, IoSink, NpyLayout, NpyStream, WriteOptions, write_header};
 use dump_read::{
-    CannTensor, TensorSource, TensorStream,
+    CannStream, CannTensor,
     dialect::{CannName, ge_position},
     par_map,
 };
@@ -172,12 +177,14 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    // Fewer files than threads: the threads left over go into each file's large tensors.
+    let inner = (threads / files.len().max(1)).max(1);
     let bar = Progress::new("convert", files.len(), true);
     let mapping = Mutex::new(Vec::<String>::new());
     let results = par_map(
         files.len(),
         threads,
-        |i| convert_file(&files[i], args, &mapping),
+        |i| convert_file(&files[i], args, &mapping, inner),
         &|done, _| bar.set(done),
     );
     bar.finish();
@@ -287,9 +294,21 @@ struct Place {
     dir: PathBuf,
     base: String,
     name: CannName,
+    /// Threads for one large tensor of this file (more than 1 when there are fewer files
+    /// than threads).
+    threads: usize,
 }
 
-fn convert_file(path: &Path, args: &Args, mapping: &Mutex<Vec<String>>) -> Result<Done, String> {
+/// A tensor of at least this many bytes is converted by several threads at once (each a
+/// range of its blocks, written at its offset) when threads are left over.
+const PARALLEL_TENSOR: u64 = 16 << 20;
+
+fn convert_file(
+    path: &Path,
+    args: &Args,
+    mapping: &Mutex<Vec<String>>,
+    threads: usize,
+) -> Result<Done, String> {
     let base = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -326,7 +345,12 @@ fn convert_file(path: &Path, args: &Args, mapping: &Mutex<Vec<String>>) -> Resul
         }
     };
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let place = Place { dir, base, name };
+    let place = Place {
+        dir,
+        base,
+        name,
+        threads,
+    };
     let mut done = Done {
         files: 1,
         ..Done::default()
@@ -433,8 +457,7 @@ fn write_tensor(
     mapping: &Mutex<Vec<String>>,
     rows: &mut Vec<(PathBuf, String)>,
 ) -> Result<u64, String> {
-    let src = TensorSource::Cann(Box::new(c.clone()));
-    let mut stream = TensorStream::open(&src).map_err(|e| e.reason())?;
+    let mut stream = CannStream::open(c).map_err(|e| e.reason())?;
     let dtype = c.dtype;
     let mut shape = stream.shape().to_vec();
     if *nhwc {
@@ -502,6 +525,61 @@ fn write_tensor(
         let f = File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
         Some((BufWriter::with_capacity(CHUNK, f), tmp, final_path))
     };
+    // Stored bytes written as they are, no statistics: the header, then the kernel copies
+    // the payload file to file (copy_file_range), never through this process.
+    if !*nhwc
+        && acc.is_none()
+        && stream.is_copy()
+        && let Some((w, tmp, final_path)) = sink.as_mut()
+    {
+        let layout = NpyLayout::new(dtype, &shape, data_len as usize, WriteOptions::default())
+            .map_err(|e| e.to_string())?;
+        if !layout.widens() {
+            let io = |e: std::io::Error| format!("{}: {e}", tmp.display());
+            write_header(&mut IoSink(&mut *w), layout.descr(), &shape)
+                .map_err(|e| e.to_string())?;
+            w.flush().map_err(io)?;
+            let mut from = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            from.seek(SeekFrom::Start(stream.offset()))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let copied = std::io::copy(&mut from.take(data_len), w.get_mut()).map_err(io)?;
+            if copied != data_len {
+                return Err(format!(
+                    "{}: the payload at byte {} ended after {copied} of {data_len} bytes",
+                    path.display(),
+                    stream.offset()
+                ));
+            }
+            fs::rename(&*tmp, &*final_path)
+                .map_err(|e| format!("{}: {e}", final_path.display()))?;
+            return Ok(layout.file_len() as u64);
+        }
+    }
+    // A large tensor and threads to spare: ranges of its blocks converted side by side, each
+    // written at its offset (no statistics, no widening: the bytes are written as converted).
+    if cfg!(unix)
+        && place.threads > 1
+        && !*nhwc
+        && acc.is_none()
+        && data_len >= PARALLEL_TENSOR
+        && stream.blocks() > 1
+        && let Some((w, tmp, final_path)) = sink.as_mut()
+    {
+        let layout = NpyLayout::new(dtype, &shape, data_len as usize, WriteOptions::default())
+            .map_err(|e| e.to_string())?;
+        if !layout.widens() {
+            let io = |e: std::io::Error| format!("{}: {e}", tmp.display());
+            write_header(&mut IoSink(&mut *w), layout.descr(), &shape)
+                .map_err(|e| e.to_string())?;
+            w.flush().map_err(io)?;
+            let head = layout.header_len() as u64;
+            convert_parallel(c, &stream, place.threads, w.get_ref(), head)
+                .map_err(|e| format!("{}: {e}", tmp.display()))?;
+            fs::rename(&*tmp, &*final_path)
+                .map_err(|e| format!("{}: {e}", final_path.display()))?;
+            return Ok(layout.file_len() as u64);
+        }
+    }
     let mut scratch = vec![0u8; if sink.is_some() { CHUNK } else { 0 }];
     let mut npy = match sink.as_mut() {
         Some((w, _, _)) => Some(
@@ -517,44 +595,42 @@ fn write_tensor(
         ),
         None => None,
     };
-    let piece = if *nhwc {
-        let img = (data_len as usize) / shape[0].max(1);
-        if img > MAX_IMAGE {
-            return Err(format!(
-                "one image is {img} bytes, over the {MAX_IMAGE}-byte limit for NHWC"
-            ));
-        }
-        img
-    } else {
-        CHUNK
-    };
-    let mut buf = vec![0u8; (piece as u64).min(data_len) as usize];
-    let mut moved = if *nhwc {
-        vec![0u8; buf.len()]
-    } else {
-        Vec::new()
-    };
-    let mut left = data_len;
-    let elem = dtype.size().unwrap_or(1);
-    while left > 0 {
-        let n = (left as usize).min(buf.len());
-        stream.read_chunk(&mut buf[..n]).map_err(|e| e.reason())?;
-        let data = if *nhwc {
-            let [_, h, w, ch] = shape[..] else {
-                unreachable!("rank 4 checked")
-            };
-            nchw_to_nhwc(&buf[..n], elem, [1, ch, h, w], &mut moved).map_err(|e| e.to_string())?;
-            &moved[..n]
-        } else {
-            &buf[..n]
-        };
+    let mut feed = |data: &[u8]| -> Result<(), String> {
         if let Some(a) = acc.as_mut() {
             a.update(data).map_err(|e| e.to_string())?;
         }
         if let Some(w) = npy.as_mut() {
             w.write(data).map_err(|e| e.to_string())?;
         }
-        left -= n as u64;
+        Ok(())
+    };
+    if *nhwc {
+        let img = (data_len as usize) / shape[0].max(1);
+        if img > MAX_IMAGE {
+            return Err(format!(
+                "one image is {img} bytes, over the {MAX_IMAGE}-byte limit for NHWC"
+            ));
+        }
+        let [_, h, w, ch] = shape[..] else {
+            unreachable!("rank 4 checked")
+        };
+        let elem = dtype.size().unwrap_or(1);
+        let mut buf = vec![0u8; (img as u64).min(data_len) as usize];
+        let mut moved = vec![0u8; buf.len()];
+        let mut left = data_len;
+        while left > 0 {
+            let n = (left as usize).min(buf.len());
+            stream.read_chunk(&mut buf[..n]).map_err(|e| e.reason())?;
+            nchw_to_nhwc(&buf[..n], elem, [1, ch, h, w], &mut moved).map_err(|e| e.to_string())?;
+            feed(&moved[..n])?;
+            left -= n as u64;
+        }
+    } else {
+        // Converted pieces as the stream hands them out (a few MiB), written with one
+        // write_all each: no copy between the conversion and the file.
+        while let Some(data) = stream.next_piece().map_err(|e| e.reason())? {
+            feed(data)?;
+        }
     }
     let mut written = 0u64;
     if let Some(w) = npy {
@@ -587,29 +663,95 @@ fn write_tensor(
     Ok(written)
 }
 
-/// A buffer or workspace payload copied as it is.
-fn copy_raw(path: &Path, t: &TensorMeta, to: &Path) -> Result<u64, String> {
-    let c = CannTensor {
-        path: path.to_path_buf(),
-        offset: t.offset,
-        size: t.size,
-        dtype: DType::UInt8,
-        format: t.format,
-        device_shape: vec![t.size as usize],
-        to_host: None,
+/// `threads` readers, each a contiguous range of `stream`'s blocks, convert the tensor `c`
+/// and write their pieces into `out` at `head` plus the range's data offset.
+fn convert_parallel(
+    c: &CannTensor,
+    stream: &CannStream,
+    threads: usize,
+    out: &File,
+    head: u64,
+) -> Result<(), String> {
+    let blocks = stream.blocks();
+    let per = blocks.div_ceil(threads.max(1));
+    let ranges: Vec<(std::ops::Range<usize>, u64)> = (0..blocks)
+        .step_by(per.max(1))
+        .map(|a| (a..(a + per).min(blocks), head + stream.data_offset(a)))
+        .collect();
+    let one = |(r, at): (std::ops::Range<usize>, u64)| -> Result<(), String> {
+        let mut s = CannStream::open_range(c, r).map_err(|e| e.reason())?;
+        let mut at = at;
+        while let Some(p) = s.next_piece().map_err(|e| e.reason())? {
+            write_at(out, p, at).map_err(|e| e.to_string())?;
+            at += p.len() as u64;
+        }
+        Ok(())
     };
-    let mut s = TensorStream::open(&TensorSource::Cann(Box::new(c))).map_err(|e| e.reason())?;
-    let mut w = BufWriter::new(File::create(to).map_err(|e| format!("{}: {e}", to.display()))?);
-    let mut buf = vec![0u8; (CHUNK as u64).min(t.size) as usize];
-    let mut left = t.size;
-    while left > 0 {
-        let n = (left as usize).min(buf.len());
-        s.read_chunk(&mut buf[..n]).map_err(|e| e.reason())?;
-        w.write_all(&buf[..n])
-            .map_err(|e| format!("{}: {e}", to.display()))?;
-        left -= n as u64;
+    std::thread::scope(|s| {
+        let mut inline = Vec::new();
+        let mut spawned = Vec::new();
+        for (k, r) in ranges.into_iter().enumerate() {
+            // The first range on this thread; the others on their own (inline if a thread
+            // cannot be started).
+            if k == 0 {
+                inline.push(r);
+                continue;
+            }
+            let one = &one;
+            let rc = r.clone();
+            match std::thread::Builder::new().spawn_scoped(s, move || one(rc)) {
+                Ok(h) => spawned.push(h),
+                Err(_) => inline.push(r),
+            }
+        }
+        let mut result = inline.into_iter().try_for_each(&one);
+        for h in spawned {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err("a conversion thread stopped".to_owned()));
+            result = result.and(r);
+        }
+        result
+    })
+}
+
+/// `buf` written at byte `at` of `f` (positioned: threads share the file).
+fn write_at(f: &File, buf: &[u8], at: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(f, buf, at)
     }
-    w.flush().map_err(|e| format!("{}: {e}", to.display()))?;
+    #[cfg(not(unix))]
+    {
+        let _ = (f, buf, at);
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "positioned writes are Unix-only here",
+        ))
+    }
+}
+
+/// A buffer or workspace payload copied as it is (by the kernel: copy_file_range).
+fn copy_raw(path: &Path, t: &TensorMeta, to: &Path) -> Result<u64, String> {
+    let in_err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut from = File::open(path).map_err(in_err)?;
+    let file_len = from.metadata().map_err(in_err)?.len();
+    if t.offset.saturating_add(t.size) > file_len {
+        return Err(format!(
+            "payload at byte {} needs {} bytes but the file ends at byte {file_len} (truncated?)",
+            t.offset, t.size
+        ));
+    }
+    from.seek(SeekFrom::Start(t.offset)).map_err(in_err)?;
+    let out_err = |e: std::io::Error| format!("{}: {e}", to.display());
+    let mut w = File::create(to).map_err(out_err)?;
+    let copied = std::io::copy(&mut from.take(t.size), &mut w).map_err(out_err)?;
+    if copied != t.size {
+        return Err(format!(
+            "payload at byte {} ended after {copied} of {} bytes",
+            t.offset, t.size
+        ));
+    }
     Ok(t.size)
 }
 
@@ -638,7 +780,7 @@ fn opdebug(
             device_shape: vec![t.size as usize],
             to_host: None,
         };
-        let mut s = TensorStream::open(&TensorSource::Cann(Box::new(c))).map_err(|e| e.reason())?;
+        let mut s = CannStream::open(&c).map_err(|e| e.reason())?;
         let mut block = vec![0u8; t.size as usize];
         s.read_chunk(&mut block).map_err(|e| e.reason())?;
         let report =
