@@ -124,7 +124,7 @@ impl WatchedTensor for RawView {
 }
 
 /// What a watched output looked like at one check: its MD5 and statistics.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WatchStats {
     /// MD5 of the bytes, lowercase hex.
     pub md5: String,
@@ -432,20 +432,6 @@ impl WatchSet {
             found,
             unreadable,
             reads,
-        }
-    }
-}
-
-impl Default for WatchStats {
-    fn default() -> Self {
-        WatchStats {
-            md5: String::new(),
-            max: String::new(),
-            min: String::new(),
-            avg: String::new(),
-            nan: 0,
-            neg_inf: 0,
-            pos_inf: 0,
         }
     }
 }
