@@ -179,7 +179,13 @@ fn bench(file: &str, rounds: usize, seed: &mut u64) {
             },
         )
         .unwrap();
-    let kernel_bytes: Vec<usize> = names
+    let scopes: Vec<String> = probe
+        .graph()
+        .nodes
+        .iter()
+        .map(|n| n.scope.clone())
+        .collect();
+    let kernel_bytes: Vec<usize> = scopes
         .iter()
         .map(|n| {
             let short = n.strip_prefix("Default/").unwrap_or(n);

@@ -10,8 +10,9 @@
 //! contract). The handles of a step are held by that [`Step`](crate::Step) and released when
 //! it ends ([`Step::finish`](crate::Step::finish) or drop).
 //!
-//! Each watched output keeps the MD5 of its bytes and its statistics (computed when its
-//! writer reports it). After a checked kernel the MD5 is computed again (O(watched bytes) per
+//! Each watched output keeps the digest of its bytes (MD5; for large outputs the MD5 of the
+//! MD5s of up to 16 pieces hashed side by side, see `digest`) and its statistics (computed
+//! when its writer reports it). After a checked kernel the digest is computed again (O(watched bytes) per
 //! checked kernel: docs/watcher.md has the measured cost); the statistics only when it
 //! changed. A change is reported three ways:
 //! a row of `watcher.csv` (beside the flight recorder's `trigger.json`: the rank directory in
@@ -126,7 +127,8 @@ impl WatchedTensor for RawView {
 /// What a watched output looked like at one check: its MD5 and statistics.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WatchStats {
-    /// MD5 of the bytes, lowercase hex.
+    /// The digest of the bytes, lowercase hex: their MD5, or for 128 KiB and more the MD5 of
+    /// the MD5s of up to 16 equal pieces (hashed side by side; docs/watcher.md).
     pub md5: String,
     /// Largest value (`%g`, MindSpore's spelling); empty for an empty or complex tensor.
     pub max: String,
@@ -301,7 +303,41 @@ pub(crate) struct WatchSet {
     watched: Vec<Watched>,
 }
 
-/// Reads `h`: the MD5 of its bytes, and their statistics unless `known` is that MD5 (the
+/// Bytes from which a watched output is hashed in lanes (below: one MD5 stream).
+const LANE_MIN_BYTES: usize = 64 << 10;
+
+/// The digest of a watched output: the MD5 of its bytes when they are fewer than
+/// 2 × [`LANE_MIN_BYTES`]; otherwise the bytes are cut into up to 16 equal pieces (64-byte
+/// multiples, the last one taking the rest), the pieces hashed side by side in the SIMD lanes
+/// of [`md5_many`](dump_core::hash::md5_many) (about 8x one stream with AVX2), and the
+/// digest is the MD5 of their MD5s. Any change of any byte changes a piece's MD5, so it
+/// detects a change as strongly as one MD5 of the whole; it is not the `md5` column of
+/// `statistic.csv` for large tensors.
+fn digest(bytes: &[u8]) -> [u8; 16] {
+    use dump_core::hash::{MD5_MAX_LANES, md5, md5_many};
+    let pieces = (bytes.len() / LANE_MIN_BYTES).min(MD5_MAX_LANES);
+    if pieces < 2 {
+        return md5(bytes);
+    }
+    let size = (bytes.len() / pieces) & !63;
+    let mut parts: [&[u8]; MD5_MAX_LANES] = [&[]; MD5_MAX_LANES];
+    for (i, p) in parts.iter_mut().enumerate().take(pieces) {
+        let end = if i + 1 == pieces {
+            bytes.len()
+        } else {
+            (i + 1) * size
+        };
+        *p = &bytes[i * size..end];
+    }
+    let mut out = [[0u8; 16]; MD5_MAX_LANES];
+    if md5_many(&parts[..pieces], &mut out).is_err() {
+        // Cannot happen (`out` has a slot per piece); one stream is the same strength.
+        return md5(bytes);
+    }
+    md5(out[..pieces].as_flattened())
+}
+
+/// Reads `h`: the digest of its bytes ([`digest`]), and their statistics unless `known` is that MD5 (the
 /// bytes did not change: the caller's statistics still hold), or why it could not.
 fn read(
     h: &dyn WatchedTensor,
@@ -311,7 +347,7 @@ fn read(
     h.read(&mut |t: TensorRef<'_>| {
         out = (|| {
             let bytes: Cow<'_, [u8]> = t.contiguous()?;
-            let digest = dump_core::hash::md5(&bytes);
+            let digest = digest(&bytes);
             if known == Some(digest) {
                 return Ok((digest, None));
             }
@@ -548,5 +584,102 @@ pub(crate) fn check_plan(plan: &super::DumpPlan) -> Result<(), Error> {
         Ok(())
     } else {
         Err(Error::Plan(p.join("; ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn corruption(kernel: &str) -> Corruption {
+        Corruption {
+            step: 3,
+            graph: 1,
+            op_type: "Add".into(),
+            kernel: kernel.into(),
+            checked_since: "Default/Mul-op0".into(),
+            watched: "Default/Conv-op1".into(),
+            slot: 2,
+            dtype: DType::Float16,
+            shape: vec![2, 3],
+            before: WatchStats {
+                md5: "aa".into(),
+                max: "1".into(),
+                ..WatchStats::default()
+            },
+            after: WatchStats {
+                md5: "bb".into(),
+                max: "9".into(),
+                nan: 4,
+                ..WatchStats::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_row_has_the_header_s_columns_and_quotes_hostile_names() {
+        let row = corruption("Default/a,\"b\"/Add-op2").csv_row();
+        assert_eq!(
+            row,
+            "3,1,Add,\"Default/a,\"\"b\"\"/Add-op2\",Default/Mul-op0,Default/Conv-op1,2,\
+             float16,2x3,aa,bb,1,9,,,,,4,0,0\n"
+        );
+        let plain = corruption("Default/Add-op2").csv_row();
+        assert_eq!(
+            plain.split(',').count(),
+            WATCHER_CSV_HEADER.split(',').count()
+        );
+    }
+
+    #[test]
+    fn the_digest_of_a_large_output_sees_a_change_of_any_byte() {
+        use dump_core::hash::md5;
+        let small = vec![7u8; 1000];
+        assert_eq!(digest(&small), md5(&small));
+        // 16 pieces of 64 KiB + 5 bytes left for the last one.
+        let mut big: Vec<u8> = (0..16 * LANE_MIN_BYTES + 5)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let d0 = digest(&big);
+        assert_ne!(d0, md5(&big));
+        // The MD5 of the pieces' MD5s, the pieces as documented.
+        let size = big.len() / 16 & !63;
+        let mut cat = Vec::new();
+        for i in 0..16 {
+            let end = if i == 15 { big.len() } else { (i + 1) * size };
+            cat.extend_from_slice(&md5(&big[i * size..end]));
+        }
+        assert_eq!(d0, md5(&cat));
+        for at in [0, size - 1, size, 8 * size + 3, big.len() - 1] {
+            big[at] ^= 1;
+            assert_ne!(digest(&big), d0, "byte {at}");
+            big[at] ^= 1;
+        }
+        assert_eq!(digest(&big), d0);
+    }
+
+    #[test]
+    fn statistics_are_computed_only_for_changed_bytes() {
+        let v = [1.0f32, -2.0, 4.0];
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let shape = [3usize];
+        let h =
+            |f: &mut dyn FnMut(TensorRef<'_>)| f(TensorRef::host(DType::Float32, &shape, &bytes));
+        let (d, s) = read(&h, None).unwrap();
+        let s = s.unwrap();
+        assert_eq!(
+            (s.max.as_str(), s.min.as_str(), s.avg.as_str()),
+            ("4", "-2", "1")
+        );
+        assert_eq!(s.md5, hex(&d).as_str());
+        // The same bytes again: the digest only.
+        assert_eq!(read(&h, Some(d)).unwrap(), (d, None));
+        // A handle that never calls back is unreadable, with a reason.
+        let silent = |_: &mut dyn FnMut(TensorRef<'_>)| {};
+        assert!(
+            read(&silent, None)
+                .unwrap_err()
+                .contains("did not call back")
+        );
     }
 }
