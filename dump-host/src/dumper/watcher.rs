@@ -643,7 +643,7 @@ mod tests {
         let d0 = digest(&big);
         assert_ne!(d0, md5(&big));
         // The MD5 of the pieces' MD5s, the pieces as documented.
-        let size = big.len() / 16 & !63;
+        let size = (big.len() / 16) & !63;
         let mut cat = Vec::new();
         for i in 0..16 {
             let end = if i == 15 { big.len() } else { (i + 1) * size };
