@@ -30,7 +30,7 @@ pub(crate) struct Watched(pub(crate) Tensor);
 impl dump_host::watcher::WatchedTensor for Watched {
     fn read(&self, f: &mut dyn FnMut(TensorRef<'_>)) {
         // A tensor with no dump view is reported unreadable by the watcher (no call back).
-        let _ = with_tensor_ref(&self.0, |r| f(r));
+        let _ = with_tensor_ref(&self.0, f);
     }
 }
 

@@ -390,6 +390,40 @@ impl Step {
     /// cue to stop). Call it after every kernel, wanted or not (before or after the kernel's
     /// [`watch_output`](Step::watch_output): a kernel is never corruption of its own outputs).
     /// Without watcher mode it costs one branch.
+    ///
+    /// ```
+    /// use dump_host::{Dumper, TensorRef, config::WatcherConfig};
+    ///
+    /// # fn main() -> Result<(), dump_host::Error> {
+    /// let dir = std::env::temp_dir().join(format!("watcher-doc-{}", std::process::id()));
+    /// let config = format!(
+    ///     r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+    ///        "iteration": "all", "saved_data": "statistic", "input_output": 0, "kernels": [],
+    ///        "support_device": [0]}}, "e2e_dump_settings": {{"enable": true}}}}"#,
+    ///     dir.display()
+    /// );
+    /// let mut dumper = Dumper::builder()
+    ///     .watcher(WatcherConfig::new(["Add-op0"], []))
+    ///     .open_json(config.into_bytes())?;
+    /// let out = std::sync::Arc::new(vec![1.0f32, 2.0]); // the runtime's own buffer
+    /// let step = dumper.begin_step();
+    /// // kernel Add-op0 ran and wrote `out`: hand the watcher a handle that reads it in place
+    /// if step.watches("Default/Add-op0") {
+    ///     let held = out.clone();
+    ///     step.watch_output("Default/Add-op0", 0, move |f: &mut dyn FnMut(TensorRef<'_>)| {
+    ///         f(TensorRef::from_slice(&[2], &held[..]))
+    ///     })?;
+    /// }
+    /// step.kernel_ran("Add", "Default/Add-op0")?;
+    /// // ... after every later kernel:
+    /// step.kernel_ran("Mul", "Default/Mul-op1")?; // reads `out` again: unchanged, no report
+    /// step.finish()?; // the handle is released
+    /// assert_eq!(dumper.watcher_counts(), (2, 0)); // outputs read again, corruptions found
+    /// dumper.close()?;
+    /// std::fs::remove_dir_all(&dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn kernel_ran(&self, op_type: &str, full_name: &str) -> Result<(), Error> {
         let Some(set) = &self.watched else {
             return Ok(());
