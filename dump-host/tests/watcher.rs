@@ -348,3 +348,24 @@ fn config_section_and_bad_values() {
     let r = unsafe { RawView::new(v.as_ptr(), 8, DType::Float32, &[3]) };
     assert!(r.unwrap_err().to_string().contains("12 bytes"));
 }
+
+#[test]
+fn an_msprobe_config_s_opdump_section_runs_the_watcher_and_the_csv_is_at_the_dump_root() {
+    let tmp = Tmp::new("msprobe");
+    let config = format!(
+        r#"{{"task": "statistics", "dump_path": "{}", "level": "L1",
+            "statistics": {{"scope": [], "list": [], "data_mode": ["all"]}},
+            "opdump": {{"watcher": {{"nodes": ["Producer-op0"], "on_corruption": "stop"}}}}}}"#,
+        tmp.0.display()
+    );
+    let mut d = Dumper::builder().open_json(config.into_bytes()).unwrap();
+    let mut arena = Arena::new();
+    let step = d.begin_step();
+    let errors = run_step(&mut arena, &step, 0.0, (true, false, false));
+    step.finish().unwrap();
+    let names: Vec<&str> = errors.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["Default/net/Buggy-op2"]);
+    d.close().unwrap();
+    let csv = std::fs::read_to_string(tmp.0.join("watcher.csv")).unwrap();
+    assert!(csv.lines().nth(1).unwrap().contains("Buggy-op2"), "{csv}");
+}
