@@ -115,6 +115,15 @@ pub enum Event {
         /// Tensors the byte budget had let go (their statistics were written).
         dropped_tensors: u64,
     },
+    /// Watcher mode: a watched output changed while a kernel that is not its writer ran
+    /// (memory corruption); its `watcher.csv` row is written.
+    MemoryCorruption(Box<crate::watcher::Corruption>),
+    /// Watcher mode: a watched output's handle could not be read (raised once per handle):
+    /// that output is not checked.
+    WatchedUnreadable {
+        /// Which output, and why.
+        what: String,
+    },
     /// A trigger fired after `max_triggers` triggers had written: nothing is written. Raised
     /// once per Dumper.
     FlightTriggersExhausted {
@@ -223,6 +232,10 @@ impl fmt::Display for Event {
                  {support_device:?}"
             ),
             Event::UnusedKernel { entry } => write!(f, "[DataDump] Unused Kernel in json: {entry}"),
+            Event::MemoryCorruption(c) => write!(f, "[opdump] watcher: {c}"),
+            Event::WatchedUnreadable { what } => {
+                write!(f, "[opdump] watcher: {what}; this output is not checked")
+            }
             Event::NothingDumped(why) => write!(f, "[opdump] warning: nothing was dumped: {why}"),
             Event::DiskBudgetReached {
                 limit,

@@ -47,6 +47,10 @@ pub enum Error {
     /// ([`NonFinitePolicy::Stop`](crate::config::NonFinitePolicy::Stop)): the runtime should
     /// stop here. The tensor was dumped (or recorded) before this error was returned.
     NonFinite(crate::NonFiniteAt),
+    /// Watcher mode with `on_corruption` `stop`: a watched output changed while a kernel that
+    /// is not its writer ran ([`Step::kernel_ran`](crate::Step::kernel_ran)). It was reported
+    /// (`watcher.csv`, an event) before this error was returned.
+    MemoryCorruption(Box<crate::watcher::Corruption>),
     /// An environment variable has a value that cannot be used.
     Env {
         /// The variable.
@@ -80,6 +84,7 @@ impl fmt::Display for Error {
             Error::Write(e) => write!(f, "dump writes failed: {e}"),
             Error::Plan(m) => write!(f, "dump settings: {m}"),
             Error::NonFinite(at) => write!(f, "stopped at the first non-finite output: {at}"),
+            Error::MemoryCorruption(c) => write!(f, "stopped: {c}"),
             Error::Env {
                 var,
                 value,

@@ -106,6 +106,17 @@ pub use dumper::{
 };
 pub use error::Error;
 
+/// Watcher mode (CANN's `dump_scene: watcher`): watched outputs summarised again after every
+/// kernel, a change no kernel wrote reported as memory corruption. The handles a runtime
+/// gives ([`WatchedTensor`](watcher::WatchedTensor), [`RawView`](watcher::RawView)) and what
+/// is reported ([`Corruption`](watcher::Corruption), `watcher.csv`); the settings are
+/// [`config::WatcherConfig`]; docs/watcher.md shows a whole run.
+pub mod watcher {
+    pub use crate::dumper::watcher::{
+        Corruption, RawView, WATCHER_CSV_HEADER, WatchStats, WatchedTensor,
+    };
+}
+
 /// Ascend tensors and device formats (feature `ascend`): `ascend::DeviceTensor` (device-format
 /// bytes with both shapes) is a [`DeviceTensor`]; dump it with
 /// `TensorRef::device(&t).with_format("NC1HWC0")`.

@@ -23,6 +23,17 @@ pub fn host_tensor(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Tensor
     )?)
 }
 
+/// A watched output's handle (watcher mode): a clone of the candle tensor, which shares its
+/// storage, read in place (read-locked for the read) every time.
+pub(crate) struct Watched(pub(crate) Tensor);
+
+impl dump_host::watcher::WatchedTensor for Watched {
+    fn read(&self, f: &mut dyn FnMut(TensorRef<'_>)) {
+        // A tensor with no dump view is reported unreadable by the watcher (no call back).
+        let _ = with_tensor_ref(&self.0, f);
+    }
+}
+
 /// Why a tensor cannot be handed over (one diagnostic per distinct reason).
 pub(crate) fn unsupported_reason(t: &Tensor) -> Option<String> {
     if dtype_of(t.dtype()).is_none() {

@@ -210,6 +210,7 @@ impl Active<'_> {
         name.push_str(prefix);
         let _ = write!(name, "{n}");
         self.record(n, &name, op_type, inputs, outputs);
+        self.watch(op_type, &name, outputs);
         let k = self.step.kernel(op_type, &name)?;
         let mut diagnostics = self.diagnostics.borrow_mut();
         let io = inputs.iter().enumerate().map(|(s, t)| (true, s, t));
@@ -233,6 +234,42 @@ impl Active<'_> {
             }
         }
         None
+    }
+
+    /// Watcher mode: hands the watched outputs of kernel `name` over (a clone of the candle
+    /// tensor: the same storage, read in place), then checks every watched output after this
+    /// kernel. A corruption under `on_corruption` `stop` becomes the step's error (returned by
+    /// [`Tracer::step`]; a module's forward is not interrupted).
+    fn watch(&self, op_type: &str, name: &str, outputs: &[&Tensor]) {
+        if self.step.watches(name) {
+            for (slot, t) in outputs.iter().enumerate() {
+                let done =
+                    self.step
+                        .watch_output(name, slot as u32, convert::Watched((*t).clone()));
+                if let Err(e) = done {
+                    self.diagnostics
+                        .borrow_mut()
+                        .insert(format!("{name}: watcher: {e}"));
+                }
+            }
+        }
+        match self.step.kernel_ran(op_type, name) {
+            Ok(()) => {}
+            Err(e @ dump_host::Error::MemoryCorruption(_)) => {
+                let mut err = self.error.borrow_mut();
+                if !matches!(
+                    *err,
+                    Some(Error::Dump(dump_host::Error::MemoryCorruption(_)))
+                ) {
+                    *err = Some(Error::Dump(e));
+                }
+            }
+            Err(e) => {
+                self.diagnostics
+                    .borrow_mut()
+                    .insert(format!("{name}: watcher: {e}"));
+            }
+        }
     }
 
     /// Keeps the first error of a tensor's dump for the step; a stop at a non-finite output

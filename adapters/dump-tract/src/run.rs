@@ -15,7 +15,7 @@ use crate::{
     Error,
     describe::{Described, Role, describe},
     origin::OnnxNodes,
-    tensor::{Skip, tensor_ref},
+    tensor::{Skip, Watched, tensor_ref},
 };
 
 /// A tract plan prepared for dumping: kernel names, the graph description and the diagnostics
@@ -162,6 +162,10 @@ impl TractDump {
     /// With `on_nonfinite` `stop`, the first node whose output holds NaN or ±Inf ends the run
     /// there (no later node runs) and the step returns
     /// `Error::Dump(dump_host::Error::NonFinite(..))` naming that node, the step and the output.
+    /// In watcher mode (`opdump.watcher`, an acl.json watcher scene) the outputs of the
+    /// watched nodes are held (a clone of their `TValue`) and checked after every node
+    /// (`Step::kernel_ran`); with `on_corruption` `stop` the first corruption ends the run
+    /// there and the step returns `Error::Dump(dump_host::Error::MemoryCorruption(..))`.
     pub fn run(
         &mut self,
         dumper: &mut Dumper,
@@ -219,29 +223,52 @@ impl TractDump {
                 }
                 Some(Role::Kernel(k)) => {
                     let g = &graph.nodes[k];
-                    let Some(kernel) = step.kernel(&g.op_type, &g.name) else {
-                        return eval(ctx, op_state, node, ins);
-                    };
-                    if !args[k].is_empty() {
-                        // Written only under save_kernel_args.
-                        let pairs: Vec<(&str, &str)> = args[k]
-                            .iter()
-                            .map(|(n, v)| (n.as_str(), v.as_str()))
-                            .collect();
-                        kernel.args(&pairs);
-                    }
-                    for (slot, t) in ins.iter().enumerate() {
-                        report(&kernel, false, slot, t, diags, seen, &g.name);
+                    let kernel = step.kernel(&g.op_type, &g.name);
+                    if let Some(kernel) = &kernel {
+                        if !args[k].is_empty() {
+                            // Written only under save_kernel_args.
+                            let pairs: Vec<(&str, &str)> = args[k]
+                                .iter()
+                                .map(|(n, v)| (n.as_str(), v.as_str()))
+                                .collect();
+                            kernel.args(&pairs);
+                        }
+                        for (slot, t) in ins.iter().enumerate() {
+                            report(kernel, false, slot, t, diags, seen, &g.name);
+                        }
                     }
                     let outs = eval(ctx, op_state, node, ins)?;
-                    for (slot, t) in outs.iter().enumerate() {
-                        if graph.output_dumped(k, slot, policy)
-                            && let Some(e) = report(&kernel, true, slot, t, diags, seen, &g.name)
-                        {
+                    if let Some(kernel) = &kernel {
+                        for (slot, t) in outs.iter().enumerate() {
+                            if graph.output_dumped(k, slot, policy)
+                                && let Some(e) = report(kernel, true, slot, t, diags, seen, &g.name)
+                            {
+                                let m = e.to_string();
+                                stopped = Some(e);
+                                return Err(tract_onnx::prelude::TractError::msg(m));
+                            }
+                        }
+                    }
+                    // Watcher mode: the watched outputs are handed over (a clone of the
+                    // TValue: the same buffer, kept alive until the step ends), then every
+                    // watched output is checked after this kernel.
+                    if step.watches(&g.name) {
+                        for (slot, t) in outs.iter().enumerate() {
+                            if let Err(e) =
+                                step.watch_output(&g.name, slot as u32, Watched(t.clone()))
+                            {
+                                diags.push(format!("{}: watcher: {e}", g.name));
+                            }
+                        }
+                    }
+                    match step.kernel_ran(&g.op_type, &g.name) {
+                        Ok(()) => {}
+                        Err(e @ dump_host::Error::MemoryCorruption(_)) => {
                             let m = e.to_string();
                             stopped = Some(e);
                             return Err(tract_onnx::prelude::TractError::msg(m));
                         }
+                        Err(e) => diags.push(format!("{}: watcher: {e}", g.name)),
                     }
                     Ok(outs)
                 }

@@ -1,7 +1,7 @@
 //! A tract [`Tensor`] handed to the Dumper without a copy.
 
 use dump_host::TensorRef;
-use tract_onnx::prelude::{DatumType, Tensor};
+use tract_onnx::prelude::{DatumType, TValue, Tensor};
 
 use crate::dtype::dtype_of;
 
@@ -41,6 +41,19 @@ pub(crate) fn tensor_ref(t: &Tensor) -> Result<TensorRef<'_>, Skip> {
     let dt = dtype_of(t.datum_type()).ok_or(Skip::Type(t.datum_type()))?;
     let view = t.as_plain_ram().ok_or(Skip::NotPlain)?;
     Ok(TensorRef::host(dt, t.shape(), view.as_bytes()))
+}
+
+/// A watched output's handle (watcher mode): a clone of the node's [`TValue`], which shares
+/// the tensor's buffer, read in place every time.
+pub(crate) struct Watched(pub(crate) TValue);
+
+impl dump_host::watcher::WatchedTensor for Watched {
+    fn read(&self, f: &mut dyn FnMut(TensorRef<'_>)) {
+        // A tensor with no dump view is reported unreadable by the watcher (no call back).
+        if let Ok(r) = tensor_ref(&self.0) {
+            f(r)
+        }
+    }
 }
 
 /// A tract tensor from C-order little-endian host bytes (an `.npy` file's data), or why not.

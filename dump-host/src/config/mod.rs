@@ -50,6 +50,7 @@ mod rules;
 mod suggest;
 pub mod torchair;
 mod types;
+mod watcher;
 
 use std::path::Path;
 
@@ -78,6 +79,8 @@ pub use types::{
     Device, DumpMode, FileFormat, InputOutput, OpDebugMode, PrecisionMode, SavedData, StatCalcMode,
     UnknownDevice,
 };
+pub(crate) use watcher::names as watcher_names;
+pub use watcher::{CorruptionPolicy, WATCHER_KEYS, WatchItem, WatcherConfig};
 
 use crate::Error;
 use read::{describe, warn_unknown};

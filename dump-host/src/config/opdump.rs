@@ -5,7 +5,8 @@
 //! "opdump": {
 //!   "flight_recorder": {"steps": 2, "budget_bytes": 1073741824, "max_triggers": 1},
 //!   "on_nonfinite": "record",
-//!   "watch": "nonfinite"
+//!   "watch": "nonfinite",
+//!   "watcher": {"nodes": ["Conv2D-op0"], "layer": ["Add-op2"], "on_corruption": "stop"}
 //! }
 //! ```
 //!
@@ -18,15 +19,20 @@
 //!   kernel call returns [`Error::NonFinite`](crate::Error::NonFinite)).
 //! - `watch`: which outputs count: `nonfinite` (NaN or ±Inf in any floating-point output, the
 //!   default) or `overflow` (`op_debug_mode` 3's check: float16, float32 and bfloat16 outputs).
+//! - `watcher`: watcher mode (CANN's `dump_scene: watcher`): the outputs of `nodes` are
+//!   summarised again after every kernel (of `layer` when given), and a change no kernel wrote
+//!   is reported as memory corruption (see [`WatcherConfig`](super::WatcherConfig) and
+//!   docs/watcher.md).
 
 use serde_json::Value;
 
 use super::diagnostics::Diagnostics;
 use super::read::{Got, Section, describe};
 use super::types::OpDebugMode;
+use super::watcher::{CorruptionPolicy, WatcherConfig};
 
 /// Every key of the `opdump` section.
-pub const OPDUMP_KEYS: [&str; 3] = ["flight_recorder", "on_nonfinite", "watch"];
+pub const OPDUMP_KEYS: [&str; 4] = ["flight_recorder", "on_nonfinite", "watch", "watcher"];
 
 /// Every key of `opdump.flight_recorder`.
 pub const FLIGHT_RECORDER_KEYS: [&str; 4] =
@@ -151,6 +157,8 @@ pub struct OpdumpSettings {
     pub on_nonfinite: Option<NonFinitePolicy>,
     /// `watch`.
     pub watch: Watch,
+    /// `watcher` (`None`: no watcher mode).
+    pub watcher: Option<WatcherConfig>,
 }
 
 impl OpdumpSettings {
@@ -208,6 +216,9 @@ pub(crate) fn parse_opdump(v: Option<&Value>, d: &mut Diagnostics) -> OpdumpSett
             ),
         ),
         Got::Absent | Got::Bad => {}
+    }
+    if let Some(w) = sec.raw("watcher") {
+        s.watcher = super::watcher::parse_watcher(w, d);
     }
     s
 }
@@ -301,6 +312,25 @@ pub(crate) fn check(s: &OpdumpSettings, op_debug_mode: OpDebugMode, d: &mut Diag
             );
         }
     }
+    if let Some(w) = &s.watcher {
+        if op_debug_mode != OpDebugMode::Off {
+            d.error(
+                format!("{SEC}.watcher"),
+                format!(
+                    "watcher mode watches a normal dump (as CANN's watcher scene refuses \
+                     dump_debug); op_debug_mode is {}, allowed: 0",
+                    op_debug_mode.as_u32()
+                ),
+            );
+        }
+        if w.on_corruption == CorruptionPolicy::Record && s.flight_recorder.is_none() {
+            d.error(
+                format!("{SEC}.watcher.on_corruption"),
+                "on_corruption \"record\" fires the flight recorder, and there is none; add \
+                 opdump.flight_recorder, or use \"continue\" or \"stop\"",
+            );
+        }
+    }
     if s.on_nonfinite == Some(NonFinitePolicy::Record) && s.flight_recorder.is_none() {
         d.error(
             format!("{SEC}.on_nonfinite"),
@@ -334,5 +364,8 @@ pub(crate) fn to_json(s: &OpdumpSettings) -> Option<Value> {
         m.insert("on_nonfinite".into(), p.as_str().into());
     }
     m.insert("watch".into(), s.watch.as_str().into());
+    if let Some(w) = &s.watcher {
+        m.insert("watcher".into(), super::watcher::to_json(w));
+    }
     Some(Value::Object(m))
 }

@@ -44,6 +44,7 @@ pub struct DumperBuilder<'e> {
     events: Option<EventSink>,
     flight: Option<crate::config::FlightRecorder>,
     on_nonfinite: Option<crate::config::NonFinitePolicy>,
+    watcher: Option<crate::config::WatcherConfig>,
 }
 
 impl std::fmt::Debug for DumperBuilder<'_> {
@@ -65,6 +66,7 @@ impl Dumper {
             events: None,
             flight: None,
             on_nonfinite: None,
+            watcher: None,
         }
     }
 }
@@ -78,6 +80,7 @@ impl<'e> DumperBuilder<'e> {
             events: self.events,
             flight: self.flight,
             on_nonfinite: self.on_nonfinite,
+            watcher: self.watcher,
         }
     }
 
@@ -95,6 +98,15 @@ impl<'e> DumperBuilder<'e> {
     /// kernel call that reported it return [`Error::NonFinite`].
     pub fn on_nonfinite(mut self, policy: crate::config::NonFinitePolicy) -> Self {
         self.on_nonfinite = Some(policy);
+        self
+    }
+
+    /// Runs watcher mode (overriding the config's `opdump.watcher`): the outputs of
+    /// `watcher`'s nodes are summarised again after every kernel (of its `layer`), and a
+    /// change no kernel wrote is reported as memory corruption; see docs/watcher.md and
+    /// [`Step::kernel_ran`](crate::Step::kernel_ran).
+    pub fn watcher(mut self, watcher: crate::config::WatcherConfig) -> Self {
+        self.watcher = Some(watcher);
         self
     }
 
@@ -156,6 +168,9 @@ impl<'e> DumperBuilder<'e> {
         if let Some(p) = self.on_nonfinite {
             plan.on_nonfinite = p;
         }
+        if let Some(w) = self.watcher {
+            plan.watcher = Some(w);
+        }
         Dumper::launch(plan, self.events.unwrap_or_default())
     }
 
@@ -168,6 +183,7 @@ impl<'e> DumperBuilder<'e> {
         };
         opts.flight_recorder = self.flight.or(opts.flight_recorder);
         opts.on_nonfinite = self.on_nonfinite.or(opts.on_nonfinite);
+        opts.watcher = self.watcher.or(opts.watcher);
         Ok((env, opts, self.events.unwrap_or_default()))
     }
 }

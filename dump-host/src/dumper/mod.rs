@@ -79,6 +79,7 @@ mod tensor_files;
 mod tests;
 mod tree;
 mod trigger;
+pub(crate) mod watcher;
 
 use std::sync::Arc;
 
@@ -177,6 +178,7 @@ impl Dumper {
         IterationSpec::parse(&plan.iteration)
             .map_err(|e| Error::Plan(format!("iteration {:?}: {e}", plan.iteration)))?;
         open::check_watch(plan.op_debug_mode, plan.flight.as_ref(), plan.on_nonfinite)?;
+        watcher::check_plan(&plan)?;
         if !plan.device_selected() {
             events.emit(&Event::DeviceNotSelected {
                 device_id: plan.device_id,
@@ -486,6 +488,16 @@ impl Dumper {
     /// [`trigger`](Dumper::trigger)).
     pub fn trigger_handle(&self) -> TriggerHandle {
         TriggerHandle(self.shared.as_ref().map(Arc::downgrade).unwrap_or_default())
+    }
+
+    /// Watcher mode: how many watched outputs were read again after a kernel, and how many
+    /// memory corruptions were found, so far (`(0, 0)` without watcher mode). docs/watcher.md
+    /// relates the first to the cost.
+    pub fn watcher_counts(&self) -> (u64, u64) {
+        self.shared
+            .as_deref()
+            .and_then(|s| s.watcher.as_ref())
+            .map_or((0, 0), |w| w.counts())
     }
 
     /// Bytes of tensor copies the flight recorder holds now (0 without one).

@@ -47,6 +47,10 @@ pub struct DumpOptions {
     /// A non-finite policy overriding the config's `opdump.on_nonfinite` (`None`: the
     /// config's, whose default is `record` with a flight recorder and `continue` without).
     pub on_nonfinite: Option<crate::config::NonFinitePolicy>,
+    /// Watcher mode overriding the config's `opdump.watcher` (`None`, the default: the
+    /// config's). The acl.json route gives
+    /// [`WatcherConfig::from_acl`](crate::config::WatcherConfig::from_acl)'s here.
+    pub watcher: Option<crate::config::WatcherConfig>,
     /// msprobe's layout: how long a finished call may wait before `dump.json` is republished
     /// with it. Zero (the default) hands every call to the step's journal thread as it
     /// finishes, which commits whatever has arrived at once; a longer interval
@@ -69,6 +73,7 @@ impl Default for DumpOptions {
             set_dump: Vec::new(),
             flight_recorder: None,
             on_nonfinite: None,
+            watcher: None,
             msprobe_commit_interval: std::time::Duration::ZERO,
         }
     }
@@ -391,6 +396,7 @@ impl DumpPlan {
             flight,
             on_nonfinite,
             watch: cfg.opdump.watch,
+            watcher: opts.watcher.clone().or_else(|| cfg.opdump.watcher.clone()),
             msprobe: None,
             msprobe_commit_interval: opts.msprobe_commit_interval,
             ge: None,

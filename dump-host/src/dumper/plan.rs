@@ -76,6 +76,10 @@ pub struct DumpPlan {
     pub on_nonfinite: crate::config::NonFinitePolicy,
     /// Which outputs are watched (`opdump.watch`).
     pub watch: crate::config::Watch,
+    /// Watcher mode (`opdump.watcher`, [`DumpOptions::watcher`](super::DumpOptions::watcher),
+    /// or an acl.json watcher scene translated by
+    /// [`WatcherConfig::from_acl`](crate::config::WatcherConfig::from_acl)); `None`: off.
+    pub watcher: Option<crate::config::WatcherConfig>,
     /// The msprobe config this plan was made from (`None` for a MindSpore config): level,
     /// task, summary mode, `list` and `scope`, rank filter.
     pub msprobe: Option<crate::config::MsprobeConfig>,

@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     pub(crate) docs: msprobe::StepDocs,
     /// Where warnings go (never printed directly).
     pub(crate) events: EventSink,
+    /// Watcher mode (`None`: off).
+    pub(crate) watcher: Option<super::watcher::Watcher>,
 }
 
 impl Shared {
@@ -55,7 +57,12 @@ impl Shared {
         };
         let watching =
             plan.flight.is_some() || plan.on_nonfinite != crate::config::NonFinitePolicy::Continue;
+        let watcher = plan
+            .watcher
+            .clone()
+            .map(|w| super::watcher::Watcher::new(w, out.tree.layout()));
         let shared = Shared {
+            watcher,
             out,
             engine: Engine::with_available_parallelism(),
             state: state::DumpState::new(watching),

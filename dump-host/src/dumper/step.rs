@@ -21,6 +21,7 @@ use super::{
     msprobe::{Call, Entry, HeldDoc, StepDoc},
     shared::Shared,
     tensor::TensorRef,
+    watcher::{WatchSet, WatchedTensor},
 };
 use crate::{
     Error,
@@ -49,6 +50,8 @@ pub struct Step {
     /// CANN's GE layout: the next kernel's task id (a per-step sequence number, as GE's task
     /// ids repeat each execution of a model).
     ge_tasks: std::sync::atomic::AtomicU32,
+    /// Watcher mode: the watched outputs' handles and digests, released at the step's end.
+    watched: Option<Mutex<WatchSet>>,
 }
 
 impl std::fmt::Debug for Step {
@@ -126,6 +129,10 @@ impl Step {
                     .and_then(|d| HeldDoc::new(&s.plan, iteration, Arc::clone(d)));
                 Arc::new(StepRecord::new(graph, iteration, &dir, true).with_doc(d))
             });
+        let watched = shared
+            .as_deref()
+            .filter(|s| active && s.watcher.is_some())
+            .map(|_| Mutex::new(WatchSet::default()));
         Step {
             shared,
             graph,
@@ -138,6 +145,7 @@ impl Step {
             held,
             doc,
             ge_tasks: std::sync::atomic::AtomicU32::new(0),
+            watched,
         }
     }
 
@@ -346,6 +354,119 @@ impl Step {
         Ok(())
     }
 
+    /// Watcher mode: whether kernel `full_name`'s outputs are watched this step (a
+    /// `watcher_nodes` / `opdump.watcher.nodes` entry names it, by full name or its last `/`
+    /// component). A runtime hands [`watch_output`](Step::watch_output) an owned handle only
+    /// for these. `false` without watcher mode or on a step that dumps nothing.
+    pub fn watches(&self, full_name: &str) -> bool {
+        if self.watched.is_none() {
+            return false;
+        }
+        self.live()
+            .and_then(|s| s.watcher.as_ref())
+            .is_some_and(|w| w.cfg.watches(full_name))
+    }
+
+    /// Watcher mode: output `slot` of kernel `full_name` (which just ran) is watched through
+    /// `handle` until the step ends (or the same output is handed again): its MD5 and
+    /// statistics are recorded now, and [`kernel_ran`](Step::kernel_ran) compares them after
+    /// every later kernel. Nothing happens when the kernel is not watched. Errors when the
+    /// handle cannot be read.
+    ///
+    /// The handle must read the tensor in place (a clone of a reference-counted tensor, a
+    /// [`RawView`](crate::watcher::RawView)): a copy would never change.
+    pub fn watch_output(
+        &self,
+        full_name: &str,
+        slot: u32,
+        handle: impl WatchedTensor + 'static,
+    ) -> Result<(), Error> {
+        let Some(set) = &self.watched else {
+            return Ok(());
+        };
+        let Some(s) = self.live() else { return Ok(()) };
+        let Some(w) = &s.watcher else { return Ok(()) };
+        if !w.cfg.watches(full_name) {
+            return Ok(());
+        }
+        let mut meta = None;
+        handle.read(&mut |t| meta = Some((t.dtype(), t.shape().to_vec())));
+        let fail = |message: String| Error::Tensor {
+            kernel: full_name.to_owned(),
+            io: "watched output",
+            slot,
+            message,
+        };
+        let (dtype, shape) = meta.ok_or_else(|| fail("the handle did not call back".into()))?;
+        set.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .watch(&w.cfg, (full_name, slot), (dtype, &shape), Box::new(handle))
+            .map_err(fail)
+    }
+
+    /// Watcher mode: kernel `full_name` (primitive `op_type`) has just run. When it is in a
+    /// watched output's `layer` (every kernel when there is none), that output is read again;
+    /// a changed MD5 when this kernel is not the output's writer is memory corruption,
+    /// reported in `watcher.csv` and as an [`Event::MemoryCorruption`](crate::diag::Event),
+    /// and under `on_corruption` `stop` returned as [`Error::MemoryCorruption`] (the runtime's
+    /// cue to stop). Call it after every kernel, wanted or not (before or after the kernel's
+    /// [`watch_output`](Step::watch_output): a kernel is never corruption of its own outputs).
+    /// Without watcher mode it costs one branch.
+    ///
+    /// ```
+    /// use dump_host::{Dumper, TensorRef, config::WatcherConfig};
+    ///
+    /// # fn main() -> Result<(), dump_host::Error> {
+    /// let dir = std::env::temp_dir().join(format!("watcher-doc-{}", std::process::id()));
+    /// let config = format!(
+    ///     r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+    ///        "iteration": "all", "saved_data": "statistic", "input_output": 0, "kernels": [],
+    ///        "support_device": [0]}}, "e2e_dump_settings": {{"enable": true}}}}"#,
+    ///     dir.display()
+    /// );
+    /// let mut dumper = Dumper::builder()
+    ///     .watcher(WatcherConfig::new(["Add-op0"], []))
+    ///     .open_json(config.into_bytes())?;
+    /// let out = std::sync::Arc::new(vec![1.0f32, 2.0]); // the runtime's own buffer
+    /// let step = dumper.begin_step();
+    /// // kernel Add-op0 ran and wrote `out`: hand the watcher a handle that reads it in place
+    /// if step.watches("Default/Add-op0") {
+    ///     let held = out.clone();
+    ///     step.watch_output("Default/Add-op0", 0, move |f: &mut dyn FnMut(TensorRef<'_>)| {
+    ///         f(TensorRef::from_slice(&[2], &held[..]))
+    ///     })?;
+    /// }
+    /// step.kernel_ran("Add", "Default/Add-op0")?;
+    /// // ... after every later kernel:
+    /// step.kernel_ran("Mul", "Default/Mul-op1")?; // reads `out` again: unchanged, no report
+    /// step.finish()?; // the handle is released
+    /// assert_eq!(dumper.watcher_counts(), (2, 0)); // outputs read again, corruptions found
+    /// dumper.close()?;
+    /// std::fs::remove_dir_all(&dir).ok();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn kernel_ran(&self, op_type: &str, full_name: &str) -> Result<(), Error> {
+        let Some(set) = &self.watched else {
+            return Ok(());
+        };
+        let Some(s) = self.live() else { return Ok(()) };
+        let Some(w) = &s.watcher else { return Ok(()) };
+        let seen = set.lock().unwrap_or_else(|e| e.into_inner()).after_kernel(
+            &w.cfg,
+            (self.iteration, self.graph),
+            (op_type, full_name),
+        );
+        w.report(s, seen)
+    }
+
+    /// Watcher mode: handles of watched outputs this step holds (0 without watcher mode).
+    pub fn watched_outputs(&self) -> usize {
+        self.watched
+            .as_ref()
+            .map_or(0, |m| m.lock().unwrap_or_else(|e| e.into_inner()).len())
+    }
+
     /// Ends the step: writes its statistic rows (one append per `statistic.csv`), records it
     /// in `ms_global_execution_order_graph_{g}.csv` when anything was dumped, and returns the
     /// write failures seen so far (without waiting for queued writes; [`crate::Dumper::close`]
@@ -362,6 +483,8 @@ impl Step {
     /// same (a runtime stopped by a non-finite output need not finish it).
     pub fn finish(mut self) -> Result<(), Error> {
         self.finish_doc();
+        // The watched outputs' handles are let go here (and by drop).
+        self.watched = None;
         let held = self.held.take();
         let Some(s) = self.live() else { return Ok(()) };
         s.out.flush_rows(false);
