@@ -508,3 +508,77 @@ fn stats_from_precomputed_summaries_and_their_refusal_in_tensor_mode() {
     d.close().unwrap();
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// `dump_scene: watcher` from an acl.json: the watched node's output is dumped in the GE
+/// layout, read again after each `layer` kernel, and a change made while another kernel ran
+/// is reported in `.opdump/watcher.csv` naming that kernel.
+#[test]
+fn acl_json_watcher_scene_reports_a_change_naming_the_kernel_that_ran() {
+    use std::sync::{Arc, Mutex};
+    let root = tmp("watcher");
+    let acl = format!(
+        r#"{{"dump": {{"dump_path": "{}", "dump_scene": "watcher",
+        "dump_list": [{{"layer": ["Default/net/Mul-op1", "Default/net/Sub-op2"],
+                        "watcher_nodes": ["Default/net/Add-op0"]}}]}}}}"#,
+        root.display()
+    );
+    let mut d = open(acl, DumpOptions::default());
+    let watched = Arc::new(Mutex::new(vec![1.0f32, 2.0, 3.0, 4.0]));
+    for step in 0..2u32 {
+        let s = d.begin_step();
+        *watched.lock().unwrap() = vec![1.0, 2.0, 3.0, 4.0 + step as f32];
+        let now = watched.lock().unwrap().clone();
+        if let Some(k) = s.kernel("Add", "Default/net/Add-op0") {
+            k.output(0, TensorRef::from_slice(&[4], &now)).unwrap();
+        }
+        assert!(s.watches("Default/net/Add-op0"));
+        let w = Arc::clone(&watched);
+        s.watch_output(
+            "Default/net/Add-op0",
+            0,
+            move |f: &mut dyn FnMut(TensorRef<'_>)| {
+                let v = w.lock().unwrap();
+                f(TensorRef::from_slice(&[4], &v[..]))
+            },
+        )
+        .unwrap();
+        s.kernel_ran("Add", "Default/net/Add-op0").unwrap();
+        // Step 1 only: Mul writes past its own output into the watched one.
+        if step == 1 {
+            watched.lock().unwrap()[2] = -7.0;
+        }
+        s.kernel_ran("Mul", "Default/net/Mul-op1").unwrap();
+        s.kernel_ran("Sub", "Default/net/Sub-op2").unwrap();
+        s.finish().unwrap();
+    }
+    d.close().unwrap();
+    let all = files(&root);
+    // What is dumped: the watched node's output, one CANN file per step.
+    let dumped: Vec<&PathBuf> = all
+        .iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("Add."))
+        })
+        .collect();
+    assert_eq!(dumped.len(), 2, "{all:?}");
+    assert!(
+        !all.iter()
+            .any(|p| p.to_string_lossy().contains("Mul.") || p.to_string_lossy().contains("Sub.")),
+        "{all:?}"
+    );
+    let csv = all
+        .iter()
+        .find(|p| p.ends_with(".opdump/watcher.csv"))
+        .unwrap_or_else(|| panic!("no watcher.csv in {all:?}"));
+    let text = std::fs::read_to_string(csv).unwrap();
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    assert!(
+        rows[0].starts_with("1,")
+            && rows[0].contains("Mul,Default/net/Mul-op1,")
+            && rows[0].contains("Default/net/Add-op0"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}

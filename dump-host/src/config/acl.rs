@@ -285,6 +285,9 @@ pub struct GeRequest {
     pub stats: Option<crate::layout::GeStats>,
     /// torchair's eager npy dump.
     pub npy: bool,
+    /// `dump_scene: watcher`: the watched nodes (`watcher_nodes`) and the kernels after which
+    /// they are read again (`layer`), per `dump_list` item.
+    pub watcher: Option<super::WatcherConfig>,
     /// Warnings: keys read but meaningless for a Rust runtime.
     pub warnings: Diagnostics,
 }
@@ -292,7 +295,7 @@ pub struct GeRequest {
 /// Validates an acl.json ([`check_acl`]) and translates it into what the Dumper writes, every
 /// problem at once. On top of CANN's own errors, what opdump's Dumper cannot honour is an
 /// error naming the key and its value: no dump asked for, the exception scenes, overflow
-/// (`dump_debug: on`), the watcher scene, blacklists and `opname_range`, several models in
+/// (`dump_debug: on`), blacklists and `opname_range`, several models in
 /// `dump_list`, a remote `ip:path` dump path. `dump_level` (op, kernel, all) writes the same
 /// dump (a Rust runtime's kernel is both its op and its kernel); `dump_kernel_data` (AscendC
 /// kernels' printf/assert data) is ignored with a warning.
@@ -310,6 +313,7 @@ pub fn acl_request(doc: &Value) -> Result<GeRequest, Diagnostics> {
         }
     };
     let mut d = unsupported(doc).err().unwrap_or_default();
+    let watcher = super::WatcherConfig::from_checked_acl(&checked, doc);
     let mut warnings = checked.warnings;
     let empty = Map::new();
     let dump = doc.get("dump").and_then(Value::as_object).unwrap_or(&empty);
@@ -338,12 +342,6 @@ pub fn acl_request(doc: &Value) -> Result<GeRequest, Diagnostics> {
         ),
         AclDumpKind::Operators => {}
     }
-    if checked.watcher {
-        d.error(
-            "dump.dump_scene",
-            "\"watcher\": not run by opdump's Dumper from an acl.json yet",
-        );
-    }
     if let Some(k) = s("dump_kernel_data") {
         warnings.warn(
             "dump.dump_kernel_data",
@@ -368,7 +366,14 @@ pub fn acl_request(doc: &Value) -> Result<GeRequest, Diagnostics> {
         {
             models.push(name);
         }
-        match m.get("layer").and_then(Value::as_array) {
+        // The watcher scene dumps its watched nodes' outputs; `layer` there says after which
+        // kernels they are read again (the watcher), not what is dumped.
+        let dumped = if checked.watcher {
+            "watcher_nodes"
+        } else {
+            "layer"
+        };
+        match m.get(dumped).and_then(Value::as_array) {
             Some(a) if !a.is_empty() => {
                 layers.extend(a.iter().filter_map(Value::as_str).map(str::to_owned));
             }
@@ -418,6 +423,7 @@ pub fn acl_request(doc: &Value) -> Result<GeRequest, Diagnostics> {
         layers: (!single_op && !every_layer).then_some(layers),
         stats,
         npy: false,
+        watcher,
         warnings,
     })
 }
@@ -1053,17 +1059,48 @@ mod tests {
                 "dump.dump_debug",
                 "overflow dump",
             ),
-            (
-                json!({"dump": {"dump_path": p, "dump_scene": "watcher",
-                    "dump_list": [{"watcher_nodes": ["a"]}]}}),
-                "dump.dump_scene",
-                "\"watcher\"",
-            ),
         ] {
             let e = acl_request(&doc).unwrap_err();
             let first = e.errors().next().unwrap();
             assert_eq!(first.path, path, "{doc}");
             assert!(first.message.contains(text), "{doc}: {}", first.message);
         }
+    }
+
+    /// The watcher scene runs: the watched nodes' outputs are what is dumped, `layer` goes to
+    /// the watcher (after which kernels the watched outputs are read again).
+    #[test]
+    fn the_watcher_scene_dumps_its_watched_nodes_and_watches_them_after_its_layers() {
+        let p = dir();
+        let r = acl_request(&json!({"dump": {"dump_path": p, "dump_scene": "watcher",
+            "dump_list": [{"layer": ["conv1", "relu1"], "watcher_nodes": ["add_1"]},
+                          {"watcher_nodes": ["mul_2"]}]}}))
+        .unwrap();
+        // What is dumped: every item's watched nodes.
+        assert_eq!(r.layers, Some(vec!["add_1".to_owned(), "mul_2".to_owned()]));
+        let w = r.watcher.expect("watcher settings");
+        assert_eq!(w.items.len(), 2);
+        assert_eq!(
+            (w.items[0].nodes.as_slice(), w.items[0].layer.as_slice()),
+            (
+                &["add_1".to_owned()][..],
+                &["conv1".to_owned(), "relu1".to_owned()][..]
+            )
+        );
+        assert!(w.items[1].layer.is_empty());
+        assert_eq!(r.input_output, super::super::InputOutput::Outputs);
+        let one = acl_request(&json!({"dump": {"dump_path": p, "dump_scene": "watcher",
+            "dump_list": [{"layer": ["conv1"], "watcher_nodes": ["add_1", "mul_2"]}]}}))
+        .unwrap();
+        assert_eq!(
+            one.layers,
+            Some(vec!["add_1".to_owned(), "mul_2".to_owned()])
+        );
+        // Without the scene there is no watcher.
+        let plain = acl_request(&json!({"dump": {"dump_path": p,
+            "dump_list": [{"model_name": "m", "layer": ["conv1"]}]}}))
+        .unwrap();
+        assert!(plain.watcher.is_none());
+        assert_eq!(plain.layers, Some(vec!["conv1".to_owned()]));
     }
 }

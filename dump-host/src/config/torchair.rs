@@ -315,6 +315,7 @@ pub fn torchair_request(doc: &Value) -> Result<super::acl::GeRequest, Diagnostic
         layers,
         stats: if npy { None } else { stats },
         npy,
+        watcher: None,
         warnings,
     })
 }

@@ -325,6 +325,10 @@ impl DumpPlan {
                 dialect.describe()
             )));
         }
+        if plan.watcher.is_none() {
+            // `dump_scene: watcher` (DumpOptions::watcher, when given, wins).
+            plan.watcher = req.watcher.clone();
+        }
         plan.root = base.clone();
         plan.layout = crate::layout::LayoutKind::Ge;
         plan.ge = Some(crate::layout::GeSettings {
