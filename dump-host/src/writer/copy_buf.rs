@@ -1,6 +1,6 @@
 //! [`CopyBuf`]: the buffer a tensor's copy lives in while the writer holds it.
 //!
-//! Large buffers are mapped straight from the kernel (anonymous `mmap`) instead of coming
+//! Buffers from 32 KiB up are mapped straight from the kernel (anonymous `mmap`) instead of coming
 //! from the process's allocator. glibc raises its own mmap threshold to the size of every
 //! large block it frees, so after the first copies were freed later ones came from its heap
 //! and arenas, which keep their pages when the writer frees them: memory outside the writer's
@@ -11,8 +11,10 @@
 
 use std::{ops::Deref, ptr::NonNull};
 
-/// Buffers of at least this many bytes are mapped (glibc's own default threshold).
-pub(crate) const MAP_MIN: usize = 128 * 1024;
+/// Buffers of at least this many bytes are mapped. Below glibc's own default threshold
+/// (128 KiB) on purpose: the demo's 86–123 KiB copies kept 2 MiB of heap above the budget
+/// at 128 KiB (BENCHMARKS.md), and a mapping is recycled by the pool like any buffer.
+pub(crate) const MAP_MIN: usize = 32 * 1024;
 
 /// A byte buffer with a fixed capacity: mapped pages from [`MAP_MIN`] bytes up, a `Vec`
 /// below (or when the kernel refuses a mapping).

@@ -63,7 +63,15 @@ pub fn run(opts: &Opts) -> Result<(), String> {
         let _ = std::fs::remove_dir_all(&dir);
         let kib = peak_rss(
             Command::new(bin)
-                .args(["demo", "--batch", "256", "--steps", "2", "--saved-data", saved])
+                .args([
+                    "demo",
+                    "--batch",
+                    "256",
+                    "--steps",
+                    "2",
+                    "--saved-data",
+                    saved,
+                ])
                 .args(["--categories", "max,min,avg,l2norm", "--out"])
                 .arg(&dir)
                 .env("OPDUMP_MEMORY_BUDGET_MB", BUDGET_MB.to_string()),
@@ -76,19 +84,22 @@ pub fn run(opts: &Opts) -> Result<(), String> {
     if let Some(b) = baseline {
         bins.push(("baseline", b));
     }
-    for (what, b) in &bins {
-        let (mut stat, mut tensor, mut excess) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..rounds {
+    // Rounds outer, binaries inner: both binaries see the same minutes of the machine.
+    let mut m: Vec<[Vec<f64>; 3]> = bins.iter().map(|_| Default::default()).collect();
+    for _ in 0..rounds {
+        for ((_, b), [stat, tensor, excess]) in bins.iter().zip(m.iter_mut()) {
             let s = run(b, "statistic")?;
             let t = run(b, "tensor")?;
             stat.push(s);
             tensor.push(t);
             excess.push(t - s);
         }
+    }
+    for ((what, _), [stat, tensor, excess]) in bins.iter().zip(m.iter_mut()) {
         let (lo, hi) = excess
             .iter()
             .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
-        let (s, t, e) = (median(&mut stat), median(&mut tensor), median(&mut excess));
+        let (s, t, e) = (median(stat), median(tensor), median(excess));
         let target = BUDGET_MB as f64 + 4.0;
         println!(
             "memory ({what}): budget {BUDGET_MB} MiB, peak RSS statistic-only {s:.1} MiB, tensor dump {t:.1} MiB: \
