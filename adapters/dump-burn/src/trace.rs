@@ -198,10 +198,53 @@ impl Active<'_> {
         }
     }
 
+    /// Watcher mode, after kernel `name` ran: its output `out` is handed over when it is
+    /// watched (a clone of the burn tensor, read to the host at every check), then every
+    /// watched output is checked. A corruption under `on_corruption` `stop` becomes the step's
+    /// error (returned by [`Tracer::step`]; the forward is not interrupted).
+    fn ran(&self, op_type: &str, name: &str, out: Option<&dyn Fn() -> Watched>) {
+        if let Some(out) = out
+            && self.step.watches(name)
+            && let Err(e) = self.step.watch_output(name, 0, out())
+        {
+            self.diagnostics
+                .borrow_mut()
+                .insert(format!("{name}: watcher: {e}"));
+        }
+        match self.step.kernel_ran(op_type, name) {
+            Ok(()) => {}
+            Err(e @ dump_host::Error::MemoryCorruption(_)) => {
+                let mut err = self.error.borrow_mut();
+                if !matches!(
+                    *err,
+                    Some(Error::Dump(dump_host::Error::MemoryCorruption(_)))
+                ) {
+                    *err = Some(Error::Dump(e));
+                }
+            }
+            Err(e) => {
+                self.diagnostics
+                    .borrow_mut()
+                    .insert(format!("{name}: watcher: {e}"));
+            }
+        }
+    }
+
     fn parameter(&self, name: &str, t: TensorRef<'_>) {
         if let Err(e) = self.step.parameter(name, t) {
             self.error.borrow_mut().get_or_insert(Error::Dump(e));
         }
+    }
+}
+
+/// A watched output's handle (watcher mode): a clone of the burn tensor (its storage shared),
+/// read to the host at every check.
+pub(crate) struct Watched(Box<dyn HostData + Send>);
+
+impl dump_host::watcher::WatchedTensor for Watched {
+    fn read(&self, f: &mut dyn FnMut(TensorRef<'_>)) {
+        // A tensor that cannot be read is reported unreadable by the watcher (no call back).
+        let _ = with_tensor_ref(&*self.0, f);
     }
 }
 
@@ -223,6 +266,8 @@ pub(crate) fn report<T: HostData + ?Sized>(op_type: &str, prefix: &str, t: &T) {
         if let Some(k) = a.open(op_type, prefix, &mut name) {
             dump(a, &k, Io::Output(0), t);
         }
+        // A borrowed tensor cannot be held: checked after, never watched (`layer` outputs are).
+        a.ran(op_type, &name, None);
         *a.name.borrow_mut() = name;
     });
 }
@@ -250,6 +295,7 @@ pub(crate) fn report_data(
                 }
             }
         }
+        a.ran(op_type, &name, None);
         *a.name.borrow_mut() = name;
     });
 }
@@ -316,6 +362,8 @@ pub fn layer<M, const DI: usize, const DO: usize>(
         if let Some(k) = &kernel {
             dump(a, k, Io::Output(0), &out);
         }
+        drop(kernel);
+        a.ran(op_type, &name, Some(&|| Watched(Box::new(out.clone()))));
         out
     })
     .unwrap_or_else(|| unreachable!("checked above"))

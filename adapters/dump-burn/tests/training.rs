@@ -622,3 +622,39 @@ fn in_msprobes_layout_the_gradients_are_parameters_grad_entries() {
         }
     }
 }
+
+/// Watcher mode through burn: a `layer` output is watched (a clone of the burn tensor, read
+/// again after every later kernel of the step); burn's tensors are never written in place, so
+/// a clean run reports nothing, and every check really ran.
+#[test]
+fn a_watched_layer_output_is_checked_after_every_later_kernel_without_false_reports() {
+    let tmp = Tmp::new("watcher");
+    let device = Device::default().autodiff();
+    let model = model(&device);
+    let (x, y) = batch(&device);
+    let text = format!(
+        r#"{{"common_dump_settings": {{"path": "{}", "net_name": "Net", "iteration": "all",
+        "input_output": 0, "support_device": [0], "dump_mode": 0, "kernels": [],
+        "saved_data": "statistic"}}, "e2e_dump_settings": {{"enable": true}},
+        "opdump": {{"watcher": {{"nodes": ["Conv2d-op0", "Default/features/pool1/MaxPool2d-op2"]}}}}}}"#,
+        tmp.0.display()
+    );
+    let mut d = dump_host::Dumper::builder()
+        .open_json(text.into_bytes())
+        .unwrap();
+    let mut tracer = Tracer::new(0);
+    const STEPS: u64 = 3;
+    for _ in 0..STEPS {
+        let f = tracer
+            .step(&mut d, || model.forward(x.clone(), y.clone()))
+            .unwrap();
+        assert!(f.loss.into_scalar::<f32>().is_finite());
+    }
+    let (reads, corruptions) = d.watcher_counts();
+    d.close().unwrap();
+    assert_eq!(corruptions, 0);
+    // Per step, five kernels (conv1, act1, pool1, fc, the loss tap): a watched output is read
+    // after its own kernel and after every later one: conv1's five times, pool1's three.
+    assert_eq!(reads, STEPS * (5 + 3), "{reads}");
+    assert!(!tmp.0.join("rank_0/watcher.csv").exists());
+}
