@@ -75,7 +75,9 @@ pub fn finish(outcome: Outcome, err: &mut dyn Write) -> i32 {
                 "error: "
             };
             for line in f.message().lines() {
-                let _ = writeln!(err, "{prefix}{line}");
+                // A line that names its own severity (a config's diagnostics) keeps it alone.
+                let own = line.starts_with("error: ") || line.starts_with("warning: ");
+                let _ = writeln!(err, "{}{line}", if own { "" } else { prefix });
             }
             f.exit_code()
         }
@@ -108,6 +110,18 @@ mod tests {
         assert_eq!(
             String::from_utf8(err).unwrap(),
             "error: model\nerror: bad --input\nerror: A: gone\nerror: B: gone\nstopped at relu\n"
+        );
+    }
+
+    #[test]
+    fn diagnostics_keep_their_own_severity() {
+        let mut err = Vec::new();
+        let m =
+            "c.json: invalid dump config (1 error):\nwarning: e2e: defaults\nerror: path: missing";
+        assert_eq!(finish(Err(Failure::Invalid(m.into())), &mut err), 2);
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "error: c.json: invalid dump config (1 error):\nwarning: e2e: defaults\nerror: path: missing\n"
         );
     }
 
