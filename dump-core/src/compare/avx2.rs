@@ -4,8 +4,10 @@
 //! lanes zeroed so that they add nothing below. Both sides are widened to two `f64` halves,
 //! where `|a - b|`, the threshold compares and the `allclose` compare are exact, and the dot
 //! product and squared norms accumulate by FMA. The relative error for its maximum is divided
-//! in `f32` (one `vdivps` per step instead of two `vdivpd`). ULP distance comes from the bit
-//! patterns mapped onto the number line (`2^31 ± magnitude`), `vpmaxud - vpminud`.
+//! in `f32` (one `vdivps` per step instead of two `vdivpd`). A step whose pairs are all far
+//! below every threshold (proved in `f32` with a margin, see `FAR_MARGIN`) skips the `f64`
+//! threshold compares: for two runs of the same model nearly every step. ULP distance comes
+//! from the bit patterns mapped onto the number line (`2^31 ± magnitude`), `vpmaxud - vpminud`.
 //! Reached only after the caller verified AVX2, FMA and F16C.
 
 use core::arch::x86_64::*;
@@ -37,6 +39,13 @@ pub(super) unsafe fn f32_pair(a: &[u8], b: &[u8], tol: Tolerance) -> PairMetrics
     let mut mrel = _mm256_setzero_ps();
     let mut ulp = _mm256_setzero_si256();
     let (mut c1, mut c5, mut cnc, mut fin_n, mut agree_n) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    // The fast test (see `FAR_*`): usable when the tolerance is ordinary.
+    let t_min = tol.rtol.min(0.001);
+    let fast = tol.atol >= 0.0 && t_min >= FAR_MIN_T && t_min.is_finite();
+    let far_t = _mm256_set1_ps((t_min * (1.0 - FAR_MARGIN)) as f32);
+    let far_c = _mm256_set1_ps((1.0 + FAR_MARGIN) as f32);
+    let far_ay = _mm256_set1_ps(FAR_MIN_Y);
+    let zs = _mm256_setzero_ps();
     for s in 0..steps {
         // SAFETY: `s < steps` so bytes `32 s .. 32 s + 32` of both slices are in bounds; the
         // loads have no alignment requirement.
@@ -78,6 +87,23 @@ pub(super) unsafe fn f32_pair(a: &[u8], b: &[u8], tol: Tolerance) -> PairMetrics
         let ayl = _mm256_and_pd(yl, abs64);
         let ayh = _mm256_and_pd(yh, abs64);
         mabs = _mm256_max_pd(_mm256_max_pd(adl, adh), mabs);
+        // |x - y| rounded to f32 (the exact f64 difference rounded once, as cvtpd_ps would).
+        let ad = _mm256_and_ps(_mm256_sub_ps(x, y), abs32);
+        let ay32 = _mm256_and_ps(y, abs32);
+        // 0/0 is NaN: maxps returns its second operand then, so equal pairs add nothing.
+        mrel = _mm256_max_ps(_mm256_div_ps(ad, ay32), mrel);
+        // Every lane far below every threshold (or equal): the three counts get nothing from
+        // this step, and their f64 compares are skipped.
+        let far = _mm256_or_ps(
+            _mm256_cmp_ps::<_CMP_EQ_OQ>(ad, zs),
+            _mm256_and_ps(
+                _mm256_cmp_ps::<_CMP_LT_OQ>(_mm256_mul_ps(ad, far_c), _mm256_mul_ps(ay32, far_t)),
+                _mm256_cmp_ps::<_CMP_GE_OQ>(ay32, far_ay),
+            ),
+        );
+        if fast && _mm256_movemask_ps(far) == 0xFF {
+            continue;
+        }
         let count = |l: __m256d, h: __m256d| {
             (_mm256_movemask_pd(l) as u32 | ((_mm256_movemask_pd(h) as u32) << 4)).count_ones()
                 as u64
@@ -94,9 +120,6 @@ pub(super) unsafe fn f32_pair(a: &[u8], b: &[u8], tol: Tolerance) -> PairMetrics
             _mm256_cmp_pd::<_CMP_GT_OQ>(adl, _mm256_fmadd_pd(ayl, rtol, atol)),
             _mm256_cmp_pd::<_CMP_GT_OQ>(adh, _mm256_fmadd_pd(ayh, rtol, atol)),
         );
-        let ad = _mm256_set_m128(_mm256_cvtpd_ps(adh), _mm256_cvtpd_ps(adl));
-        // 0/0 is NaN: maxps returns its second operand then, so equal pairs add nothing.
-        mrel = _mm256_max_ps(_mm256_div_ps(ad, _mm256_and_ps(y, abs32)), mrel);
     }
     let mut m = PairMetrics {
         count: (steps * 8) as u64,
@@ -125,6 +148,16 @@ pub(super) unsafe fn f32_pair(a: &[u8], b: &[u8], tol: Tolerance) -> PairMetrics
     m.merge(&tail);
     m
 }
+
+/// The fast test's margin: `|x - y|` rounded to `f32` is within `2^-24` of the exact value
+/// and each `f32` product within `2^-24` of its own, so `ad·(1 + 2^-20) < |y|·t·(1 - 2^-20)`
+/// in `f32` proves `|x - y| < |y|·t` exactly, hence below the `f64` thresholds `0.001·|y|`,
+/// `0.005·|y|` and `atol + rtol·|y|` (for `t` the least of 0.001 and `rtol`, `atol >= 0`).
+const FAR_MARGIN: f64 = 1.0 / (1u64 << 20) as f64;
+/// The least `t` the test is used with, and the least `|y|` it trusts: their product stays a
+/// normal `f32` (no subnormal rounding), so the margin holds.
+const FAR_MIN_T: f64 = 1.0 / (1u64 << 20) as f64;
+const FAR_MIN_Y: f32 = 1.0 / (1u64 << 62) as f32 / (1u64 << 38) as f32;
 
 /// The bit pattern of `x` mapped onto the number line: `2^31 + |x|` for positive, `2^31 - |x|`
 /// for negative values (so `±0` meet and adjacent floats differ by 1).

@@ -239,3 +239,79 @@ proptest! {
         prop_assert!(close(p.dot, f.dot) || (p.dot - f.dot).abs() < 1e-6 * p.sq_a.max(p.sq_b));
     }
 }
+
+/// Whole 8-lane steps of pairs just above or just below the least threshold (the closest
+/// `f32` on each side of `|y|·t`), others a few ulps around 0.001, 0.005 and `rtol`: the AVX2
+/// kernel's counts (with its fast test for steps far below every threshold) equal the
+/// portable kernel's exactly.
+#[test]
+fn counts_at_every_threshold_boundary_equal_the_portable_kernel() {
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for tol in [
+        Tolerance::default_for(DType::Float32),
+        Tolerance {
+            rtol: 0.003,
+            atol: 0.0,
+        },
+        Tolerance {
+            rtol: 1e-9,
+            atol: 1e-12,
+        },
+        Tolerance {
+            rtol: 1e-4,
+            atol: -1.0,
+        },
+    ] {
+        let t_min = tol.rtol.min(0.001);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for i in 0..8000usize {
+            let bits = ((next() % 200) as u32 + 20) << 23 | (next() as u32 & 0x7f_ffff);
+            let y = f32::from_bits(bits | if next() % 2 == 0 { 0 } else { 1 << 31 });
+            let x = match (i / 8) % 3 {
+                // Just above (0) or just below (1) |y|·t_min, the whole step alike.
+                side @ (0 | 1) => {
+                    let want = y.abs() as f64 * t_min;
+                    let mut x = (y as f64 + want.copysign(y as f64)) as f32;
+                    let up = |x: f32| f32::from_bits(x.to_bits() + 1);
+                    let down = |x: f32| f32::from_bits(x.to_bits() - 1);
+                    let d = |x: f32| (x as f64 - y as f64).abs();
+                    while d(x) <= want {
+                        x = up(x);
+                    }
+                    while d(down(x)) > want {
+                        x = down(x);
+                    }
+                    if side == 1 { down(x) } else { x }
+                }
+                _ => {
+                    let t = [0.001f64, 0.005, tol.rtol, 1e-7][i % 4];
+                    let x0 = (y as f64 * (1.0 + t)) as f32;
+                    f32::from_bits((x0.to_bits() as i32 + (next() % 7) as i32 - 3) as u32)
+                }
+            };
+            a.push(x);
+            b.push(y);
+        }
+        let (x, y) = (f32_bytes(&a), f32_bytes(&b));
+        let go = |backend: Backend| {
+            let mut acc =
+                PairAccumulator::with_backend(DType::Float32, a.len(), tol, backend).unwrap();
+            acc.update(&x, &y).unwrap();
+            acc.finish().unwrap()
+        };
+        let (p, f) = (go(Backend::Portable), go(Backend::detect()));
+        assert_eq!(
+            (p.rel_over_1e3, p.rel_over_5e3, p.not_close),
+            (f.rel_over_1e3, f.rel_over_5e3, f.not_close),
+            "{tol:?}"
+        );
+        assert!(p.rel_over_1e3 > 0 && p.not_close > 0, "{tol:?}: {p:?}");
+        assert_eq!(p.max_abs, f.max_abs);
+    }
+}
