@@ -315,6 +315,7 @@ mod tests {
         assert_eq!(m.next(rest).unwrap(), &data[at..]);
         assert!(m.next(1).is_err(), "past the end");
         std::fs::remove_file(&p).unwrap();
+        let _ = std::fs::remove_dir(p.parent().unwrap());
     }
 
     /// The file shrinks after its window was mapped: reading the missing pages gives zeros and
@@ -343,5 +344,6 @@ mod tests {
         assert!(m.lost().is_none(), "reported once");
         drop(m);
         std::fs::remove_file(&p).unwrap();
+        let _ = std::fs::remove_dir(p.parent().unwrap());
     }
 }
