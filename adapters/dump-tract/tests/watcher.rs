@@ -2,9 +2,11 @@
 //! and read again after every later node; a correct model run over several steps reports no
 //! corruption, and the handles are released with each step.
 
+#[path = "../../testsupport/onnx_fixtures.rs"]
+mod support;
+
 use std::{
     collections::HashMap,
-    path::{Path, PathBuf},
     sync::{Arc as StdArc, Mutex},
 };
 
@@ -14,24 +16,7 @@ use dump_host::{
     diag::Event,
 };
 use dump_tract::{TractDump, tract_onnx::prelude::*};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/onnx")
-}
-
-struct Tmp(PathBuf);
-impl Tmp {
-    fn new(tag: &str) -> Self {
-        let d = std::env::temp_dir().join(format!("dump-tract-watch-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        Tmp(d)
-    }
-}
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use support::{Tmp, fixtures};
 
 fn plan(model: &str) -> Arc<TypedSimplePlan> {
     tract_onnx::onnx()
@@ -55,7 +40,7 @@ fn input(model: &str) -> TVec<TValue> {
 
 #[test]
 fn a_correct_model_over_several_steps_reports_no_corruption() {
-    let tmp = Tmp::new("clean");
+    let tmp = Tmp::new("watch-clean");
     let plan = plan("cnn");
     let mut td = TractDump::new(&plan, 0);
     let names: Vec<String> = td.graph().nodes.iter().map(|n| n.name.clone()).collect();
@@ -120,7 +105,7 @@ fn a_correct_model_over_several_steps_reports_no_corruption() {
 
 #[test]
 fn without_watcher_mode_no_handle_is_taken() {
-    let tmp = Tmp::new("off");
+    let tmp = Tmp::new("watch-off");
     let plan = plan("cnn");
     let mut td = TractDump::new(&plan, 0);
     let text = format!(
