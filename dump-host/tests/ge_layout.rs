@@ -2,14 +2,12 @@
 //! one CANN dump file per kernel whose bytes decode (with dump-device-ascend's decoder) to
 //! exactly the tensors reported, the statistics csv, torchair's prefix and npy names.
 
-use std::{
-    collections::HashMap,
-    path::{Path, PathBuf},
-};
+use std::{collections::HashMap, path::PathBuf};
 
 use dump_core::DType;
 use dump_device_ascend::dumpfile::{CannDType, CannFormat, TensorKind, decode};
 use dump_host::{DumpOptions, Dumper, TensorRef, writer::WriterConfig};
+use opdump_test_support::files_below as files;
 
 fn tmp(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("opdump-ge-{tag}-{}", std::process::id()));
@@ -25,24 +23,6 @@ fn open(config: String, opts: DumpOptions) -> Dumper {
         .options(opts)
         .open_json(config.into_bytes())
         .unwrap()
-}
-
-/// Every regular file below `dir`, sorted.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {

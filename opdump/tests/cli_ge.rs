@@ -10,6 +10,7 @@ use std::{
 };
 
 use dump_device_ascend::dumpfile::decode;
+use opdump_test_support::files_below as files;
 
 fn fixture(p: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -46,24 +47,6 @@ fn ok(o: &Output) -> String {
     );
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     out.into_owned()
-}
-
-/// Every regular file below `dir`.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// `.npy` data of every file below `dir`, keyed by `(op_type, op_name, io, slot)` from

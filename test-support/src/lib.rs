@@ -30,11 +30,13 @@
 //! repository (`tests/fixtures/reference/`); [`reference_dir`] finds it.
 #![deny(missing_docs)]
 
+mod files;
 mod prereq;
 mod process;
 mod reference;
 mod tmpfs;
 
+pub use files::files_below;
 pub use prereq::{Prereq, SKIP_LOG_VAR, check, require, required};
 pub use reference::{reference_dir, reference_fixture_dir};
 pub use tmpfs::Tmpfs;
