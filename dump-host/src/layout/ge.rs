@@ -364,16 +364,6 @@ impl OutputLayout for GeLayout {
         self.own_dir().join("execution_order")
     }
 
-    fn execution_order_csv(&self, graph: u32) -> PathBuf {
-        self.execution_order_dir()
-            .join(format!("ms_execution_order_graph_{graph}.csv"))
-    }
-
-    fn global_execution_order_csv(&self, graph: u32) -> PathBuf {
-        self.execution_order_dir()
-            .join(format!("ms_global_execution_order_graph_{graph}.csv"))
-    }
-
     fn trigger_file(&self, n: u32) -> PathBuf {
         self.own_dir().join(format!("trigger_{n}.json"))
     }

@@ -239,16 +239,6 @@ impl OutputLayout for MsprobeLayout {
         self.own_dir().join("execution_order")
     }
 
-    fn execution_order_csv(&self, graph: u32) -> PathBuf {
-        self.execution_order_dir()
-            .join(format!("ms_execution_order_graph_{graph}.csv"))
-    }
-
-    fn global_execution_order_csv(&self, graph: u32) -> PathBuf {
-        self.execution_order_dir()
-            .join(format!("ms_global_execution_order_graph_{graph}.csv"))
-    }
-
     /// `{call}.{input|output}.{slot}.npy`; a parameter's gradient (call
     /// `Module.{path}.{Class}.parameters_grad.{k}.{param}`, output 0) is `{call}.npy`.
     fn tensor_file(&self, id: TensorId<&str>, _format: &str, _dtype: DType) -> String {

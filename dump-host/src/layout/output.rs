@@ -97,9 +97,15 @@ pub trait OutputLayout: Send + Sync + fmt::Debug {
     /// The directory of the execution-order files.
     fn execution_order_dir(&self) -> PathBuf;
     /// The execution order of `graph` (rewritten when the graph is described).
-    fn execution_order_csv(&self, graph: u32) -> PathBuf;
+    fn execution_order_csv(&self, graph: u32) -> PathBuf {
+        self.execution_order_dir()
+            .join(format!("ms_execution_order_graph_{graph}.csv"))
+    }
     /// The list of dumped steps of `graph` (appended once per step).
-    fn global_execution_order_csv(&self, graph: u32) -> PathBuf;
+    fn global_execution_order_csv(&self, graph: u32) -> PathBuf {
+        self.execution_order_dir()
+            .join(format!("ms_global_execution_order_graph_{graph}.csv"))
+    }
     /// The flight recorder's `trigger.json` of its `n`-th write (1 for the first), written
     /// last, after every file of that write.
     fn trigger_file(&self, n: u32) -> PathBuf;
