@@ -11,6 +11,10 @@
 //! `--quick`. The previous round's outputs are deleted before each round (so at most the
 //! inputs and two outputs are on disk), and the share of the inputs in the page cache is
 //! measured before every opdump run (`fincore`) and printed.
+//!
+//! `OPDUMP_BENCH_CONVERT_OUT=DIR` puts the three outputs (the copy's, opdump's and numpy's)
+//! under `DIR` instead of beside the inputs, e.g. on tmpfs (`/dev/shm/...`) to time the
+//! converters without the disk's writeback.
 
 use std::{io::Write, path::Path};
 
@@ -155,20 +159,38 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     {
         pairs = k.max(1);
     }
+    let outs_dir = std::env::var_os("OPDUMP_BENCH_CONVERT_OUT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| dir.clone());
+    let apart = outs_dir != dir;
+    if apart {
+        std::fs::create_dir_all(&outs_dir).map_err(|e| format!("{}: {e}", outs_dir.display()))?;
+        println!("convert: outputs under {}", outs_dir.display());
+    }
     // One pair: 64 MiB + 36 MiB of input. The inputs and two outputs (opdump's and numpy's;
     // the copy's is deleted before they run) must fit with 4 GiB to spare.
     let pair = 100u64 << 20;
-    if let Some(avail) = free_bytes(&dir) {
-        let fit = avail.saturating_sub(4 << 30) / 3 / pair;
-        if fit < pairs {
-            println!(
-                "convert: {} GiB free on {}: {fit} pairs ({} MiB) instead of {pairs}",
-                avail >> 30,
-                dir.display(),
-                fit * 100
-            );
-            pairs = fit.max(1);
+    let fits = |d: &Path, copies: u64| {
+        free_bytes(d).map(|avail| avail.saturating_sub(4 << 30) / copies / pair)
+    };
+    let fit = if apart {
+        match (fits(&dir, 1), fits(&outs_dir, 2)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
+    } else {
+        fits(&dir, 3)
+    };
+    if let Some(fit) = fit
+        && fit < pairs
+    {
+        println!(
+            "convert: the free space on {} and {} holds {fit} pairs ({} MiB) instead of {pairs}",
+            dir.display(),
+            outs_dir.display(),
+            fit * 100
+        );
+        pairs = fit.max(1);
     }
     let mut total = 0u64;
     let mut files = Vec::new();
@@ -183,8 +205,8 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         files.push(w.display().to_string());
     }
     let total = total as usize;
-    let out_rs = dir.join("out-opdump");
-    let out_py = dir.join("out-numpy");
+    let out_rs = outs_dir.join("out-opdump");
+    let out_py = outs_dir.join("out-numpy");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut cat: Vec<&str> = vec!["cat"];
     cat.extend(files.iter().map(String::as_str));
@@ -197,7 +219,7 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     // A second floor: the same bytes read and written to files beside the outputs (`cat` into
     // a file per input), so the write into the page cache, which every converter pays and
     // `cat` to /dev/null does not, is measured too.
-    let out_cp = dir.join("out-copy");
+    let out_cp = outs_dir.join("out-copy");
     let copy_script = format!(
         "rm -rf '{0}' && mkdir -p '{0}' && for f in \"$@\"; do cat \"$f\" > '{0}'/\"${{f##*/}}\"; done",
         out_cp.display()
@@ -332,6 +354,11 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     // OPDUMP_BENCH_KEEP=1 keeps the generated files (to profile `opdump convert` on them).
     if std::env::var_os("OPDUMP_BENCH_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&dir);
+    }
+    if apart {
+        for d in [&out_rs, &out_py, &out_cp] {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
     Ok(())
 }
