@@ -10,7 +10,7 @@ use std::{
 };
 
 use super::{
-    atomic_file::{at, create_tmp},
+    atomic_file::{at, create_tmp, create_unnamed, link_unnamed},
     faults,
 };
 
@@ -32,8 +32,9 @@ struct Held {
 ///   concurrent threads (or processes) never interleave.
 /// - A row is all or nothing: after a short write (a full disk) the file is truncated back to
 ///   its length before the row, and the row is reported as failed.
-/// - A file is created with its header and first row already in it (written to a temporary
-///   file, then linked into place without replacing anything), so it never exists without its
+/// - A file is created with its header and first row already in it (written to an unnamed
+///   file, or a temporary one where the file system refuses those, then linked into place
+///   without replacing anything), so it never exists without its
 ///   header, even when the disk fills up. Like MindSpore, an existing file is appended to (also
 ///   across runs).
 /// - Symlinks are never followed (`O_NOFOLLOW`), and only regular files are appended to.
@@ -207,35 +208,50 @@ fn open_or_create(path: &Path, header: &str, row: &str, mode: u32) -> io::Result
 }
 
 /// Creates `path` holding `header` + `row` without ever showing a file without its header:
-/// written to a temporary file, then hard-linked to `path` (which fails rather than replace
-/// an existing file). `None` when `path` appeared meanwhile.
+/// written to an unnamed file (or, where the file system refuses those, a temporary file), then
+/// hard-linked to `path`, which fails rather than replace an existing file. `None` when `path`
+/// appeared meanwhile.
 fn create_with(path: &Path, header: &str, row: &str, mode: u32) -> io::Result<Option<File>> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let (mut f, tmp) = create_tmp(dir, true)?;
     let text = [header.as_bytes(), row.as_bytes()].concat();
-    let result = (|| {
-        let n = faults::write(&mut f, &tmp, &text).map_err(|e| at(&tmp, "writing", e))?;
-        if n != text.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::StorageFull,
-                format!(
-                    "{}: short write ({n} of {} bytes)",
-                    tmp.display(),
-                    text.len()
-                ),
-            ));
-        }
-        faults::check(&tmp)
-            .and_then(|()| f.set_permissions(fs::Permissions::from_mode(mode)))
-            .map_err(|e| at(&tmp, "setting the mode of", e))?;
+    if let Some(mut f) = create_unnamed(dir, path, true)? {
+        // Nothing to remove on failure: an unnamed file goes with its descriptor.
+        fill_new(&mut f, path, &text, mode)?;
+        return match faults::check(path).and_then(|()| link_unnamed(&f, path)) {
+            Ok(()) => Ok(Some(f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+            Err(e) => Err(at(path, "linking into place", e)),
+        };
+    }
+    let (mut f, tmp) = create_tmp(dir, true)?;
+    let result = fill_new(&mut f, &tmp, &text, mode).and_then(|()| {
         match faults::check(path).and_then(|()| fs::hard_link(&tmp, path)) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(at(path, "linking into place", e)),
         }
-    })();
+    });
     let _ = fs::remove_file(&tmp);
     Ok(result?.then_some(f))
+}
+
+/// Writes `text` into the new file `f` (at `path`, for errors and the fault seam) in one call and
+/// gives it `mode`.
+fn fill_new(f: &mut File, path: &Path, text: &[u8], mode: u32) -> io::Result<()> {
+    let n = faults::write(f, path, text).map_err(|e| at(path, "writing", e))?;
+    if n != text.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::StorageFull,
+            format!(
+                "{}: short write ({n} of {} bytes)",
+                path.display(),
+                text.len()
+            ),
+        ));
+    }
+    faults::check(path)
+        .and_then(|()| f.set_permissions(fs::Permissions::from_mode(mode)))
+        .map_err(|e| at(path, "setting the mode of", e))
 }
 
 /// Opens an existing regular file for appending, never through a symlink. Files opdump wrote
@@ -433,8 +449,50 @@ mod tests {
     }
 
     #[test]
+    fn a_new_csv_shows_no_temporary_name_and_the_fallback_cleans_up() {
+        use super::super::atomic_file::{TMP_PREFIX, force_named_on_this_thread, supports_unnamed};
+        use std::{cell::RefCell, rc::Rc};
+        for named in [false, true] {
+            let d = tmpdir(&format!("unnamed-{named}"));
+            let p = d.join("statistic.csv");
+            let seen = Rc::new(RefCell::new(Vec::new()));
+            let (s, dir) = (Rc::clone(&seen), d.clone());
+            faults::set_hook_on_this_thread(Some(Box::new(move |_| {
+                for e in fs::read_dir(&dir).unwrap() {
+                    s.borrow_mut()
+                        .push(e.unwrap().file_name().to_string_lossy().into_owned());
+                }
+            })));
+            force_named_on_this_thread(named);
+            let app = CsvAppender::new();
+            app.append(&p, "H\n", "a,\n", 0o400).unwrap();
+            app.append(&p, "H\n", "b,\n", 0o400).unwrap();
+            force_named_on_this_thread(false);
+            faults::set_hook_on_this_thread(None);
+            let seen = seen.take();
+            // Seen from the seam: the temporary name on the fallback only (ext4 and tmpfs
+            // take unnamed files; elsewhere the fallback may be taken either way).
+            let tmp_seen = seen.iter().any(|n| n.starts_with(TMP_PREFIX));
+            if named {
+                assert!(tmp_seen, "{seen:?}");
+            } else if supports_unnamed(&d) {
+                assert!(!tmp_seen, "{seen:?}");
+            }
+            assert_eq!(fs::read_to_string(&p).unwrap(), "H\na,\nb,\n");
+            assert_eq!(
+                fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+                0o400
+            );
+            let names: Vec<_> = fs::read_dir(&d).unwrap().collect();
+            assert_eq!(names.len(), 1, "no temporary file left");
+            fs::remove_dir_all(&d).unwrap();
+        }
+    }
+
+    #[test]
     fn a_short_write_leaves_whole_rows_and_a_header_always() {
-        use super::faults::{Fault, arm, disarm};
+        use super::faults::{ARM_LOCK, Fault, arm, disarm};
+        let _one_at_a_time = ARM_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
         let d = tmpdir("short");
         let p = d.join("statistic.csv");
         let app = CsvAppender::new();

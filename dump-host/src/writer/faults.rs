@@ -85,6 +85,12 @@ pub fn disarm() -> (u64, u64) {
 /// What this call does: `None` to go ahead, `Some(Err)` to fail, `Some(Ok(()))` for a write
 /// that must be cut short.
 fn decide(path: &Path, write: bool) -> Option<io::Result<()>> {
+    #[cfg(test)]
+    HOOK.with(|h| {
+        if let Some(h) = h.borrow_mut().as_mut() {
+            h(path);
+        }
+    });
     if !ARMED.load(Ordering::Relaxed) {
         return None;
     }
@@ -114,6 +120,26 @@ fn decide(path: &Path, write: bool) -> Option<io::Result<()>> {
         e => Err(io::Error::from_raw_os_error(e)),
     })
 }
+
+/// A function of the current thread's test called at every call of the seam on that thread,
+/// with the call's path, armed or not (to look at the directory between the calls of a write).
+#[cfg(test)]
+type Hook = Box<dyn FnMut(&Path)>;
+
+#[cfg(test)]
+thread_local! {
+    static HOOK: std::cell::RefCell<Option<Hook>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Test-only: calls `hook` at every call of the seam on this thread (`None` removes it).
+#[cfg(test)]
+pub(crate) fn set_hook_on_this_thread(hook: Option<Hook>) {
+    HOOK.with(|h| *h.borrow_mut() = hook);
+}
+
+/// Test-only: held by every unit test that arms the seam, since the schedule is process-wide.
+#[cfg(test)]
+pub(crate) static ARM_LOCK: Mutex<()> = Mutex::new(());
 
 /// Counts one filesystem call on `path` (open, mkdir, rename, chmod, ...) and fails it when
 /// scheduled.
@@ -171,6 +197,7 @@ mod tests {
         let d = std::env::temp_dir().join(format!("opdump-faults-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         let p = d.join("f");
+        let _one_at_a_time = ARM_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
         // Disarmed: nothing counted.
         assert!(check(&p).is_ok());
         arm(&d, 2, Fault::Errno(libc::EROFS));

@@ -1,6 +1,7 @@
 //! Writing without slowing, crashing or corrupting the dumped run: a byte-bounded background
 //! writer (large tensors written directly on the caller's thread instead of copied, see
-//! [`WriterConfig::direct_write_bytes`]), crash-consistent files (temporary name + rename),
+//! [`WriterConfig::direct_write_bytes`]), crash-consistent files (unnamed, then linked into
+//! place; a temporary name + rename where the file system refuses unnamed files),
 //! whole-row csv appends with a bounded number of open files, a memory budget that also covers
 //! idle copy buffers, and a fault-injection seam ([`faults`]) through which every filesystem
 //! call of the writer can be made to fail in tests.
@@ -17,8 +18,8 @@ mod pool;
 mod row_batch;
 mod tally;
 
-pub use atomic_file::TMP_PREFIX;
 pub(crate) use atomic_file::{FILE_MODE, write_atomic, write_bytes_atomic};
+pub use atomic_file::{NAMED_TEMPORARIES_ENV, TMP_PREFIX};
 pub(crate) use budget::Budget;
 pub(crate) use copy_buf::CopyBuf;
 pub(crate) use csv_append::CsvAppender;

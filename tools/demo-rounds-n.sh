@@ -1,0 +1,37 @@
+#!/bin/bash
+# Interleaved rounds of `opdump demo` for any number of binaries or wrapper scripts (same parsing
+# and output as tools/demo-rounds.sh, without its nice-0 variant); OUTBASE picks the file system
+# (default /tmp). A wrapper script sets a switch, e.g.
+#   printf '#!/bin/sh\nOPDUMP_WRITER_PAGER=0 exec target/release/opdump "$@"\n' > /tmp/opdump-nopager
+# usage: tools/demo-rounds-n.sh ROUNDS STEPS BATCH BIN...
+set -eu
+R=$1; S=$2; B=$3; shift 3
+log=$(mktemp)
+for i in $(seq 1 "$R"); do
+  for bin in "$@"; do
+    out=${OUTBASE:-/tmp}/opdump-rounds-n-$$
+    rm -rf "$out"
+    res=$("$bin" demo --steps "$S" --batch "$B" --out "$out" 2>&1)
+    line=$(echo "$res" | grep "median step time")
+    wall=$(echo "$res" | grep -o "in [0-9.]* s" | cut -d' ' -f2)
+    d=$(echo "$line" | sed -E 's/.*time: ([0-9.]+) ms with dump vs ([0-9.]+) ms without \(([0-9.]+)x\).*/\1 \2 \3/')
+    echo "$i $(basename $bin) $d $(cut -d' ' -f1 /proc/loadavg) $wall" >> "$log"
+    rm -rf "$out"
+  done
+done
+python3 - "$log" <<'PY'
+import sys, statistics, collections
+d = collections.OrderedDict()
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) < 7: continue
+    m = d.setdefault(p[1], collections.defaultdict(list))
+    for k, x in zip(["dumped", "undumped", "ratio", "load", "wall"], p[2:7]):
+        m[k].append(float(x))
+for v, m in d.items():
+    print(f"{v:16s} n={len(m['ratio'])} dumped {statistics.median(m['dumped']):.2f} ms, "
+          f"undumped {statistics.median(m['undumped']):.2f} ms, ratio {statistics.median(m['ratio']):.2f}x "
+          f"({min(m['ratio']):.2f}-{max(m['ratio']):.2f}), load {min(m['load']):.1f}-{max(m['load']):.1f}, "
+          f"wall {statistics.median(m['wall']):.2f} s")
+PY
+rm -f "$log"
