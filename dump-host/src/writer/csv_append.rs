@@ -3,7 +3,7 @@
 
 use std::{
     fs::{self, File, OpenOptions},
-    io,
+    io::{self, Write},
     os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt},
     path::{Path, PathBuf},
     sync::{Arc, Mutex, PoisonError},
@@ -212,17 +212,24 @@ fn open_or_create(path: &Path, header: &str, row: &str, mode: u32) -> io::Result
 fn create_with(path: &Path, header: &str, row: &str, mode: u32) -> io::Result<Option<File>> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let (mut f, tmp) = create_tmp(dir, true)?;
-    let text = [header.as_bytes(), row.as_bytes()].concat();
     let result = (|| {
-        let n = faults::write(&mut f, &tmp, &text).map_err(|e| at(&tmp, "writing", e))?;
-        if n != text.len() {
+        // Header and rows in one `writev` (a step's rows are tens of KiB: not copied into
+        // one buffer first).
+        let total = header.len() + row.len();
+        let parts = [
+            io::IoSlice::new(header.as_bytes()),
+            io::IoSlice::new(row.as_bytes()),
+        ];
+        let n = faults::FaultyFile {
+            file: &mut f,
+            path: &tmp,
+        }
+        .write_vectored(&parts)
+        .map_err(|e| at(&tmp, "writing", e))?;
+        if n != total {
             return Err(io::Error::new(
                 io::ErrorKind::StorageFull,
-                format!(
-                    "{}: short write ({n} of {} bytes)",
-                    tmp.display(),
-                    text.len()
-                ),
+                format!("{}: short write ({n} of {total} bytes)", tmp.display()),
             ));
         }
         faults::check(&tmp)
