@@ -117,7 +117,7 @@ pub fn g(v: f64) -> GBuf {
         finite_g(v.abs())
     };
     let (text, len) = if v.is_sign_negative() {
-        (text << 8 | u128::from(b'-'), len + 1)
+        ((text << 8) | u128::from(b'-'), len + 1)
     } else {
         (text, len)
     };
@@ -176,7 +176,7 @@ fn finite_g(a: f64) -> (u128, usize) {
         }
         let frac = u128::from(low_bytes(d >> (8 * int_len), nd - int_len));
         return (
-            int | u128::from(b'.') << (8 * int_len) | frac << (8 * (int_len + 1)),
+            int | (u128::from(b'.') << (8 * int_len)) | (frac << (8 * (int_len + 1))),
             nd + 1,
         );
     }
@@ -184,14 +184,14 @@ fn finite_g(a: f64) -> (u128, usize) {
         // `0.`, then -X - 1 zeros, then the digits.
         let zeros = (-x - 1) as usize;
         let text = u128::from(u16::from_le_bytes(*b"0."))
-            | u128::from(low_bytes(0x3030_3030, zeros)) << 16
-            | u128::from(low_bytes(d, nd)) << (8 * (2 + zeros));
+            | (u128::from(low_bytes(0x3030_3030, zeros)) << 16)
+            | (u128::from(low_bytes(d, nd)) << (8 * (2 + zeros)));
         return (text, 2 + zeros + nd);
     }
     // Style e with precision P - 1, trailing zeros removed; the exponent has >= 2 digits.
     let (mut text, mut len) = (u128::from(d & 0xff), 1);
     if nd > 1 {
-        text |= u128::from(b'.') << 8 | u128::from(low_bytes(d >> 8, nd - 1)) << 16;
+        text |= (u128::from(b'.') << 8) | (u128::from(low_bytes(d >> 8, nd - 1)) << 16);
         len = nd + 1;
     }
     let ax = x.unsigned_abs();
@@ -489,13 +489,13 @@ fn eight_digits(x: u32) -> u64 {
     debug_assert!(x < 100_000_000);
     let x = u64::from(x);
     // 32-bit lanes: the high half (first four digits) in the low lane.
-    let halves = x / 10_000 | (x % 10_000) << 32;
+    let halves = (x / 10_000) | ((x % 10_000) << 32);
     // 16-bit lanes: per 32-bit lane, value / 100 in its low half and value % 100 above.
-    let hundreds = (halves * 10_486 >> 20) & 0x0000_007f_0000_007f;
-    let quarters = hundreds | (halves - hundreds * 100) << 16;
+    let hundreds = ((halves * 10_486) >> 20) & 0x0000_007f_0000_007f;
+    let quarters = hundreds | ((halves - hundreds * 100) << 16);
     // 8-bit lanes: per 16-bit lane, tens in its low byte and ones above.
-    let tens = (quarters * 103 >> 10) & 0x000f_000f_000f_000f;
-    let digits = tens | (quarters - tens * 10) << 8;
+    let tens = ((quarters * 103) >> 10) & 0x000f_000f_000f_000f;
+    let digits = tens | ((quarters - tens * 10) << 8);
     digits + 0x3030_3030_3030_3030
 }
 

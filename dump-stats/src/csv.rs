@@ -278,9 +278,10 @@ const HEX: [u8; 512] = {
 #[inline(always)]
 fn hex4(b: [u8; 4]) -> u64 {
     let x = u64::from(u32::from_le_bytes(b));
-    let lanes = (x & 0xff) | (x & 0xff00) << 8 | (x & 0xff_0000) << 16 | (x & 0xff00_0000) << 24;
-    let nibbles = (lanes >> 4 & 0x000f_000f_000f_000f) | (lanes & 0x000f_000f_000f_000f) << 8;
-    let letters = (nibbles + 0x0606_0606_0606_0606) >> 4 & 0x0101_0101_0101_0101;
+    let lanes =
+        (x & 0xff) | ((x & 0xff00) << 8) | ((x & 0xff_0000) << 16) | ((x & 0xff00_0000) << 24);
+    let nibbles = ((lanes >> 4) & 0x000f_000f_000f_000f) | ((lanes & 0x000f_000f_000f_000f) << 8);
+    let letters = ((nibbles + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
     nibbles + 0x3030_3030_3030_3030 + letters * 39
 }
 
@@ -643,7 +644,7 @@ mod tests {
 
     #[test]
     fn rows_in_a_buffer_equal_written_rows_byte_for_byte() {
-        let mut rng = Rng(0x5eed_0f_2026_1127);
+        let mut rng = Rng(0x005e_ed0f_2026_1127);
         let names: Vec<String> = [
             String::new(),
             "n".into(),
