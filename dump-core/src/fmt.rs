@@ -24,8 +24,8 @@ use core::fmt::Write;
 /// Significant digits of `%g` without an explicit precision.
 const PRECISION: i32 = 6;
 
-/// Longest `%g` output: `-1.23457e-308` is 13 bytes.
-const GBUF_CAP: usize = 16;
+/// Longest `%g` output: `-1.23457e-308` is 13 bytes; [`GBuf`] holds this many.
+pub const GBUF_CAP: usize = 16;
 
 /// The text of one `%g`-formatted number, held inline (at most 16 bytes).
 #[derive(Clone, Copy)]
@@ -39,10 +39,21 @@ impl GBuf {
     pub fn as_str(&self) -> &str {
         let bytes = self.buf.get(..self.len as usize).unwrap_or(&[]);
         debug_assert!(bytes.is_ascii());
-        // SAFETY: `Text::push` (for `g`) is the only writer of `buf` and stores ASCII bytes
-        // only (it drops any other), and `buf` starts zeroed: every byte here is ASCII, hence
-        // UTF-8. Checked in debug builds.
+        // SAFETY: `g` is the only writer of `buf`. It stores ASCII only: `-`, `.`, `e`, `+`,
+        // `nan`, `inf`, digits from `eight_digits` (`0x30 + d`, d < 10) or from core's
+        // formatting after a check that they are ASCII digits, and zero bytes past the text.
+        // ASCII is UTF-8. Checked in debug builds.
         unsafe { core::str::from_utf8_unchecked(bytes) }
+    }
+}
+
+impl GBuf {
+    /// The whole inline buffer and the text's length: the text is `buf[..len]`, the bytes
+    /// after it are zero. For a writer that copies the fixed-size buffer (one move, no
+    /// `memcpy` call) and keeps `len` bytes.
+    #[inline]
+    pub fn padded(&self) -> (&[u8; GBUF_CAP], usize) {
+        (&self.buf, usize::from(self.len).min(GBUF_CAP))
     }
 }
 
@@ -94,128 +105,106 @@ impl Write for Scratch {
 /// assert_eq!(dump_core::fmt::g(-0.0).as_str(), "-0");
 /// assert_eq!(dump_core::fmt::g(f64::NEG_INFINITY).as_str(), "-inf");
 /// ```
+#[inline]
 pub fn g(v: f64) -> GBuf {
-    // Built in a local (its length in a register), copied out once.
-    let mut out = Text {
-        buf: [0; GBUF_CAP],
-        len: 0,
+    // The text is assembled in a register, little-endian (the first character in the low
+    // byte), from whole pieces: no loop, no branch per character.
+    let (text, len) = if v.is_nan() {
+        (u128::from(u32::from_le_bytes(*b"nan\0")), 3)
+    } else if v.is_infinite() {
+        (u128::from(u32::from_le_bytes(*b"inf\0")), 3)
+    } else {
+        finite_g(v.abs())
     };
-    if v.is_sign_negative() {
-        out.push(b'-');
+    let (text, len) = if v.is_sign_negative() {
+        ((text << 8) | u128::from(b'-'), len + 1)
+    } else {
+        (text, len)
+    };
+    // At most 13 bytes (`-1.23457e-308`); every byte of `text` past `len` is zero.
+    GBuf {
+        buf: text.to_le_bytes(),
+        len: len as u8,
     }
-    if v.is_nan() {
-        out.push_all(b"nan");
-        return out.done();
+}
+
+/// The low `k` bytes of a word (`k <= 8`).
+#[inline(always)]
+const fn low_bytes(w: u64, k: usize) -> u64 {
+    if k >= 8 {
+        w
+    } else {
+        w & ((1u64 << (8 * k)) - 1)
     }
-    if v.is_infinite() {
-        out.push_all(b"inf");
-        return out.done();
-    }
-    let a = v.abs();
+}
+
+/// [`g`] of finite `a >= 0`, without the sign: the text's bytes (first in the low byte) and
+/// its length. Every byte is ASCII: digits from [`eight_digits`] or checked ones from core,
+/// and `.`, `e`, `+`, `-`.
+#[inline]
+fn finite_g(a: f64) -> (u128, usize) {
     if a < 1e6 && a == (a as u64) as f64 {
         // A whole number below 10^6 (0 included): `%g` prints its digits, nothing else.
-        out.push_all(u64_str(a as u64).as_str().as_bytes());
-        return out.done();
+        let w = a as u32;
+        let n = w.checked_ilog10().map_or(1, |l| l as usize + 1);
+        return (u128::from(eight_digits(w) >> (8 * (8 - n))), n);
     }
-    let (digits, x) = match six_digits_f64(a).or_else(|| six_digits(a)) {
-        Some((q, x)) => {
-            // q has six digits: three pairs.
-            let mut d = [b'0'; PRECISION as usize];
-            for (k, pair) in [q / 10_000, q / 100 % 100, q % 100].into_iter().enumerate() {
-                let at = (pair as usize % 100) * 2;
-                d[2 * k] = PAIRS[at];
-                d[2 * k + 1] = PAIRS[at + 1];
-            }
-            (d, x)
-        }
+    let (d, x) = match six_digits_f64(a).or_else(|| six_digits(a)) {
+        // q has six digits: drop eight_digits' two leading zeros.
+        Some((q, x)) => (eight_digits(q) >> 16, x),
         None => match six_digits_core(a) {
-            Some(d) => d,
-            None => {
-                // Unreachable: `d.ddddde-ddd` is at most 12 bytes.
-                out.push_all(b"nan");
-                return out.done();
+            Some((digits, x)) if digits.iter().all(u8::is_ascii_digit) => {
+                let mut w = [0u8; 8];
+                w[..PRECISION as usize].copy_from_slice(&digits);
+                (u64::from_le_bytes(w), x)
             }
+            // Unreachable: core writes `d.ddddde<exp>` in ASCII digits.
+            _ => return (u128::from(u32::from_le_bytes(*b"nan\0")), 3),
         },
     };
-
-    // Significant digits after stripping trailing zeros (at least one).
-    let mut nd = digits.len();
-    while nd > 1 && digits[nd - 1] == b'0' {
-        nd -= 1;
-    }
-    let digits = &digits[..nd];
-
-    if (-4..PRECISION).contains(&x) {
-        // Style f with precision P - 1 - X, then trailing zeros removed.
-        if x < 0 {
-            out.push_all(b"0.");
-            for _ in 0..(-x - 1) {
-                out.push(b'0');
-            }
-            out.push_all(digits);
-        } else {
-            let int_len = x as usize + 1;
-            for i in 0..int_len {
-                out.push(digits.get(i).copied().unwrap_or(b'0'));
-            }
-            if digits.len() > int_len {
-                out.push(b'.');
-                out.push_all(&digits[int_len..]);
-            }
+    // Significant digits once trailing zeros are stripped (at least one): the highest digit
+    // byte that is not `0`.
+    let nonzero = d ^ 0x3030_3030_3030;
+    let nd = (((64 - nonzero.leading_zeros()) as usize).div_ceil(8)).max(1);
+    if (0..PRECISION).contains(&x) {
+        // Style f with precision P - 1 - X, trailing zeros removed: the integer part is the
+        // first X + 1 of the six digits (zeros included), then `.` and the rest, if any.
+        let int_len = x as usize + 1;
+        let int = u128::from(low_bytes(d, int_len));
+        if nd <= int_len {
+            return (int, int_len);
         }
+        let frac = u128::from(low_bytes(d >> (8 * int_len), nd - int_len));
+        return (
+            int | (u128::from(b'.') << (8 * int_len)) | (frac << (8 * (int_len + 1))),
+            nd + 1,
+        );
+    }
+    if (-4..0).contains(&x) {
+        // `0.`, then -X - 1 zeros, then the digits.
+        let zeros = (-x - 1) as usize;
+        let text = u128::from(u16::from_le_bytes(*b"0."))
+            | (u128::from(low_bytes(0x3030_3030, zeros)) << 16)
+            | (u128::from(low_bytes(d, nd)) << (8 * (2 + zeros)));
+        return (text, 2 + zeros + nd);
+    }
+    // Style e with precision P - 1, trailing zeros removed; the exponent has >= 2 digits.
+    let (mut text, mut len) = (u128::from(d & 0xff), 1);
+    if nd > 1 {
+        text |= (u128::from(b'.') << 8) | (u128::from(low_bytes(d >> 8, nd - 1)) << 16);
+        len = nd + 1;
+    }
+    let ax = x.unsigned_abs();
+    let sign = if x < 0 { b'-' } else { b'+' };
+    let (exp, exp_len) = if ax >= 100 {
+        let e = eight_digits(ax % 1000) >> 40;
+        (e, 3)
     } else {
-        // Style e with precision P - 1, then trailing zeros removed; exponent >= 2 digits.
-        out.push(digits[0]);
-        if digits.len() > 1 {
-            out.push(b'.');
-            out.push_all(&digits[1..]);
-        }
-        out.push(b'e');
-        out.push(if x < 0 { b'-' } else { b'+' });
-        let ax = x.unsigned_abs();
-        if ax >= 100 {
-            out.push(b'0' + (ax / 100) as u8);
-        }
-        out.push(b'0' + (ax / 10 % 10) as u8);
-        out.push(b'0' + (ax % 10) as u8);
-    }
-    out.done()
-}
-
-/// [`g`]'s text while it is built: [`GBuf`]'s bytes with the length as a `usize` local.
-struct Text {
-    buf: [u8; GBUF_CAP],
-    len: usize,
-}
-
-impl Text {
-    #[inline(always)]
-    fn push(&mut self, b: u8) {
-        // Callers never exceed the capacity (see GBUF_CAP) and push ASCII only; ignore rather
-        // than panic anyway (`GBuf::as_str` relies on every stored byte being ASCII).
-        if !b.is_ascii() {
-            return;
-        }
-        if let Some(slot) = self.buf.get_mut(self.len) {
-            *slot = b;
-            self.len += 1;
-        }
-    }
-
-    #[inline(always)]
-    fn push_all(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.push(b);
-        }
-    }
-
-    #[inline(always)]
-    fn done(self) -> GBuf {
-        GBuf {
-            buf: self.buf,
-            len: self.len as u8,
-        }
-    }
+        (eight_digits(ax) >> 48, 2)
+    };
+    text |= u128::from(u16::from_le_bytes([b'e', sign])) << (8 * len);
+    text |= u128::from(exp) << (8 * (len + 2));
+    (text, len + 2 + exp_len)
 }
 
 /// `10^k` for `k` in `0..=22`: every one exact in an `f64`.
@@ -229,6 +218,7 @@ const POW10_F64: [f64; 23] = [
 /// `10^6`), so where it is more than `MARGIN` from a rounding boundary (a half, or the ends
 /// of `[100000, 999999.5)`) it rounds to the same six digits as the exact value. `None` near a
 /// boundary or outside `10^±22` scaling: [`six_digits`] decides exactly.
+#[inline]
 fn six_digits_f64(a: f64) -> Option<(u32, i32)> {
     const MARGIN: f64 = 1e-6;
     let biased = ((a.to_bits() >> 52) & 0x7ff) as i32;
@@ -451,6 +441,67 @@ pub fn u64_str(mut v: u64) -> U64Buf {
     out
 }
 
+/// [`u64_str`]'s digits written at the start of `dst` (as many as `v` has, at most
+/// [`U64_DIGITS`]); returns how many. For a row writer with room to spare: no intermediate
+/// buffer, no copy. Bytes of `dst` after the digits may be overwritten (with zeros).
+///
+/// Eight digits at a time in one register ([`eight_digits`]): a 16-digit timestamp is two
+/// independent conversions instead of a chain of eight dependent divisions.
+///
+/// ```
+/// let mut d = [0u8; dump_core::fmt::U64_DIGITS];
+/// let n = dump_core::fmt::put_u64(&mut d, 1_764_288_000_123_456);
+/// assert_eq!(&d[..n], b"1764288000123456");
+/// ```
+#[inline]
+pub fn put_u64(dst: &mut [u8; U64_DIGITS], v: u64) -> usize {
+    const E8: u64 = 100_000_000;
+    let n = v.checked_ilog10().map_or(1, |l| l as usize + 1);
+    // The text in (at most) three 8-digit groups, the first one cut to its significant
+    // digits: its leading zeros are its low bytes (the first characters), shifted out.
+    // Each group writes 8 bytes (zeros after a short first group's digits); a later group
+    // overwrites them.
+    let put = |dst: &mut [u8; U64_DIGITS], at: usize, group: u64, digits: usize| {
+        let text = eight_digits(group as u32) >> (8 * (8 - digits));
+        dst[at..at + 8].copy_from_slice(&text.to_le_bytes());
+    };
+    if n <= 8 {
+        put(dst, 0, v, n);
+    } else if n <= 16 {
+        put(dst, 0, v / E8, n - 8);
+        put(dst, n - 8, v % E8, 8);
+    } else {
+        put(dst, 0, v / (E8 * E8), n - 16);
+        put(dst, n - 16, v / E8 % E8, 8);
+        put(dst, n - 8, v % E8, 8);
+    }
+    n
+}
+
+/// The eight ASCII digits of `x < 10^8`, with leading zeros, as the little-endian bytes of
+/// a `u64` (the first digit in the low byte). Splits in lanes, no loop: `x` into two 4-digit
+/// halves (32-bit lanes), each into two 2-digit quarters (16-bit lanes), each into two
+/// digits (8-bit lanes); each lane's quotient comes from a multiplication and shift that is
+/// exact for the lane's range (`/100` as `·10486 >> 20` for values below 43,699; `/10` as
+/// `·103 >> 10` below 179), and no lane's product reaches the next lane.
+#[inline]
+fn eight_digits(x: u32) -> u64 {
+    debug_assert!(x < 100_000_000);
+    let x = u64::from(x);
+    // 32-bit lanes: the high half (first four digits) in the low lane.
+    let halves = (x / 10_000) | ((x % 10_000) << 32);
+    // 16-bit lanes: per 32-bit lane, value / 100 in its low half and value % 100 above.
+    let hundreds = ((halves * 10_486) >> 20) & 0x0000_007f_0000_007f;
+    let quarters = hundreds | ((halves - hundreds * 100) << 16);
+    // 8-bit lanes: per 16-bit lane, tens in its low byte and ones above.
+    let tens = ((quarters * 103) >> 10) & 0x000f_000f_000f_000f;
+    let digits = tens | ((quarters - tens * 10) << 8);
+    digits + 0x3030_3030_3030_3030
+}
+
+/// Longest `u64` in decimal: [`put_u64`] writes at most this many digits.
+pub const U64_DIGITS: usize = U64BUF_CAP;
+
 /// `PAIRS[2k..2k + 2]`: the two ASCII digits of `k` (`00` to `99`).
 const PAIRS: [u8; 200] = {
     let mut t = [0u8; 200];
@@ -499,6 +550,9 @@ mod tests {
             "value {v:e} (bits {:#018x})",
             v.to_bits()
         );
+        let (padded, len) = ours.padded();
+        assert_eq!(&padded[..len], theirs.as_bytes());
+        assert!(padded[len..].iter().all(|&b| b == 0), "{v:e}");
     }
 
     /// splitmix64: deterministic, good enough for test vectors.
@@ -761,7 +815,19 @@ mod tests {
             vals.push(rng.next() >> (rng.next() % 64));
         }
         for x in vals {
-            assert_eq!(u64_str(x).as_str(), c_llu(x));
+            let c = c_llu(x);
+            assert_eq!(u64_str(x).as_str(), c);
+            // put_u64 writes the same digits at the start.
+            let mut d = [b'#'; U64_DIGITS];
+            let n = put_u64(&mut d, x);
+            assert_eq!(&d[..n], c.as_bytes(), "{x}");
+        }
+        for x in 0..100_000_000u32 {
+            if x % 9973 != 0 && x > 10_000 && x % 10_000_000 > 10 {
+                continue;
+            }
+            let want = format!("{x:08}");
+            assert_eq!(eight_digits(x).to_le_bytes(), want.as_bytes(), "{x}");
         }
         assert_eq!(format!("{:>3}", u64_str(7)), "  7");
     }

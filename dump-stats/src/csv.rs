@@ -224,6 +224,216 @@ fn row<W: Write>(
     Ok(true)
 }
 
+/// Size of the buffer [`row_in`] formats a row in.
+pub const ROW_BUF: usize = 1024;
+
+/// Room past the end of a piece that [`row_in`]'s fixed-size copies may write over (the
+/// widest is a `%g` buffer, 16 bytes; names are copied 16 bytes at a time).
+const ROW_SLACK: usize = 32;
+
+/// `src` into the start of `dst` with fixed-size moves only (no `memcpy` call for the short
+/// pieces of a row): 16-byte blocks, the last one overlapping the one before, or two
+/// overlapping 8- or 4-byte words, or bytes; nothing past `dst[..src.len()]` is written.
+/// `dst` must be at least `src.len()` bytes. Returns `src.len()`.
+#[inline(always)]
+fn put(dst: &mut [u8], src: &[u8]) -> usize {
+    let n = src.len();
+    if n >= 16 {
+        let mut at = 0;
+        while at + 16 < n {
+            dst[at..at + 16].copy_from_slice(&src[at..at + 16]);
+            at += 16;
+        }
+        dst[n - 16..n].copy_from_slice(&src[n - 16..n]);
+    } else if n >= 8 {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..n].copy_from_slice(&src[n - 8..n]);
+    } else if n >= 4 {
+        dst[..4].copy_from_slice(&src[..4]);
+        dst[n - 4..n].copy_from_slice(&src[n - 4..n]);
+    } else {
+        for (d, &b) in dst.iter_mut().zip(src) {
+            *d = b;
+        }
+    }
+    n
+}
+
+/// The bytes of `hex(b)` for every byte `b`: `HEX[2b..2b + 2]`.
+const HEX: [u8; 512] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [0u8; 512];
+    let mut b = 0;
+    while b < 256 {
+        t[2 * b] = DIGITS[b >> 4];
+        t[2 * b + 1] = DIGITS[b & 15];
+        b += 1;
+    }
+    t
+};
+
+/// The eight lowercase hex digits of four bytes, as the little-endian bytes of a `u64`
+/// (the first byte's high nibble first): each byte spread to a 16-bit lane, its nibbles to
+/// the lane's two bytes, then `0x30 + n`, plus 39 more (`a` - `0` - 10) where `n > 9`.
+#[inline(always)]
+fn hex4(b: [u8; 4]) -> u64 {
+    let x = u64::from(u32::from_le_bytes(b));
+    let lanes =
+        (x & 0xff) | ((x & 0xff00) << 8) | ((x & 0xff_0000) << 16) | ((x & 0xff00_0000) << 24);
+    let nibbles = ((lanes >> 4) & 0x000f_000f_000f_000f) | ((lanes & 0x000f_000f_000f_000f) << 8);
+    let letters = ((nibbles + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    nibbles + 0x3030_3030_3030_3030 + letters * 39
+}
+
+/// The row [`write_row_plain_names`] writes, formatted in `buf` and returned as a `str` of
+/// it: every piece is put with fixed-size moves, the numbers written in place, so a row costs
+/// no `memcpy` call per field and one copy into its destination. The same preconditions
+/// (neither Op Type nor Op Name needs quotes) and the same bytes and errors: `Ok(None)` for
+/// an empty tensor, [`Error::MissingHash`] for a missing digest. A row that might not fit
+/// (very long names, a shape of many dimensions) gives [`Error::BufferTooSmall`] and writes
+/// nothing: format it with [`write_row_plain_names`] then.
+pub fn row_in<'b>(
+    buf: &'b mut [u8; ROW_BUF],
+    meta: &RowMeta<'_>,
+    categories: &CategorySet,
+    stats: &TensorStats,
+) -> Result<Option<&'b str>, Error> {
+    debug_assert!(!field_needs_quotes(meta.id.op_type) && !field_needs_quotes(meta.id.op_name));
+    let Some(s) = stats.summary.as_ref() else {
+        return Ok(None);
+    };
+    let (mut md5, mut sha1) = (false, false);
+    for c in categories {
+        md5 |= *c == Category::Md5;
+        sha1 |= *c == Category::Sha1;
+    }
+    if md5 && stats.md5.is_none() {
+        return Err(Error::MissingHash(Category::Md5));
+    }
+    if sha1 && stats.sha1.is_none() {
+        return Err(Error::MissingHash(Category::Sha1));
+    }
+    const NUM: usize = dump_core::fmt::U64_DIGITS + 1;
+    let id = &meta.id;
+    let dtype = meta.dtype.name();
+    // Every piece with its comma, counted at its widest; a digest is 40 hex digits at most.
+    let needed = id.op_type.len()
+        + id.op_name.len()
+        + 2
+        + 5 * NUM
+        + id.io.as_str().len()
+        + 1
+        + dtype.len()
+        + 4
+        + meta.shape.len() * NUM
+        + 3
+        + categories.len() * 41
+        + 1;
+    if needed + ROW_SLACK > ROW_BUF {
+        return Err(Error::BufferTooSmall {
+            needed: needed + ROW_SLACK,
+            available: ROW_BUF,
+        });
+    }
+    // From here on every write lands below `needed + ROW_SLACK`: the indexing cannot fail.
+    let mut at = 0;
+    #[inline(always)]
+    fn num(buf: &mut [u8; ROW_BUF], at: &mut usize, v: u64) {
+        let d: &mut [u8; dump_core::fmt::U64_DIGITS] = (&mut buf[*at..*at + NUM - 1])
+            .try_into()
+            .unwrap_or_else(|_| unreachable!());
+        *at += dump_core::fmt::put_u64(d, v);
+    }
+    at += put(&mut buf[at..], id.op_type.as_bytes());
+    buf[at] = b',';
+    at += 1;
+    at += put(&mut buf[at..], id.op_name.as_bytes());
+    buf[at] = b',';
+    at += 1;
+    for v in [u64::from(id.task_id), u64::from(id.stream_id), id.timestamp] {
+        num(buf, &mut at, v);
+        buf[at] = b',';
+        at += 1;
+    }
+    at += put(&mut buf[at..], id.io.as_str().as_bytes());
+    buf[at] = b',';
+    at += 1;
+    for v in [u64::from(id.slot), meta.data_size] {
+        num(buf, &mut at, v);
+        buf[at] = b',';
+        at += 1;
+    }
+    at += put(&mut buf[at..], dtype.as_bytes());
+    buf[at..at + 3].copy_from_slice(b",\"(");
+    at += 3;
+    for (i, d) in meta.shape.iter().enumerate() {
+        if i > 0 {
+            buf[at] = b',';
+            at += 1;
+        }
+        num(buf, &mut at, *d as u64);
+    }
+    buf[at..at + 3].copy_from_slice(b")\",");
+    at += 3;
+    #[inline(always)]
+    fn float(buf: &mut [u8; ROW_BUF], at: &mut usize, v: f64) {
+        let t = g(v);
+        let (bytes, len) = t.padded();
+        buf[*at..*at + bytes.len()].copy_from_slice(bytes);
+        *at += len;
+    }
+    #[inline(always)]
+    fn hex(buf: &mut [u8; ROW_BUF], at: &mut usize, digest: &[u8]) {
+        let mut words = digest.chunks_exact(4);
+        for (i, w) in (&mut words).enumerate() {
+            let o = *at + 8 * i;
+            buf[o..o + 8].copy_from_slice(&hex4([w[0], w[1], w[2], w[3]]).to_le_bytes());
+        }
+        let done = digest.len() - words.remainder().len();
+        for (i, &b) in words.remainder().iter().enumerate() {
+            let (h, o) = (usize::from(b) * 2, *at + 2 * (done + i));
+            buf[o] = HEX[h];
+            buf[o + 1] = HEX[h + 1];
+        }
+        *at += 2 * digest.len();
+    }
+    for c in categories {
+        match c {
+            Category::Max => float(buf, &mut at, s.max_value()),
+            Category::Min => float(buf, &mut at, s.min_value()),
+            Category::Avg => float(buf, &mut at, s.avg()),
+            Category::L2Norm => float(buf, &mut at, s.l2norm()),
+            Category::Count => num(buf, &mut at, s.count),
+            Category::NegativeZeroCount => num(buf, &mut at, s.neg),
+            Category::PositiveZeroCount => num(buf, &mut at, s.pos),
+            Category::NanCount => num(buf, &mut at, s.nan),
+            Category::NegativeInfCount => num(buf, &mut at, s.neg_inf),
+            Category::PositiveInfCount => num(buf, &mut at, s.pos_inf),
+            Category::ZeroCount => num(buf, &mut at, s.zero),
+            Category::Md5 => hex(buf, &mut at, stats.md5.as_ref().map_or(&[][..], |d| &d[..])),
+            Category::Sha1 => hex(
+                buf,
+                &mut at,
+                stats.sha1.as_ref().map_or(&[][..], |d| &d[..]),
+            ),
+        }
+        buf[at] = b',';
+        at += 1;
+    }
+    buf[at] = b'\n';
+    at += 1;
+    let row = &buf[..at];
+    debug_assert!(core::str::from_utf8(row).is_ok());
+    // SAFETY: `row` is, in order: Op Type and Op Name copied whole from `str`s (UTF-8; `put`
+    // copies exactly their bytes to `row[..n]`: its overlapping moves write the same source
+    // bytes twice), ASCII commas, quotes and parentheses, ASCII digits (`put_u64`), the
+    // ASCII `%g` text (`GBuf`'s first `len` bytes), `input`/`output` and a dtype name
+    // (ASCII literals), and ASCII hex digits. Bytes a fixed-size move wrote past a piece are
+    // overwritten by the next piece or lie beyond `at`. A concatenation of UTF-8 strings is
+    // UTF-8.
+    Ok(Some(unsafe { core::str::from_utf8_unchecked(row) }))
+}
+
 /// Writes one device-statistics row (spec §7; trailing `,\n`). Only max, min, avg and l2norm
 /// columns are allowed (use [`CategorySet::split_device`]); any other gives
 /// [`Error::NotADeviceCategory`] before anything is written. Device rows are written for
@@ -418,6 +628,168 @@ mod tests {
             assert!(write_row(&mut a, &m, &all, &st).unwrap());
             assert!(write_row_plain_names(&mut b, &m, &all, &st).unwrap());
             assert_eq!(a, b);
+        }
+    }
+
+    /// xorshift64: reproducible test values.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    #[test]
+    fn rows_in_a_buffer_equal_written_rows_byte_for_byte() {
+        let mut rng = Rng(0x005e_ed0f_2026_1127);
+        let names: Vec<String> = [
+            String::new(),
+            "n".into(),
+            "abc".into(),
+            "abcd".into(),
+            "caf\u{e9}".into(),
+            "Default_network-Net_layer3-Dense_MatMul-op3".into(),
+            "\u{4e2d}\u{6587}_\u{1f600}".into(),
+        ]
+        .into_iter()
+        .chain((0..=70).map(|n| "x".repeat(n)))
+        .chain([
+            "y".repeat(300),
+            "z".repeat(ROW_BUF),
+            "w".repeat(ROW_BUF - 200),
+        ])
+        .collect();
+        let all = CategorySet::parse(crate::category::VALID_NAMES).unwrap();
+        let sets = [
+            all.clone(),
+            CategorySet::default(),
+            CategorySet::new(),
+            CategorySet::parse(["max", "min", "avg", "l2norm", "count", "md5"]).unwrap(),
+            CategorySet::parse(["hash:sha1", "md5", "zero count", "nan count"]).unwrap(),
+        ];
+        let special = [
+            0.0,
+            -0.0,
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e6,
+            999_999.5,
+            1e-5,
+            5e-324,
+            f64::MAX,
+        ];
+        let (mut fast, mut slow, mut too_long) = (0, 0, 0);
+        for i in 0..20_000usize {
+            let f = |rng: &mut Rng| {
+                let r = rng.next();
+                match r % 5 {
+                    0 => special[(r >> 8) as usize % special.len()],
+                    1 => (r >> 20) as f64,
+                    2 => f64::from_bits(rng.next()),
+                    _ => {
+                        ((r >> 11) as f64 / (1u64 << 53) as f64 - 0.5)
+                            * 10f64.powi((r % 40) as i32 - 20)
+                    }
+                }
+            };
+            let u = |rng: &mut Rng| match rng.next() % 3 {
+                0 => rng.next() % 10,
+                1 => rng.next() >> (rng.next() % 64),
+                _ => u64::MAX - rng.next() % 3,
+            };
+            let mut s = Summary::EMPTY;
+            s.max = f(&mut rng);
+            s.min = f(&mut rng);
+            s.sum = f(&mut rng);
+            s.sum_sq = f(&mut rng).abs();
+            s.first_nan = f(&mut rng);
+            s.last_nan = f(&mut rng);
+            s.count = u(&mut rng).max(1);
+            s.nan = u(&mut rng) % 2 * u(&mut rng);
+            (s.pos_inf, s.neg_inf) = (u(&mut rng), u(&mut rng));
+            (s.zero, s.pos, s.neg) = (u(&mut rng), u(&mut rng), u(&mut rng));
+            let mut st = TensorStats {
+                summary: Some(s),
+                md5: Some(core::array::from_fn(|_| rng.next() as u8)),
+                sha1: Some(core::array::from_fn(|_| rng.next() as u8)),
+            };
+            match i % 50 {
+                0 => st.summary = None,
+                1 => st.md5 = None,
+                2 => st.sha1 = None,
+                _ => {}
+            }
+            let rank = match rng.next() % 8 {
+                7 => 40,
+                r => r as usize,
+            };
+            let shape: Vec<usize> = (0..rank).map(|_| u(&mut rng) as usize).collect();
+            let id = crate::TensorId {
+                op_type: names[rng.next() as usize % 8].as_str(),
+                op_name: names[rng.next() as usize % names.len()].as_str(),
+                task_id: u(&mut rng) as u32,
+                stream_id: u(&mut rng) as u32,
+                timestamp: u(&mut rng),
+                io: if i % 2 == 0 { Io::Input } else { Io::Output },
+                slot: u(&mut rng) as u32,
+            };
+            let m = RowMeta {
+                id,
+                data_size: u(&mut rng),
+                dtype: DType::ALL[i % DType::ALL.len()],
+                shape: &shape,
+            };
+            let cats = &sets[i % sets.len()];
+            let mut want = String::new();
+            let expected = write_row_plain_names(&mut want, &m, cats, &st);
+            let mut buf = [0xAAu8; ROW_BUF];
+            match row_in(&mut buf, &m, cats, &st) {
+                Ok(Some(row)) => {
+                    assert_eq!(expected, Ok(true));
+                    assert_eq!(row, want, "{m:?}");
+                    fast += 1;
+                }
+                Ok(None) => {
+                    assert_eq!(expected, Ok(false));
+                    slow += 1;
+                }
+                Err(Error::BufferTooSmall { needed, available }) => {
+                    // Only a row that could need more than the buffer; the caller then
+                    // writes it the general way.
+                    assert!(needed > available && available == ROW_BUF);
+                    assert!(
+                        m.id.op_name.len() + m.id.op_type.len() + m.shape.len() * 21 + 750
+                            > ROW_BUF,
+                        "{m:?}"
+                    );
+                    too_long += 1;
+                }
+                Err(e) => {
+                    assert_eq!(expected, Err(e));
+                    slow += 1;
+                }
+            }
+        }
+        assert!(
+            fast > 10_000 && slow > 300 && too_long > 500,
+            "{fast} {slow} {too_long}"
+        );
+    }
+
+    #[test]
+    fn four_bytes_of_hex_at_once_equal_the_table() {
+        for b in 0..=255u8 {
+            for at in 0..4 {
+                let mut w = [0x5a, 0x00, 0xff, 0x09];
+                w[at] = b;
+                let want: String = w.iter().map(|b| format!("{b:02x}")).collect();
+                assert_eq!(hex4(w).to_le_bytes(), want.as_bytes(), "{w:?}");
+            }
         }
     }
 

@@ -31,7 +31,9 @@ use std::{
 use dump_core::DType;
 use dump_stats::{
     CategorySet, DeviceStats, TensorId, TensorStats,
-    csv::{RowMeta, header_string, write_device_row, write_row, write_row_plain_names},
+    csv::{
+        ROW_BUF, RowMeta, header_string, row_in, write_device_row, write_row, write_row_plain_names,
+    },
     names::{DTypeSpelling, TensorFileName, sanitize},
 };
 
@@ -283,8 +285,20 @@ impl OutputLayout for MindSporeLayout {
         };
         match values {
             RowValues::Host(s) if !(type_quote || name_quote) => {
-                // `row_name` left no byte that needs quoting.
-                write_row_plain_names(out, &meta, categories, s)
+                // `row_name` left no byte that needs quoting: the row is made in one stack
+                // buffer and copied once (a row too long for it the general way).
+                let mut buf = [0u8; ROW_BUF];
+                match row_in(&mut buf, &meta, categories, s) {
+                    Ok(Some(row)) => {
+                        out.push_str(row);
+                        Ok(true)
+                    }
+                    Ok(None) => Ok(false),
+                    Err(dump_stats::Error::BufferTooSmall { .. }) => {
+                        write_row_plain_names(out, &meta, categories, s)
+                    }
+                    Err(e) => Err(e),
+                }
             }
             RowValues::Host(s) => write_row(out, &meta, categories, s),
             RowValues::Device(d) => write_device_row(out, &meta, categories, d).map(|()| true),

@@ -3,7 +3,7 @@
 
 use std::{
     fs::{self, File, OpenOptions},
-    io,
+    io::{self, Write},
     os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt},
     path::{Path, PathBuf},
     sync::{Arc, Mutex, PoisonError},
@@ -213,10 +213,9 @@ fn open_or_create(path: &Path, header: &str, row: &str, mode: u32) -> io::Result
 /// appeared meanwhile.
 fn create_with(path: &Path, header: &str, row: &str, mode: u32) -> io::Result<Option<File>> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let text = [header.as_bytes(), row.as_bytes()].concat();
     if let Some(mut f) = create_unnamed(dir, path, true)? {
         // Nothing to remove on failure: an unnamed file goes with its descriptor.
-        fill_new(&mut f, path, &text, mode)?;
+        fill_new(&mut f, path, header, row, mode)?;
         return match faults::check(path).and_then(|()| link_unnamed(&f, path)) {
             Ok(()) => Ok(Some(f)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
@@ -224,7 +223,7 @@ fn create_with(path: &Path, header: &str, row: &str, mode: u32) -> io::Result<Op
         };
     }
     let (mut f, tmp) = create_tmp(dir, true)?;
-    let result = fill_new(&mut f, &tmp, &text, mode).and_then(|()| {
+    let result = fill_new(&mut f, &tmp, header, row, mode).and_then(|()| {
         match faults::check(path).and_then(|()| fs::hard_link(&tmp, path)) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
@@ -235,18 +234,22 @@ fn create_with(path: &Path, header: &str, row: &str, mode: u32) -> io::Result<Op
     Ok(result?.then_some(f))
 }
 
-/// Writes `text` into the new file `f` (at `path`, for errors and the fault seam) in one call and
-/// gives it `mode`.
-fn fill_new(f: &mut File, path: &Path, text: &[u8], mode: u32) -> io::Result<()> {
-    let n = faults::write(f, path, text).map_err(|e| at(path, "writing", e))?;
-    if n != text.len() {
+/// Writes `header` and `row` into the new file `f` (at `path`, for errors and the fault seam)
+/// in one `writev` (a step's rows are tens of KiB: not joined into one buffer first) and gives
+/// it `mode`.
+fn fill_new(f: &mut File, path: &Path, header: &str, row: &str, mode: u32) -> io::Result<()> {
+    let total = header.len() + row.len();
+    let parts = [
+        io::IoSlice::new(header.as_bytes()),
+        io::IoSlice::new(row.as_bytes()),
+    ];
+    let n = faults::FaultyFile { file: f, path }
+        .write_vectored(&parts)
+        .map_err(|e| at(path, "writing", e))?;
+    if n != total {
         return Err(io::Error::new(
             io::ErrorKind::StorageFull,
-            format!(
-                "{}: short write ({n} of {} bytes)",
-                path.display(),
-                text.len()
-            ),
+            format!("{}: short write ({n} of {total} bytes)", path.display()),
         ));
     }
     faults::check(path)

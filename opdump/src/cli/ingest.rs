@@ -232,20 +232,25 @@ impl Session<'_> {
             return;
         };
         *got += 1;
-        let Some(k) = step.kernel(r.op_type(), r.op()) else {
-            return; // not wanted by the config
+        // The kernel handle (several hundred bytes) stays where `kernel` made it and is
+        // dropped there at the end of the block: not moved out of the `Option`, nor into
+        // a `drop` call.
+        let res = {
+            let kernel = step.kernel(r.op_type(), r.op());
+            let Some(k) = kernel.as_ref() else {
+                return; // not wanted by the config
+            };
+            // On the stack: a record has at most MAX_RANK dimensions.
+            let mut dims = [0usize; dump_core::wire::MAX_RANK];
+            for (d, &s) in dims.iter_mut().zip(r.shape()) {
+                *d = s as usize;
+            }
+            let shape = &dims[..r.shape().len()];
+            match r.io {
+                Io::Input => k.input_summary(r.slot, r.dtype, shape, r.summary, r.md5),
+                Io::Output => k.output_summary(r.slot, r.dtype, shape, r.summary, r.md5),
+            }
         };
-        // On the stack: a record has at most MAX_RANK dimensions.
-        let mut dims = [0usize; dump_core::wire::MAX_RANK];
-        for (d, &s) in dims.iter_mut().zip(r.shape()) {
-            *d = s as usize;
-        }
-        let shape = &dims[..r.shape().len()];
-        let res = match r.io {
-            Io::Input => k.input_summary(r.slot, r.dtype, shape, r.summary, r.md5),
-            Io::Output => k.output_summary(r.slot, r.dtype, shape, r.summary, r.md5),
-        };
-        drop(k);
         if let Err(e) = res {
             self.problem(offset, format!("stat record skipped: {e}"));
         }
