@@ -425,3 +425,126 @@ pub fn check_gather_oob_exception(rank: &Path, error: &str, diagnostics: &[Strin
     );
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
 }
+
+/// A statistic Dumper under `root` with `dump_mode`, `kernels` (a JSON list) and `iteration`.
+pub fn filtered_dumper(root: &Path, dump_mode: u32, kernels: &str, iteration: &str) -> Dumper {
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": {dump_mode}, "path": "{}", "net_name": "Net",
+        "iteration": "{iteration}", "saved_data": "statistic", "input_output": 0,
+        "kernels": {kernels}, "support_device": [0]}},
+        "e2e_dump_settings": {{"enable": true}}}}"#,
+        root.display()
+    );
+    let env = HashMap::<String, String>::new();
+    Dumper::builder()
+        .env(&env)
+        .options(DumpOptions::default())
+        .on_event(|_| {})
+        .open_json(text.into_bytes())
+        .unwrap()
+}
+
+/// The step directories of graph 0 under the dump root `root` (`rank_0/Net/0/{n}`), sorted.
+pub fn dumped_steps(root: &Path) -> Vec<u64> {
+    let mut steps: Vec<u64> = std::fs::read_dir(root.join("rank_0/Net/0"))
+        .map(|r| {
+            r.filter_map(|e| file_name(&e.unwrap().path()).parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    steps.sort();
+    steps
+}
+
+/// The `statistic.csv` rows of step `step` under the dump root `root` (header left out).
+pub fn rows_of_step(root: &Path, step: u64) -> Vec<String> {
+    let p = root.join(format!("rank_0/Net/0/{step}/statistic.csv"));
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    text.lines().skip(1).map(str::to_owned).collect()
+}
+
+/// Issue 28 item 2: steps that dump nothing take the adapter's fast path, and that path
+/// neither dumps what it should not nor skips what it should. `step` runs one step of
+/// fixture `cnn` through one adapter (the same adapter for every call, as a program keeps
+/// one) on the Dumper given. Under `root`:
+/// - a statistic dump of every kernel gives the rows of a full step;
+/// - `iteration` `0|2` over 4 steps: steps 0 and 2 in full, nothing of 1 and 3;
+/// - a `kernels` filter that rejects everything: no step directory at all;
+/// - a `kernels` filter selecting only the graph input `x`: its Parameter row, every step;
+/// - a disabled Dumper, then an enabled one on the same adapter (enabled mid-run): the
+///   enabled Dumper's steps in full;
+/// - `stop` then `start` on one Dumper: the stopped step dumps nothing, the next in full.
+pub fn check_quiet_steps(root: &Path, step: &mut dyn FnMut(&mut Dumper)) {
+    let rows_per_step = {
+        let at = root.join("all");
+        let mut d = dumper(&at, r#", "saved_data": "statistic""#);
+        step(&mut d);
+        let g = d.graph(0).expect("the adapter described its graph").clone();
+        d.close().unwrap();
+        let n = g
+            .nodes
+            .iter()
+            .map(|n| n.inputs.len() + n.outputs.len())
+            .sum::<usize>()
+            + g.parameters.iter().filter(|p| !p.is_weight).count();
+        assert_eq!(rows_of_step(&at, 0).len(), n, "a full statistic step");
+        n
+    };
+
+    let at = root.join("iteration");
+    let mut d = filtered_dumper(&at, 0, "[]", "0|2");
+    for _ in 0..4 {
+        step(&mut d);
+    }
+    d.close().unwrap();
+    assert_eq!(dumped_steps(&at), [0, 2], "iteration 0|2");
+    for s in [0, 2] {
+        assert_eq!(rows_of_step(&at, s).len(), rows_per_step, "step {s}");
+    }
+
+    let at = root.join("rejects-all");
+    let mut d = filtered_dumper(&at, 1, r#"["no-such-kernel"]"#, "all");
+    for _ in 0..2 {
+        step(&mut d);
+    }
+    let report = d.close().unwrap();
+    assert_eq!((report.rows, report.files), (0, 0), "{report:?}");
+    assert!(dumped_steps(&at).is_empty(), "{:?}", dumped_steps(&at));
+    assert_eq!(report.unused_kernels, ["no-such-kernel"]);
+
+    let at = root.join("input-only");
+    let mut d = filtered_dumper(&at, 1, r#"["name-regex(x)"]"#, "all");
+    for _ in 0..2 {
+        step(&mut d);
+    }
+    d.close().unwrap();
+    assert_eq!(dumped_steps(&at), [0, 1]);
+    for s in [0, 1] {
+        let rows = rows_of_step(&at, s);
+        assert_eq!(rows.len(), 1, "step {s}: {rows:?}");
+        assert!(rows[0].starts_with("Parameter,x,"), "{rows:?}");
+    }
+
+    let mut off = Dumper::disabled();
+    step(&mut off);
+    step(&mut off);
+    let at = root.join("enabled-mid-run");
+    let mut d = filtered_dumper(&at, 0, "[]", "all");
+    step(&mut d);
+    step(&mut d);
+    d.close().unwrap();
+    assert_eq!(dumped_steps(&at), [0, 1]);
+    for s in [0, 1] {
+        assert_eq!(rows_of_step(&at, s).len(), rows_per_step, "step {s}");
+    }
+
+    let at = root.join("stop-start");
+    let mut d = filtered_dumper(&at, 0, "[]", "all");
+    d.stop();
+    step(&mut d);
+    d.start();
+    step(&mut d);
+    d.close().unwrap();
+    assert_eq!(dumped_steps(&at), [1], "the stopped step 0 dumps nothing");
+    assert_eq!(rows_of_step(&at, 1).len(), rows_per_step);
+}

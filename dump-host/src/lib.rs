@@ -101,8 +101,8 @@ pub mod scope;
 pub mod writer;
 
 pub use dumper::{
-    DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, DumperBuilder, Element, Kernel,
-    MS_VERSION, NonFiniteAt, Planned, Session, Step, TensorRef, TriggerHandle,
+    DeviceTensor, DumpOptions, DumpPlan, DumpReport, Dumper, DumperBuilder, Element, GraphToken,
+    Kernel, MS_VERSION, NonFiniteAt, Planned, Session, Step, TensorRef, TriggerHandle,
 };
 pub use error::Error;
 

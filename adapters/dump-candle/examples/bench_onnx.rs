@@ -3,8 +3,15 @@
 //!
 //! ```sh
 //! ORT_DYLIB_PATH=$(adapters/dump-ort/ci/fetch-ort.sh) \
-//!     cargo run --release -p dump-candle --features onnx --example bench_onnx [-- STEPS]
+//!     cargo run --release -p dump-candle --features onnx --example bench_onnx \
+//!     [-- STEPS [MODELS [quiet]]]
 //! ```
+//!
+//! MODELS is a comma-separated list of fixtures (default `cnn.onnx,large.onnx`); `quiet`
+//! runs only the modes that dump nothing (the runtime alone, a disabled Dumper, the
+//! rejecting filters), with no flush or sync after any step, so no dumping mode's files and
+//! syncs run between their steps: the adapters' fixed cost per step on a small model (issue 28
+//! item 2).
 //!
 //! Modes: the runtime alone; the adapter with a disabled Dumper; statistic dump (default
 //! categories); tensor dump; full dump; a `kernels` filter that rejects every kernel; an
@@ -85,6 +92,7 @@ fn dumper(
     Dumper::builder()
         .env(&env)
         .options(DumpOptions::default())
+        .on_event(|_| {})
         .open_json(text.into_bytes())
         .map_err(|e| e.to_string())
 }
@@ -116,7 +124,7 @@ fn inputs(model: &Model, file: &str) -> Res<Vec<Feed>> {
 /// (the writer's or the kernel's write-back) land in another mode's step.
 fn rows(
     tag: &str,
-    steps: usize,
+    (steps, quiet): (usize, bool),
     mut plain: impl FnMut() -> Res<()>,
     mut step: impl FnMut(usize, &mut Dumper) -> Res<()>,
 ) -> Res<Vec<(String, f64)>> {
@@ -127,6 +135,9 @@ fn rows(
     // Mode 0 is the plain run; the others hold a Dumper and their dump directory.
     let mut dumpers: Vec<(Dumper, Option<PathBuf>)> = vec![(Dumper::disabled(), None)];
     for (mode, saved, dump_mode, kernels, iteration) in MODES {
+        if quiet && !mode.contains("rejects") {
+            continue;
+        }
         let root = std::env::temp_dir().join(format!(
             "opdump-bench-onnx-{}-{tag}-{saved}-{dump_mode}",
             std::process::id()
@@ -156,7 +167,9 @@ fn rows(
                 step(m - 1, &mut dumpers[m - 1].0)?;
             }
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            if m > 0 {
+            // The quiet modes write nothing: no flush or sync after any mode's step, so every
+            // mode's step follows the same kind of untimed work.
+            if m > 0 && !quiet {
                 let (d, root) = &mut dumpers[m - 1];
                 d.flush().map_err(|e| e.to_string())?;
                 if root.is_some() {
@@ -184,7 +197,7 @@ fn rows(
     Ok(out)
 }
 
-fn candle_rows(file: &str, steps: usize) -> Res<Vec<(String, f64)>> {
+fn candle_rows(file: &str, steps: (usize, bool)) -> Res<Vec<(String, f64)>> {
     let bytes = std::fs::read(fixture(file)).map_err(|e| format!("{file}: {e}"))?;
     let model = Model::parse(bytes.clone()).map_err(|e| e.to_string())?;
     let mut feed: HashMap<String, Tensor> = HashMap::new();
@@ -216,7 +229,7 @@ fn candle_rows(file: &str, steps: usize) -> Res<Vec<(String, f64)>> {
 fn ort_rows(
     env: &ort::environment::Environment,
     file: &str,
-    steps: usize,
+    steps: (usize, bool),
 ) -> Res<Vec<(String, f64)>> {
     use ort::session::{Session, SessionInputValue, builder::GraphOptimizationLevel};
     let bytes = std::fs::read(fixture(file)).map_err(|e| format!("{file}: {e}"))?;
@@ -278,16 +291,27 @@ fn main() -> Res<()> {
         .map(|s| s.parse().map_err(|e| format!("STEPS {s:?}: {e}")))
         .transpose()?
         .unwrap_or(15);
+    if steps == 0 {
+        return Err("STEPS must be at least 1".into());
+    }
+    let models = std::env::args()
+        .nth(2)
+        .unwrap_or_else(|| "cnn.onnx,large.onnx".to_owned());
+    let quiet = match std::env::args().nth(3).as_deref() {
+        None => false,
+        Some("quiet") => true,
+        Some(other) => return Err(format!("unknown option {other:?} (expected `quiet`)")),
+    };
     println!("runtime adapters, median of {steps} steps (ms/step, ratio vs the runtime alone)");
     println!(
         "{:<12} {:<11} {:<38} {:>10} {:>7}",
         "runtime", "model", "mode", "ms/step", "ratio"
     );
     let env = dump_ort::environment();
-    for file in ["cnn.onnx", "large.onnx"] {
-        print("candle-onnx", file, &candle_rows(file, steps)?);
+    for file in models.split(',') {
+        print("candle-onnx", file, &candle_rows(file, (steps, quiet))?);
         match &env {
-            Ok(env) => print("ort", file, &ort_rows(env, file, steps)?),
+            Ok(env) => print("ort", file, &ort_rows(env, file, (steps, quiet))?),
             Err(e) => println!("ort rows skipped: {e}"),
         }
     }

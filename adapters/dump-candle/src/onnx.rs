@@ -124,7 +124,13 @@ impl CandleRunner {
             }
         };
         values.extend(inputs);
-        self.model.dump_values(dumper, &values, view)?;
+        let step = self.model.begin_step(dumper)?;
+        if step.dumps_nothing() {
+            // Nothing of the model is dumped this step: no value is looked up.
+            ExposedModel::finish_quiet(step)?;
+        } else {
+            self.model.dump_begun(dumper, step, &values, view)?;
+        }
         Ok(self.model.take_outputs(|name| values.remove(name)))
     }
 }

@@ -164,3 +164,27 @@ fn exception_dump_writes_the_inputs_of_the_node_candle_fails_on() {
         &dump_onnx::OnnxRuntime::diagnostics(&r),
     );
 }
+
+/// Issue 28 item 2: the steps that dump nothing (disabled Dumper, rejected iteration, a
+/// `kernels` filter rejecting every node) look up no value; the shared check proves they
+/// dump nothing while the others still dump in full, on one runner whose Dumpers change
+/// mid-run.
+#[test]
+fn steps_that_dump_nothing_skip_the_values_and_the_others_dump_in_full() {
+    let tmp = Tmp::new("quiet");
+    let mut r = CandleRunner::new(model_bytes("cnn"), 0).unwrap();
+    let plain = r
+        .run(&mut dump_host::Dumper::disabled(), candle_inputs("cnn"))
+        .unwrap();
+    check_quiet_steps(&tmp.0, &mut |d| {
+        let out = r.run(d, candle_inputs("cnn")).unwrap();
+        let mut got: Vec<&String> = out.keys().collect();
+        let mut want: Vec<&String> = plain.keys().collect();
+        got.sort();
+        want.sort();
+        assert_eq!(
+            got, want,
+            "the model's declared outputs, whatever the step dumps"
+        );
+    });
+}

@@ -18,7 +18,7 @@ use std::{
     hash::Hash,
 };
 
-use dump_host::{Dumper, TensorRef};
+use dump_host::{Dumper, GraphToken, Step, TensorRef};
 
 use crate::{Error, Lookup, Model, OnnxDump, Values, with_outputs};
 
@@ -43,6 +43,9 @@ pub struct ExposedModel {
     narrowed: bool,
     /// Per node, whether the last Dumper asked about may dump its kernel.
     selected: Vec<bool>,
+    /// The graph token that Dumper held when `selected` was worked out: while a Dumper holds
+    /// the same token (the same Dumper, this same description), its answers are the same.
+    selected_for: Option<GraphToken>,
 }
 
 impl ExposedModel {
@@ -69,6 +72,7 @@ impl ExposedModel {
             all,
             narrowed: false,
             selected: Vec::new(),
+            selected_for: None,
         }
     }
 
@@ -81,8 +85,14 @@ impl ExposedModel {
     /// step). Returns `true` when what is exposed changed: the runtime must then evaluate
     /// [`exposed_bytes`](ExposedModel::exposed_bytes) afresh (ONNX Runtime keeps every graph
     /// output alive, so exposing the rejected nodes' values costs memory and time). Cheap
-    /// enough to call every step (one filter match per node).
+    /// enough to call every step (one filter match per node, none while the same Dumper
+    /// holds the same description of the graph: [`Dumper::graph_token`]).
     pub fn expose_for(&mut self, dumper: &Dumper) -> bool {
+        let token = dumper.graph_token(self.dump.graph_id());
+        if self.narrowed && token.is_some() && token == self.selected_for {
+            return false; // the same Dumper and description as when last asked
+        }
+        self.selected_for = token;
         let nodes = &self.dump.graph().nodes;
         self.selected.resize(nodes.len(), false);
         let mut same = self.narrowed;
@@ -120,6 +130,7 @@ impl ExposedModel {
     /// Exposes every node output again (as [`new`](ExposedModel::new) does).
     pub fn expose_all(&mut self) {
         self.exposed.clone_from(&self.all);
+        self.selected_for = None;
     }
 
     /// The model's bytes with every node output a graph output: what the runtime evaluates.
@@ -170,6 +181,39 @@ impl ExposedModel {
         K: Borrow<str> + Hash + Eq,
     {
         self.dump.dump_step(dumper, &ByName { values, view })
+    }
+
+    /// Begins the Dumper's next step for this graph ([`OnnxDump::begin_step`]). When the
+    /// step [dumps nothing](Step::dumps_nothing), a runtime skips collecting its values and
+    /// only [`finish_quiet`](ExposedModel::finish_quiet)es it; otherwise it hands the values
+    /// to [`dump_begun`](ExposedModel::dump_begun).
+    pub fn begin_step(&mut self, dumper: &mut Dumper) -> Result<Step, dump_host::Error> {
+        self.dump.begin_step(dumper)
+    }
+
+    /// [`dump_values`](ExposedModel::dump_values) into `step`, begun by
+    /// [`begin_step`](ExposedModel::begin_step) on `dumper`.
+    pub fn dump_begun<K, V>(
+        &mut self,
+        dumper: &Dumper,
+        step: Step,
+        values: &HashMap<K, V>,
+        view: View<V>,
+    ) -> Result<(), dump_host::Error>
+    where
+        K: Borrow<str> + Hash + Eq,
+    {
+        self.dump.dump_into(dumper, step, &ByName { values, view })
+    }
+
+    /// Ends a step that [dumps nothing](Step::dumps_nothing): finished when active (the
+    /// write failures of earlier steps are returned), dropped otherwise.
+    pub fn finish_quiet(step: Step) -> Result<(), dump_host::Error> {
+        if step.is_active() {
+            step.finish()
+        } else {
+            Ok(())
+        }
     }
 
     /// The node a runtime's error message names (quoted, `'name'` or `"name"`, as ONNX

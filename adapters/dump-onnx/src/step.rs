@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use dump_host::{Dumper, Kernel, TensorRef, config::OpDebugMode, graph::Graph};
+use dump_host::{Dumper, GraphToken, Kernel, Step, TensorRef, config::OpDebugMode, graph::Graph};
 
 use crate::{Model, describe};
 
@@ -39,6 +39,9 @@ pub struct OnnxDump {
     model: Model,
     graph: Graph,
     announced: bool,
+    /// The token of the description the last Dumper announced to holds
+    /// ([`Dumper::graph_token`]): while that Dumper still holds it, announcing is a switch.
+    token: Option<GraphToken>,
     diagnostics: BTreeSet<String>,
 }
 
@@ -50,6 +53,7 @@ impl OnnxDump {
             graph: describe::describe(&model),
             model,
             announced: false,
+            token: None,
             diagnostics: BTreeSet::new(),
         }
     }
@@ -67,6 +71,12 @@ impl OnnxDump {
     /// The graph id.
     pub fn graph_id(&self) -> u32 {
         self.graph_id
+    }
+
+    /// The token of this graph's description in the Dumper it was last announced to
+    /// (`None` before the first step).
+    pub fn token(&self) -> Option<GraphToken> {
+        self.token
     }
 
     /// Kernel names in execution (graph) order.
@@ -103,6 +113,9 @@ impl OnnxDump {
     /// The names of the graph inputs a run needs that `has` does not have, as one message
     /// naming what the model expects; `None` when all are there.
     pub fn missing_inputs(&self, has: impl Fn(&str) -> bool) -> Option<String> {
+        if self.model.graph.inputs.iter().all(|i| has(&i.name)) {
+            return None; // every step's case: nothing allocated
+        }
         let all: Vec<&str> = self
             .model
             .graph
@@ -125,8 +138,14 @@ impl OnnxDump {
     /// first time, and dumps the initializers as constants once. Called by every
     /// [`dump_step`](OnnxDump::dump_step), so several models can share one Dumper.
     pub fn announce(&mut self, dumper: &mut Dumper) -> Result<(), dump_host::Error> {
+        if self.token.is_some() && dumper.graph_token(self.graph_id) == self.token {
+            // This Dumper holds this very description: a switch, no graph compared.
+            dumper.switch_graph(self.graph_id);
+            return Ok(());
+        }
         // The same description again only switches graphs (nothing is rewritten).
         dumper.begin_graph_with(self.graph_id, &self.graph)?;
+        self.token = dumper.graph_token(self.graph_id);
         if self.announced {
             return Ok(());
         }
@@ -161,12 +180,37 @@ impl OnnxDump {
         dumper: &mut Dumper,
         values: &dyn Values,
     ) -> Result<(), dump_host::Error> {
+        let step = self.begin_step(dumper)?;
+        self.dump_into(dumper, step, values)
+    }
+
+    /// Announces the graph ([`announce`](OnnxDump::announce)) and begins the Dumper's next
+    /// step, for [`dump_into`](OnnxDump::dump_into): a runtime that learns from
+    /// [`Step::dumps_nothing`] that nothing is dumped this step skips collecting the values.
+    pub fn begin_step(&mut self, dumper: &mut Dumper) -> Result<Step, dump_host::Error> {
         self.announce(dumper)?;
-        let policy = dumper.useless_outputs().0;
-        let step = dumper.begin_step();
-        if !step.is_active() {
-            return Ok(());
+        Ok(dumper.begin_step())
+    }
+
+    /// [`dump_step`](OnnxDump::dump_step) into `step`, begun by
+    /// [`begin_step`](OnnxDump::begin_step) on `dumper`. A step that
+    /// [dumps nothing](Step::dumps_nothing) is only finished (when active): `values` is not
+    /// looked at.
+    pub fn dump_into(
+        &mut self,
+        dumper: &Dumper,
+        step: Step,
+        values: &dyn Values,
+    ) -> Result<(), dump_host::Error> {
+        if step.dumps_nothing() {
+            // No kernel or parameter of this graph is dumped: the step's bookkeeping only.
+            return if step.is_active() {
+                step.finish()
+            } else {
+                Ok(())
+            };
         }
+        let policy = dumper.useless_outputs().0;
         let mut sink = Sink {
             model: &self.model,
             diags: &mut self.diagnostics,

@@ -244,15 +244,23 @@ impl OrtRunner {
                 return Err(e);
             }
         };
-        let mut values: HashMap<&str, ValueRef<'_>> = HashMap::new();
-        for (k, v) in inputs {
-            values.insert(k, v.view());
-        }
-        for (k, v) in outputs.iter() {
-            values.insert(k, v);
-        }
-        let dumped = self.model.dump_values(dumper, &values, view);
-        drop(values);
+        let dumped = match self.model.begin_step(dumper) {
+            // Nothing of the model is dumped this step (a disabled Dumper, a step the
+            // iteration filter rejects, a `kernels` filter that rejects every node): no
+            // values are collected.
+            Ok(step) if step.dumps_nothing() => ExposedModel::finish_quiet(step),
+            Ok(step) => {
+                let mut values: HashMap<&str, ValueRef<'_>> = HashMap::new();
+                for (k, v) in inputs {
+                    values.insert(k, v.view());
+                }
+                for (k, v) in outputs.iter() {
+                    values.insert(k, v);
+                }
+                self.model.dump_begun(dumper, step, &values, view)
+            }
+            Err(e) => Err(e),
+        };
         let out = self.model.take_outputs(|name| outputs.remove(name));
         dumped?;
         Ok(out)

@@ -246,3 +246,29 @@ fn session_options_run_the_same_dump() {
         "{e}"
     );
 }
+
+/// Issue 28 item 2: the steps that dump nothing (disabled Dumper, rejected iteration, a
+/// `kernels` filter rejecting every node) skip collecting values; the shared check proves
+/// they dump nothing while the others still dump in full, on one runner whose Dumpers
+/// change mid-run.
+#[test]
+fn steps_that_dump_nothing_skip_the_values_and_the_others_dump_in_full() {
+    if !available() {
+        return;
+    }
+    let tmp = Tmp::new("quiet");
+    let mut r = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
+    let ins = ort_inputs("cnn");
+    let plain = r.run(&mut dump_host::Dumper::disabled(), &ins).unwrap();
+    check_quiet_steps(&tmp.0, &mut |d| {
+        let out = r.run(d, &ins).unwrap();
+        let mut got: Vec<&String> = out.keys().collect();
+        let mut want: Vec<&String> = plain.keys().collect();
+        got.sort();
+        want.sort();
+        assert_eq!(
+            got, want,
+            "the model's declared outputs, whatever the step dumps"
+        );
+    });
+}

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use dump_host::{Dumper, Kernel, config::OpDebugMode, graph::Graph};
+use dump_host::{Dumper, GraphToken, Kernel, config::OpDebugMode, graph::Graph};
 use tract_onnx::prelude::{
     TValue, TVec, Tensor, TractResult, TypedNode, TypedSimplePlan, TypedSimpleState,
 };
@@ -29,6 +29,9 @@ pub struct TractDump {
     args: Vec<Vec<(String, String)>>,
     described: Described,
     announced: bool,
+    /// The token of the description the last Dumper announced to holds
+    /// ([`Dumper::graph_token`]): while that Dumper still holds it, announcing is a switch.
+    token: Option<GraphToken>,
     diagnostics: Vec<String>,
     reported: HashSet<String>,
 }
@@ -106,6 +109,7 @@ impl TractDump {
             args,
             described,
             announced: false,
+            token: None,
             diagnostics: Vec::new(),
             reported: HashSet::new(),
         }
@@ -125,8 +129,14 @@ impl TractDump {
     /// Switches the Dumper to this graph, describing it first when the Dumper does not hold this
     /// very description yet, and dumps the constants once.
     fn announce(&mut self, dumper: &mut Dumper, plan: &TypedSimplePlan) -> Result<(), Error> {
+        if self.token.is_some() && dumper.graph_token(self.graph_id) == self.token {
+            // This Dumper holds this very description: a switch, no graph compared.
+            dumper.switch_graph(self.graph_id);
+            return Ok(());
+        }
         let known = dumper.graph(self.graph_id) == Some(&self.described.graph);
         dumper.begin_graph_with(self.graph_id, &self.described.graph)?;
+        self.token = dumper.graph_token(self.graph_id);
         if std::mem::replace(&mut self.announced, true) || known {
             return Ok(());
         }
@@ -172,14 +182,23 @@ impl TractDump {
         state: &mut TypedSimpleState,
         inputs: TVec<TValue>,
     ) -> Result<TVec<TValue>, Error> {
-        let plan = state.plan().clone();
-        self.announce(dumper, &plan)?;
-        let policy = dumper.useless_outputs().0;
+        self.announce(dumper, state.plan())?;
         let step = dumper.begin_step();
-        if !step.is_active() {
-            drop(step);
-            return state.run(inputs).map_err(Error::Tract);
+        if step.dumps_nothing() {
+            // No kernel or graph input of this plan is dumped this step (a disabled Dumper, a
+            // step the iteration filter rejects, a `kernels` filter that rejects every
+            // kernel): tract's own run, unhooked.
+            if !step.is_active() {
+                drop(step);
+                return state.run(inputs).map_err(Error::Tract);
+            }
+            let outputs = state.run(inputs);
+            let finished = step.finish();
+            let outputs = outputs.map_err(Error::Tract)?;
+            finished?;
+            return Ok(outputs);
         }
+        let policy = dumper.useless_outputs().0;
         let graph = &self.described.graph;
         let roles = &self.described.roles;
         let args = &self.args;

@@ -88,6 +88,7 @@ use dump_core::iteration::IterationSpec;
 pub use builder::DumperBuilder;
 pub use element::Element;
 pub use flight::NonFiniteAt;
+pub use graphs::GraphToken;
 pub use open::DumpOptions;
 pub use plan::{DumpPlan, MS_VERSION, Planned};
 pub use session::Session;
@@ -266,6 +267,8 @@ impl Dumper {
     /// (`ms_execution_order_graph_{id}.csv`, one full scope name per kernel).
     pub fn begin_graph(&mut self, graph_id: u32, execution_order: &[&str]) -> Result<(), Error> {
         self.graph = graph_id;
+        // The kernels are named by this order now, not by a description.
+        self.graphs.unsettle(graph_id);
         // CANN's GE layout holds dump files only.
         if let Some(s) = self.shared.as_ref().filter(|s| s.plan.ge.is_none()) {
             match &s.recorder {
@@ -307,7 +310,8 @@ impl Dumper {
         if self.graphs.get(graph_id) == Some(graph) {
             return Ok(());
         }
-        self.graphs.insert(graph_id, graph);
+        let quiet = self.dumps_none_of(graph);
+        self.graphs.insert(graph_id, graph, quiet);
         if let Some(s) = self.shared.as_ref().filter(|s| s.plan.ge.is_none()) {
             match &s.recorder {
                 Some(r) => {
@@ -324,6 +328,47 @@ impl Dumper {
     /// Graph `graph_id` as described to [`begin_graph_with`](Dumper::begin_graph_with).
     pub fn graph(&self, graph_id: u32) -> Option<&crate::graph::Graph> {
         self.graphs.get(graph_id)
+    }
+
+    /// The token of the description of graph `graph_id` this Dumper holds (`None`: not
+    /// described). Every [`begin_graph_with`](Dumper::begin_graph_with) that records a
+    /// description gives a new token, unique in the process, so a runtime that kept the token
+    /// after describing its graph learns from one comparison that this very Dumper still
+    /// holds that description, and can [`switch_graph`](Dumper::switch_graph) instead of
+    /// handing the description again (which compares whole graphs).
+    ///
+    /// ```
+    /// # use dump_host::{Dumper, graph::Graph};
+    /// let mut dumper = Dumper::disabled();
+    /// let graph = Graph::default();
+    /// dumper.begin_graph_with(0, &graph).unwrap();
+    /// let token = dumper.graph_token(0);
+    /// assert!(token.is_some());
+    /// dumper.begin_graph_with(0, &graph).unwrap(); // the same description: kept
+    /// assert_eq!(dumper.graph_token(0), token);
+    /// assert_ne!(Dumper::disabled().graph_token(0), token);
+    /// ```
+    pub fn graph_token(&self, graph_id: u32) -> Option<GraphToken> {
+        self.graphs.token(graph_id)
+    }
+
+    /// Whether no step of this Dumper can dump any kernel or parameter of `graph`: disabled,
+    /// or every kernel and parameter name is rejected by the `kernels` filter (and the GE
+    /// layout's layers), with nothing else looking at kernels (watcher mode, an overflow or
+    /// exception dump). Asked once per description; marks no `kernels` entry used.
+    fn dumps_none_of(&self, graph: &crate::graph::Graph) -> bool {
+        match self.shared.as_deref() {
+            None => true,
+            Some(s) => {
+                s.plan.op_debug_mode == crate::config::OpDebugMode::Off
+                    && s.watcher.is_none()
+                    && !graph.nodes.iter().any(|n| self.may_dump_kernel(&n.name))
+                    && !graph
+                        .parameters
+                        .iter()
+                        .any(|p| s.plan.kernels.would_match(&p.name))
+            }
+        }
     }
 
     /// Whether outputs marked useless are dumped (`MINDSPORE_DUMP_IGNORE_USELESS_OUTPUT=0`),
@@ -356,7 +401,8 @@ impl Dumper {
         self.steps.1 += u64::from(active);
         self.begun_since_step = true;
         self.session_moves_to(n, active);
-        Step::new(self.shared.clone(), self.graph, n, active)
+        let quiet = !active || self.graphs.quiet(self.graph);
+        Step::new(self.shared.clone(), self.graph, n, active).with_quiet(quiet)
     }
 
     /// Whether step `n` dumps anything: enabled, and `iteration` selects it (or exception

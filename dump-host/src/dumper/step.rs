@@ -36,6 +36,8 @@ pub struct Step {
     graph: u32,
     iteration: u64,
     active: bool,
+    /// Nothing of the step's graph can be dumped (see [`Step::dumps_nothing`]).
+    quiet: bool,
     dir: PathBuf,
     /// The statistics table of `dir` (resolved once, not per row).
     csv: PathBuf,
@@ -138,6 +140,7 @@ impl Step {
             graph,
             iteration,
             active,
+            quiet: !active,
             dir,
             csv,
             ensured: AtomicU64::new(0),
@@ -147,6 +150,13 @@ impl Step {
             ge_tasks: std::sync::atomic::AtomicU32::new(0),
             watched,
         }
+    }
+
+    /// Marks the step as one that dumps nothing of its graph (`true`), as the Dumper found
+    /// when the graph was described. An inactive step is quiet whatever this says.
+    pub(crate) fn with_quiet(mut self, quiet: bool) -> Self {
+        self.quiet = quiet || !self.active;
+        self
     }
 
     /// Where this step's tensors go (held by the flight recorder, or the step's directory).
@@ -215,6 +225,46 @@ impl Step {
     /// Whether this step dumps anything (`iteration` matched and dumping is enabled).
     pub fn is_active(&self) -> bool {
         self.active
+    }
+
+    /// `true` when this step dumps nothing of its graph, decided once when the step began:
+    /// it is not [active](Step::is_active), or its graph was described to the Dumper
+    /// ([`begin_graph_with`](crate::Dumper::begin_graph_with)) and no kernel or parameter of
+    /// that description can be dumped by any step (the `kernels` filter rejects every name;
+    /// no watcher mode, overflow or exception dump). A runtime that reports only that graph's
+    /// kernels and parameters can then run the step unhooked, skipping its per-kernel calls;
+    /// it still [finishes](Step::finish) an active step (the write failures of earlier steps,
+    /// a flight recorder's step). `false` means a kernel may be dumped: ask
+    /// [`kernel`](Step::kernel) as usual.
+    ///
+    /// ```
+    /// # use dump_host::{Dumper, graph::{Graph, Node}};
+    /// # let node = |op: &str, name: &str| Node {
+    /// #     name: name.into(), op_type: op.into(), inputs: vec![], outputs: vec![],
+    /// #     scope: String::new(), source: None,
+    /// # };
+    /// # let dir = std::env::temp_dir().join(format!("dumps-nothing-doc-{}", std::process::id()));
+    /// let config = format!(
+    ///     r#"{{"common_dump_settings": {{"dump_mode": 1, "path": "{}", "net_name": "Net",
+    ///        "iteration": "0|2", "saved_data": "statistic", "input_output": 0,
+    ///        "kernels": ["Default/conv1/Conv-op0"], "support_device": [0]}},
+    ///        "e2e_dump_settings": {{"enable": true}}}}"#,
+    ///     dir.display()
+    /// );
+    /// let mut dumper = Dumper::builder().open_json(config.into_bytes()).unwrap();
+    /// let mut graph = Graph::default();
+    /// graph.nodes.push(node("Relu", "Default/relu/Relu-op0"));
+    /// dumper.begin_graph_with(0, &graph).unwrap();
+    /// assert!(dumper.begin_step().dumps_nothing()); // the filter rejects every kernel
+    /// graph.nodes.push(node("Conv", "Default/conv1/Conv-op0"));
+    /// dumper.begin_graph_with(0, &graph).unwrap();
+    /// assert!(dumper.begin_step().dumps_nothing()); // step 1: iteration rejects it
+    /// assert!(!dumper.begin_step().dumps_nothing()); // step 2 may dump the conv
+    /// # drop(dumper);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// ```
+    pub fn dumps_nothing(&self) -> bool {
+        self.quiet
     }
 
     /// The iteration directory of this step.

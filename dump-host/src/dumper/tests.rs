@@ -516,3 +516,144 @@ fn summary_rows_refuse_what_a_summary_cannot_give() {
         let _ = std::fs::remove_dir_all(&r);
     }
 }
+
+/// A statistic Dumper under `root` with `dump_mode`, `kernels` (a JSON list), `iteration`
+/// and the extra common settings `extra`.
+fn filtered(root: &Path, dump_mode: u32, kernels: &str, iteration: &str, extra: &str) -> Dumper {
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": {dump_mode}, "path": "{}", "net_name": "Net",
+        "iteration": "{iteration}", "saved_data": "statistic", "input_output": 0,
+        "kernels": {kernels}, "support_device": [0]{extra}}},
+        "e2e_dump_settings": {{"enable": true}}}}"#,
+        root.display()
+    );
+    Dumper::builder()
+        .env(&HashMap::<String, String>::new())
+        .options(DumpOptions::default())
+        .on_event(|_| {})
+        .open_json(text.into_bytes())
+        .unwrap()
+}
+
+/// Graph input `x` into `Default/conv1/Conv-op0`, then `Default/relu1/Relu-op1`.
+fn two_kernels() -> crate::graph::Graph {
+    use crate::graph::{Graph, Input, Node, Output, Parameter};
+    let node = |op: &str, name: &str, input: Input| Node {
+        name: name.into(),
+        op_type: op.into(),
+        inputs: vec![input],
+        outputs: vec![Output::new(&format!("{name}:0"), None, &[])],
+        scope: String::new(),
+        source: None,
+    };
+    let mut g = Graph::new("kernel_graph0");
+    g.parameters.push(Parameter::input("x", None, &[]));
+    g.nodes
+        .push(node("Conv", "Default/conv1/Conv-op0", Input::Parameter(0)));
+    g.nodes.push(node(
+        "Relu",
+        "Default/relu1/Relu-op1",
+        Input::Node { node: 0, output: 0 },
+    ));
+    g
+}
+
+/// `dumps_nothing` of steps 0..n of `d` on the two-kernel graph.
+fn quiet_steps(d: &mut Dumper, n: usize) -> Vec<bool> {
+    d.begin_graph_with(0, &two_kernels()).unwrap();
+    (0..n).map(|_| d.begin_step().dumps_nothing()).collect()
+}
+
+#[test]
+fn a_step_dumps_nothing_only_when_no_kernel_or_parameter_of_its_graph_can_be_dumped() {
+    let r = root("quiet");
+    let mut disabled = Dumper::disabled();
+    assert_eq!(quiet_steps(&mut disabled, 2), [true, true]);
+
+    // The iteration filter decides per step.
+    let mut d = filtered(&r.join("it"), 0, "[]", "0|2", "");
+    assert_eq!(quiet_steps(&mut d, 4), [false, true, false, true]);
+
+    // A kernels filter that rejects every kernel and the graph input: every step.
+    let mut d = filtered(&r.join("none"), 1, r#"["no-such-kernel"]"#, "all", "");
+    assert_eq!(quiet_steps(&mut d, 2), [true, true]);
+    // ... but not after `begin_graph`: its kernels are named by an execution order.
+    d.begin_graph(0, &["Default/no-such-kernel"]).unwrap();
+    assert!(!d.begin_step().dumps_nothing());
+
+    // One kernel selected (by name or op type), or only the graph input: not quiet.
+    for kernels in [
+        r#"["Default/relu1/Relu-op1"]"#,
+        r#"["conv"]"#,
+        r#"["name-regex(x)"]"#,
+    ] {
+        let mut d = filtered(&r.join("one"), 1, kernels, "all", "");
+        assert_eq!(quiet_steps(&mut d, 1), [false], "{kernels}");
+        // Asking marked no entry used.
+        assert_eq!(d.plan().unwrap().kernels.unused_entries().len(), 1);
+    }
+
+    // Exception and overflow dumps look at every kernel whatever the filter.
+    for mode in [3, 4] {
+        let extra = format!(r#", "op_debug_mode": {mode}"#);
+        let mut d = filtered(&r.join("debug"), 1, r#"["no-such-kernel"]"#, "all", &extra);
+        assert_eq!(quiet_steps(&mut d, 1), [false], "op_debug_mode {mode}");
+    }
+
+    // Watcher mode reads kernels the filter rejects.
+    let text = format!(
+        r#"{{"common_dump_settings": {{"dump_mode": 1, "path": "{}", "net_name": "Net",
+        "iteration": "all", "saved_data": "statistic", "input_output": 0,
+        "kernels": ["no-such-kernel"], "support_device": [0]}},
+        "e2e_dump_settings": {{"enable": true}}}}"#,
+        r.join("watch").display()
+    );
+    let mut d = Dumper::builder()
+        .env(&HashMap::<String, String>::new())
+        .options(DumpOptions::default())
+        .on_event(|_| {})
+        .watcher(crate::config::WatcherConfig::new(
+            ["Default/conv1/Conv-op0".to_owned()],
+            Vec::<String>::new(),
+        ))
+        .open_json(text.into_bytes())
+        .unwrap();
+    assert_eq!(quiet_steps(&mut d, 1), [false]);
+    drop(d);
+    let _ = std::fs::remove_dir_all(&r);
+}
+
+#[test]
+fn graph_tokens_name_one_description_of_one_dumper() {
+    let r = root("tokens");
+    let g = two_kernels();
+    let (mut a, mut b) = (
+        filtered(&r.join("a"), 0, "[]", "all", ""),
+        filtered(&r.join("b"), 0, "[]", "all", ""),
+    );
+    assert_eq!(a.graph_token(0), None);
+    a.begin_graph_with(0, &g).unwrap();
+    b.begin_graph_with(0, &g).unwrap();
+    let ta = a.graph_token(0).unwrap();
+    assert_ne!(
+        Some(ta),
+        b.graph_token(0),
+        "two Dumpers never share a token"
+    );
+    a.begin_graph_with(0, &g).unwrap();
+    assert_eq!(a.graph_token(0), Some(ta), "the same description is kept");
+    let mut other = g.clone();
+    other.nodes.pop();
+    a.begin_graph_with(0, &other).unwrap();
+    let t2 = a.graph_token(0).unwrap();
+    assert_ne!(t2, ta, "a new description, a new token");
+    a.begin_graph_with(0, &g).unwrap();
+    assert_ne!(
+        a.graph_token(0),
+        Some(ta),
+        "described again: not the old token"
+    );
+    assert_eq!(a.graph_token(1), None);
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(&r);
+}
