@@ -242,7 +242,6 @@ fn a_kernel_larger_than_the_direct_write_size_spills_and_reads_back_the_same() {
             budget_bytes: 1 << 20,
             direct_write_bytes: 1000,
             nice: 0,
-            pager: true,
         },
         ..DumpOptions::default()
     };
