@@ -256,8 +256,6 @@ impl Budget {
                 }
                 st.idle_bytes += cap;
                 st.idle.entry(cap).or_default().push(buf);
-                self.peak
-                    .fetch_max(st.used + st.idle_bytes, Ordering::Relaxed);
                 self.freed.notify_all();
             }
         }
