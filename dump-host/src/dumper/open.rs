@@ -144,19 +144,6 @@ impl DumpOptions {
             }
             o.writer.nice = n;
         }
-        if let Some(v) = env.var("OPDUMP_WRITER_PAGER").filter(|v| !v.is_empty()) {
-            o.writer.pager = match v.as_str() {
-                "1" => true,
-                "0" => false,
-                _ => {
-                    return Err(bad(
-                        "OPDUMP_WRITER_PAGER",
-                        v,
-                        "expected 1 (map copy buffers ahead on a thread of their own) or 0",
-                    ));
-                }
-            };
-        }
         if let Some(ms) = number::<u64>(
             env,
             "OPDUMP_MSPROBE_COMMIT_MS",
@@ -561,7 +548,6 @@ mod tests {
             ("OPDUMP_MEMORY_BUDGET_MB", "64"),
             ("OPDUMP_DIRECT_WRITE_MB", "2"),
             ("OPDUMP_WRITER_NICE", "0"),
-            ("OPDUMP_WRITER_PAGER", "0"),
         ]))
         .unwrap();
         assert_eq!(
@@ -571,12 +557,8 @@ mod tests {
                 budget_bytes: 64 << 20,
                 direct_write_bytes: 2 << 20,
                 nice: 0,
-                pager: false,
             }
         );
-        assert!(WriterConfig::default().pager);
-        let e = DumpOptions::from_env(&env(&[("OPDUMP_WRITER_PAGER", "yes")])).unwrap_err();
-        assert!(e.to_string().contains("OPDUMP_WRITER_PAGER"), "{e}");
         assert_eq!(WriterConfig::default().nice, 10);
         let o = DumpOptions::from_env(&env(&[("OPDUMP_WRITER_NICE", "19")])).unwrap();
         assert_eq!(o.writer.nice, 19);

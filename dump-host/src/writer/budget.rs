@@ -8,10 +8,7 @@ use std::{
     },
 };
 
-use super::{CopyBuf, copy_buf::MAP_MIN};
-
-/// Most buffer sizes a [`Budget::run_pager`] thread is asked for at once (more are dropped).
-const MAX_WANTS: usize = 4096;
+use super::CopyBuf;
 
 /// Bounds the bytes held by queued and running write jobs **and** by idle copy buffers kept for
 /// reuse ([`BufferPool`](super::BufferPool)): both are memory opdump holds, so both count.
@@ -25,8 +22,6 @@ pub struct Budget {
     limit: usize,
     state: Mutex<State>,
     freed: Condvar,
-    /// Wakes the pager (see [`run_pager`](Budget::run_pager)).
-    wanted: Condvar,
     peak: AtomicUsize,
 }
 
@@ -37,11 +32,6 @@ struct State {
     /// Idle buffers by capacity, and their total capacity.
     idle: BTreeMap<usize, Vec<CopyBuf>>,
     idle_bytes: usize,
-    /// Whether a pager thread serves `wants`.
-    paging: bool,
-    /// Sizes of mapped buffers taken since the pager last looked: it maps the like for the
-    /// next takers.
-    wants: Vec<usize>,
 }
 
 impl State {
@@ -79,7 +69,6 @@ impl Budget {
             limit,
             state: Mutex::new(State::default()),
             freed: Condvar::new(),
-            wanted: Condvar::new(),
             peak: AtomicUsize::new(0),
         }
     }
@@ -147,18 +136,13 @@ impl Budget {
     pub(crate) fn take_buffer(&self, len: usize, overhead: usize) -> (CopyBuf, usize) {
         let most = len.saturating_mul(2).max(len.saturating_add(4096));
         let mut freed = Vec::new();
-        let (mut st, reused) =
-            self.admit(len.saturating_add(overhead), overhead, &mut freed, |st| {
-                // Reusing an idle buffer moves its bytes from idle to used: only `overhead` more.
-                let cap = *st.idle.range(len..=most).next()?.0;
-                (st.used + st.idle_bytes + overhead <= self.limit || st.used == 0)
-                    .then(|| st.pop_idle(cap))
-                    .flatten()
-            });
-        if st.paging && len >= MAP_MIN && st.wants.len() < MAX_WANTS {
-            st.wants.push(len);
-            self.wanted.notify_one();
-        }
+        let (st, reused) = self.admit(len.saturating_add(overhead), overhead, &mut freed, |st| {
+            // Reusing an idle buffer moves its bytes from idle to used: only `overhead` more.
+            let cap = *st.idle.range(len..=most).next()?.0;
+            (st.used + st.idle_bytes + overhead <= self.limit || st.used == 0)
+                .then(|| st.pop_idle(cap))
+                .flatten()
+        });
         drop(st);
         drop(freed);
         match reused {
@@ -216,62 +200,6 @@ impl Budget {
         st.idle_bytes += cap;
         st.idle.entry(cap).or_default().push(buf);
         self.freed.notify_all();
-    }
-
-    /// The pager: run on a thread of its own (the writer's), until [`stop_pager`](Self::stop_pager).
-    /// Each buffer of [`MAP_MIN`] bytes or more taken (fresh or idle) asks it for one like it,
-    /// which it maps (pages populated) and keeps idle, while no idle buffer would serve that
-    /// size and the jobs and idle buffers leave at least half of the budget free. A producer
-    /// that outpaces the writer (all earlier copies still queued) then finds its buffers ready
-    /// instead of faulting fresh pages in on its own thread; a producer whose buffers come back
-    /// in time asks for nothing new.
-    pub(crate) fn run_pager(&self) {
-        let mut st = self.lock();
-        loop {
-            while st.wants.is_empty() && st.paging {
-                st = self.wanted.wait(st).unwrap_or_else(PoisonError::into_inner);
-            }
-            if !st.paging {
-                st.wants.clear();
-                return;
-            }
-            let wants = std::mem::take(&mut st.wants);
-            for len in wants {
-                let most = len.saturating_mul(2).max(len.saturating_add(4096));
-                if !st.paging || st.idle.range(len..=most).next().is_some() {
-                    continue;
-                }
-                if st.used + st.idle_bytes + len > self.limit / 2 {
-                    break;
-                }
-                drop(st);
-                let buf = CopyBuf::with_capacity(len);
-                st = self.lock();
-                let cap = buf.capacity();
-                if st.used + st.idle_bytes + cap > self.limit / 2 {
-                    drop(st);
-                    drop(buf);
-                    st = self.lock();
-                    break;
-                }
-                st.idle_bytes += cap;
-                st.idle.entry(cap).or_default().push(buf);
-                self.freed.notify_all();
-            }
-        }
-    }
-
-    /// Lets takers ask for buffers (before [`run_pager`](Self::run_pager) runs on its thread).
-    pub(crate) fn start_paging(&self) {
-        self.lock().paging = true;
-    }
-
-    /// Ends [`run_pager`](Self::run_pager) (its thread returns soon after).
-    pub(crate) fn stop_pager(&self) {
-        let mut st = self.lock();
-        st.paging = false;
-        st.wants.clear();
-        self.wanted.notify_all();
     }
 
     /// Frees every idle buffer.
@@ -371,71 +299,6 @@ mod tests {
         assert!(got.capacity() >= 80);
         assert_eq!(b.in_use(), cost);
         assert!(b.peak() <= 100);
-    }
-
-    /// Waits up to `ms` for `cond` on `b` (the pager runs on its own thread).
-    fn eventually(b: &Budget, ms: u64, cond: impl Fn(&Budget) -> bool) -> bool {
-        let t = std::time::Instant::now();
-        while !cond(b) {
-            if t.elapsed() > Duration::from_millis(ms) {
-                return false;
-            }
-            thread::sleep(Duration::from_millis(2));
-        }
-        true
-    }
-
-    #[test]
-    fn the_pager_maps_ahead_what_was_taken_and_stays_in_half_the_budget() {
-        const K: usize = 1 << 10;
-        let b = Arc::new(Budget::new(1024 * K));
-        b.start_paging();
-        let b2 = Arc::clone(&b);
-        let pager = thread::spawn(move || b2.run_pager());
-        // A producer outpacing the writer: its copies stay charged.
-        let (first, c1) = b.take_buffer(100 * K, 0);
-        assert!(first.is_mapped());
-        assert!(
-            eventually(&b, 5000, |b| b.idle_bytes() >= 100 * K),
-            "the pager mapped a buffer like it"
-        );
-        let idle = b.idle_bytes();
-        let (second, c2) = b.take_buffer(100 * K, 0);
-        assert_eq!(second.capacity(), first.capacity(), "the pager's buffer");
-        // Taken from idle (the pager may have mapped its replacement already).
-        let now = b.idle_bytes();
-        assert!(
-            now == idle - second.capacity() || now == idle,
-            "{idle} -> {now}"
-        );
-        // Small buffers (on the heap) ask for nothing.
-        let (small, c3) = b.take_buffer(MAP_MIN - 1, 0);
-        // Taking the pager's buffer asked for another; never past half the budget.
-        let mut held = vec![(first, c1), (second, c2), (small, c3)];
-        for _ in 0..6 {
-            let _ = eventually(&b, 200, |b| b.idle_bytes() >= 100 * K);
-            held.push(b.take_buffer(100 * K, 0));
-            assert!(b.peak() <= 1024 * K, "{}", b.peak());
-        }
-        // 8 x 100 KiB held, more than half the budget: the wants of the last takes are not
-        // served.
-        thread::sleep(Duration::from_millis(100));
-        assert!(b.in_use() > 512 * K);
-        assert_eq!(b.idle_bytes(), 0, "nothing mapped past half the budget");
-        b.stop_pager();
-        pager.join().unwrap();
-        for (buf, cost) in held {
-            b.keep_idle(buf);
-            b.release(cost);
-        }
-        // Stopped: takes ask for nothing more.
-        b.clear_idle();
-        let (buf, cost) = b.take_buffer(100 * K, 0);
-        thread::sleep(Duration::from_millis(20));
-        assert_eq!(b.idle_bytes(), 0);
-        assert!(b.lock().wants.is_empty());
-        b.release(cost);
-        drop(buf);
     }
 
     #[test]

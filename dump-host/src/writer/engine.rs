@@ -54,13 +54,6 @@ pub struct WriterConfig {
     /// dumped step. A producer that waits for budget sleeps, so the writer then runs. Default
     /// [`DEFAULT_WRITER_NICE`] (BENCHMARKS.md, "Digests on the writer threads").
     pub nice: i32,
-    /// A thread that maps copy buffers ahead of the producers (default `true`): each buffer of
-    /// 32 KiB or more a producer takes asks it for one of the same size, so a producer that
-    /// outpaces the writer (its earlier copies still queued) finds pages ready instead of
-    /// faulting them in on its own thread. It runs at the producer's priority, keeps at most
-    /// half of the budget idle and does nothing while buffers come back in time. Ignored
-    /// without worker threads.
-    pub pager: bool,
 }
 
 /// The default [`WriterConfig::nice`].
@@ -78,7 +71,6 @@ impl Default for WriterConfig {
             budget_bytes: 256 << 20,
             direct_write_bytes: DEFAULT_DIRECT_WRITE_BYTES,
             nice: DEFAULT_WRITER_NICE,
-            pager: true,
         }
     }
 }
@@ -133,8 +125,6 @@ impl std::error::Error for WriteErrors {}
 pub struct Writer {
     tx: Option<Sender<(Job, usize)>>,
     workers: Vec<JoinHandle<()>>,
-    /// The thread running [`Budget::run_pager`], if any.
-    pager: Option<JoinHandle<()>>,
     budget: Arc<Budget>,
     errors: Arc<ErrorLog>,
     written: Arc<Tally>,
@@ -190,7 +180,6 @@ impl Writer {
             return Writer {
                 tx: None,
                 workers: Vec::new(),
-                pager: None,
                 budget,
                 errors,
                 written: Arc::default(),
@@ -226,24 +215,9 @@ impl Writer {
             .collect::<Vec<_>>();
         // If no thread could be spawned, fall back to synchronous writing.
         let tx = (!workers.is_empty()).then_some(tx);
-        let pager = (cfg.pager && tx.is_some())
-            .then(|| {
-                budget.start_paging();
-                let b = Arc::clone(&budget);
-                // Not lowered: the producers wait for what it maps.
-                let spawned = std::thread::Builder::new()
-                    .name("opdump-pager".into())
-                    .spawn(move || b.run_pager());
-                if spawned.is_err() {
-                    budget.stop_pager();
-                }
-                spawned.ok()
-            })
-            .flatten();
         Writer {
             tx,
             workers,
-            pager,
             budget,
             errors,
             written: Arc::default(),
@@ -365,10 +339,6 @@ impl Writer {
         self.tx = None;
         for w in self.workers.drain(..) {
             let _ = w.join();
-        }
-        if let Some(p) = self.pager.take() {
-            self.budget.stop_pager();
-            let _ = p.join();
         }
         r
     }

@@ -5,9 +5,7 @@
 //! [`WriterConfig::direct_write_bytes`](super::WriterConfig::direct_write_bytes) and more are
 //! written directly from the caller's memory instead. Fresh allocations of large buffers cost
 //! page faults and zeroing that can exceed the copy itself; reusing the buffers of finished
-//! writes avoids them. When no finished write has given its buffer back yet (a producer
-//! outpacing the writer), the writer's pager thread (`Budget::run_pager`) maps the buffers
-//! ahead, off the producer's thread.
+//! writes avoids them.
 //!
 //! Idle buffers are charged to the writer's [`Budget`] like queued jobs, so the memory opdump
 //! holds for copies (queued, being written, or idle) stays within the budget: idle buffers are
