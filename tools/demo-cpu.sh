@@ -1,7 +1,7 @@
 #!/bin/bash
 # CPU per thread of whole `opdump demo --steps 20 --batch 8` runs, binaries interleaved: `perf
 # record -e task-clock -F 4000` (a sample is 250 us of CPU), grouped into the runtime thread,
-# the writer threads and the pager; prints the median ms per group and binary. Readable under a
+# the writer threads and any other thread; prints the median ms per group and binary. Readable under a
 # load that makes step times useless (BENCHMARKS.md, "files linked into place from O_TMPFILE").
 # usage: tools/demo-cpu.sh ROUNDS OUTDIR BIN...   (needs perf; the dump goes to OUTDIR/od-cpu)
 R=$1; O=$2; shift 2

@@ -2,7 +2,7 @@
 # Interleaved rounds of `opdump demo` for any number of binaries or wrapper scripts (same parsing
 # and output as tools/demo-rounds.sh, without its nice-0 variant); OUTBASE picks the file system
 # (default /tmp). A wrapper script sets a switch, e.g.
-#   printf '#!/bin/sh\nOPDUMP_WRITER_PAGER=0 exec target/release/opdump "$@"\n' > /tmp/opdump-nopager
+#   printf '#!/bin/sh\nOPDUMP_NAMED_TEMPORARIES=1 exec target/release/opdump "$@"\n' > /tmp/opdump-named
 # usage: tools/demo-rounds-n.sh ROUNDS STEPS BATCH BIN...
 set -eu
 R=$1; S=$2; B=$3; shift 3
