@@ -445,7 +445,7 @@ pub fn u64_str(mut v: u64) -> U64Buf {
 /// [`U64_DIGITS`]); returns how many. For a row writer with room to spare: no intermediate
 /// buffer, no copy. Bytes of `dst` after the digits may be overwritten (with zeros).
 ///
-/// Eight digits at a time in one register ([`eight_digits`]): a 16-digit timestamp is two
+/// Eight digits at a time in one register (`eight_digits`): a 16-digit timestamp is two
 /// independent conversions instead of a chain of eight dependent divisions.
 ///
 /// ```
