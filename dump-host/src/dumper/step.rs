@@ -7,7 +7,7 @@
 use std::{
     path::PathBuf,
     sync::{
-        Arc, Mutex,
+        Arc, Mutex, OnceLock,
         atomic::{AtomicU64, Ordering},
     },
 };
@@ -38,9 +38,11 @@ pub struct Step {
     active: bool,
     /// Nothing of the step's graph can be dumped (see [`Step::dumps_nothing`]).
     quiet: bool,
-    dir: PathBuf,
+    /// The step's directory, made on first use ([`Step::dir`]): a step that dumps nothing
+    /// never builds its paths.
+    dir: OnceLock<PathBuf>,
     /// The statistics table of `dir` (resolved once, not per row).
-    csv: PathBuf,
+    csv: OnceLock<PathBuf>,
     /// The directory-check epoch + 1 in which `dir` was last ensured (0: not yet).
     ensured: AtomicU64,
     used: std::sync::atomic::AtomicBool,
@@ -111,12 +113,7 @@ impl Step {
         iteration: u64,
         active: bool,
     ) -> Self {
-        let dir = shared.as_deref().map_or_else(PathBuf::new, |s| {
-            s.out.tree.layout().iteration_dir(graph, iteration)
-        });
-        let csv = shared
-            .as_deref()
-            .map_or_else(PathBuf::new, |s| s.out.tree.layout().statistic_csv(&dir));
+        let dir = OnceLock::new();
         let doc = shared
             .as_deref()
             .filter(|s| active && s.plan.msprobe.is_some())
@@ -129,7 +126,8 @@ impl Step {
                 let d = doc
                     .as_ref()
                     .and_then(|d| HeldDoc::new(&s.plan, iteration, Arc::clone(d)));
-                Arc::new(StepRecord::new(graph, iteration, &dir, true).with_doc(d))
+                let at = dir.get_or_init(|| s.out.tree.layout().iteration_dir(graph, iteration));
+                Arc::new(StepRecord::new(graph, iteration, at, true).with_doc(d))
             });
         let watched = shared
             .as_deref()
@@ -142,7 +140,7 @@ impl Step {
             active,
             quiet: !active,
             dir,
-            csv,
+            csv: OnceLock::new(),
             ensured: AtomicU64::new(0),
             used: std::sync::atomic::AtomicBool::new(false),
             held,
@@ -161,7 +159,7 @@ impl Step {
 
     /// Where this step's tensors go (held by the flight recorder, or the step's directory).
     fn to(&self) -> To<'_> {
-        To::step(&self.dir, self.held.as_deref(), &self.csv, &self.ensured)
+        To::step(self.dir(), self.held.as_deref(), self.csv(), &self.ensured)
     }
 
     /// After a tensor of `who` was dumped: when its statistics showed a watched output going
@@ -269,7 +267,23 @@ impl Step {
 
     /// The iteration directory of this step.
     pub fn dir(&self) -> &std::path::Path {
-        &self.dir
+        self.dir.get_or_init(|| {
+            self.shared.as_deref().map_or_else(PathBuf::new, |s| {
+                s.out
+                    .tree
+                    .layout()
+                    .iteration_dir(self.graph, self.iteration)
+            })
+        })
+    }
+
+    /// The statistics table of [`dir`](Self::dir).
+    fn csv(&self) -> &std::path::Path {
+        self.csv.get_or_init(|| {
+            self.shared.as_deref().map_or_else(PathBuf::new, |s| {
+                s.out.tree.layout().statistic_csv(self.dir())
+            })
+        })
     }
 
     /// The shared state when this step dumps: active, and the Dumper not closed.
@@ -399,7 +413,7 @@ impl Step {
                 slot: slot as u32,
                 entry: None,
             };
-            s.emit().emit(&To::new(&self.dir, None), who, t)?;
+            s.emit().emit(&To::new(self.dir(), None), who, t)?;
         }
         Ok(())
     }
@@ -795,7 +809,7 @@ impl Kernel<'_> {
             _ => self
                 .shared
                 .out
-                .write_kernel_args(&self.step.dir, self.full_name, args),
+                .write_kernel_args(self.step.dir(), self.full_name, args),
         }
     }
 
@@ -803,7 +817,7 @@ impl Kernel<'_> {
         if let Some((g, _)) = &self.ge {
             return g.lock().unwrap_or_else(|e| e.into_inner()).add(
                 self.shared,
-                &self.step.dir,
+                self.step.dir(),
                 (self.full_name, io, slot),
                 t,
             );
@@ -845,7 +859,7 @@ impl Kernel<'_> {
         if let Some((g, task)) = self.ge.take() {
             g.into_inner().unwrap_or_else(|e| e.into_inner()).finish(
                 self.shared,
-                &self.step.dir,
+                self.step.dir(),
                 (self.op_type, self.full_name, task),
             );
         }
@@ -882,7 +896,7 @@ impl Kernel<'_> {
             let who = self.owner(t.io, t.slot);
             let r = TensorRef::host(t.dtype, &t.shape, &t.bytes).with_format(&t.format);
             // I/O errors are recorded in the writer's log; others are returned.
-            if let Err(e) = s.emit().emit(&To::new(&self.step.dir, None), who, &r) {
+            if let Err(e) = s.emit().emit(&To::new(self.step.dir(), None), who, &r) {
                 first = first.and(Err(e));
             }
         }
