@@ -91,6 +91,32 @@ pub fn inputs(model: &str) -> Vec<(String, dump_npy::NpyFile)> {
     v
 }
 
+/// The float32 input `x` of fixture `model`: its shape and values.
+pub fn x_f32(model: &str) -> (Vec<usize>, Vec<f32>) {
+    let p = fixtures().join(model).join("inputs/x.npy");
+    let f = dump_npy::read_file(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    assert_eq!(f.dtype, DType::Float32, "{}", p.display());
+    let v = f
+        .data
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    (f.shape, v)
+}
+
+/// Asserts that a run returned the same output names as the plain run (a model's declared
+/// outputs, whatever the step dumped).
+pub fn assert_same_outputs<A, B>(got: &HashMap<String, A>, want: &HashMap<String, B>) {
+    let mut got: Vec<&String> = got.keys().collect();
+    let mut want: Vec<&String> = want.keys().collect();
+    got.sort();
+    want.sort();
+    assert_eq!(
+        got, want,
+        "the model's declared outputs, whatever the step dumps"
+    );
+}
+
 /// The values of an `.npy` file as f64 (f16/bf16/f32/f64 widened, int8/uint8 exact), NaN kept.
 pub fn values(p: &Path) -> (Vec<usize>, Vec<f64>) {
     let f = dump_npy::read_file(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));

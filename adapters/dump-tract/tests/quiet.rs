@@ -7,16 +7,11 @@
 mod support;
 
 use dump_tract::{TractDump, tract_onnx::prelude::*};
-use support::{Tmp, check_quiet_steps, fixtures};
+use support::{Tmp, check_quiet_steps, fixtures, x_f32};
 
 fn input() -> TVec<TValue> {
-    let f = dump_npy::read_file(fixtures().join("cnn/inputs/x.npy")).unwrap();
-    let v: Vec<f32> = f
-        .data
-        .chunks(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
-    tvec!(Tensor::from_shape(&f.shape, &v).unwrap().into_tvalue())
+    let (shape, v) = x_f32("cnn");
+    tvec!(Tensor::from_shape(&shape, &v).unwrap().into_tvalue())
 }
 
 #[test]

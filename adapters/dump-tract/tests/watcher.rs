@@ -16,7 +16,7 @@ use dump_host::{
     diag::Event,
 };
 use dump_tract::{TractDump, tract_onnx::prelude::*};
-use support::{Tmp, fixtures};
+use support::{Tmp, fixtures, x_f32};
 
 fn plan(model: &str) -> Arc<TypedSimplePlan> {
     tract_onnx::onnx()
@@ -29,13 +29,8 @@ fn plan(model: &str) -> Arc<TypedSimplePlan> {
 }
 
 fn input(model: &str) -> TVec<TValue> {
-    let f = dump_npy::read_file(fixtures().join(format!("{model}/inputs/x.npy"))).unwrap();
-    let v: Vec<f32> = f
-        .data
-        .chunks(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
-    tvec!(Tensor::from_shape(&f.shape, &v).unwrap().into_tvalue())
+    let (shape, v) = x_f32(model);
+    tvec!(Tensor::from_shape(&shape, &v).unwrap().into_tvalue())
 }
 
 #[test]
