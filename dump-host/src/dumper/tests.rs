@@ -657,3 +657,37 @@ fn graph_tokens_name_one_description_of_one_dumper() {
     drop((a, b));
     let _ = std::fs::remove_dir_all(&r);
 }
+
+/// A step's end queues the copies it gathered for hashing, and the rows waiting for their
+/// digests reach their file at a later step's end even when that step dumps nothing (its
+/// row flush answers from one flag when nothing is pending): no `flush` or `close` needed.
+#[test]
+fn rows_waiting_for_digests_reach_their_file_at_a_later_step_that_dumps_nothing() {
+    let r = root("digests-later");
+    let mut d = dumper_cats(&r, "full", r#"["max", "md5"]"#, "");
+    let bytes = f32_bytes(&[1.0, 2.0]);
+    let step = d.begin_step();
+    let k = step.kernel("Relu", "Default/Relu-op0").unwrap();
+    k.output(0, TensorRef::host(DType::Float32, &[2], &bytes))
+        .unwrap();
+    drop(k);
+    step.finish().unwrap();
+    let csv = r.join("rank_0/Net/0/0/statistic.csv");
+    let mut rows = 0;
+    for _ in 0..1000 {
+        d.begin_step().finish().unwrap(); // no kernel reported: nothing of its own
+        rows = std::fs::read_to_string(&csv).map_or(0, |t| t.lines().count());
+        if rows > 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if rows != 2 {
+        // Closing would wait for digests that no job computes: fail instead of hanging.
+        std::mem::forget(d);
+        panic!("{rows} lines in statistic.csv; want the header and the row before any close");
+    }
+    let report = d.close().unwrap();
+    assert_eq!((report.rows, report.files), (1, 1), "{report:?}");
+    let _ = std::fs::remove_dir_all(&r);
+}
