@@ -83,7 +83,7 @@ pub(crate) mod watcher;
 
 use std::sync::Arc;
 
-use dump_core::iteration::IterationSpec;
+use dump_core::iteration::{IterationSpec, SegmentKind};
 
 pub use builder::DumperBuilder;
 pub use element::Element;
@@ -123,6 +123,27 @@ pub struct DumpReport {
     pub unused_kernels: Vec<String>,
 }
 
+/// The steps `iteration` selects, as [`IterationSpec::matches`] answers: `None` for `all`,
+/// else the inclusive range of each segment that can match (a single step `v` is `(v, v)`);
+/// empty for a text that does not parse (no step matches).
+fn selected_steps(iteration: &str) -> Option<Vec<(u64, u64)>> {
+    let Ok(spec) = IterationSpec::parse(iteration) else {
+        return Some(Vec::new());
+    };
+    if spec == IterationSpec::ALL {
+        return None;
+    }
+    Some(
+        spec.segments()
+            .filter_map(|s| match s.kind {
+                SegmentKind::Single(v) => Some((v, v)),
+                SegmentKind::Range(lo, hi) => Some((lo, hi)),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
 /// Dumps the kernels of a running model as MindSpore 2.10 does.
 ///
 /// Create it with [`Dumper::builder`] (a config file, config text or a plan, an environment,
@@ -133,6 +154,9 @@ pub struct DumpReport {
 pub struct Dumper {
     shared: Option<Arc<Shared>>,
     iteration: String,
+    /// `iteration` parsed once: `None` for `all`, else the inclusive ranges of steps it
+    /// selects (empty: none). Asked at every step instead of parsing the text again.
+    selected: Option<Vec<(u64, u64)>>,
     graph: u32,
     next_step: u64,
     closed: bool,
@@ -163,6 +187,7 @@ impl Dumper {
         Dumper {
             shared: None,
             iteration: String::new(),
+            selected: Some(Vec::new()),
             graph: 0,
             next_step: 0,
             closed: true,
@@ -195,6 +220,7 @@ impl Dumper {
         let shared = Shared::start(plan, events);
         let mut d = Dumper {
             iteration: shared.plan.iteration.clone(),
+            selected: selected_steps(&shared.plan.iteration),
             next_step: shared.plan.initial_iteration,
             shared: Some(Arc::new(shared)),
             graph: 0,
@@ -413,9 +439,9 @@ impl Dumper {
             Some(s) => {
                 s.plan.op_debug_mode == crate::config::OpDebugMode::Exception
                     || n <= u32::MAX as u64
-                        && IterationSpec::parse(&self.iteration)
-                            .map(|spec| spec.matches(n as u32))
-                            .unwrap_or(false)
+                        && self.selected.as_deref().is_none_or(|ranges| {
+                            ranges.iter().any(|&(lo, hi)| lo <= n && n <= hi)
+                        })
             }
         }
     }

@@ -658,6 +658,52 @@ fn graph_tokens_name_one_description_of_one_dumper() {
     let _ = std::fs::remove_dir_all(&r);
 }
 
+#[test]
+fn the_parsed_iteration_selects_the_steps_its_text_does() {
+    use dump_core::iteration::IterationSpec;
+    let r = root("selected");
+    let steps = [
+        0u64,
+        1,
+        2,
+        3,
+        5,
+        7,
+        9,
+        10,
+        u64::from(u32::MAX) - 1,
+        u64::from(u32::MAX),
+        u64::from(u32::MAX) + 1,
+        u64::MAX,
+    ];
+    for (i, text) in [
+        "all",
+        "0",
+        "0|2",
+        " 1 | 3 ",
+        "1-3|7",
+        "5-3|7",
+        "1||2",
+        "1-2-3|9",
+        "-5|5-",
+        "99999999999999999999|2",
+        "4294967295",
+        "4294967290-4294967300",
+        "3-3",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let d = filtered(&r.join(i.to_string()), 0, "[]", text, "");
+        let spec = IterationSpec::parse(text).unwrap();
+        for n in steps {
+            let want = n <= u64::from(u32::MAX) && spec.matches(n as u32);
+            assert_eq!(d.step_active(n), want, "iteration {text:?}, step {n}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&r);
+}
+
 /// A step's end queues the copies it gathered for hashing, and the rows waiting for their
 /// digests reach their file at a later step's end even when that step dumps nothing (its
 /// row flush answers from one flag when nothing is pending): no `flush` or `close` needed.
