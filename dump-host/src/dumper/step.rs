@@ -584,7 +584,8 @@ impl Step {
 
 impl Step {
     /// The end of an active step that dumped nothing and is held by no flight recorder (what
-    /// [`finish`](Step::finish) does for it): the rows earlier steps left pending are
+    /// [`finish`](Step::finish) does for it, also without a `Step`: see
+    /// [`crate::Dumper::begin_dumping_step`]): the rows earlier steps left pending are
     /// flushed, and the write failures so far returned. Nothing once the Dumper is closed.
     pub(crate) fn end_quiet(s: &Shared) -> Result<(), Error> {
         if s.state.is_closed() {
