@@ -16,7 +16,7 @@ use ort::{
 };
 
 use crate::{
-    Error,
+    Error, OrtOutputs,
     env::environment,
     values::{to_host, view},
 };
@@ -218,39 +218,41 @@ impl OrtRunner {
 
     /// Runs one step: feeds `inputs` (by graph input name, borrowed: reusable across steps),
     /// dumps every node in graph order as the Dumper's next step, and returns the model's
-    /// declared outputs.
+    /// declared outputs as ONNX Runtime returned them ([`OrtOutputs`]: by name, nothing copied;
+    /// [`into_map`](OrtOutputs::into_map) for an owned map). A step that dumps nothing costs
+    /// the session's run and a few checks: no values are collected.
     pub fn run(
         &mut self,
         dumper: &mut Dumper,
         inputs: &[(String, DynValue)],
-    ) -> Result<HashMap<String, DynValue>, Error> {
+    ) -> Result<OrtOutputs<'_>, Error> {
         self.model
             .check_inputs(|n| inputs.iter().any(|(k, _)| k == n))?;
         self.narrow_to(dumper);
+        let OrtRunner {
+            model,
+            session,
+            setup,
+            diagnostics,
+            ..
+        } = self;
         // Names borrowed, not cloned: no allocation per input and step.
         let fed: Vec<(&str, ort::session::SessionInputValue<'_>)> =
             inputs.iter().map(|(k, v)| (k.as_str(), v.into())).collect();
-        let ran = self.session.run(fed).map_err(Error::from);
-        let mut outputs = match ran {
+        let outputs = match session.run(fed).map_err(Error::from) {
             Ok(o) => o,
             Err(e) => {
                 let message = e.to_string();
-                // Disjoint fields: the failed run still borrows the session.
-                exception_dump(
-                    (&mut self.model, &self.setup, &mut self.diagnostics),
-                    dumper,
-                    inputs,
-                    &message,
-                );
+                exception_dump((model, setup, diagnostics), dumper, inputs, &message);
                 return Err(e);
             }
         };
-        let dumped = match self.model.begin_step(dumper) {
+        let dumped = match model.begin_dumping_step(dumper) {
             // Nothing of the model is dumped this step (a disabled Dumper, a step the
-            // iteration filter rejects, a `kernels` filter that rejects every node): no
-            // values are collected.
-            Ok(step) if step.dumps_nothing() => ExposedModel::finish_quiet(step),
-            Ok(step) => {
+            // iteration filter rejects, a `kernels` filter that rejects every node): the
+            // step is over, no values are collected.
+            Ok(None) => Ok(()),
+            Ok(Some(step)) => {
                 let mut values: HashMap<&str, ValueRef<'_>> = HashMap::new();
                 for (k, v) in inputs {
                     values.insert(k, v.view());
@@ -258,13 +260,13 @@ impl OrtRunner {
                 for (k, v) in outputs.iter() {
                     values.insert(k, v);
                 }
-                self.model.dump_begun(dumper, step, &values, view)
+                model.dump_begun(dumper, step, &values, view)
             }
             Err(e) => Err(e),
         };
-        let out = self.model.take_outputs(|name| outputs.remove(name));
         dumped?;
-        Ok(out)
+        let model: &ExposedModel = model;
+        Ok(OrtOutputs::new(outputs, &model.model().graph.outputs))
     }
 }
 

@@ -173,7 +173,7 @@ fn a_kernels_filter_narrows_what_onnx_runtime_returns() {
             .unwrap();
         let mut r = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
         assert_eq!(r.exposed_outputs().len(), every, "before the first step");
-        let out = r.run(&mut d, &ort_inputs("cnn")).unwrap();
+        let out = r.run(&mut d, &ort_inputs("cnn")).unwrap().into_map();
         d.close().unwrap();
         (tmp, r, out)
     };
@@ -207,7 +207,8 @@ fn a_kernels_filter_narrows_what_onnx_runtime_returns() {
     let mut again = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
     let plain = again
         .run(&mut dump_host::Dumper::disabled(), &ort_inputs("cnn"))
-        .unwrap();
+        .unwrap()
+        .into_map();
     assert!(
         again.exposed_outputs().is_empty(),
         "a disabled Dumper exposes nothing"
@@ -247,10 +248,24 @@ fn session_options_run_the_same_dump() {
     );
 }
 
+/// The declared outputs of a run as host bytes, by name.
+fn host_outputs(
+    out: &dump_ort::OrtOutputs<'_>,
+) -> std::collections::HashMap<String, (Vec<usize>, Vec<u8>)> {
+    out.iter()
+        .map(|(name, v)| {
+            let t = dump_ort::with_tensor_ref(v, |t| {
+                (t.shape().to_vec(), t.host_bytes().unwrap().to_vec())
+            });
+            (name.to_owned(), t.unwrap())
+        })
+        .collect()
+}
+
 /// Issue 28 item 2: the steps that dump nothing (disabled Dumper, rejected iteration, a
 /// `kernels` filter rejecting every node) skip collecting values; the shared check proves
 /// they dump nothing while the others still dump in full, on one runner whose Dumpers
-/// change mid-run.
+/// change mid-run. Every step returns the plain run's outputs, values included.
 #[test]
 fn steps_that_dump_nothing_skip_the_values_and_the_others_dump_in_full() {
     if !available() {
@@ -259,9 +274,11 @@ fn steps_that_dump_nothing_skip_the_values_and_the_others_dump_in_full() {
     let tmp = Tmp::new("quiet");
     let mut r = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
     let ins = ort_inputs("cnn");
-    let plain = r.run(&mut dump_host::Dumper::disabled(), &ins).unwrap();
+    let plain = host_outputs(&r.run(&mut dump_host::Dumper::disabled(), &ins).unwrap());
+    assert_eq!(plain.len(), 1, "cnn's one output");
     check_quiet_steps(&tmp.0, &mut |d| {
-        let out = r.run(d, &ins).unwrap();
+        let out = host_outputs(&r.run(d, &ins).unwrap());
         assert_same_outputs(&out, &plain);
+        assert!(out == plain, "the values of the plain run's outputs");
     });
 }
