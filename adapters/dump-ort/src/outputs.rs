@@ -29,11 +29,24 @@ pub struct OrtOutputs<'r> {
     values: SessionOutputs<'r>,
     /// The model's declared outputs, in its order.
     declared: &'r [ValueInfo],
+    /// How many values ONNX Runtime returned (the exposed node outputs included).
+    returned: usize,
 }
 
 impl<'r> OrtOutputs<'r> {
     pub(crate) fn new(values: SessionOutputs<'r>, declared: &'r [ValueInfo]) -> Self {
-        OrtOutputs { values, declared }
+        OrtOutputs {
+            returned: values.len(),
+            values,
+            declared,
+        }
+    }
+
+    /// How many values ONNX Runtime returned for this run: the declared outputs and the node
+    /// outputs exposed for the dump (none on a step that dumps nothing once the runner knows
+    /// it beforehand; see [`OrtRunner::run`](crate::OrtRunner::run)).
+    pub fn returned(&self) -> usize {
+        self.returned
     }
 
     fn declares(&self, name: &str) -> bool {
