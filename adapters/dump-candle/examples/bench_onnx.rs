@@ -13,7 +13,9 @@
 //! syncs run between their steps: the adapters' fixed cost per step on a small model (issue 28
 //! item 2).
 //!
-//! Modes: the runtime alone; the adapter with a disabled Dumper; statistic dump (default
+//! Modes: the runtime alone; a second plain instance of it (another session or model of the
+//! same file: the control, whose ratio shows what two plain instances differ by, the
+//! resolution of every other ratio); the adapter with a disabled Dumper; statistic dump (default
 //! categories); tensor dump; full dump; a `kernels` filter that rejects every kernel; an
 //! `iteration` filter that rejects every step (every kernel may be dumped, so ONNX Runtime's
 //! runner keeps every node output exposed: the cost of a rejecting filter before the runner
@@ -25,8 +27,21 @@
 //! that sleeps when idle (`session.intra_op.allow_spinning` 0): with the default thread pools
 //! the idle sessions' threads spin on the cores the measured one needs, so the rows measured
 //! the neighbours as much as the mode.
+//!
+//! The plain runs are what a program without opdump writes: candle-onnx's `simple_eval`, or
+//! ONNX Runtime's `session.run` with the input names borrowed; every mode, plain or not,
+//! then reads each declared output by name. Each row also gives the heap allocations per
+//! step on the measuring thread (a counting global allocator; the runtimes' own C++
+//! allocations are not counted).
 
-use std::{collections::HashMap, path::PathBuf, time::Instant};
+use std::{
+    alloc::{GlobalAlloc, Layout, System},
+    cell::Cell,
+    collections::HashMap,
+    hint::black_box,
+    path::PathBuf,
+    time::Instant,
+};
 
 use dump_candle::{CandleRunner, candle_core::Tensor, candle_onnx, host_tensor};
 use dump_core::DType;
@@ -35,6 +50,52 @@ use dump_onnx::Model;
 use dump_ort::{OrtRunner, ort};
 
 type Res<T> = Result<T, String>;
+
+/// The system allocator, counting the allocations of each thread.
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    // `try_with`: a thread's last frees run after its locals are gone.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+// SAFETY: every call is forwarded to `System` with the caller's arguments unchanged; the
+// count is a thread-local `Cell` that never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: the caller's contract for `alloc`, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract for `dealloc`, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        // SAFETY: the caller's contract for `realloc`, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
 
 /// Every ONNX Runtime session of the bench: idle intra-op threads sleep instead of spinning.
 const SPIN: (&str, &str) = ("session.intra_op.allow_spinning", "0");
@@ -116,7 +177,9 @@ fn inputs(model: &Model, file: &str) -> Res<Vec<Feed>> {
         .collect()
 }
 
-/// The plain run and every dumped mode through `step` (given the mode's index: each mode has
+/// The plain run, a second plain instance (`plain(1)`: another session or model of the same
+/// file, the control row: what two plain instances differ by, the resolution of the ratios),
+/// and every dumped mode through `step` (given the mode's index: each mode has
 /// its own runner, as a program has one per model and Dumper; ONNX Runtime's runner prepares
 /// its session for its Dumper's kernels), interleaved: each round runs every mode once, in a
 /// fresh seeded order, after one warm-up round, so a busy machine slows them alike.
@@ -125,14 +188,15 @@ fn inputs(model: &Model, file: &str) -> Res<Vec<Feed>> {
 fn rows(
     tag: &str,
     (steps, quiet): (usize, bool),
-    mut plain: impl FnMut() -> Res<()>,
+    mut plain: impl FnMut(usize) -> Res<()>,
     mut step: impl FnMut(usize, &mut Dumper) -> Res<()>,
-) -> Res<Vec<(String, f64)>> {
+) -> Res<Vec<Row>> {
     let mut names = vec![
         format!("no dump ({tag} alone)"),
+        "no dump, a second instance (control)".to_owned(),
         "adapter, dump disabled".to_owned(),
     ];
-    // Mode 0 is the plain run; the others hold a Dumper and their dump directory.
+    // Modes 0 and 1 are the plain runs; the others hold a Dumper and their dump directory.
     let mut dumpers: Vec<(Dumper, Option<PathBuf>)> = vec![(Dumper::disabled(), None)];
     for (mode, saved, dump_mode, kernels, iteration) in MODES {
         if quiet && !mode.contains("rejects") {
@@ -150,6 +214,7 @@ fn rows(
         names.push(mode.to_owned());
     }
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    let mut allocs: Vec<u64> = vec![0; names.len()];
     let mut order: Vec<usize> = (0..names.len()).collect();
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     for round in 0..=steps {
@@ -160,17 +225,19 @@ fn rows(
             order.swap(k, (seed % (k as u64 + 1)) as usize);
         }
         for &m in &order {
+            let a = allocations();
             let t = Instant::now();
-            if m == 0 {
-                plain()?;
+            if m < 2 {
+                plain(m)?;
             } else {
-                step(m - 1, &mut dumpers[m - 1].0)?;
+                step(m - 2, &mut dumpers[m - 2].0)?;
             }
             let ms = t.elapsed().as_secs_f64() * 1e3;
+            let a = allocations() - a;
             // The quiet modes write nothing: no flush or sync after any mode's step, so every
             // mode's step follows the same kind of untimed work.
-            if m > 0 && !quiet {
-                let (d, root) = &mut dumpers[m - 1];
+            if m > 1 && !quiet {
+                let (d, root) = &mut dumpers[m - 2];
                 d.flush().map_err(|e| e.to_string())?;
                 if root.is_some() {
                     let _ = std::process::Command::new("sync").status();
@@ -178,26 +245,38 @@ fn rows(
             }
             if round > 0 {
                 times[m].push(ms); // round 0 warms up
+                allocs[m] += a;
             }
         }
     }
     let mut out = Vec::new();
-    for ((name, mut t), (mut d, root)) in names
-        .into_iter()
-        .zip(times)
-        .zip(std::iter::once((Dumper::disabled(), None)).chain(dumpers))
-    {
+    for (((name, mut t), a), (mut d, root)) in names.into_iter().zip(times).zip(allocs).zip(
+        [(Dumper::disabled(), None), (Dumper::disabled(), None)]
+            .into_iter()
+            .chain(dumpers),
+    ) {
         d.close().map_err(|e| e.to_string())?;
         if let Some(r) = root {
             let _ = std::fs::remove_dir_all(r);
         }
         t.sort_by(f64::total_cmp);
-        out.push((name, t[t.len() / 2]));
+        out.push(Row {
+            mode: name,
+            ms: t[t.len() / 2],
+            allocs: a as f64 / steps as f64,
+        });
     }
     Ok(out)
 }
 
-fn candle_rows(file: &str, steps: (usize, bool)) -> Res<Vec<(String, f64)>> {
+/// One mode's median step and its allocations per step.
+struct Row {
+    mode: String,
+    ms: f64,
+    allocs: f64,
+}
+
+fn candle_rows(file: &str, steps: (usize, bool)) -> Res<Vec<Row>> {
     let bytes = std::fs::read(fixture(file)).map_err(|e| format!("{file}: {e}"))?;
     let model = Model::parse(bytes.clone()).map_err(|e| e.to_string())?;
     let mut feed: HashMap<String, Tensor> = HashMap::new();
@@ -205,23 +284,25 @@ fn candle_rows(file: &str, steps: (usize, bool)) -> Res<Vec<(String, f64)>> {
         let t = host_tensor(DType::Float32, &shape, &data).map_err(|e| e.to_string())?;
         feed.insert(name, t);
     }
-    let plain = candle_onnx::read_file(fixture(file)).map_err(|e| e.to_string())?;
+    let plain = [
+        candle_onnx::read_file(fixture(file)).map_err(|e| e.to_string())?,
+        candle_onnx::read_file(fixture(file)).map_err(|e| e.to_string())?,
+    ];
+    let declared: Vec<String> = model.graph.outputs.iter().map(|o| o.name.clone()).collect();
     let mut runners = (0..=MODES.len())
         .map(|_| CandleRunner::new(bytes.clone(), 0).map_err(|e| e.to_string()))
         .collect::<Res<Vec<_>>>()?;
     rows(
         "candle-onnx",
         steps,
-        || {
-            candle_onnx::simple_eval(&plain, feed.clone())
-                .map(drop)
-                .map_err(|e| e.to_string())
+        |i| {
+            let out =
+                candle_onnx::simple_eval(&plain[i], feed.clone()).map_err(|e| e.to_string())?;
+            read(&declared, |n| out.get(n))
         },
         |m, d| {
-            runners[m]
-                .run(d, feed.clone())
-                .map(drop)
-                .map_err(|e| e.to_string())
+            let out = runners[m].run(d, feed.clone()).map_err(|e| e.to_string())?;
+            read(&declared, |n| out.get(n))
         },
     )
 }
@@ -230,7 +311,7 @@ fn ort_rows(
     env: &ort::environment::Environment,
     file: &str,
     steps: (usize, bool),
-) -> Res<Vec<(String, f64)>> {
+) -> Res<Vec<Row>> {
     use ort::session::{Session, SessionInputValue, builder::GraphOptimizationLevel};
     let bytes = std::fs::read(fixture(file)).map_err(|e| format!("{file}: {e}"))?;
     let model = Model::parse(bytes.clone()).map_err(|e| e.to_string())?;
@@ -239,16 +320,20 @@ fn ort_rows(
         let v = dump_ort::host_tensor(DType::Float32, &shape, &data).map_err(|e| e.to_string())?;
         feed.push((name, v));
     }
-    let mut plain = Session::builder(env)
-        .map_err(|e| e.to_string())?
-        .with_optimization_level(GraphOptimizationLevel::Disable)
-        .map_err(|e| e.to_string())?
-        .with_intra_threads(1)
-        .map_err(|e| e.to_string())?
-        .with_config_entry(SPIN.0, SPIN.1)
-        .map_err(|e| e.to_string())?
-        .commit_from_memory(&bytes)
-        .map_err(|e| e.to_string())?;
+    let declared: Vec<String> = model.graph.outputs.iter().map(|o| o.name.clone()).collect();
+    let session = || {
+        Session::builder(env)
+            .map_err(|e| e.to_string())?
+            .with_optimization_level(GraphOptimizationLevel::Disable)
+            .map_err(|e| e.to_string())?
+            .with_intra_threads(1)
+            .map_err(|e| e.to_string())?
+            .with_config_entry(SPIN.0, SPIN.1)
+            .map_err(|e| e.to_string())?
+            .commit_from_memory(&bytes)
+            .map_err(|e| e.to_string())
+    };
+    let mut plain = [session()?, session()?];
     let mut runners = (0..=MODES.len())
         .map(|_| {
             OrtRunner::builder()
@@ -261,25 +346,32 @@ fn ort_rows(
     rows(
         "ort",
         steps,
-        || {
-            let f: Vec<(String, SessionInputValue<'_>)> =
-                feed.iter().map(|(k, v)| (k.clone(), v.into())).collect();
-            plain.run(f).map(drop).map_err(|e| e.to_string())
+        |i| {
+            let f: Vec<(&str, SessionInputValue<'_>)> =
+                feed.iter().map(|(k, v)| (k.as_str(), v.into())).collect();
+            let out = plain[i].run(f).map_err(|e| e.to_string())?;
+            read(&declared, |n| out.get(n))
         },
         |m, d| {
-            runners[m]
-                .run(d, &feed)
-                .map(drop)
-                .map_err(|e| e.to_string())
+            let out = runners[m].run(d, &feed).map_err(|e| e.to_string())?;
+            read(&declared, |n| out.get(n))
         },
     )
 }
 
-fn print(runtime: &str, file: &str, rows: &[(String, f64)]) {
-    let plain = rows[0].1.max(1e-9);
-    for (mode, ms) in rows {
+/// Reads every declared output by name from a run's outputs (`get`), as a program does.
+fn read<V>(declared: &[String], get: impl Fn(&str) -> Option<V>) -> Res<()> {
+    for name in declared {
+        black_box(get(name).ok_or_else(|| format!("output {name} missing"))?);
+    }
+    Ok(())
+}
+
+fn print(runtime: &str, file: &str, rows: &[Row]) {
+    let plain = rows[0].ms.max(1e-9);
+    for Row { mode, ms, allocs } in rows {
         println!(
-            "{runtime:<12} {file:<11} {mode:<38} {ms:>10.3} {:>7.3}",
+            "{runtime:<12} {file:<11} {mode:<44} {ms:>10.4} {:>7.3} {allocs:>7.1}",
             ms / plain
         );
     }
@@ -302,10 +394,13 @@ fn main() -> Res<()> {
         Some("quiet") => true,
         Some(other) => return Err(format!("unknown option {other:?} (expected `quiet`)")),
     };
-    println!("runtime adapters, median of {steps} steps (ms/step, ratio vs the runtime alone)");
     println!(
-        "{:<12} {:<11} {:<38} {:>10} {:>7}",
-        "runtime", "model", "mode", "ms/step", "ratio"
+        "runtime adapters, median of {steps} steps (ms/step, ratio vs the runtime alone, heap \
+         allocations per step)"
+    );
+    println!(
+        "{:<12} {:<11} {:<44} {:>10} {:>7} {:>7}",
+        "runtime", "model", "mode", "ms/step", "ratio", "allocs"
     );
     let env = dump_ort::environment();
     for file in models.split(',') {

@@ -32,6 +32,10 @@ pub struct CandleRunner {
     pub(crate) last: HashMap<String, Tensor>,
     /// What an exception dump could not do (the run's own error stands).
     pub(crate) diagnostics: Vec<String>,
+    /// The model's declared outputs as `exposed`'s graph outputs: swapped with its list (every
+    /// node output) for a step known beforehand to dump nothing, so candle-onnx hands back
+    /// only what the caller gets (no map entry per exposed value to hash, insert and drop).
+    declared: Vec<candle_onnx::onnx::ValueInfoProto>,
 }
 
 impl CandleRunner {
@@ -81,6 +85,13 @@ impl CandleRunner {
                 }
             }
         }
+        let declared = exposed.graph.as_ref().map_or_else(Vec::new, |g| {
+            g.output
+                .iter()
+                .filter(|o| small.model().graph.outputs.iter().any(|d| d.name == o.name))
+                .cloned()
+                .collect()
+        });
         // The dump reads the weights too (constants, kernel inputs): from the external files
         // when the model fits one message, else without them (a diagnostic names each).
         let model = match small.model().with_external_weights(dir) {
@@ -93,6 +104,7 @@ impl CandleRunner {
             fed: HashMap::new(),
             last: HashMap::new(),
             diagnostics: Vec::new(),
+            declared,
         })
     }
 
@@ -103,6 +115,9 @@ impl CandleRunner {
 
     /// Runs one step: evaluates the model on `inputs` (by graph input name), dumps every node
     /// in graph order as the Dumper's next step, and returns the model's declared outputs.
+    /// A step known beforehand to dump nothing (from the Dumper's second step with this
+    /// runner on: a disabled Dumper, a rejected iteration, a `kernels` filter rejecting every
+    /// node) evaluates with the declared outputs only and collects no values.
     ///
     /// A panic inside candle-onnx is caught and returned as [`Error::Eval`], which names the
     /// first node that fails (found by evaluating prefixes of the graph); nothing else is
@@ -116,22 +131,40 @@ impl CandleRunner {
         self.model
             .check_inputs(|n| inputs.contains_key(n))
             .map_err(|e| Error::Model(e.to_string()))?;
-        let mut values = match crate::eval::evaluate(&self.exposed, &inputs) {
+        let declared_only = self.model.next_step_dumps_nothing(dumper);
+        let evaluated = if declared_only {
+            self.swap_outputs();
+            // Panics are caught inside: the outputs are always swapped back.
+            let evaluated = crate::eval::evaluate(&self.exposed, &inputs);
+            self.swap_outputs();
+            evaluated
+        } else {
+            crate::eval::evaluate(&self.exposed, &inputs)
+        };
+        let mut values = match evaluated {
             Ok(v) => v,
             Err(e) => {
                 self.exception_dump(dumper, &e, &inputs);
                 return Err(e);
             }
         };
-        values.extend(inputs);
-        let step = self.model.begin_step(dumper)?;
-        if step.dumps_nothing() {
-            // Nothing of the model is dumped this step: no value is looked up.
-            ExposedModel::finish_quiet(step)?;
-        } else {
-            self.model.dump_begun(dumper, step, &values, view)?;
+        match self.model.begin_dumping_step(dumper)? {
+            // Nothing of the model is dumped this step (it is over): no value is looked up.
+            None if declared_only => return Ok(values), // the declared outputs, nothing else
+            None => {}
+            Some(step) => {
+                values.extend(inputs);
+                self.model.dump_begun(dumper, step, &values, view)?;
+            }
         }
         Ok(self.model.take_outputs(|name| values.remove(name)))
+    }
+
+    /// Swaps the exposed model's graph outputs (every node output) with the declared ones.
+    fn swap_outputs(&mut self) {
+        if let Some(g) = self.exposed.graph.as_mut() {
+            std::mem::swap(&mut g.output, &mut self.declared);
+        }
     }
 }
 

@@ -165,19 +165,40 @@ fn exception_dump_writes_the_inputs_of_the_node_candle_fails_on() {
     );
 }
 
+/// The outputs of a run as (shape, f32 values), by name.
+fn host_outputs(
+    out: &std::collections::HashMap<String, dump_candle::candle_core::Tensor>,
+) -> std::collections::HashMap<String, (Vec<usize>, Vec<f32>)> {
+    out.iter()
+        .map(|(k, t)| {
+            let v = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            (k.clone(), (t.dims().to_vec(), v))
+        })
+        .collect()
+}
+
 /// Issue 28 item 2: the steps that dump nothing (disabled Dumper, rejected iteration, a
-/// `kernels` filter rejecting every node) look up no value; the shared check proves they
-/// dump nothing while the others still dump in full, on one runner whose Dumpers change
-/// mid-run.
+/// `kernels` filter rejecting every node) look up no value and, once the runner knows
+/// beforehand (from a Dumper's second step), evaluate the model for its declared outputs
+/// only; the shared check proves they dump nothing while the others still dump in full, on
+/// one runner whose Dumpers change mid-run. Every step returns the plain run's outputs,
+/// values included, and nothing else.
 #[test]
 fn steps_that_dump_nothing_skip_the_values_and_the_others_dump_in_full() {
     let tmp = Tmp::new("quiet");
     let mut r = CandleRunner::new(model_bytes("cnn"), 0).unwrap();
-    let plain = r
-        .run(&mut dump_host::Dumper::disabled(), candle_inputs("cnn"))
-        .unwrap();
+    let mut off = dump_host::Dumper::disabled();
+    let plain = host_outputs(&r.run(&mut off, candle_inputs("cnn")).unwrap());
+    assert_eq!(plain.len(), 1, "cnn's one output");
+    // The second step of the same Dumper is known to dump nothing before it runs.
+    let again = host_outputs(&r.run(&mut off, candle_inputs("cnn")).unwrap());
+    assert!(
+        again == plain,
+        "a step evaluated for the declared output only"
+    );
     check_quiet_steps(&tmp.0, &mut |d| {
-        let out = r.run(d, candle_inputs("cnn")).unwrap();
+        let out = host_outputs(&r.run(d, candle_inputs("cnn")).unwrap());
         assert_same_outputs(&out, &plain);
+        assert!(out == plain, "the values of the plain run's outputs");
     });
 }

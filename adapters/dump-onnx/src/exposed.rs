@@ -183,12 +183,32 @@ impl ExposedModel {
         self.dump.dump_step(dumper, &ByName { values, view })
     }
 
+    /// Whether the step `dumper` begins next for this model would dump nothing
+    /// ([`OnnxDump::next_step_dumps_nothing`]), known before the runtime evaluates: a runtime
+    /// that pays for every exposed output asks for the model's own outputs only on such a
+    /// step (ONNX Runtime's steps that the `iteration` filter rejects, whose session keeps
+    /// every node output exposed).
+    pub fn next_step_dumps_nothing(&self, dumper: &Dumper) -> bool {
+        self.dump.next_step_dumps_nothing(dumper)
+    }
+
     /// Begins the Dumper's next step for this graph ([`OnnxDump::begin_step`]). When the
     /// step [dumps nothing](Step::dumps_nothing), a runtime skips collecting its values and
     /// only [`finish_quiet`](ExposedModel::finish_quiet)es it; otherwise it hands the values
     /// to [`dump_begun`](ExposedModel::dump_begun).
     pub fn begin_step(&mut self, dumper: &mut Dumper) -> Result<Step, dump_host::Error> {
         self.dump.begin_step(dumper)
+    }
+
+    /// Begins the Dumper's next step for this graph unless it dumps nothing
+    /// ([`OnnxDump::begin_dumping_step`]): `None` when the step is already over and no value
+    /// is to be collected, else the step to hand the values to with
+    /// [`dump_begun`](ExposedModel::dump_begun).
+    pub fn begin_dumping_step(
+        &mut self,
+        dumper: &mut Dumper,
+    ) -> Result<Option<Step>, dump_host::Error> {
+        self.dump.begin_dumping_step(dumper)
     }
 
     /// [`dump_values`](ExposedModel::dump_values) into `step`, begun by

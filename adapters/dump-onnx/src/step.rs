@@ -79,6 +79,18 @@ impl OnnxDump {
         self.token
     }
 
+    /// Whether the step `dumper` begins next for this graph would
+    /// [dump nothing](dump_host::Step::dumps_nothing) ([`Dumper::next_step_dumps_nothing`]),
+    /// known before the runtime evaluates: once `dumper` holds this graph's description (an
+    /// earlier step announced it: [`token`](OnnxDump::token)); `false` (the step may dump)
+    /// before that, so a runtime that prepares less for a step answered `true` never lacks a
+    /// value the step dumps.
+    pub fn next_step_dumps_nothing(&self, dumper: &Dumper) -> bool {
+        self.token.is_some()
+            && dumper.graph_token(self.graph_id) == self.token
+            && dumper.next_step_dumps_nothing(self.graph_id)
+    }
+
     /// Kernel names in execution (graph) order.
     pub fn execution_order(&self) -> Vec<&str> {
         self.graph.execution_order()
@@ -190,6 +202,18 @@ impl OnnxDump {
     pub fn begin_step(&mut self, dumper: &mut Dumper) -> Result<Step, dump_host::Error> {
         self.announce(dumper)?;
         Ok(dumper.begin_step())
+    }
+
+    /// Announces the graph ([`announce`](OnnxDump::announce)) and begins the Dumper's next
+    /// step unless it dumps nothing ([`Dumper::begin_dumping_step`]): `None` when the step
+    /// dumps nothing and is already over (no values to collect), else the step for
+    /// [`dump_into`](OnnxDump::dump_into).
+    pub fn begin_dumping_step(
+        &mut self,
+        dumper: &mut Dumper,
+    ) -> Result<Option<Step>, dump_host::Error> {
+        self.announce(dumper)?;
+        dumper.begin_dumping_step()
     }
 
     /// [`dump_step`](OnnxDump::dump_step) into `step`, begun by

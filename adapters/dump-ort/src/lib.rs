@@ -39,6 +39,7 @@
 
 mod env;
 mod error;
+mod outputs;
 mod runner;
 mod runtime;
 mod values;
@@ -50,5 +51,6 @@ pub use env::{DYLIB_VAR, environment, library_path};
 pub use error::Error;
 /// The `ort` version this adapter is built against (re-exported so users need no second pin).
 pub use ort;
+pub use outputs::OrtOutputs;
 pub use runner::{OrtRunner, OrtRunnerBuilder, SessionOptions};
 pub use values::{dtype_of, host_tensor, with_tensor_ref};

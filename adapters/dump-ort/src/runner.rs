@@ -6,17 +6,20 @@
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
+    sync::{Mutex, PoisonError},
 };
 
 use dump_host::{Dumper, config::OpDebugMode};
 use dump_onnx::{ExposedModel, HostTensor, MAX_INLINE_MODEL, Model, inline_data};
 use ort::{
-    session::{Session, builder::GraphOptimizationLevel},
+    session::{
+        HasSelectedOutputs, OutputSelector, RunOptions, Session, builder::GraphOptimizationLevel,
+    },
     value::{DynValue, ValueRef},
 };
 
 use crate::{
-    Error,
+    Error, OrtOutputs,
     env::environment,
     values::{to_host, view},
 };
@@ -36,6 +39,11 @@ pub struct OrtRunner {
     pub(crate) diagnostics: Vec<String>,
     /// A session of the narrowed model failed once: every node output stays exposed.
     keep_all: bool,
+    /// Run options asking ONNX Runtime for the model's declared outputs only: a step that
+    /// dumps nothing while node outputs are exposed (the `iteration` filter rejects it) gets
+    /// none of them back. In a `Mutex` only so that the runner stays `Sync` (options with
+    /// selected outputs are not); reached through `get_mut`, never locked.
+    declared_only: Mutex<RunOptions<HasSelectedOutputs>>,
 }
 
 impl std::fmt::Debug for OrtRunner {
@@ -165,6 +173,13 @@ impl OrtRunner {
         }
         let model = ExposedModel::new(Model::parse(bytes)?, graph_id);
         let session = open_session(&model, &setup)?;
+        let declared_only = model
+            .model()
+            .graph
+            .outputs
+            .iter()
+            .fold(OutputSelector::no_default(), |s, o| s.with(o.name.as_str()));
+        let declared_only = Mutex::new(RunOptions::new()?.with_outputs(declared_only));
         // The dump reads the weights too: from the external files when there are some.
         let dir = setup.dir.as_deref();
         let model = match dir.and_then(|d| model.model().with_external_weights(d)) {
@@ -179,6 +194,7 @@ impl OrtRunner {
             diagnostics: Vec::new(),
             keep_all: false,
             setup,
+            declared_only,
         })
     }
 
@@ -218,39 +234,54 @@ impl OrtRunner {
 
     /// Runs one step: feeds `inputs` (by graph input name, borrowed: reusable across steps),
     /// dumps every node in graph order as the Dumper's next step, and returns the model's
-    /// declared outputs.
+    /// declared outputs as ONNX Runtime returned them ([`OrtOutputs`]: by name, nothing copied;
+    /// [`into_map`](OrtOutputs::into_map) for an owned map). A step that dumps nothing costs
+    /// the session's run and a few checks: no values are collected, and when node outputs are
+    /// exposed (a step the `iteration` filter rejects) ONNX Runtime is asked for the declared
+    /// outputs only.
     pub fn run(
         &mut self,
         dumper: &mut Dumper,
         inputs: &[(String, DynValue)],
-    ) -> Result<HashMap<String, DynValue>, Error> {
+    ) -> Result<OrtOutputs<'_>, Error> {
         self.model
             .check_inputs(|n| inputs.iter().any(|(k, _)| k == n))?;
         self.narrow_to(dumper);
+        let OrtRunner {
+            model,
+            session,
+            setup,
+            diagnostics,
+            declared_only,
+            ..
+        } = self;
         // Names borrowed, not cloned: no allocation per input and step.
         let fed: Vec<(&str, ort::session::SessionInputValue<'_>)> =
             inputs.iter().map(|(k, v)| (k.as_str(), v.into())).collect();
-        let ran = self.session.run(fed).map_err(Error::from);
-        let mut outputs = match ran {
+        // Known before the run only once this Dumper holds the model's description (from
+        // its first step on); `false` runs with every exposed output, as a dumping step.
+        let ran = if !model.exposed().is_empty() && model.next_step_dumps_nothing(dumper) {
+            let options = declared_only
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner);
+            session.run_with_options(fed, &*options)
+        } else {
+            session.run(fed)
+        };
+        let outputs = match ran.map_err(Error::from) {
             Ok(o) => o,
             Err(e) => {
                 let message = e.to_string();
-                // Disjoint fields: the failed run still borrows the session.
-                exception_dump(
-                    (&mut self.model, &self.setup, &mut self.diagnostics),
-                    dumper,
-                    inputs,
-                    &message,
-                );
+                exception_dump((model, setup, diagnostics), dumper, inputs, &message);
                 return Err(e);
             }
         };
-        let dumped = match self.model.begin_step(dumper) {
+        let dumped = match model.begin_dumping_step(dumper) {
             // Nothing of the model is dumped this step (a disabled Dumper, a step the
-            // iteration filter rejects, a `kernels` filter that rejects every node): no
-            // values are collected.
-            Ok(step) if step.dumps_nothing() => ExposedModel::finish_quiet(step),
-            Ok(step) => {
+            // iteration filter rejects, a `kernels` filter that rejects every node): the
+            // step is over, no values are collected.
+            Ok(None) => Ok(()),
+            Ok(Some(step)) => {
                 let mut values: HashMap<&str, ValueRef<'_>> = HashMap::new();
                 for (k, v) in inputs {
                     values.insert(k, v.view());
@@ -258,13 +289,13 @@ impl OrtRunner {
                 for (k, v) in outputs.iter() {
                     values.insert(k, v);
                 }
-                self.model.dump_begun(dumper, step, &values, view)
+                model.dump_begun(dumper, step, &values, view)
             }
             Err(e) => Err(e),
         };
-        let out = self.model.take_outputs(|name| outputs.remove(name));
         dumped?;
-        Ok(out)
+        let model: &ExposedModel = model;
+        Ok(OrtOutputs::new(outputs, &model.model().graph.outputs))
     }
 }
 

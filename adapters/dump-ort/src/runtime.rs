@@ -5,7 +5,7 @@ use std::path::Path;
 use dump_host::Dumper;
 use dump_onnx::{DeclaredInput, HostTensor, LoadOptions, OnnxRuntime};
 
-use crate::{Error, OrtRunner, host_tensor, values::to_host};
+use crate::{Error, OrtOutputs, OrtRunner, host_tensor, values::to_host};
 
 /// This crate's error as dump-onnx's, its fault named: the library missing is the
 /// environment's, a model ONNX Runtime cannot read or an input it has no tensors of the
@@ -48,7 +48,7 @@ impl OnnxRuntime for OrtRunner {
 
     fn step(&mut self, dumper: &mut Dumper) -> Result<usize, dump_onnx::Error> {
         let fed = std::mem::take(&mut self.fed);
-        let ran = self.run(dumper, &fed);
+        let ran = self.run(dumper, &fed).map(OrtOutputs::into_map);
         self.fed = fed;
         match ran {
             Ok(out) => self.last = out,

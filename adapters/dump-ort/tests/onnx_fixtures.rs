@@ -173,7 +173,7 @@ fn a_kernels_filter_narrows_what_onnx_runtime_returns() {
             .unwrap();
         let mut r = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
         assert_eq!(r.exposed_outputs().len(), every, "before the first step");
-        let out = r.run(&mut d, &ort_inputs("cnn")).unwrap();
+        let out = r.run(&mut d, &ort_inputs("cnn")).unwrap().into_map();
         d.close().unwrap();
         (tmp, r, out)
     };
@@ -207,7 +207,8 @@ fn a_kernels_filter_narrows_what_onnx_runtime_returns() {
     let mut again = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
     let plain = again
         .run(&mut dump_host::Dumper::disabled(), &ort_inputs("cnn"))
-        .unwrap();
+        .unwrap()
+        .into_map();
     assert!(
         again.exposed_outputs().is_empty(),
         "a disabled Dumper exposes nothing"
@@ -247,10 +248,25 @@ fn session_options_run_the_same_dump() {
     );
 }
 
+/// The declared outputs of a run as host bytes, by name.
+fn host_outputs(
+    out: &dump_ort::OrtOutputs<'_>,
+) -> std::collections::HashMap<String, (Vec<usize>, Vec<u8>)> {
+    out.iter()
+        .map(|(name, v)| {
+            let t = dump_ort::with_tensor_ref(v, |t| {
+                (t.shape().to_vec(), t.host_bytes().unwrap().to_vec())
+            });
+            (name.to_owned(), t.unwrap())
+        })
+        .collect()
+}
+
 /// Issue 28 item 2: the steps that dump nothing (disabled Dumper, rejected iteration, a
 /// `kernels` filter rejecting every node) skip collecting values; the shared check proves
 /// they dump nothing while the others still dump in full, on one runner whose Dumpers
-/// change mid-run.
+/// change mid-run. Every step returns the plain run's outputs, values included (a step that
+/// asks ONNX Runtime for the declared outputs only among them).
 #[test]
 fn steps_that_dump_nothing_skip_the_values_and_the_others_dump_in_full() {
     if !available() {
@@ -259,9 +275,62 @@ fn steps_that_dump_nothing_skip_the_values_and_the_others_dump_in_full() {
     let tmp = Tmp::new("quiet");
     let mut r = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
     let ins = ort_inputs("cnn");
-    let plain = r.run(&mut dump_host::Dumper::disabled(), &ins).unwrap();
+    let plain = host_outputs(&r.run(&mut dump_host::Dumper::disabled(), &ins).unwrap());
+    assert_eq!(plain.len(), 1, "cnn's one output");
     check_quiet_steps(&tmp.0, &mut |d| {
-        let out = r.run(d, &ins).unwrap();
+        let out = host_outputs(&r.run(d, &ins).unwrap());
         assert_same_outputs(&out, &plain);
+        assert!(out == plain, "the values of the plain run's outputs");
     });
+}
+
+/// A step the `iteration` filter rejects, on a runner whose every node output stays exposed
+/// (the filter rejects no kernel), asks ONNX Runtime for the model's declared output only,
+/// once the runner knows beforehand (from the Dumper's second step on); the steps it selects
+/// get every exposed value back and are dumped in full. The declared output is the plain
+/// run's, and the exposed values never show among the outputs.
+#[test]
+fn an_iteration_rejected_step_gets_only_the_declared_outputs_from_onnx_runtime() {
+    if !available() {
+        return;
+    }
+    let tmp = Tmp::new("declared-only");
+    let mut d = filtered_dumper(&tmp.0, 0, "[]", "1|3");
+    let mut r = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
+    let ins = ort_inputs("cnn");
+    let plain = {
+        let mut again = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
+        host_outputs(&again.run(&mut dump_host::Dumper::disabled(), &ins).unwrap())
+    };
+    let exposed = r.exposed_outputs().len();
+    assert!(exposed >= 5, "{:?}", r.exposed_outputs());
+    let mut returned = Vec::new();
+    for _ in 0..5 {
+        let out = r.run(&mut d, &ins).unwrap();
+        returned.push(out.returned());
+        assert_eq!(out.len(), 1, "only the declared output shows");
+        assert!(host_outputs(&out) == plain, "the plain run's output");
+        drop(out); // the outputs borrow the runner
+        assert_eq!(
+            r.exposed_outputs().len(),
+            exposed,
+            "every output stays exposed"
+        );
+    }
+    let all = 1 + exposed;
+    // Step 0: the Dumper did not hold the description yet, so the step ran as one that
+    // may dump; steps 2 and 4 are known to dump nothing before they run.
+    assert_eq!(returned, [all, all, 1, all, 1]);
+    d.close().unwrap();
+    let graph = r.dump().graph();
+    let rows = graph
+        .nodes
+        .iter()
+        .map(|n| n.inputs.len() + n.outputs.len())
+        .sum::<usize>()
+        + graph.parameters.iter().filter(|p| !p.is_weight).count();
+    assert_eq!(dumped_steps(&tmp.0), [1, 3], "iteration 1|3");
+    for s in [1, 3] {
+        assert_eq!(rows_of_step(&tmp.0, s).len(), rows, "step {s} in full");
+    }
 }

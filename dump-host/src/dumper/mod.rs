@@ -83,7 +83,7 @@ pub(crate) mod watcher;
 
 use std::sync::Arc;
 
-use dump_core::iteration::IterationSpec;
+use dump_core::iteration::{IterationSpec, SegmentKind};
 
 pub use builder::DumperBuilder;
 pub use element::Element;
@@ -123,6 +123,27 @@ pub struct DumpReport {
     pub unused_kernels: Vec<String>,
 }
 
+/// The steps `iteration` selects, as [`IterationSpec::matches`] answers: `None` for `all`,
+/// else the inclusive range of each segment that can match (a single step `v` is `(v, v)`);
+/// empty for a text that does not parse (no step matches).
+fn selected_steps(iteration: &str) -> Option<Vec<(u64, u64)>> {
+    let Ok(spec) = IterationSpec::parse(iteration) else {
+        return Some(Vec::new());
+    };
+    if spec == IterationSpec::ALL {
+        return None;
+    }
+    Some(
+        spec.segments()
+            .filter_map(|s| match s.kind {
+                SegmentKind::Single(v) => Some((v, v)),
+                SegmentKind::Range(lo, hi) => Some((lo, hi)),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
 /// Dumps the kernels of a running model as MindSpore 2.10 does.
 ///
 /// Create it with [`Dumper::builder`] (a config file, config text or a plan, an environment,
@@ -133,6 +154,9 @@ pub struct DumpReport {
 pub struct Dumper {
     shared: Option<Arc<Shared>>,
     iteration: String,
+    /// `iteration` parsed once: `None` for `all`, else the inclusive ranges of steps it
+    /// selects (empty: none). Asked at every step instead of parsing the text again.
+    selected: Option<Vec<(u64, u64)>>,
     graph: u32,
     next_step: u64,
     closed: bool,
@@ -163,6 +187,7 @@ impl Dumper {
         Dumper {
             shared: None,
             iteration: String::new(),
+            selected: Some(Vec::new()),
             graph: 0,
             next_step: 0,
             closed: true,
@@ -195,6 +220,7 @@ impl Dumper {
         let shared = Shared::start(plan, events);
         let mut d = Dumper {
             iteration: shared.plan.iteration.clone(),
+            selected: selected_steps(&shared.plan.iteration),
             next_step: shared.plan.initial_iteration,
             shared: Some(Arc::new(shared)),
             graph: 0,
@@ -394,6 +420,49 @@ impl Dumper {
     /// of the Dumper: a runtime can keep it in its own structs or a thread-local, and send it to
     /// other threads. A step still held after [`close`](Dumper::close) dumps nothing more.
     pub fn begin_step(&mut self) -> Step {
+        let (n, active) = self.advance();
+        let quiet = !active || self.graphs.quiet(self.graph);
+        Step::new(self.shared.clone(), self.graph, n, active).with_quiet(quiet)
+    }
+
+    /// Begins the next step as [`begin_step`](Dumper::begin_step) does, unless it
+    /// [dumps nothing](Step::dumps_nothing): such a step is ended at once and `None` is
+    /// returned with what [`Step::finish`] returns for it (the write failures of earlier
+    /// steps); no [`Step`] is built at all when it is not active (a disabled Dumper, a step
+    /// `iteration` rejects). The step counter, the steps counted for the "nothing dumped"
+    /// report and the step [`save`](Dumper::save) writes into move on alike. For an adapter
+    /// that reports only the current graph's kernels and parameters: `None` means the step
+    /// is over and nothing is to be reported.
+    ///
+    /// ```
+    /// # use dump_host::Dumper;
+    /// let mut dumper = Dumper::disabled();
+    /// assert!(dumper.begin_dumping_step().unwrap().is_none());
+    /// assert_eq!(dumper.next_step(), 1);
+    /// ```
+    pub fn begin_dumping_step(&mut self) -> Result<Option<Step>, Error> {
+        let (n, active) = self.advance();
+        let Some(s) = self.shared.as_deref().filter(|_| active) else {
+            return Ok(None); // what an inactive step's finish or drop does: nothing
+        };
+        let quiet = self.graphs.quiet(self.graph);
+        if quiet && s.recorder.is_none() && s.plan.msprobe.is_none() {
+            // What `Step::finish` does for a step that dumped nothing, with no flight
+            // recorder to hand it to and no msprobe document to close: the rows of earlier
+            // steps still pending, and the write failures so far.
+            return Step::end_quiet(s).map(|()| None);
+        }
+        let step = Step::new(self.shared.clone(), self.graph, n, active).with_quiet(quiet);
+        if quiet {
+            step.finish().map(|()| None)
+        } else {
+            Ok(Some(step))
+        }
+    }
+
+    /// Moves on to the next step: its number and whether it is active, counted, and the
+    /// session's saves moved to it.
+    fn advance(&mut self) -> (u64, bool) {
         let n = self.next_step;
         self.next_step += 1;
         let active = self.step_active(n);
@@ -401,8 +470,44 @@ impl Dumper {
         self.steps.1 += u64::from(active);
         self.begun_since_step = true;
         self.session_moves_to(n, active);
-        let quiet = !active || self.graphs.quiet(self.graph);
-        Step::new(self.shared.clone(), self.graph, n, active).with_quiet(quiet)
+        (n, active)
+    }
+
+    /// Whether the step the next [`begin_step`](Dumper::begin_step) begins would
+    /// [dump nothing](Step::dumps_nothing) if graph `graph_id` were the current graph, asked
+    /// before it begins: the step is not active (a disabled Dumper, `iteration` rejects it), or
+    /// graph `graph_id` is described and no step can dump any kernel or parameter of it. Nothing
+    /// changes (no step is counted). A runtime that pays for what it prepares for the dump
+    /// (ONNX Runtime's node outputs exposed as graph outputs) prepares nothing for a step
+    /// this answers `true` for; `false` means the step may dump.
+    ///
+    /// ```
+    /// # use dump_host::{Dumper, graph::{Graph, Node}};
+    /// # let dir = std::env::temp_dir().join(format!("next-quiet-doc-{}", std::process::id()));
+    /// let config = format!(
+    ///     r#"{{"common_dump_settings": {{"dump_mode": 0, "path": "{}", "net_name": "Net",
+    ///        "iteration": "1", "saved_data": "statistic", "input_output": 0,
+    ///        "kernels": [], "support_device": [0]}},
+    ///        "e2e_dump_settings": {{"enable": true}}}}"#,
+    ///     dir.display()
+    /// );
+    /// let mut dumper = Dumper::builder().open_json(config.into_bytes()).unwrap();
+    /// let mut graph = Graph::default();
+    /// graph.nodes.push(Node {
+    ///     name: "Default/relu/Relu-op0".into(), op_type: "Relu".into(), inputs: vec![],
+    ///     outputs: vec![], scope: String::new(), source: None,
+    /// });
+    /// dumper.begin_graph_with(0, &graph).unwrap();
+    /// assert!(dumper.next_step_dumps_nothing(0)); // step 0: iteration "1" rejects it
+    /// assert!(dumper.begin_step().dumps_nothing());
+    /// assert!(!dumper.next_step_dumps_nothing(0)); // step 1 may dump
+    /// assert!(!dumper.begin_step().dumps_nothing());
+    /// assert!(Dumper::disabled().next_step_dumps_nothing(0));
+    /// # drop(dumper);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// ```
+    pub fn next_step_dumps_nothing(&self, graph_id: u32) -> bool {
+        !self.step_active(self.next_step) || self.graphs.quiet(graph_id)
     }
 
     /// Whether step `n` dumps anything: enabled, and `iteration` selects it (or exception
@@ -413,9 +518,10 @@ impl Dumper {
             Some(s) => {
                 s.plan.op_debug_mode == crate::config::OpDebugMode::Exception
                     || n <= u32::MAX as u64
-                        && IterationSpec::parse(&self.iteration)
-                            .map(|spec| spec.matches(n as u32))
-                            .unwrap_or(false)
+                        && self
+                            .selected
+                            .as_deref()
+                            .is_none_or(|ranges| ranges.iter().any(|&(lo, hi)| lo <= n && n <= hi))
             }
         }
     }

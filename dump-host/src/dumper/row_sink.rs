@@ -83,6 +83,10 @@ impl RowSink {
     /// `wait`; without it a file with such a row stays pending for a later flush (see
     /// [`RowBatch::flush`]). Failures go to the error log with the rows lost.
     pub(crate) fn flush(&self, tree: &OutputTree, wait: bool) {
+        if !wait && self.batch.is_empty() {
+            tree.next_epoch(); // a new epoch all the same: once per step
+            return;
+        }
         let layout = tree.layout();
         let mut resolve = |path: &Path, row: Deferred| -> Option<String> {
             let row = match row {

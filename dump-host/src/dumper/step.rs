@@ -550,7 +550,21 @@ impl Step {
         // The watched outputs' handles are let go here (and by drop).
         self.watched = None;
         let held = self.held.take();
+        let ended = self.end(held);
+        // Ended: the drop that follows has no rows of its own to flush (a second flush per
+        // step, with its locks, was a step's largest fixed cost when nothing is dumped).
+        self.active = false;
+        ended
+    }
+
+    /// [`finish`](Step::finish)'s work once the document and the watched outputs are let go:
+    /// the rows flushed, the recorded step `held` handed to the flight recorder, the step in
+    /// the global execution order, the write failures so far.
+    fn end(&self, held: Option<Arc<StepRecord>>) -> Result<(), Error> {
         let Some(s) = self.live() else { return Ok(()) };
+        if held.is_none() && !self.used.load(Ordering::Relaxed) {
+            return Self::end_quiet(s);
+        }
         s.out.flush_rows(false);
         if let Some(rec) = held {
             let settled = self.settle(s, &rec);
@@ -569,6 +583,18 @@ impl Step {
 }
 
 impl Step {
+    /// The end of an active step that dumped nothing and is held by no flight recorder (what
+    /// [`finish`](Step::finish) does for it, also without a `Step`: see
+    /// [`crate::Dumper::begin_dumping_step`]): the rows earlier steps left pending are
+    /// flushed, and the write failures so far returned. Nothing once the Dumper is closed.
+    pub(crate) fn end_quiet(s: &Shared) -> Result<(), Error> {
+        if s.state.is_closed() {
+            return Ok(());
+        }
+        s.out.flush_rows(false);
+        s.out.files.take_errors()
+    }
+
     /// The deferred device copies of the recorded step `rec` land: their rows are computed
     /// and their outputs checked (in report order), then the budget is enforced again.
     fn settle(&self, s: &Shared, rec: &StepRecord) -> Result<(), Error> {

@@ -15,7 +15,10 @@
 use std::{
     borrow::Cow,
     path::{Path, PathBuf},
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use dump_core::DType;
@@ -85,6 +88,9 @@ pub(crate) struct TensorFiles {
     events: EventSink,
     /// Copies waiting to be hashed together ([`write_hashed`](TensorFiles::write_hashed)).
     hashing: Mutex<HashBatch>,
+    /// Whether `hashing` holds a copy (written under its lock): a step that gathered none
+    /// ends without taking the lock.
+    gathered: AtomicBool,
 }
 
 impl TensorFiles {
@@ -103,6 +109,7 @@ impl TensorFiles {
             opts,
             events,
             hashing: Mutex::default(),
+            gathered: AtomicBool::new(false),
         }
     }
 
@@ -302,6 +309,7 @@ impl TensorFiles {
             promise,
         });
         batch.cost += cost;
+        self.gathered.store(true, Ordering::Release);
         if batch.items.len() >= HASH_BATCH_TENSORS || batch.cost >= half {
             self.send_batch(&mut batch);
         }
@@ -310,6 +318,9 @@ impl TensorFiles {
 
     /// Queues the tensors gathered for hashing now (at the end of a step, and before a flush).
     pub(crate) fn send_hashes(&self) {
+        if !self.gathered.load(Ordering::Acquire) {
+            return; // nothing gathered
+        }
         let mut batch = self.hashing.lock().unwrap_or_else(PoisonError::into_inner);
         self.send_batch(&mut batch);
     }
@@ -320,6 +331,7 @@ impl TensorFiles {
             return;
         }
         let HashBatch { items, cost } = std::mem::take(batch);
+        self.gathered.store(false, Ordering::Release);
         let tally = Arc::clone(self.writer.written());
         let pool = Arc::clone(&self.pool);
         let errors = self.writer.error_log();
@@ -341,7 +353,12 @@ impl TensorFiles {
 
     /// The failures recorded since they were last taken, as an error (at a step's end).
     pub(crate) fn take_errors(&self) -> Result<(), Error> {
-        match self.writer.errors().take() {
+        let log = self.writer.errors();
+        if log.count() == 0 {
+            // No failure since the last take: the answer `take` would give, without its lock.
+            return Ok(());
+        }
+        match log.take() {
             (0, _) => Ok(()),
             (count, failures) => Err(Error::Write(crate::writer::WriteErrors { count, failures })),
         }

@@ -657,3 +657,228 @@ fn graph_tokens_name_one_description_of_one_dumper() {
     drop((a, b));
     let _ = std::fs::remove_dir_all(&r);
 }
+
+#[test]
+fn the_parsed_iteration_selects_the_steps_its_text_does() {
+    use dump_core::iteration::IterationSpec;
+    let r = root("selected");
+    let steps = [
+        0u64,
+        1,
+        2,
+        3,
+        5,
+        7,
+        9,
+        10,
+        u64::from(u32::MAX) - 1,
+        u64::from(u32::MAX),
+        u64::from(u32::MAX) + 1,
+        u64::MAX,
+    ];
+    for (i, text) in [
+        "all",
+        "0",
+        "0|2",
+        " 1 | 3 ",
+        "1-3|7",
+        "5-3|7",
+        "1||2",
+        "1-2-3|9",
+        "-5|5-",
+        "99999999999999999999|2",
+        "4294967295",
+        "4294967290-4294967300",
+        "3-3",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let d = filtered(&r.join(i.to_string()), 0, "[]", text, "");
+        let spec = IterationSpec::parse(text).unwrap();
+        for n in steps {
+            let want = n <= u64::from(u32::MAX) && spec.matches(n as u32);
+            assert_eq!(d.step_active(n), want, "iteration {text:?}, step {n}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&r);
+}
+
+#[test]
+fn next_step_dumps_nothing_answers_what_the_next_step_will_say() {
+    let r = root("next-quiet");
+    let check = |d: &mut Dumper, graph: u32, n: usize| {
+        let mut said = Vec::new();
+        for _ in 0..n {
+            let before = d.next_step_dumps_nothing(graph);
+            assert_eq!(
+                before,
+                d.next_step_dumps_nothing(graph),
+                "asking changes nothing"
+            );
+            d.switch_graph(graph);
+            assert_eq!(
+                before,
+                d.begin_step().dumps_nothing(),
+                "step {}",
+                said.len()
+            );
+            said.push(before);
+        }
+        said
+    };
+    let mut disabled = Dumper::disabled();
+    assert_eq!(check(&mut disabled, 0, 2), [true, true]);
+    disabled.begin_graph_with(0, &two_kernels()).unwrap();
+    assert_eq!(check(&mut disabled, 0, 2), [true, true]);
+
+    let mut d = filtered(&r.join("it"), 0, "[]", "0|2", "");
+    d.begin_graph_with(0, &two_kernels()).unwrap();
+    assert_eq!(check(&mut d, 0, 4), [false, true, false, true]);
+    // An undescribed graph: only the iteration is known.
+    assert_eq!(check(&mut d, 1, 2), [true, true], "steps 4 and 5");
+
+    let mut d = filtered(&r.join("none"), 1, r#"["no-such-kernel"]"#, "all", "");
+    d.begin_graph_with(0, &two_kernels()).unwrap();
+    assert_eq!(check(&mut d, 0, 2), [true, true]);
+    assert_eq!(check(&mut d, 1, 1), [false], "graph 1 is not described");
+    d.begin_graph(0, &["Default/no-such-kernel"]).unwrap();
+    assert_eq!(check(&mut d, 0, 1), [false], "named by an execution order");
+
+    let mut d = filtered(&r.join("one"), 1, r#"["Default/relu1/Relu-op1"]"#, "1", "");
+    d.begin_graph_with(0, &two_kernels()).unwrap();
+    assert_eq!(check(&mut d, 0, 3), [true, false, true]);
+    drop(d);
+    let _ = std::fs::remove_dir_all(&r);
+}
+
+/// A step's end queues the copies it gathered for hashing, and the rows waiting for their
+/// digests reach their file at a later step's end even when that step dumps nothing (its
+/// row flush answers from one flag when nothing is pending): no `flush` or `close` needed.
+#[test]
+fn rows_waiting_for_digests_reach_their_file_at_a_later_step_that_dumps_nothing() {
+    let r = root("digests-later");
+    let mut d = dumper_cats(&r, "full", r#"["max", "md5"]"#, "");
+    let bytes = f32_bytes(&[1.0, 2.0]);
+    let step = d.begin_step();
+    let k = step.kernel("Relu", "Default/Relu-op0").unwrap();
+    k.output(0, TensorRef::host(DType::Float32, &[2], &bytes))
+        .unwrap();
+    drop(k);
+    step.finish().unwrap();
+    let csv = r.join("rank_0/Net/0/0/statistic.csv");
+    let mut rows = 0;
+    for _ in 0..1000 {
+        d.begin_step().finish().unwrap(); // no kernel reported: nothing of its own
+        rows = std::fs::read_to_string(&csv).map_or(0, |t| t.lines().count());
+        if rows > 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if rows != 2 {
+        // Closing would wait for digests that no job computes: fail instead of hanging.
+        std::mem::forget(d);
+        panic!("{rows} lines in statistic.csv; want the header and the row before any close");
+    }
+    let report = d.close().unwrap();
+    assert_eq!((report.rows, report.files), (1, 1), "{report:?}");
+    let _ = std::fs::remove_dir_all(&r);
+}
+
+/// `begin_dumping_step` against `begin_step` + `dumps_nothing` + `finish` on the same configs:
+/// the same steps dump, the same rows are written (a `save` after each step included), the
+/// step counter moves alike, and `close` reports and warns alike.
+#[test]
+fn begin_dumping_step_ends_the_steps_that_dump_nothing_as_begin_step_and_finish_do() {
+    use std::sync::{Arc, Mutex};
+    let r = root("dumping-step");
+    let drive = |at: &Path, (mode, kernels, iteration): (u32, &str, &str), dumping: bool| {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&events);
+        let text = format!(
+            r#"{{"common_dump_settings": {{"dump_mode": {mode}, "path": "{}", "net_name": "Net",
+            "iteration": "{iteration}", "saved_data": "statistic", "input_output": 0,
+            "kernels": {kernels}, "support_device": [0]}},
+            "e2e_dump_settings": {{"enable": true}}}}"#,
+            at.display()
+        );
+        let mut d = Dumper::builder()
+            .env(&HashMap::<String, String>::new())
+            .options(DumpOptions::default())
+            .on_event(move |e| seen.lock().unwrap().push(format!("{e:?}")))
+            .open_json(text.into_bytes())
+            .unwrap();
+        d.begin_graph_with(0, &two_kernels()).unwrap();
+        let x = f32_bytes(&[1.0, -2.0]);
+        let mut quiet = Vec::new();
+        for _ in 0..4 {
+            let report = |st: &crate::Step| {
+                if let Some(k) = st.kernel("Relu", "Default/relu1/Relu-op1") {
+                    k.output(0, TensorRef::host(DType::Float32, &[2], &x))
+                        .unwrap();
+                }
+            };
+            if dumping {
+                match d.begin_dumping_step().unwrap() {
+                    None => quiet.push(true),
+                    Some(st) => {
+                        quiet.push(false);
+                        report(&st);
+                        st.finish().unwrap();
+                    }
+                }
+            } else {
+                let st = d.begin_step();
+                quiet.push(st.dumps_nothing());
+                report(&st);
+                st.finish().unwrap();
+            }
+            d.save("loss", TensorRef::host(DType::Float32, &[2], &x))
+                .unwrap();
+        }
+        let next = d.next_step();
+        let report = d.close().unwrap();
+        let root = at.display().to_string();
+        let events: Vec<String> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.replace(&root, "ROOT"))
+            .collect();
+        let mut rows = Vec::new();
+        for s in 0..4 {
+            let csv = at.join(format!("rank_0/Net/0/{s}/statistic.csv"));
+            if let Ok(t) = std::fs::read_to_string(csv) {
+                rows.push((
+                    s,
+                    t.lines()
+                        .map(|l| l.split(',').nth(1).unwrap().to_owned())
+                        .collect::<Vec<_>>(),
+                ));
+            }
+        }
+        (quiet, next, report, events, rows)
+    };
+    for (i, config) in [
+        (0, "[]", "0|2"),
+        (1, r#"["no-such-kernel"]"#, "all"),
+        (1, r#"["Default/relu1/Relu-op1"]"#, "1-2"),
+        (0, "[]", "9"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let a = drive(&r.join(format!("{i}-step")), config, false);
+        let b = drive(&r.join(format!("{i}-dumping")), config, true);
+        assert_eq!(a, b, "config {config:?}");
+        if i == 0 {
+            assert_eq!(a.0, [false, true, false, true]);
+            let names: Vec<String> = ["Op Name", "Default_relu1_Relu-op1", "loss"]
+                .map(String::from)
+                .to_vec();
+            assert_eq!(a.4, [(0, names.clone()), (2, names)]);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&r);
+}

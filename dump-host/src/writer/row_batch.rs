@@ -21,7 +21,10 @@
 use std::{
     io,
     path::{Path, PathBuf},
-    sync::{Mutex, PoisonError},
+    sync::{
+        Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use dump_core::DType;
@@ -133,9 +136,18 @@ pub(crate) struct RowBatch {
     spare: Mutex<Vec<String>>,
     /// Held while a batch is taken and written, so two flushes never reorder rows of a file.
     writing: Mutex<()>,
+    /// Whether `pending` holds a file (written under its lock): a flush that need not wait
+    /// finds nothing to do from this one load, without a lock (a step that dumped nothing).
+    any: AtomicBool,
 }
 
 impl RowBatch {
+    /// Whether no row is pending: a flush that does not wait has nothing to do (one load,
+    /// no lock).
+    pub(crate) fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
+    }
+
     /// Queues `row` (one whole line ending in `\n`) for `path`. Returns `true` when the
     /// pending bytes passed [`BATCH_BYTES`] and the caller should [`flush`](Self::flush).
     #[cfg(test)]
@@ -185,6 +197,7 @@ impl RowBatch {
         if let Ok(true) = wrote {
             p.rows += 1;
             *bytes += p.text.len() - before;
+            self.any.store(true, Ordering::Release);
             return Ok(Some(*bytes >= BATCH_BYTES));
         }
         p.text.truncate(before);
@@ -214,6 +227,7 @@ impl RowBatch {
             }),
         }
         *bytes += DEFERRED_ROW_BYTES;
+        self.any.store(true, Ordering::Release);
         *bytes >= BATCH_BYTES
     }
 
@@ -235,10 +249,16 @@ impl RowBatch {
         wait: bool,
         resolve: &mut dyn FnMut(&Path, Deferred) -> Option<String>,
     ) -> Flushed {
+        if !wait && self.is_empty() {
+            // Nothing pending. (A flush that waits takes the locks: it returns only once a
+            // flush running on another thread has written what it took.)
+            return Flushed::default();
+        }
         let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
         let files = {
             let mut g = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
             g.1 = 0;
+            self.any.store(false, Ordering::Release);
             std::mem::take(&mut g.0)
         };
         let mut done = Flushed::default();
@@ -285,6 +305,7 @@ impl RowBatch {
     /// Returns files a flush left pending, each ahead of the rows pushed for it meanwhile.
     fn put_back(&self, kept: Vec<Pending>) {
         let mut g = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        self.any.store(true, Ordering::Release);
         let files = &mut g.0;
         for mut old in kept {
             match files.iter().position(|p| p.path == old.path) {
@@ -423,6 +444,38 @@ mod tests {
             "a second flush has nothing"
         );
         assert!(fs::read_to_string(&a).unwrap().ends_with("a4\na5\n"));
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// The flush at a step's end (it does not wait) writes whatever was queued since the
+    /// last one, host rows and deferred ones alike, and then has nothing left.
+    #[test]
+    fn a_flush_that_does_not_wait_writes_every_row_queued_since_the_last() {
+        let d = tmp("nowait");
+        let (a, b) = (d.join("a.csv"), d.join("b.csv"));
+        let (csv, batch) = (CsvAppender::new(), RowBatch::default());
+        let mut device = |_: &Path, row: Deferred| {
+            let Deferred::Device(row) = row else {
+                unreachable!("device rows only")
+            };
+            Some(format!("{}\n", row.id.op_name))
+        };
+        assert_eq!(batch.flush(&csv, "h\n", 0o600, false, &mut never).rows, 0);
+        batch.push(&a, "a0\n");
+        assert_eq!(batch.flush(&csv, "h\n", 0o600, false, &mut never).rows, 1);
+        assert_eq!(batch.flush(&csv, "h\n", 0o600, false, &mut never).rows, 0);
+        batch.push_deferred(&b, deferred(Some(1.0), "dev"));
+        assert_eq!(batch.flush(&csv, "h\n", 0o600, false, &mut device).rows, 1);
+        assert_eq!(batch.flush(&csv, "h\n", 0o600, false, &mut never).rows, 0);
+        // A row the writer refused ("no row") leaves nothing to flush.
+        let none = batch.push_with(&a, |t| {
+            t.push_str("junk\n");
+            Ok::<_, ()>(false)
+        });
+        assert_eq!(none, Ok(None));
+        assert_eq!(batch.flush(&csv, "h\n", 0o600, false, &mut never).rows, 0);
+        assert_eq!(fs::read_to_string(&a).unwrap(), "h\na0\n");
+        assert_eq!(fs::read_to_string(&b).unwrap(), "h\ndev\n");
         fs::remove_dir_all(&d).unwrap();
     }
 
