@@ -253,6 +253,20 @@ fn a_kernel_larger_than_the_direct_write_size_spills_and_reads_back_the_same() {
         let k = s.kernel("MatMul", "MatMul-op0").unwrap();
         // Reported out of order: outputs first. 1200 bytes: already over the direct size.
         k.output(0, TensorRef::from_slice(&[300], &a)).unwrap();
+        // The kernel spills now, to a file no crash can leave behind: nothing is named yet
+        // (unless named temporaries are forced: then the one named file is removed at the end).
+        let forced = std::env::var_os(dump_host::writer::NAMED_TEMPORARIES_ENV)
+            .is_some_and(|v| !v.is_empty() && v != "0");
+        let mid = files(&root);
+        assert!(
+            forced
+                || mid.iter().all(|p| !p
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(dump_host::writer::TMP_PREFIX)),
+            "{mid:?}"
+        );
         k.input(0, TensorRef::from_slice(&[200], &b)).unwrap();
         let e = k.input(0, TensorRef::from_slice(&[200], &b)).unwrap_err();
         assert!(e.to_string().contains("reported twice"), "{e}");

@@ -9,7 +9,8 @@
 //! kernels never hold more than the budget). A kernel whose gathered bytes would reach the
 //! size the writer writes on the calling thread ([`WriterConfig::direct_write_bytes`], or the
 //! whole budget, whichever is smaller) spills instead: its payloads go to a temporary file in
-//! the kernel's directory as they are reported, and the dump file is assembled from it on the
+//! the kernel's directory (unnamed where the file system allows, so a crash leaves nothing
+//! behind) as they are reported, and the dump file is assembled from it on the
 //! calling thread at the kernel's end, in 1 MiB pieces. So a runtime thread holds at most that
 //! size of copies besides the budget, whatever the kernel's size.
 //!
@@ -67,10 +68,14 @@ enum Payload {
     Stats(Option<Summary>),
 }
 
-/// The spill file of a kernel too large to hold.
+/// The spill file of a kernel too large to hold: unnamed where the file system allows, so a
+/// crash leaves nothing behind; else a temporary name, removed when done.
 struct Spill {
     file: File,
+    /// What errors call it (the temporary name, or the label of an unnamed file).
     path: PathBuf,
+    /// The temporary name to remove (`None`: the file is unnamed).
+    named: Option<PathBuf>,
     len: u64,
 }
 
@@ -88,7 +93,9 @@ pub(crate) struct GeKernel {
 
 impl Drop for Spill {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        if let Some(p) = &self.named {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 
@@ -276,25 +283,21 @@ impl GeKernel {
     fn start_spill(&mut self, s: &Shared, dir: &Path) -> Result<(), ()> {
         s.out.tree.ensure_dir(dir)?;
         let errors = s.out.files.writer().errors();
-        let path = dir.join(format!(
-            "{}ge-spill-{}-{:x}",
-            crate::writer::TMP_PREFIX,
-            std::process::id(),
-            s.out.tree.timestamp()
-        ));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path);
-        let file = match file {
+        let label = dir.join("(ge spill file)");
+        let (file, named) = match crate::writer::create_scratch(dir, &label) {
             Ok(f) => f,
             Err(e) => {
-                errors.record(path, e);
+                errors.record(label, e);
                 return Err(());
             }
         };
-        let mut sp = Spill { file, path, len: 0 };
+        let path = named.clone().unwrap_or(label);
+        let mut sp = Spill {
+            file,
+            path,
+            named,
+            len: 0,
+        };
         for g in &mut self.tensors {
             if let Payload::Mem(b) = &g.payload {
                 if let Err(e) = sp.file.write_all(b) {

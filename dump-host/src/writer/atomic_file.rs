@@ -149,6 +149,38 @@ pub(crate) fn create_unnamed(
     }
 }
 
+/// Creates a scratch file in `dir`, open for reading and writing, that no crash can leave
+/// behind: unnamed (`O_TMPFILE`) where the file system allows, else under a fresh temporary
+/// name ([`TMP_PREFIX`]), returned so that the caller removes it when done. `label` names the
+/// file in errors and for the fault seam.
+pub(crate) fn create_scratch(dir: &Path, label: &Path) -> io::Result<(File, Option<PathBuf>)> {
+    #[cfg(target_os = "linux")]
+    if !named_only()
+        && (!ANY_REFUSED.load(Ordering::Relaxed)
+            || !fs::metadata(dir).is_ok_and(|m| refused_on(m.dev())))
+    {
+        let opened = faults::check(label).and_then(|()| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .mode(0o600)
+                .custom_flags(libc::O_TMPFILE)
+                .open(dir)
+        });
+        match opened {
+            Ok(f) => return Ok((f, None)),
+            Err(e) if is_refusal(&e) => {
+                if let Ok(m) = fs::metadata(dir) {
+                    remember_refusal(m.dev());
+                }
+            }
+            Err(e) => return Err(at(label, "creating", e)),
+        }
+    }
+    let (f, path) = open_tmp(dir, false, true)?;
+    Ok((f, Some(path)))
+}
+
 /// Links `file`, created by [`create_unnamed`], under `to`. Fails with `AlreadyExists` (never
 /// replacing anything) when `to` exists; the error is the bare OS error.
 pub(crate) fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
@@ -207,11 +239,17 @@ pub(crate) fn at(path: &Path, doing: &str, error: io::Error) -> io::Error {
 /// Creates a new temporary file in `dir` (never following a symlink), retrying with a fresh
 /// name while one exists.
 pub(crate) fn create_tmp(dir: &Path, append: bool) -> io::Result<(File, PathBuf)> {
+    open_tmp(dir, append, false)
+}
+
+/// [`create_tmp`], also open for reading when `read`.
+fn open_tmp(dir: &Path, append: bool, read: bool) -> io::Result<(File, PathBuf)> {
     let mut attempt = 0;
     loop {
         let tmp = tmp_name(dir, attempt);
         let opened = faults::check(&tmp).and_then(|()| {
             OpenOptions::new()
+                .read(read)
                 .write(true)
                 .append(append)
                 .create_new(true)
@@ -389,6 +427,32 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn a_scratch_file_is_unnamed_where_allowed_and_named_otherwise() {
+        use std::io::{Read, Seek, SeekFrom};
+        both_paths(|named| {
+            let d = tmpdir(&format!("scratch-{named}"));
+            let (mut f, path) = create_scratch(&d, &d.join("label")).unwrap();
+            f.write_all(b"spilled bytes").unwrap();
+            f.seek(SeekFrom::Start(8)).unwrap();
+            let mut back = String::new();
+            f.read_to_string(&mut back).unwrap();
+            assert_eq!(back, "bytes");
+            let listed = names(&d);
+            match (named, path) {
+                (false, None) => assert!(listed.is_empty(), "{listed:?}"),
+                (true, Some(p)) => {
+                    let n = p.file_name().unwrap().to_string_lossy().into_owned();
+                    assert!(n.starts_with(TMP_PREFIX), "{n}");
+                    assert_eq!(listed, vec![n]);
+                }
+                (named, path) => panic!("named {named}: path {path:?}"),
+            }
+            drop(f);
+            fs::remove_dir_all(&d).unwrap();
+        });
     }
 
     /// Lists `d` at every call of the fault seam during `f` (each open, write, chmod, link and
