@@ -26,6 +26,8 @@
 mod accumulate;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod portable;
 mod reference;
 mod summary;

@@ -1,0 +1,326 @@
+//! AVX-512 (F + BW + VL) kernels for `float32`, `bfloat16` and `float16`.
+//!
+//! Same raw partial and the same accumulation as the AVX2 kernels (`avx2.rs`): `u32` lane
+//! counters for `nan`/`pos`/`neg`, `f32` extrema, `sum` and `sum_sq` in `f64` lanes (each
+//! value widened in registers, squares by FMA). What AVX-512 changes is the instruction count
+//! per 16 values:
+//! - compares write `k` masks, and a counter is one merge-masked add (`vpaddd zmm{k}`) instead
+//!   of a compare into a vector plus a subtract;
+//! - one `vcvtps2pd zmm` widens 8 values (two per 16), one `vcvtph2ps zmm` 16 halves;
+//! - the fast pass does not count NaN at all: a NaN that was let into the `f64` sums leaves
+//!   `sum` NaN, and only then (rare; the chunk is still in cache) is the chunk redone with NaN
+//!   counted and masked out of the conversion (`vcvtps2pd zmm{k}{z}`, no extra operation);
+//! - tails are masked loads (no scalar loop), their lanes masked out of compares and extrema.
+//!
+//! `bfloat16` widens in-register by interleaving zero low halves (element order inside a step
+//! does not matter for statistics); the masked tail widens in element order instead
+//! (`vpmovzxwd` + shift) so that its mask stays in element order.
+//!
+//! Everything here is only reached after the caller has verified AVX-512F/BW/VL (and AVX2,
+//! FMA and F16C, which the backend's other dtypes use): runtime detection with `std`,
+//! `cfg(target_feature)` without.
+
+use core::arch::x86_64::*;
+
+use super::Summary;
+
+/// Bytes per step: two `zmm` loads.
+const STEP: usize = 128;
+/// Prefetch distance in bytes (see `avx2.rs`; one prefetch per 64-byte line of a step).
+const PREFETCH: usize = 2048;
+/// Steps between flushes of the `u32` lane counters: a lane counts at most 4 times a step
+/// (`bf16`: 64 values in 16-lane vectors), so 2^24 steps stay far below `u32::MAX`.
+const FLUSH_STEPS: usize = 1 << 24;
+
+/// Accumulators: two extrema pairs and four `f64` sum/square pairs, so that no add or FMA
+/// waits for the previous one of its chain within a step (AVX-512 has 32 vector registers).
+struct Acc {
+    mx: [__m512; 2],
+    mn: [__m512; 2],
+    s: [__m512d; 4],
+    q: [__m512d; 4],
+    nan: __m512i,
+    pos: __m512i,
+    neg: __m512i,
+}
+
+impl Acc {
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    fn new() -> Acc {
+        let inf = _mm512_set1_ps(f32::INFINITY);
+        let ninf = _mm512_set1_ps(f32::NEG_INFINITY);
+        let z = _mm512_setzero_pd();
+        Acc {
+            mx: [ninf; 2],
+            mn: [inf; 2],
+            s: [z; 4],
+            q: [z; 4],
+            nan: _mm512_setzero_si512(),
+            pos: _mm512_setzero_si512(),
+            neg: _mm512_setzero_si512(),
+        }
+    }
+
+    /// Adds 16 values into accumulator set `j` (0 or 1).
+    ///
+    /// Without `MASK`, NaN is neither counted nor kept out of `sum`/`sum_sq`: it makes `sum`
+    /// NaN, which is how the caller learns to rerun the chunk with `MASK`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    fn lane<const MASK: bool>(&mut self, j: usize, x: __m512) {
+        let zero = _mm512_setzero_ps();
+        let one = _mm512_set1_epi32(1);
+        let gt = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, zero);
+        self.pos = _mm512_mask_add_epi32(self.pos, gt, self.pos, one);
+        let lt = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, zero);
+        self.neg = _mm512_mask_add_epi32(self.neg, lt, self.neg, one);
+        // maxps/minps return the second operand when either is NaN: NaN x keeps the old value.
+        self.mx[j] = _mm512_max_ps(x, self.mx[j]);
+        self.mn[j] = _mm512_min_ps(x, self.mn[j]);
+        let lo = _mm512_castps512_ps256(x);
+        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(x)));
+        let (lo, hi) = if MASK {
+            let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+            self.nan = _mm512_mask_add_epi32(self.nan, nan, self.nan, one);
+            let keep = !nan;
+            (
+                _mm512_maskz_cvtps_pd(keep as u8, lo),
+                _mm512_maskz_cvtps_pd((keep >> 8) as u8, hi),
+            )
+        } else {
+            (_mm512_cvtps_pd(lo), _mm512_cvtps_pd(hi))
+        };
+        self.add_sums(2 * j, lo, hi);
+    }
+
+    /// [`lane`](Acc::lane) for the lanes of `k` only (a tail): the other lanes of `x` must be
+    /// `+0.0` (a zero-masking load), and neither count nor reach the extrema.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    fn lane_part<const MASK: bool>(&mut self, k: __mmask16, x: __m512) {
+        let zero = _mm512_setzero_ps();
+        let one = _mm512_set1_epi32(1);
+        let gt = _mm512_mask_cmp_ps_mask::<_CMP_GT_OQ>(k, x, zero);
+        self.pos = _mm512_mask_add_epi32(self.pos, gt, self.pos, one);
+        let lt = _mm512_mask_cmp_ps_mask::<_CMP_LT_OQ>(k, x, zero);
+        self.neg = _mm512_mask_add_epi32(self.neg, lt, self.neg, one);
+        self.mx[0] = _mm512_mask_max_ps(self.mx[0], k, x, self.mx[0]);
+        self.mn[0] = _mm512_mask_min_ps(self.mn[0], k, x, self.mn[0]);
+        // The lanes outside `k` hold +0.0 and add nothing to the sums.
+        let lo = _mm512_castps512_ps256(x);
+        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(x)));
+        let (lo, hi) = if MASK {
+            let nan = _mm512_mask_cmp_ps_mask::<_CMP_UNORD_Q>(k, x, x);
+            self.nan = _mm512_mask_add_epi32(self.nan, nan, self.nan, one);
+            let keep = !nan;
+            (
+                _mm512_maskz_cvtps_pd(keep as u8, lo),
+                _mm512_maskz_cvtps_pd((keep >> 8) as u8, hi),
+            )
+        } else {
+            (_mm512_cvtps_pd(lo), _mm512_cvtps_pd(hi))
+        };
+        self.add_sums(0, lo, hi);
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    fn add_sums(&mut self, i: usize, lo: __m512d, hi: __m512d) {
+        self.s[i] = _mm512_add_pd(self.s[i], lo);
+        self.s[i + 1] = _mm512_add_pd(self.s[i + 1], hi);
+        self.q[i] = _mm512_fmadd_pd(lo, lo, self.q[i]);
+        self.q[i + 1] = _mm512_fmadd_pd(hi, hi, self.q[i + 1]);
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    fn flush_counts(&mut self, s: &mut Summary) {
+        s.nan += hsum_u32(self.nan);
+        s.pos += hsum_u32(self.pos);
+        s.neg += hsum_u32(self.neg);
+        self.nan = _mm512_setzero_si512();
+        self.pos = _mm512_setzero_si512();
+        self.neg = _mm512_setzero_si512();
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    fn finish(mut self, s: &mut Summary) {
+        self.flush_counts(s);
+        // The extrema lanes hold no NaN (see `lane`), so the reductions are plain.
+        let mx = _mm512_reduce_max_ps(_mm512_max_ps(self.mx[0], self.mx[1])) as f64;
+        let mn = _mm512_reduce_min_ps(_mm512_min_ps(self.mn[0], self.mn[1])) as f64;
+        if mx > s.max {
+            s.max = mx;
+        }
+        if mn < s.min {
+            s.min = mn;
+        }
+        let add =
+            |v: [__m512d; 4]| _mm512_add_pd(_mm512_add_pd(v[0], v[1]), _mm512_add_pd(v[2], v[3]));
+        s.sum += _mm512_reduce_add_pd(add(self.s));
+        s.sum_sq += _mm512_reduce_add_pd(add(self.q));
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn hsum_u32(v: __m512i) -> u64 {
+    // SAFETY: __m512i and [u32; 16] have the same size and every bit pattern is valid for both.
+    let a: [u32; 16] = unsafe { core::mem::transmute(v) };
+    a.iter().map(|&x| x as u64).sum()
+}
+
+/// The mask of the first `n` of 16 lanes (`n <= 16`).
+#[inline]
+fn first(n: usize) -> __mmask16 {
+    (((1u32 << n) - 1) & 0xffff) as __mmask16
+}
+
+/// The common driver: whole `STEP`-byte steps of `data` through `body`, then the rest (fewer
+/// than `STEP` bytes) through `tail`, which gets the rest's pointer and length in bytes.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn drive(
+    data: &[u8],
+    body: impl Fn(&mut Acc, *const u8),
+    tail: impl Fn(&mut Acc, *const u8, usize),
+) -> Summary {
+    let mut s = Summary::EMPTY;
+    let steps = data.len() / STEP;
+    let p = data.as_ptr();
+    let mut acc = Acc::new();
+    let mut i = 0;
+    while i < steps {
+        let end = steps.min(i + FLUSH_STEPS);
+        while i < end {
+            let q = p.wrapping_add(i * STEP);
+            // Prefetch never faults, so reading ahead past the end of `data` is harmless.
+            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH + 64) as *const i8);
+            body(&mut acc, q);
+            i += 1;
+        }
+        acc.flush_counts(&mut s);
+    }
+    let done = steps * STEP;
+    tail(&mut acc, p.wrapping_add(done), data.len() - done);
+    acc.finish(&mut s);
+    s
+}
+
+/// Raw partial (see `portable.rs`) of little-endian `f32` data; `data.len() % 4 == 0`.
+///
+/// Without `MASK` the partial's `nan` is 0 and a NaN in `data` leaves `sum` NaN (see
+/// [`Acc::lane`]); with `MASK` it is exact.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+pub(super) fn f32_raw<const MASK: bool>(data: &[u8]) -> Summary {
+    drive(
+        data,
+        |acc, q| {
+            // SAFETY: `drive` only passes pointers with STEP (128) readable bytes of `data`
+            // behind them; loadu has no alignment requirement.
+            let (x0, x1) = unsafe {
+                (
+                    _mm512_loadu_ps(q as *const f32),
+                    _mm512_loadu_ps(q.add(64) as *const f32),
+                )
+            };
+            acc.lane::<MASK>(0, x0);
+            acc.lane::<MASK>(1, x1);
+        },
+        |acc, q, len| {
+            let n = len / 4;
+            let mut o = 0;
+            while o < n {
+                let k = first((n - o).min(16));
+                // SAFETY: the mask covers only elements `o .. min(o + 16, n)` of the `n` whole
+                // elements readable at `q`; masked-off lanes are not accessed (no fault).
+                let x = unsafe { _mm512_maskz_loadu_ps(k, q.add(o * 4) as *const f32) };
+                acc.lane_part::<MASK>(k, x);
+                o += 16;
+            }
+        },
+    )
+}
+
+/// Raw partial of little-endian `bfloat16` data; `data.len() % 2 == 0`. `MASK` as for
+/// [`f32_raw`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+pub(super) fn bf16_raw<const MASK: bool>(data: &[u8]) -> Summary {
+    drive(
+        data,
+        |acc, q| {
+            // SAFETY: `drive` only passes pointers with STEP (128) readable bytes of `data`
+            // behind them; loadu has no alignment requirement.
+            let (a, b) = unsafe {
+                (
+                    _mm512_loadu_si512(q as *const __m512i),
+                    _mm512_loadu_si512(q.add(64) as *const __m512i),
+                )
+            };
+            // A bf16 is the high half of an f32: interleave zero low halves under each value.
+            // This permutes values inside the step, which statistics do not care about.
+            let z = _mm512_setzero_si512();
+            let f = _mm512_castsi512_ps;
+            acc.lane::<MASK>(0, f(_mm512_unpacklo_epi16(z, a)));
+            acc.lane::<MASK>(1, f(_mm512_unpackhi_epi16(z, a)));
+            acc.lane::<MASK>(0, f(_mm512_unpacklo_epi16(z, b)));
+            acc.lane::<MASK>(1, f(_mm512_unpackhi_epi16(z, b)));
+        },
+        |acc, q, len| {
+            let n = len / 2;
+            let mut o = 0;
+            while o < n {
+                let k = first((n - o).min(16));
+                // SAFETY: the mask covers only elements `o .. min(o + 16, n)` of the `n` whole
+                // elements readable at `q`; masked-off lanes are not accessed (no fault).
+                let h = unsafe { _mm256_maskz_loadu_epi16(k, q.add(o * 2) as *const i16) };
+                // Element order (zero-extend, then shift into the high half): the lanes of
+                // `k` are the loaded ones, and the others are +0.0.
+                let x = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)));
+                acc.lane_part::<MASK>(k, x);
+                o += 16;
+            }
+        },
+    )
+}
+
+/// Raw partial of little-endian IEEE `float16` data; `data.len() % 2 == 0`. `MASK` as for
+/// [`f32_raw`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+pub(super) fn f16_raw<const MASK: bool>(data: &[u8]) -> Summary {
+    drive(
+        data,
+        |acc, q| {
+            // SAFETY: `drive` only passes pointers with STEP (128) readable bytes of `data`
+            // behind them; loadu has no alignment requirement.
+            let h = unsafe {
+                [
+                    _mm256_loadu_si256(q as *const __m256i),
+                    _mm256_loadu_si256(q.add(32) as *const __m256i),
+                    _mm256_loadu_si256(q.add(64) as *const __m256i),
+                    _mm256_loadu_si256(q.add(96) as *const __m256i),
+                ]
+            };
+            acc.lane::<MASK>(0, _mm512_cvtph_ps(h[0]));
+            acc.lane::<MASK>(1, _mm512_cvtph_ps(h[1]));
+            acc.lane::<MASK>(0, _mm512_cvtph_ps(h[2]));
+            acc.lane::<MASK>(1, _mm512_cvtph_ps(h[3]));
+        },
+        |acc, q, len| {
+            let n = len / 2;
+            let mut o = 0;
+            while o < n {
+                let k = first((n - o).min(16));
+                // SAFETY: the mask covers only elements `o .. min(o + 16, n)` of the `n` whole
+                // elements readable at `q`; masked-off lanes are not accessed (no fault).
+                let h = unsafe { _mm256_maskz_loadu_epi16(k, q.add(o * 2) as *const i16) };
+                // Masked-off halves are 0 and convert to +0.0.
+                acc.lane_part::<MASK>(k, _mm512_cvtph_ps(h));
+                o += 16;
+            }
+        },
+    )
+}
