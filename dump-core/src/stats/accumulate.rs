@@ -24,9 +24,9 @@ pub enum Backend {
     Portable,
     /// x86-64 AVX2 + FMA + F16C kernels (explicit intrinsics for f32/f16/bf16).
     Avx2,
-    /// x86-64 AVX-512F/BW/VL kernels for f32/f16/bf16 (mask-register compares and counters,
-    /// masked tails); every other dtype runs the [`Avx2`](Backend::Avx2) kernels, so the CPU
-    /// needs AVX2, FMA and F16C too.
+    /// x86-64 AVX-512F/BW/VL kernels for f32/f16/bf16 and the integers of at most 32 bits
+    /// but `uint32` (mask-register compares and counters, masked tails); the other dtypes run
+    /// the [`Avx2`](Backend::Avx2) kernels, so the CPU needs AVX2, FMA and F16C too.
     Avx512,
 }
 
@@ -314,7 +314,7 @@ fn raw(backend: Backend, dtype: DType, data: &[u8]) -> Summary {
                     DType::Float32 => (f32_raw::<false>, f32_raw::<true>),
                     DType::BFloat16 => (bf16_raw::<false>, bf16_raw::<true>),
                     DType::Float16 => (f16_raw::<false>, f16_raw::<true>),
-                    _ => return super::avx2::other_raw(dtype, data),
+                    _ => return super::avx512::other_raw(dtype, data),
                 };
                 let p = fast(data);
                 if p.sum.is_nan() { masked(data) } else { p }

@@ -1,4 +1,5 @@
-//! AVX-512 (F + BW + VL) kernels for `float32`, `bfloat16` and `float16`.
+//! AVX-512 (F + BW + VL) kernels for `float32`, `bfloat16` and `float16`, and for the integers
+//! of at most 32 bits but `uint32` (`bool`, `int8`, `uint8`, `int16`, `uint16`, `int32`).
 //!
 //! Same raw partial and the same accumulation as the AVX2 kernels (`avx2.rs`): `u32` lane
 //! counters for `nan`/`pos`/`neg`, `f32` extrema, `sum` and `sum_sq` in `f64` lanes (each
@@ -16,6 +17,10 @@
 //! does not matter for statistics); the masked tail widens in element order instead
 //! (`vpmovzxwd` + shift) so that its mask stays in element order.
 //!
+//! Integers widen to `i32` lanes (`vpmovsx`/`vpmovzx`) and sum exactly converted `f64`, like
+//! the AVX2 integer kernel; `uint32` and the 64-bit types run the AVX2 build of the portable
+//! kernels.
+//!
 //! Everything here is only reached after the caller has verified AVX-512F/BW/VL (and AVX2,
 //! FMA and F16C, which the backend's other dtypes use): runtime detection with `std`,
 //! `cfg(target_feature)` without.
@@ -23,6 +28,7 @@
 use core::arch::x86_64::*;
 
 use super::Summary;
+use crate::DType;
 
 /// Bytes per step: two `zmm` loads.
 const STEP: usize = 128;
@@ -323,4 +329,210 @@ pub(super) fn f16_raw<const MASK: bool>(data: &[u8]) -> Summary {
             }
         },
     )
+}
+
+/// Integer accumulators: values widened to `i32` lanes; extrema in `i32`, sums in `f64`
+/// (`vcvtdq2pd` is exact), `pos`/`neg` counted as in [`Acc`] (`zero` is derived, there is no
+/// NaN).
+struct IntAcc {
+    mx: [__m512i; 2],
+    mn: [__m512i; 2],
+    s: [__m512d; 4],
+    q: [__m512d; 4],
+    pos: __m512i,
+    neg: __m512i,
+}
+
+impl IntAcc {
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    fn new() -> IntAcc {
+        let z = _mm512_setzero_pd();
+        IntAcc {
+            mx: [_mm512_set1_epi32(i32::MIN); 2],
+            mn: [_mm512_set1_epi32(i32::MAX); 2],
+            s: [z; 4],
+            q: [z; 4],
+            pos: _mm512_setzero_si512(),
+            neg: _mm512_setzero_si512(),
+        }
+    }
+
+    /// Adds the 16 values of `x` in the lanes of `k` into accumulator set `j` (0 or 1); the
+    /// other lanes must be 0 (a zero-masking load).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    fn lane(&mut self, j: usize, k: __mmask16, x: __m512i) {
+        let z = _mm512_setzero_si512();
+        let one = _mm512_set1_epi32(1);
+        // Zero lanes are neither > 0 nor < 0, so `k` is needed only for the extrema.
+        let gt = _mm512_cmpgt_epi32_mask(x, z);
+        self.pos = _mm512_mask_add_epi32(self.pos, gt, self.pos, one);
+        let lt = _mm512_cmplt_epi32_mask(x, z);
+        self.neg = _mm512_mask_add_epi32(self.neg, lt, self.neg, one);
+        self.mx[j] = _mm512_mask_max_epi32(self.mx[j], k, self.mx[j], x);
+        self.mn[j] = _mm512_mask_min_epi32(self.mn[j], k, self.mn[j], x);
+        let lo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(x));
+        let hi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64::<1>(x));
+        let i = 2 * j;
+        self.s[i] = _mm512_add_pd(self.s[i], lo);
+        self.s[i + 1] = _mm512_add_pd(self.s[i + 1], hi);
+        self.q[i] = _mm512_fmadd_pd(lo, lo, self.q[i]);
+        self.q[i + 1] = _mm512_fmadd_pd(hi, hi, self.q[i + 1]);
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    fn flush_counts(&mut self, s: &mut Summary) {
+        s.pos += hsum_u32(self.pos);
+        s.neg += hsum_u32(self.neg);
+        self.pos = _mm512_setzero_si512();
+        self.neg = _mm512_setzero_si512();
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    fn finish(mut self, s: &mut Summary) {
+        self.flush_counts(s);
+        let mx = _mm512_reduce_max_epi32(_mm512_max_epi32(self.mx[0], self.mx[1]));
+        let mn = _mm512_reduce_min_epi32(_mm512_min_epi32(self.mn[0], self.mn[1]));
+        // With no element seen these are i32::MIN / i32::MAX, which every value of a
+        // non-empty partial (all within i32) replaces or equals: no special case.
+        if mx as f64 > s.max {
+            s.max = mx as f64;
+        }
+        if (mn as f64) < s.min {
+            s.min = mn as f64;
+        }
+        let add =
+            |v: [__m512d; 4]| _mm512_add_pd(_mm512_add_pd(v[0], v[1]), _mm512_add_pd(v[2], v[3]));
+        s.sum += _mm512_reduce_add_pd(add(self.s));
+        s.sum_sq += _mm512_reduce_add_pd(add(self.q));
+    }
+}
+
+/// Raw partial of integers of at most 32 bits (not `UInt32`) and `Bool`, [`STEP`] bytes a
+/// step, the rest through masked loads.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn int_raw(dtype: DType, data: &[u8]) -> Summary {
+    let size = dtype.size().unwrap_or(1);
+    let steps = data.len() / STEP;
+    let p = data.as_ptr();
+    let mut s = Summary::EMPTY;
+    let mut acc = IntAcc::new();
+    let mut i = 0;
+    while i < steps {
+        let end = steps.min(i + FLUSH_STEPS);
+        while i < end {
+            let q = p.wrapping_add(i * STEP);
+            // Prefetch never faults, so reading ahead past the end of `data` is harmless.
+            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH + 64) as *const i8);
+            // SAFETY: step `i < steps` has STEP readable bytes of `data` at `q`, and `int_step`
+            // reads only those.
+            unsafe { int_step(&mut acc, dtype, q) };
+            i += 1;
+        }
+        acc.flush_counts(&mut s);
+    }
+    // The rest: fewer than STEP bytes, 16 elements at a time through masked loads.
+    let done = steps * STEP;
+    let n = (data.len() - done) / size;
+    let q = p.wrapping_add(done);
+    let mut o = 0;
+    while o < n {
+        let k = first((n - o).min(16));
+        // SAFETY: the mask covers only elements `o .. min(o + 16, n)` of the `n` whole elements
+        // readable at `q`; masked-off lanes are not accessed (no fault).
+        let x = unsafe { int_load(dtype, k, q.add(o * size)) };
+        acc.lane(0, k, x);
+        o += 16;
+    }
+    acc.finish(&mut s);
+    s
+}
+
+/// One [`STEP`]-byte step of [`int_raw`].
+///
+/// # Safety
+/// `q .. q + STEP` must be readable.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn int_step(acc: &mut IntAcc, dtype: DType, q: *const u8) {
+    let all = 0xffff;
+    // SAFETY: every load reads `o .. o + width` with `o + width <= STEP` (the caller's range).
+    unsafe {
+        match dtype {
+            DType::Int32 => {
+                acc.lane(0, all, _mm512_loadu_si512(q as *const __m512i));
+                acc.lane(1, all, _mm512_loadu_si512(q.add(64) as *const __m512i));
+            }
+            DType::Int16 | DType::UInt16 => {
+                for (j, o) in [0, 32, 64, 96].into_iter().enumerate() {
+                    let h = _mm256_loadu_si256(q.add(o) as *const __m256i);
+                    acc.lane(j & 1, all, widen16(dtype, h));
+                }
+            }
+            _ => {
+                for (j, o) in (0..STEP).step_by(16).enumerate() {
+                    let b = _mm_loadu_si128(q.add(o) as *const __m128i);
+                    acc.lane(j & 1, all, widen8(dtype, b));
+                }
+            }
+        }
+    }
+}
+
+/// Up to 16 elements of `dtype` at `q`, those of `k`, widened to `i32` lanes (the others 0).
+///
+/// # Safety
+/// The elements of `k` at `q` must be readable.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn int_load(dtype: DType, k: __mmask16, q: *const u8) -> __m512i {
+    // SAFETY: masked loads touch only the lanes of `k`, which the caller guarantees readable.
+    unsafe {
+        match dtype {
+            DType::Int32 => _mm512_maskz_loadu_epi32(k, q as *const i32),
+            DType::Int16 | DType::UInt16 => {
+                widen16(dtype, _mm256_maskz_loadu_epi16(k, q as *const i16))
+            }
+            _ => widen8(dtype, _mm_maskz_loadu_epi8(k, q as *const i8)),
+        }
+    }
+}
+
+/// 16 `int16` / `uint16` values to `i32` lanes.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn widen16(dtype: DType, h: __m256i) -> __m512i {
+    if dtype == DType::Int16 {
+        _mm512_cvtepi16_epi32(h)
+    } else {
+        _mm512_cvtepu16_epi32(h)
+    }
+}
+
+/// 16 `int8` / `uint8` / `bool` values to `i32` lanes (a nonzero `bool` byte is 1).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn widen8(dtype: DType, b: __m128i) -> __m512i {
+    match dtype {
+        DType::Int8 => _mm512_cvtepi8_epi32(b),
+        DType::UInt8 => _mm512_cvtepu8_epi32(b),
+        _ => _mm512_min_epu32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(1)),
+    }
+}
+
+/// The remaining dtypes: explicit integer kernels where values fit `i32`, else the AVX2
+/// build of the portable kernels (`UInt32`, the 64-bit types, float8).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+pub(super) fn other_raw(dtype: DType, data: &[u8]) -> Summary {
+    match dtype {
+        DType::Bool | DType::Int8 | DType::UInt8 | DType::Int16 | DType::UInt16 | DType::Int32 => {
+            int_raw(dtype, data)
+        }
+        // A safe call: this function's target features include the AVX2 kernels'.
+        _ => super::avx2::other_raw(dtype, data),
+    }
 }

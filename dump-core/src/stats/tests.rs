@@ -878,7 +878,7 @@ fn no_read_past_the_end() {
     // SAFETY: the middle page is mapped readable and writable and nothing else refers to it.
     let page = unsafe { core::slice::from_raw_parts_mut(base.add(PAGE), PAGE) };
     let mut rng = Rng(31);
-    for dtype in HOT {
+    for dtype in HOT.into_iter().chain(INTS) {
         let e = dtype.size().unwrap();
         for n in (1..300).chain([PAGE / e - 1, PAGE / e]) {
             let bytes = n * e;
@@ -894,4 +894,62 @@ fn no_read_past_the_end() {
     }
     // SAFETY: unmaps exactly the mapping made above; `page` is not used after this.
     unsafe { assert_eq!(munmap(base as *mut c_void, 3 * PAGE), 0) };
+}
+
+/// The integer dtypes with vector kernels (values widened to `i32` lanes).
+const INTS: [DType; 6] = [
+    DType::Bool,
+    DType::Int8,
+    DType::UInt8,
+    DType::Int16,
+    DType::UInt16,
+    DType::Int32,
+];
+
+/// Integers: every tail length after 0, 1 and 2 whole steps, over data that is all negative, all
+/// positive or mixed (so that a zero let into the extrema by a tail's unused lanes shows), and
+/// each dtype's extremes at every position of two steps and a tail.
+#[test]
+fn integer_tails_and_extremes() {
+    let mut rng = Rng(37);
+    for dtype in INTS {
+        let e = dtype.size().unwrap();
+        let s = step_elems(dtype);
+        // Bytes of one element: the value's low `e` bytes (two's complement, little-endian).
+        let el = |v: i64| v.to_le_bytes()[..e].to_vec();
+        let (lo, hi) = match dtype {
+            DType::Bool => (1, 255), // bool: any nonzero byte is true
+            DType::Int8 => (i8::MIN as i64, i8::MAX as i64),
+            DType::UInt8 => (0, u8::MAX as i64),
+            DType::Int16 => (i16::MIN as i64, i16::MAX as i64),
+            DType::UInt16 => (0, u16::MAX as i64),
+            _ => (i32::MIN as i64, i32::MAX as i64),
+        };
+        for whole in 0..3 {
+            for t in 0..s {
+                let n = whole * s + t;
+                for sign in [-1i64, 1, 0] {
+                    let mut d = Vec::new();
+                    for _ in 0..n {
+                        let r = (rng.next() % 100) as i64 + 1;
+                        let v = match sign {
+                            0 => r - 50,
+                            _ => sign * r,
+                        };
+                        d.extend(el(v.clamp(lo, hi)));
+                    }
+                    check_all_backends(dtype, &d, n);
+                }
+            }
+        }
+        let n = 2 * s + s / 2 + 3;
+        let base: Vec<u8> = (0..n).flat_map(|i| el((i % 7) as i64 - 3)).collect();
+        for v in [lo, hi, 0, -1, 1] {
+            for pos in 0..n {
+                let mut d = base.clone();
+                d[pos * e..pos * e + e].copy_from_slice(&el(v));
+                check_all_backends(dtype, &d, n);
+            }
+        }
+    }
 }
