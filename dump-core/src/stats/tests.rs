@@ -668,11 +668,13 @@ fn specials(dtype: DType) -> Vec<Vec<u8>> {
         DType::BFloat16 => 3.3e38,
         _ => f32::MAX as f64,
     };
+    // The smallest subnormal (its bits: magnitude 1).
     let tiny = match dtype {
-        DType::Float16 => 6e-8, // the smallest subnormal
-        _ => 1.5e-45,           // f32's smallest subnormal (bf16 rounds to a subnormal too)
+        DType::Float16 => 2f64.powi(-24),
+        DType::BFloat16 => 2f64.powi(-133),
+        _ => 2f64.powi(-149),
     };
-    for v in [
+    for (i, v) in [
         f64::INFINITY,
         f64::NEG_INFINITY,
         0.0,
@@ -681,9 +683,16 @@ fn specials(dtype: DType) -> Vec<Vec<u8>> {
         -big,
         tiny,
         -tiny,
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let mut b = Vec::new();
         float_bytes(dtype, v, &mut b);
+        if i >= 6 {
+            // Exactly the smallest subnormal, not rounded to zero.
+            assert_eq!(reference::element_f64(dtype, &b, 0).abs(), tiny, "{dtype}");
+        }
         out.push(b);
     }
     out
@@ -950,6 +959,39 @@ fn integer_tails_and_extremes() {
                 d[pos * e..pos * e + e].copy_from_slice(&el(v));
                 check_all_backends(dtype, &d, n);
             }
+        }
+    }
+}
+
+/// One chunk far larger than the kernels' counter flush interval (AVX-512 counts `f16`/`bf16`
+/// signs in `u16` lanes): the counts stay exact.
+#[test]
+fn counters_survive_a_huge_chunk() {
+    let n = 5 << 20; // 10 MiB of a 2-byte dtype, 20 MiB of f32
+    for dtype in [DType::Float16, DType::BFloat16, DType::Float32, DType::Int8] {
+        // 1, -1, 0, 1 repeated: pos n/2, neg n/4, zero n/4.
+        let mut one = Vec::new();
+        for v in [1.0, -1.0, 0.0, 1.0] {
+            match dtype {
+                DType::Int8 => one.push(v as i8 as u8),
+                _ => float_bytes(dtype, v, &mut one),
+            }
+        }
+        let data = one.repeat(n / 4);
+        for b in backends() {
+            let mut acc = Accumulator::with_backend(dtype, n, b).unwrap();
+            acc.update(&data).unwrap();
+            let s = acc.finish().unwrap().unwrap();
+            let n = n as u64;
+            assert_eq!(
+                (s.pos, s.neg, s.zero, s.nan),
+                (n / 2, n / 4, n / 4, 0),
+                "{dtype} {b:?}"
+            );
+            assert_eq!(
+                (s.sum, s.sum_sq, s.max, s.min),
+                ((n / 4) as f64, (3 * n / 4) as f64, 1.0, -1.0)
+            );
         }
     }
 }
