@@ -224,6 +224,41 @@ fn hsum_u16(v: __m512i) -> u64 {
     a.iter().map(|&x| x as u64).sum()
 }
 
+/// Runs `body` over the whole [`STEP`]-byte steps of `data` (a pointer to each), calling
+/// `flush` every [`FLUSH_STEPS`] steps and at the end. Every step but the last
+/// `PREFETCH / STEP` prefetches the lines [`PREFETCH`] bytes ahead; prefetches never fault,
+/// but those past the end of a 4 KiB tensor made some runs 3x slower (addresses beyond the
+/// buffer: page walks), so none is issued there. Returns the bytes consumed.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn for_steps<A>(
+    acc: &mut A,
+    data: &[u8],
+    body: impl Fn(&mut A, *const u8),
+    mut flush: impl FnMut(&mut A),
+) -> usize {
+    let steps = data.len() / STEP;
+    let p = data.as_ptr();
+    let ahead = steps.saturating_sub(PREFETCH / STEP);
+    let mut i = 0;
+    while i < steps {
+        let end = steps.min(i + FLUSH_STEPS);
+        while i < end.min(ahead) {
+            let q = p.wrapping_add(i * STEP);
+            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH + 64) as *const i8);
+            body(acc, q);
+            i += 1;
+        }
+        while i < end {
+            body(acc, p.wrapping_add(i * STEP));
+            i += 1;
+        }
+        flush(acc);
+    }
+    steps * STEP
+}
+
 /// The mask of the first `n` of 16 lanes (`n <= 16`).
 #[inline]
 fn first(n: usize) -> __mmask16 {
@@ -240,23 +275,9 @@ fn drive(
     tail: impl Fn(&mut Acc, *const u8, usize),
 ) -> Summary {
     let mut s = Summary::EMPTY;
-    let steps = data.len() / STEP;
-    let p = data.as_ptr();
     let mut acc = Acc::new();
-    let mut i = 0;
-    while i < steps {
-        let end = steps.min(i + FLUSH_STEPS);
-        while i < end {
-            let q = p.wrapping_add(i * STEP);
-            // Prefetch never faults, so reading ahead past the end of `data` is harmless.
-            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH) as *const i8);
-            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH + 64) as *const i8);
-            body(&mut acc, q);
-            i += 1;
-        }
-        acc.flush_counts(&mut s);
-    }
-    let done = steps * STEP;
+    let done = for_steps(&mut acc, data, body, |a| a.flush_counts(&mut s));
+    let p = data.as_ptr();
     tail(&mut acc, p.wrapping_add(done), data.len() - done);
     acc.finish(&mut s);
     s
@@ -271,7 +292,7 @@ pub(super) fn f32_raw<const MASK: bool>(data: &[u8]) -> Summary {
     drive(
         data,
         |acc, q| {
-            // SAFETY: `drive` only passes pointers with STEP (128) readable bytes of `data`
+            // SAFETY: `for_steps` only passes pointers with STEP (128) readable bytes of `data`
             // behind them; loadu has no alignment requirement.
             let (x0, x1) = unsafe {
                 (
@@ -304,7 +325,7 @@ pub(super) fn bf16_raw<const MASK: bool>(data: &[u8]) -> Summary {
     drive(
         data,
         |acc, q| {
-            // SAFETY: `drive` only passes pointers with STEP (128) readable bytes of `data`
+            // SAFETY: `for_steps` only passes pointers with STEP (128) readable bytes of `data`
             // behind them; loadu has no alignment requirement.
             let (a, b) = unsafe {
                 (
@@ -355,7 +376,7 @@ pub(super) fn f16_raw<const MASK: bool>(data: &[u8]) -> Summary {
     drive(
         data,
         |acc, q| {
-            // SAFETY: `drive` only passes pointers with STEP (128) readable bytes of `data`
+            // SAFETY: `for_steps` only passes pointers with STEP (128) readable bytes of `data`
             // behind them; loadu has no alignment requirement.
             let h = unsafe {
                 [
@@ -482,32 +503,40 @@ impl IntAcc {
     }
 }
 
-/// Raw partial of integers of at most 32 bits (not `UInt32`) and `Bool`, [`STEP`] bytes a
-/// step, the rest through masked loads.
+/// The integer kinds of the integer kernels (const parameters, so that each kind gets a loop of
+/// its own, with no dispatch inside).
+mod kind {
+    pub const INT32: u8 = 0;
+    pub const INT16: u8 = 1;
+    pub const UINT16: u8 = 2;
+    pub const INT8: u8 = 3;
+    pub const UINT8: u8 = 4;
+    pub const BOOL: u8 = 5;
+}
+
+/// Raw partial of integers of kind `K` (see [`kind`]), [`STEP`] bytes a step, the rest
+/// through masked loads.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-fn int_raw(dtype: DType, data: &[u8]) -> Summary {
-    let size = dtype.size().unwrap_or(1);
-    let steps = data.len() / STEP;
-    let p = data.as_ptr();
+fn int_raw<const K: u8>(data: &[u8]) -> Summary {
+    let size = match K {
+        kind::INT32 => 4,
+        kind::INT16 | kind::UINT16 => 2,
+        _ => 1,
+    };
     let mut s = Summary::EMPTY;
     let mut acc = IntAcc::new();
-    let mut i = 0;
-    while i < steps {
-        let end = steps.min(i + FLUSH_STEPS);
-        while i < end {
-            let q = p.wrapping_add(i * STEP);
-            // Prefetch never faults, so reading ahead past the end of `data` is harmless.
-            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH) as *const i8);
-            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH + 64) as *const i8);
-            // SAFETY: step `i < steps` has STEP readable bytes of `data` at `q`, and `int_step`
-            // reads only those.
-            unsafe { int_step(&mut acc, dtype, q) };
-            i += 1;
-        }
-        acc.flush_counts(&mut s);
-    }
+    let done = for_steps(
+        &mut acc,
+        data,
+        |a, q| {
+            // SAFETY: `for_steps` only passes pointers with STEP readable bytes of `data`
+            // behind them, and `int_step` reads only those.
+            unsafe { int_step::<K>(a, q) }
+        },
+        |a| a.flush_counts(&mut s),
+    );
+    let p = data.as_ptr();
     // The rest: fewer than STEP bytes, 16 elements at a time through masked loads.
-    let done = steps * STEP;
     let n = (data.len() - done) / size;
     let q = p.wrapping_add(done);
     let mut o = 0;
@@ -515,7 +544,7 @@ fn int_raw(dtype: DType, data: &[u8]) -> Summary {
         let k = first((n - o).min(16));
         // SAFETY: the mask covers only elements `o .. min(o + 16, n)` of the `n` whole elements
         // readable at `q`; masked-off lanes are not accessed (no fault).
-        let x = unsafe { int_load(dtype, k, q.add(o * size)) };
+        let x = unsafe { int_load::<K>(k, q.add(o * size)) };
         acc.lane(0, k, x);
         o += 16;
     }
@@ -529,46 +558,46 @@ fn int_raw(dtype: DType, data: &[u8]) -> Summary {
 /// `q .. q + STEP` must be readable.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-unsafe fn int_step(acc: &mut IntAcc, dtype: DType, q: *const u8) {
+unsafe fn int_step<const K: u8>(acc: &mut IntAcc, q: *const u8) {
     let all = 0xffff;
     // SAFETY: every load reads `o .. o + width` with `o + width <= STEP` (the caller's range).
     unsafe {
-        match dtype {
-            DType::Int32 => {
+        match K {
+            kind::INT32 => {
                 acc.lane(0, all, _mm512_loadu_si512(q as *const __m512i));
                 acc.lane(1, all, _mm512_loadu_si512(q.add(64) as *const __m512i));
             }
-            DType::Int16 | DType::UInt16 => {
+            kind::INT16 | kind::UINT16 => {
                 for (j, o) in [0, 32, 64, 96].into_iter().enumerate() {
                     let h = _mm256_loadu_si256(q.add(o) as *const __m256i);
-                    acc.lane(j & 1, all, widen16(dtype, h));
+                    acc.lane(j & 1, all, widen16::<K>(h));
                 }
             }
             _ => {
                 for (j, o) in (0..STEP).step_by(16).enumerate() {
                     let b = _mm_loadu_si128(q.add(o) as *const __m128i);
-                    acc.lane(j & 1, all, widen8(dtype, b));
+                    acc.lane(j & 1, all, widen8::<K>(b));
                 }
             }
         }
     }
 }
 
-/// Up to 16 elements of `dtype` at `q`, those of `k`, widened to `i32` lanes (the others 0).
+/// Up to 16 elements of kind `K` at `q`, those of `k`, widened to `i32` lanes (the others 0).
 ///
 /// # Safety
 /// The elements of `k` at `q` must be readable.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-unsafe fn int_load(dtype: DType, k: __mmask16, q: *const u8) -> __m512i {
+unsafe fn int_load<const K: u8>(k: __mmask16, q: *const u8) -> __m512i {
     // SAFETY: masked loads touch only the lanes of `k`, which the caller guarantees readable.
     unsafe {
-        match dtype {
-            DType::Int32 => _mm512_maskz_loadu_epi32(k, q as *const i32),
-            DType::Int16 | DType::UInt16 => {
-                widen16(dtype, _mm256_maskz_loadu_epi16(k, q as *const i16))
+        match K {
+            kind::INT32 => _mm512_maskz_loadu_epi32(k, q as *const i32),
+            kind::INT16 | kind::UINT16 => {
+                widen16::<K>(_mm256_maskz_loadu_epi16(k, q as *const i16))
             }
-            _ => widen8(dtype, _mm_maskz_loadu_epi8(k, q as *const i8)),
+            _ => widen8::<K>(_mm_maskz_loadu_epi8(k, q as *const i8)),
         }
     }
 }
@@ -576,8 +605,8 @@ unsafe fn int_load(dtype: DType, k: __mmask16, q: *const u8) -> __m512i {
 /// 16 `int16` / `uint16` values to `i32` lanes.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-fn widen16(dtype: DType, h: __m256i) -> __m512i {
-    if dtype == DType::Int16 {
+fn widen16<const K: u8>(h: __m256i) -> __m512i {
+    if K == kind::INT16 {
         _mm512_cvtepi16_epi32(h)
     } else {
         _mm512_cvtepu16_epi32(h)
@@ -587,10 +616,10 @@ fn widen16(dtype: DType, h: __m256i) -> __m512i {
 /// 16 `int8` / `uint8` / `bool` values to `i32` lanes (a nonzero `bool` byte is 1).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-fn widen8(dtype: DType, b: __m128i) -> __m512i {
-    match dtype {
-        DType::Int8 => _mm512_cvtepi8_epi32(b),
-        DType::UInt8 => _mm512_cvtepu8_epi32(b),
+fn widen8<const K: u8>(b: __m128i) -> __m512i {
+    match K {
+        kind::INT8 => _mm512_cvtepi8_epi32(b),
+        kind::UINT8 => _mm512_cvtepu8_epi32(b),
         _ => _mm512_min_epu32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(1)),
     }
 }
@@ -600,9 +629,12 @@ fn widen8(dtype: DType, b: __m128i) -> __m512i {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
 pub(super) fn other_raw(dtype: DType, data: &[u8]) -> Summary {
     match dtype {
-        DType::Bool | DType::Int8 | DType::UInt8 | DType::Int16 | DType::UInt16 | DType::Int32 => {
-            int_raw(dtype, data)
-        }
+        DType::Int32 => int_raw::<{ kind::INT32 }>(data),
+        DType::Int16 => int_raw::<{ kind::INT16 }>(data),
+        DType::UInt16 => int_raw::<{ kind::UINT16 }>(data),
+        DType::Int8 => int_raw::<{ kind::INT8 }>(data),
+        DType::UInt8 => int_raw::<{ kind::UINT8 }>(data),
+        DType::Bool => int_raw::<{ kind::BOOL }>(data),
         // A safe call: this function's target features include the AVX2 kernels'.
         _ => super::avx2::other_raw(dtype, data),
     }
