@@ -38,7 +38,7 @@ use crate::DType;
 const STEP: usize = 128;
 /// Prefetch distance in bytes, one prefetch per 64-byte line of a step. Farther than the AVX2
 /// kernel's 2 KiB: on the Zen 5 EPYC this kernel runs at twice the memory-read speed in cache,
-/// and beyond the caches 8 KiB ahead measured f32 at 1.2-1.3x the read against 0.95-1.0x
+/// and beyond the caches 8 KiB ahead measured f32 at 1.2-1.3x the read against 0.95-1.08x
 /// with 2 KiB (4 KiB in between, 16 KiB no better).
 const PREFETCH: usize = 8192;
 /// Data of fewer bytes is not prefetched at all (see [`drive`]).
@@ -238,7 +238,7 @@ fn first(n: usize) -> __mmask16 {
 ///
 /// From [`PREFETCH_MIN`] bytes on, every step prefetches the lines [`PREFETCH`] bytes ahead,
 /// unconditionally: prefetches never fault, and each guard tried to keep them inside the data
-/// (a branch per step, a clamped address, a second loop for the last steps) cost 10-20%
+/// (a branch per step, a clamped address, a second loop for the last steps) cost 10-25%
 /// beyond the caches. Below it no step prefetches: prefetching past the end of a 4 KiB tensor
 /// made about one run in sixteen 3x slower (addresses beyond the buffer: page walks).
 #[inline]
