@@ -24,48 +24,87 @@ pub enum Backend {
     Portable,
     /// x86-64 AVX2 + FMA + F16C kernels (explicit intrinsics for f32/f16/bf16).
     Avx2,
+    /// x86-64 AVX-512F/BW/VL kernels for f32/f16/bf16 and the integers of at most 32 bits
+    /// but `uint32` (mask-register compares and counters, masked tails); the other dtypes run
+    /// the [`Avx2`](Backend::Avx2) kernels, so the CPU needs AVX2, FMA and F16C too.
+    Avx512,
+}
+
+/// The CPU features each x86-64 backend needs, detected at run time (`std`).
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+fn has(backend: Backend) -> bool {
+    let avx2 = || {
+        std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("fma")
+            && std::is_x86_feature_detected!("f16c")
+    };
+    match backend {
+        Backend::Portable => true,
+        Backend::Avx2 => avx2(),
+        Backend::Avx512 => {
+            avx2()
+                && std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+                && std::is_x86_feature_detected!("avx512vl")
+        }
+    }
+}
+
+/// The CPU features each x86-64 backend needs, from the build's target features (no `std`).
+#[cfg(all(not(feature = "std"), target_arch = "x86_64"))]
+fn has(backend: Backend) -> bool {
+    let avx2 = cfg!(all(
+        target_feature = "avx2",
+        target_feature = "fma",
+        target_feature = "f16c"
+    ));
+    match backend {
+        Backend::Portable => true,
+        Backend::Avx2 => avx2,
+        Backend::Avx512 => {
+            avx2 && cfg!(all(
+                target_feature = "avx512f",
+                target_feature = "avx512bw",
+                target_feature = "avx512vl"
+            ))
+        }
+    }
+}
+
+/// Only the portable backend exists off x86-64.
+#[cfg(not(target_arch = "x86_64"))]
+fn has(backend: Backend) -> bool {
+    backend == Backend::Portable
 }
 
 impl Backend {
+    /// Every backend, slowest first (those this CPU lacks included: see
+    /// [`available`](Backend::available)).
+    pub const ALL: [Backend; 3] = [Backend::Portable, Backend::Avx2, Backend::Avx512];
+
     /// The fastest backend this CPU supports: detected at run time with the `std` feature,
     /// from the compile-time target features without it.
     pub fn detect() -> Backend {
-        #[cfg(all(feature = "std", target_arch = "x86_64"))]
-        {
-            if std::is_x86_feature_detected!("avx2")
-                && std::is_x86_feature_detected!("fma")
-                && std::is_x86_feature_detected!("f16c")
-            {
-                return Backend::Avx2;
-            }
+        if has(Backend::Avx512) {
+            Backend::Avx512
+        } else if has(Backend::Avx2) {
+            Backend::Avx2
+        } else {
+            Backend::Portable
         }
-        #[cfg(all(
-            not(feature = "std"),
-            target_arch = "x86_64",
-            target_feature = "avx2",
-            target_feature = "fma",
-            target_feature = "f16c"
-        ))]
-        {
-            return Backend::Avx2;
-        }
-        #[allow(unreachable_code)]
-        Backend::Portable
     }
 
     /// `true` if this backend can run on this CPU.
     pub fn available(self) -> bool {
-        match self {
-            Backend::Portable => true,
-            Backend::Avx2 => Backend::detect() == Backend::Avx2,
-        }
+        has(self)
     }
 
-    /// Short name for reports (`portable`, `avx2`).
+    /// Short name for reports (`portable`, `avx2`, `avx512`).
     pub const fn name(self) -> &'static str {
         match self {
             Backend::Portable => "portable",
             Backend::Avx2 => "avx2",
+            Backend::Avx512 => "avx512",
         }
     }
 }
@@ -235,7 +274,8 @@ impl Accumulator {
     }
 }
 
-/// A raw kernel of `avx2.rs` (callable only once AVX2/FMA/F16C are known to be present).
+/// A raw kernel of `avx2.rs` or `avx512.rs` (callable only once the CPU features of its
+/// backend are known to be present).
 #[cfg(target_arch = "x86_64")]
 type RawFn = unsafe fn(&[u8]) -> Summary;
 
@@ -258,6 +298,26 @@ fn raw(backend: Backend, dtype: DType, data: &[u8]) -> Summary {
                 };
                 let p = fast(data);
                 if p.nan == 0 { p } else { masked(data) }
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx512 => {
+            // SAFETY: an `Avx512` accumulator exists only when `Backend::available` confirmed
+            // AVX-512F/BW/VL, AVX2, FMA and F16C on this CPU (or the build enables them at
+            // compile time); the AVX2 kernels need a subset of those.
+            unsafe {
+                use super::avx512::{bf16_raw, f16_raw, f32_raw};
+                // The unmasked pass neither counts NaN nor keeps it out of the sums: a NaN
+                // leaves `sum` NaN (so might +inf with -inf), and only then is the chunk (still
+                // in cache) redone with NaN counted and masked out.
+                let (fast, masked): (RawFn, RawFn) = match dtype {
+                    DType::Float32 => (f32_raw::<false>, f32_raw::<true>),
+                    DType::BFloat16 => (bf16_raw::<false>, bf16_raw::<true>),
+                    DType::Float16 => (f16_raw::<false>, f16_raw::<true>),
+                    _ => return super::avx512::other_raw(dtype, data),
+                };
+                let p = fast(data);
+                if p.sum.is_nan() { masked(data) } else { p }
             }
         }
         _ => portable::raw(dtype, data),

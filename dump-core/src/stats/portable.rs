@@ -1,7 +1,8 @@
 //! Portable lane kernels: plain Rust over fixed-size lane arrays, written so that LLVM turns
 //! them into SIMD code for whatever the build (or an enclosing `#[target_feature]` function)
 //! enables. They are the fallback on every target and the body of the integer and `float64`
-//! kernels of the dispatched AVX2 build.
+//! kernels of the dispatched AVX2 build (which the AVX-512 backend calls for `uint32`, the
+//! 64-bit types and float8).
 //!
 //! Every kernel returns a *raw partial*: a [`Summary`] whose `max`, `min`, `sum`, `sum_sq`,
 //! `nan`, `pos` and `neg` are filled in. `count`, `zero` (= count − pos − neg − nan), the

@@ -8,17 +8,63 @@ fn real() -> impl Iterator<Item = DType> {
     DType::ALL.into_iter().filter(|d| !d.is_complex())
 }
 
-/// The backends to test here; prints why AVX2 is skipped on a CPU without it.
+/// Every backend this CPU runs (every test below runs each of them). On x86-64 machines with
+/// AVX2 / AVX-512 the vector backends must be present: `detection_matches_cpu` checks that
+/// against the CPU's features, and `OPDUMP_EXPECT_STATS_BACKENDS=avx2,avx512` makes it a hard
+/// requirement whatever the detection says.
 fn backends() -> Vec<Backend> {
-    let mut v = vec![Backend::Portable];
-    if Backend::Avx2.available() {
-        v.push(Backend::Avx2);
-    } else {
-        eprintln!(
-            "note: AVX2/FMA/F16C not available on this CPU; testing the portable backend only"
-        );
+    if let Ok(want) = std::env::var("OPDUMP_EXPECT_STATS_BACKENDS") {
+        for name in want.split(',').filter(|n| !n.is_empty()) {
+            let b = Backend::ALL
+                .iter()
+                .find(|b| b.name() == name)
+                .expect("known backend name");
+            assert!(b.available(), "backend {name} expected but not available");
+        }
+    }
+    let v: Vec<Backend> = Backend::ALL.into_iter().filter(|b| b.available()).collect();
+    if v.len() < Backend::ALL.len() {
+        let missing: Vec<&str> = Backend::ALL
+            .iter()
+            .filter(|b| !b.available())
+            .map(|b| b.name())
+            .collect();
+        eprintln!("note: backends {missing:?} not available on this CPU; testing {v:?}");
     }
     v
+}
+
+#[test]
+fn detection_matches_cpu() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let f = |name: &str| match name {
+            "avx2" => std::is_x86_feature_detected!("avx2"),
+            "fma" => std::is_x86_feature_detected!("fma"),
+            "f16c" => std::is_x86_feature_detected!("f16c"),
+            "avx512f" => std::is_x86_feature_detected!("avx512f"),
+            "avx512bw" => std::is_x86_feature_detected!("avx512bw"),
+            _ => std::is_x86_feature_detected!("avx512vl"),
+        };
+        let avx2 = ["avx2", "fma", "f16c"].into_iter().all(f);
+        let avx512 = avx2 && ["avx512f", "avx512bw", "avx512vl"].into_iter().all(f);
+        assert_eq!(Backend::Avx2.available(), avx2);
+        assert_eq!(Backend::Avx512.available(), avx512);
+        let best = if avx512 {
+            Backend::Avx512
+        } else if avx2 {
+            Backend::Avx2
+        } else {
+            Backend::Portable
+        };
+        assert_eq!(Backend::detect(), best);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    assert_eq!(Backend::detect(), Backend::Portable);
+    assert!(Backend::Portable.available());
+    assert!(backends().contains(&Backend::detect()));
+    let names: Vec<&str> = Backend::ALL.iter().map(|b| b.name()).collect();
+    assert_eq!(names, ["portable", "avx2", "avx512"]);
 }
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
@@ -435,14 +481,10 @@ fn errors_and_empty() {
     );
 }
 
-/// The portable fallback and the dispatched AVX2 path agree exactly on counts and extrema
-/// over a large tensor with specials (and on sums up to rounding).
+/// The portable fallback and every vector backend agree exactly on counts and extrema over a
+/// large tensor with specials (and on sums up to rounding).
 #[test]
 fn fallback_equals_dispatched() {
-    if !Backend::Avx2.available() {
-        eprintln!("skip: AVX2/FMA/F16C not available; only the portable backend exists here");
-        return;
-    }
     let mut rng = Rng(11);
     let words: Vec<u64> = (0..100_003).map(|_| rng.next()).collect();
     for dtype in real() {
@@ -450,10 +492,10 @@ fn fallback_equals_dispatched() {
         let p = summarize_with(Backend::Portable, dtype, &d, words.len())
             .unwrap()
             .unwrap();
-        let a = summarize_with(Backend::Avx2, dtype, &d, words.len())
-            .unwrap()
-            .unwrap();
-        assert_matches(dtype, &d, words.len(), &a, &p);
+        for b in backends() {
+            let a = summarize_with(b, dtype, &d, words.len()).unwrap().unwrap();
+            assert_matches(dtype, &d, words.len(), &a, &p);
+        }
     }
 }
 
@@ -600,6 +642,355 @@ fn zero_extrema_keep_the_first_zero_sign_on_every_backend() {
                 (s.max.to_bits(), s.min.to_bits()),
                 (max.to_bits(), min.to_bits()),
                 "{vals:?} {b:?}"
+            );
+        }
+    }
+}
+
+/// Elements per 128-byte step of the widest kernel (AVX-512: two `zmm` loads).
+fn step_elems(dtype: DType) -> usize {
+    128 / dtype.size().expect("byte-sized dtype")
+}
+
+/// The vector kernels' dtypes.
+const HOT: [DType; 3] = [DType::Float32, DType::Float16, DType::BFloat16];
+
+/// One element of every kind the kernels treat specially.
+fn specials(dtype: DType) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for (neg, payload) in [(false, 0), (true, 0), (false, u64::MAX), (true, 0x55)] {
+        let mut b = Vec::new();
+        nan_bytes(dtype, neg, payload, &mut b);
+        out.push(b);
+    }
+    let big = match dtype {
+        DType::Float16 => 65504.0,
+        DType::BFloat16 => 3.3e38,
+        _ => f32::MAX as f64,
+    };
+    // The smallest subnormal (its bits: magnitude 1).
+    let tiny = match dtype {
+        DType::Float16 => 2f64.powi(-24),
+        DType::BFloat16 => 2f64.powi(-133),
+        _ => 2f64.powi(-149),
+    };
+    for (i, v) in [
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        0.0,
+        -0.0,
+        big,
+        -big,
+        tiny,
+        -tiny,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut b = Vec::new();
+        float_bytes(dtype, v, &mut b);
+        if i >= 6 {
+            // Exactly the smallest subnormal, not rounded to zero.
+            assert_eq!(reference::element_f64(dtype, &b, 0).abs(), tiny, "{dtype}");
+        }
+        out.push(b);
+    }
+    out
+}
+
+/// `n` ordinary values of `dtype` (both signs, no zero) from `rng`.
+fn ordinary(dtype: DType, n: usize, rng: &mut Rng) -> Vec<u8> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let v = rng.unit();
+        float_bytes(dtype, if v == 0.0 { 0.5 } else { v * 100.0 }, &mut out);
+    }
+    out
+}
+
+/// A special value (NaN of both signs and payloads, ±inf, ±0, ±largest, ±smallest subnormal) at
+/// every position of two steps and a tail, alone in ordinary data, on every backend.
+#[test]
+fn a_special_at_every_position_of_a_step() {
+    let mut rng = Rng(17);
+    for dtype in HOT {
+        let e = dtype.size().unwrap();
+        let n = 2 * step_elems(dtype) + step_elems(dtype) / 2 + 3;
+        let base = ordinary(dtype, n, &mut rng);
+        for sp in specials(dtype) {
+            for pos in 0..n {
+                let mut d = base.clone();
+                d[pos * e..pos * e + e].copy_from_slice(&sp);
+                check_all_backends(dtype, &d, n);
+            }
+        }
+    }
+}
+
+/// Pairs of specials that interact: +inf with -inf (a NaN sum without a NaN element), +0 with
+/// -0 (the sign of a zero extremum), two NaNs (first and last), at positions across steps.
+#[test]
+fn special_pairs_across_a_step() {
+    for dtype in HOT {
+        let e = dtype.size().unwrap();
+        let s = step_elems(dtype);
+        let n = 2 * s + 5;
+        let sp = specials(dtype);
+        // indices into `specials`: 0..4 NaNs, 4 +inf, 5 -inf, 6 +0, 7 -0
+        let pairs = [
+            (4, 5),
+            (5, 4),
+            (6, 7),
+            (7, 6),
+            (0, 1),
+            (1, 3),
+            (4, 4),
+            (7, 7),
+        ];
+        for fill in [1.0f64, -1.0] {
+            let mut base = Vec::new();
+            (0..n).for_each(|_| float_bytes(dtype, fill, &mut base));
+            for &(a, b) in &pairs {
+                for i in (0..n).step_by(3) {
+                    for j in [0, 1, s - 1, s, s + 1, 2 * s - 1, 2 * s, n - 1] {
+                        if i == j {
+                            continue;
+                        }
+                        let mut d = base.clone();
+                        d[i * e..i * e + e].copy_from_slice(&sp[a]);
+                        d[j * e..j * e + e].copy_from_slice(&sp[b]);
+                        check_all_backends(dtype, &d, n);
+                    }
+                }
+            }
+        }
+        // All zeros of one sign, then the other first: a zero maximum and minimum.
+        for first in [6, 7] {
+            let mut d = Vec::new();
+            for i in 0..n {
+                d.extend_from_slice(&sp[if i == n / 2 { 13 - first } else { first }]);
+            }
+            check_all_backends(dtype, &d, n);
+        }
+    }
+}
+
+/// Every tail length 0..step after 0, 1 and 2 whole steps, with a NaN or an infinity in the
+/// tail itself (the masked tail loads of AVX-512, the scalar tails of the others).
+#[test]
+fn tails_of_every_length() {
+    let mut rng = Rng(19);
+    for dtype in HOT {
+        let e = dtype.size().unwrap();
+        let s = step_elems(dtype);
+        let sp = specials(dtype);
+        for whole in 0..3 {
+            for t in 0..s {
+                let n = whole * s + t;
+                let d = ordinary(dtype, n, &mut rng);
+                check_all_backends(dtype, &d, n);
+                if t > 0 {
+                    for k in [0, 1, 4, 5, 7] {
+                        for at in [whole * s, n - 1] {
+                            let mut d = d.clone();
+                            d[at * e..at * e + e].copy_from_slice(&sp[k]);
+                            check_all_backends(dtype, &d, n);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every start offset within a cache line and beyond, element-aligned or not.
+#[test]
+fn unaligned_starts() {
+    let mut rng = Rng(23);
+    let words: Vec<u64> = (0..1000).map(|_| rng.next()).collect();
+    for dtype in real() {
+        let data = make(dtype, &words);
+        for offset in 0..72 {
+            let mut buf = vec![0x5au8; offset];
+            buf.extend_from_slice(&data);
+            buf.extend_from_slice(&[0x7f; 8]); // junk after the end must not be read
+            check_all_backends(dtype, &buf[offset..offset + data.len()], words.len());
+        }
+    }
+}
+
+/// Chunks of every size fed one after another give the whole tensor's statistics: counts,
+/// extrema and NaN bits exactly (sums up to rounding), on every backend.
+#[test]
+fn chunked_feeding_equals_whole() {
+    let mut rng = Rng(29);
+    let n = 5000;
+    let words: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+    for dtype in real().filter(|d| d.size().is_some()) {
+        let data = make(dtype, &words);
+        let e = dtype.size().unwrap();
+        for b in backends() {
+            let whole = summarize_with(b, dtype, &data, n).unwrap().unwrap();
+            for chunk in [1, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 129, 1000] {
+                let mut acc = Accumulator::with_backend(dtype, n, b).unwrap();
+                for c in data.chunks(chunk * e) {
+                    acc.update(c).unwrap();
+                }
+                let got = acc.finish().unwrap().unwrap();
+                assert_matches(dtype, &data, n, &got, &whole);
+                let want = summarize_reference(dtype, &data, n).unwrap().unwrap();
+                assert_matches(dtype, &data, n, &got, &want);
+            }
+        }
+    }
+}
+
+/// The masked tail loads read nothing past the tensor's last byte: data placed right before a
+/// page the process may not read (and right after one) gives the reference's statistics.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[test]
+fn no_read_past_the_end() {
+    use core::ffi::c_void;
+    unsafe extern "C" {
+        fn mmap(
+            addr: *mut c_void,
+            len: usize,
+            prot: i32,
+            flags: i32,
+            fd: i32,
+            off: i64,
+        ) -> *mut c_void;
+        fn mprotect(addr: *mut c_void, len: usize, prot: i32) -> i32;
+        fn munmap(addr: *mut c_void, len: usize) -> i32;
+    }
+    const PAGE: usize = 4096;
+    const READ_WRITE: i32 = 3;
+    const PRIVATE_ANONYMOUS: i32 = 0x02 | 0x20;
+    // SAFETY: an anonymous private mapping of 3 pages at an address the kernel chooses.
+    let base = unsafe {
+        mmap(
+            core::ptr::null_mut(),
+            3 * PAGE,
+            READ_WRITE,
+            PRIVATE_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert!(!base.is_null() && base as isize != -1, "mmap failed");
+    let base = base as *mut u8;
+    // SAFETY: the first and last page lie inside the mapping just made; PROT_NONE (0).
+    unsafe {
+        assert_eq!(mprotect(base as *mut c_void, PAGE, 0), 0);
+        assert_eq!(mprotect(base.add(2 * PAGE) as *mut c_void, PAGE, 0), 0);
+    }
+    // SAFETY: the middle page is mapped readable and writable and nothing else refers to it.
+    let page = unsafe { core::slice::from_raw_parts_mut(base.add(PAGE), PAGE) };
+    let mut rng = Rng(31);
+    for dtype in HOT.into_iter().chain(INTS) {
+        let e = dtype.size().unwrap();
+        for n in (1..300).chain([PAGE / e - 1, PAGE / e]) {
+            let bytes = n * e;
+            let words: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+            let data = make(dtype, &words);
+            // Ending at the guard page after it, then starting at the one before it.
+            let end = PAGE - bytes;
+            page[end..].copy_from_slice(&data);
+            check_all_backends(dtype, &page[end..], n);
+            page[..bytes].copy_from_slice(&data);
+            check_all_backends(dtype, &page[..bytes], n);
+        }
+    }
+    // SAFETY: unmaps exactly the mapping made above; `page` is not used after this.
+    unsafe { assert_eq!(munmap(base as *mut c_void, 3 * PAGE), 0) };
+}
+
+/// The integer dtypes with vector kernels (values widened to `i32` lanes).
+const INTS: [DType; 6] = [
+    DType::Bool,
+    DType::Int8,
+    DType::UInt8,
+    DType::Int16,
+    DType::UInt16,
+    DType::Int32,
+];
+
+/// Integers: every tail length after 0, 1 and 2 whole steps, over data that is all negative, all
+/// positive or mixed (so that a zero let into the extrema by a tail's unused lanes shows), and
+/// each dtype's extremes at every position of two steps and a tail.
+#[test]
+fn integer_tails_and_extremes() {
+    let mut rng = Rng(37);
+    for dtype in INTS {
+        let e = dtype.size().unwrap();
+        let s = step_elems(dtype);
+        // Bytes of one element: the value's low `e` bytes (two's complement, little-endian).
+        let el = |v: i64| v.to_le_bytes()[..e].to_vec();
+        let (lo, hi) = match dtype {
+            DType::Bool => (1, 255), // bool: any nonzero byte is true
+            DType::Int8 => (i8::MIN as i64, i8::MAX as i64),
+            DType::UInt8 => (0, u8::MAX as i64),
+            DType::Int16 => (i16::MIN as i64, i16::MAX as i64),
+            DType::UInt16 => (0, u16::MAX as i64),
+            _ => (i32::MIN as i64, i32::MAX as i64),
+        };
+        for whole in 0..3 {
+            for t in 0..s {
+                let n = whole * s + t;
+                for sign in [-1i64, 1, 0] {
+                    let mut d = Vec::new();
+                    for _ in 0..n {
+                        let r = (rng.next() % 100) as i64 + 1;
+                        let v = match sign {
+                            0 => r - 50,
+                            _ => sign * r,
+                        };
+                        d.extend(el(v.clamp(lo, hi)));
+                    }
+                    check_all_backends(dtype, &d, n);
+                }
+            }
+        }
+        let n = 2 * s + s / 2 + 3;
+        let base: Vec<u8> = (0..n).flat_map(|i| el((i % 7) as i64 - 3)).collect();
+        for v in [lo, hi, 0, -1, 1] {
+            for pos in 0..n {
+                let mut d = base.clone();
+                d[pos * e..pos * e + e].copy_from_slice(&el(v));
+                check_all_backends(dtype, &d, n);
+            }
+        }
+    }
+}
+
+/// One chunk far larger than the kernels' counter flush interval (AVX-512 counts `f16`/`bf16`
+/// signs in `u16` lanes): the counts stay exact.
+#[test]
+fn counters_survive_a_huge_chunk() {
+    let n = 5 << 20; // 10 MiB of a 2-byte dtype, 20 MiB of f32
+    for dtype in [DType::Float16, DType::BFloat16, DType::Float32, DType::Int8] {
+        // 1, -1, 0, 1 repeated: pos n/2, neg n/4, zero n/4.
+        let mut one = Vec::new();
+        for v in [1.0, -1.0, 0.0, 1.0] {
+            match dtype {
+                DType::Int8 => one.push(v as i8 as u8),
+                _ => float_bytes(dtype, v, &mut one),
+            }
+        }
+        let data = one.repeat(n / 4);
+        for b in backends() {
+            let mut acc = Accumulator::with_backend(dtype, n, b).unwrap();
+            acc.update(&data).unwrap();
+            let s = acc.finish().unwrap().unwrap();
+            let n = n as u64;
+            assert_eq!(
+                (s.pos, s.neg, s.zero, s.nan),
+                (n / 2, n / 4, n / 4, 0),
+                "{dtype} {b:?}"
+            );
+            assert_eq!(
+                (s.sum, s.sum_sq, s.max, s.min),
+                ((n / 4) as f64, (3 * n / 4) as f64, 1.0, -1.0)
             );
         }
     }

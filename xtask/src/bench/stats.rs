@@ -2,9 +2,14 @@
 //! bf16 and int32 at every benchmark size, one thread.
 //!
 //! Kernels (the `kernel` column):
-//! - `read`: a plain memory-read baseline (wrapping sum of `u64`s) over the same buffer; every
-//!   row's `vs_read` is relative to the `read` row of its size;
-//! - `stats`: [`dump_core::stats::summarize`] (runtime-dispatched backend);
+//! - `read`: a plain memory-read baseline (wrapping sum of `u64`s) over the same buffer, timed
+//!   in the same interleaved rounds as the `stats` rows of its dtype (the `dtype` column names
+//!   the buffer); every row's `vs_read` is relative to the `read` row of its dtype and size;
+//! - `stats`: [`dump_core::stats::summarize`] (runtime-dispatched backend, named in the
+//!   header line);
+//! - `stats-portable`, `stats-avx2`, `stats-avx512`: [`summarize_with`] each backend this CPU
+//!   has ([`Backend::available`]), in the same rounds as `read` and `stats`: one round calls
+//!   every kernel in turn, so that every median sees the same load on this shared machine;
 //! - `stats+md5`: statistics and MD5 fused per 256 KiB chunk ([`summarize_fused`]);
 //! - `md5`: MD5 alone over the same bytes;
 //! - `widen`: bf16→f32 / f16→f32 into a caller buffer ([`dump_core::widen`]);
@@ -16,7 +21,9 @@
 //!
 //! Every cell is the median of at least 5 timed runs of the calling thread's CPU time (see
 //! [`cpu_now`]; numpy uses `time.process_time()`), so the shared machine's other jobs do not
-//! distort it. `stats+md5` and `md5` are timed alternately so their ratio is fair.
+//! distort it. `stats+md5` and `md5` are timed alternately so their ratio is fair. The header
+//! and footer lines give the UTC time, the load average and the CPU (model, family/model,
+//! AVX-512 flags), to be quoted next to the figures.
 //!
 //! One 512 MiB buffer per dtype (deterministic pseudo-random data, no NaN) is allocated once
 //! and sliced for the smaller sizes.
@@ -25,7 +32,7 @@ use super::{Opts, Row};
 use dump_core::{
     DType,
     hash::Md5Stream,
-    stats::{self, summarize, summarize_fused, summarize_reference},
+    stats::{Backend, summarize, summarize_fused, summarize_reference, summarize_with},
     widen,
 };
 use std::{collections::HashMap, hint::black_box, process::Command, time::Instant};
@@ -173,6 +180,55 @@ fn paired_gbps(bytes: usize, runs: usize, mut f: impl FnMut(), mut g: impl FnMut
     (to_gbps(bytes, tf), to_gbps(bytes, tg))
 }
 
+/// Median GB/s of each of `kernels`, timed in `runs` interleaved rounds: each round times
+/// every kernel in turn (each call repeated to about 2 ms), so that all of them see the same
+/// load.
+fn rounds_gbps(bytes: usize, runs: usize, kernels: &mut [&mut dyn FnMut()]) -> Vec<f64> {
+    let reps: Vec<usize> = kernels.iter_mut().map(|f| calibrate(*f)).collect();
+    let mut times = vec![Vec::new(); kernels.len()];
+    for _ in 0..runs.max(1) {
+        for ((f, &r), t) in kernels.iter_mut().zip(&reps).zip(&mut times) {
+            t.push(per_call(r, *f));
+        }
+    }
+    times.into_iter().map(|t| to_gbps(bytes, t)).collect()
+}
+
+/// One line for the report: UTC time, load average and the CPU (Linux; `?` elsewhere).
+fn machine_line() -> String {
+    let date = Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M:%S UTC"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| "?".into());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into());
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split_once(':'))
+            .map_or("?", |(_, v)| v.trim())
+    };
+    let avx512: Vec<&str> = field("flags")
+        .split_whitespace()
+        .filter(|f| f.starts_with("avx512"))
+        .collect();
+    format!(
+        "{date}, load average {load}, CPU {} (family {} model {}), {}",
+        field("model name"),
+        field("cpu family"),
+        field("model"),
+        if avx512.is_empty() {
+            "no AVX-512".to_owned()
+        } else {
+            avx512.join(" ")
+        }
+    )
+}
+
 const NUMPY: &str = r#"
 import sys, time
 import numpy as np
@@ -257,36 +313,58 @@ fn numpy(dtype: DType, sizes: &[usize]) -> Option<HashMap<usize, f64>> {
 pub fn run(opts: &Opts, rows: &mut Vec<Row>) {
     let sizes = opts.sizes();
     let max = *sizes.iter().max().unwrap_or(&0);
+    let backends: Vec<Backend> = Backend::ALL.into_iter().filter(|b| b.available()).collect();
     println!(
-        "bench-stats: statistics backend {}, sizes {:?}, {} runs per cell",
-        stats::Backend::detect().name(),
+        "bench-stats: statistics backend {} (available: {}), sizes {:?}, {} runs per cell",
+        Backend::detect().name(),
+        backends
+            .iter()
+            .map(|b| b.name())
+            .collect::<Vec<_>>()
+            .join(", "),
         sizes,
         opts.runs
     );
-    let mut read = HashMap::new();
+    println!("bench-stats: start {}", machine_line());
     let mut widened = vec![0u8; max * 2];
-    for (k, dtype) in DTYPES.into_iter().enumerate() {
+    for dtype in DTYPES {
         let buf = fill(dtype, max);
         let np = numpy(dtype, &sizes);
         let esize = dtype.size().unwrap_or(1);
+        let mut read = HashMap::new();
         for &bytes in &sizes {
             let data = &buf[..bytes];
             let elems = bytes / esize;
-            if k == 0 {
-                let g = gbps(bytes, opts.runs, || {
-                    black_box(read_u64(black_box(data)));
-                });
-                read.insert(bytes, g);
-                rows.push(row("read", "bytes", bytes, g, &read, None));
-            }
+            // The memory read, the dispatched statistics and every backend's, in the same
+            // interleaved rounds.
+            let mut read_fn = || {
+                black_box(read_u64(black_box(data)));
+            };
+            let mut stats_fn = || {
+                black_box(summarize(dtype, black_box(data), elems).expect("valid tensor"));
+            };
+            let mut each: Vec<Box<dyn FnMut()>> = backends
+                .iter()
+                .map(|&b| {
+                    Box::new(move || {
+                        let s = summarize_with(b, dtype, black_box(data), elems);
+                        black_box(s.expect("valid tensor"));
+                    }) as Box<dyn FnMut()>
+                })
+                .collect();
+            let mut kernels: Vec<&mut dyn FnMut()> = vec![&mut read_fn, &mut stats_fn];
+            kernels.extend(each.iter_mut().map(|f| &mut **f as &mut dyn FnMut()));
+            let g = rounds_gbps(bytes, opts.runs, &mut kernels);
+            read.insert(bytes, g[0]);
             let np_g = np.as_ref().and_then(|m| m.get(&bytes).copied());
             let push = |rows: &mut Vec<Row>, kernel: &str, g: f64| {
                 rows.push(row(kernel, dtype.name(), bytes, g, &read, np_g));
             };
-            let g = gbps(bytes, opts.runs, || {
-                black_box(summarize(dtype, black_box(data), elems).expect("valid tensor"));
-            });
-            push(rows, "stats", g);
+            push(rows, "read", g[0]);
+            push(rows, "stats", g[1]);
+            for (b, &g) in backends.iter().zip(&g[2..]) {
+                push(rows, &format!("stats-{}", b.name()), g);
+            }
             // Fused and alone alternate run by run, so that both medians see the same load
             // on this shared machine and their ratio is meaningful.
             let (fused, alone) = paired_gbps(
@@ -326,6 +404,7 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) {
             }
         }
     }
+    println!("bench-stats: end {}", machine_line());
 }
 
 fn row(
