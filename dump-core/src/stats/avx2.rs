@@ -10,7 +10,8 @@
 //! case (measured +25% on f32 in L2). Eight independent `f64` accumulators hide the add/FMA latency.
 //! `bfloat16` widens in-register by interleaving zero low halves (element order inside a step
 //! does not matter for statistics); `float16` uses `vcvtph2ps`. A software prefetch
-//! [`PREFETCH`] bytes ahead keeps DRAM streams busy for tensors beyond L2.
+//! [`PREFETCH`] bytes ahead keeps DRAM streams busy for tensors beyond L2; tensors under
+//! [`PREFETCH_MIN`] bytes are not prefetched (no prefetch past their end).
 //!
 //! Everything here is only reached after the caller has verified AVX2, FMA and F16C (runtime
 //! detection with `std`, `cfg(target_feature)` without).
@@ -20,8 +21,14 @@ use core::arch::x86_64::*;
 use super::{Summary, portable};
 
 /// Prefetch distance in bytes (a few KiB ahead; the hardware prefetcher does not cross 4 KiB
-/// pages on its own early enough at this per-element cost).
-const PREFETCH: usize = 2048;
+/// pages on its own early enough at this per-element cost). 8 KiB rather than the 2 KiB of
+/// the Zen 3 measurements: on the Zen 5 EPYC, whose memory read is about twice the Zen 3's,
+/// f32 beyond the caches ran 0.99-1.11x the read with 8 KiB against 0.90-1.00x with 2 KiB
+/// (same process, BENCHMARKS.md "2026-11-28: int32 and f16 beyond the caches"); in cache
+/// no difference.
+const PREFETCH: usize = 8192;
+/// Data of fewer bytes is not prefetched at all (see [`drive`]).
+const PREFETCH_MIN: usize = 4 * PREFETCH;
 /// Bytes per step of the integer kernel.
 const INT_STEP: usize = 64;
 /// 64-byte steps between flushes of the `u32` lane counters: a lane counts at most 8 times a
@@ -185,6 +192,11 @@ fn to_f64s(v: __m256d) -> [f64; 4] {
 
 /// The common driver: `steps` steps of `STEP` bytes each from `data`; `body` loads the bytes
 /// behind a pointer and feeds them to the accumulators. Returns the bytes consumed.
+///
+/// From [`PREFETCH_MIN`] bytes on, every step prefetches [`PREFETCH`] bytes ahead,
+/// unconditionally (prefetches never fault); below it none does, so that a small tensor
+/// sends no prefetch past its end (the AVX-512 kernels saw 4 KiB tensors run 3x slower in
+/// some runs from that; see `avx512.rs`).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn drive<const STEP: usize>(
@@ -195,15 +207,23 @@ fn drive<const STEP: usize>(
     let steps = data.len() / STEP;
     let p = data.as_ptr();
     let mut acc = Acc::new();
+    let prefetch = data.len() >= PREFETCH_MIN;
     let mut i = 0;
     while i < steps {
         let end = steps.min(i + FLUSH_STEPS);
-        while i < end {
-            let q = p.wrapping_add(i * STEP);
-            // Prefetch never faults, so reading ahead past the end of `data` is harmless.
-            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH) as *const i8);
-            body(&mut acc, q);
-            i += 1;
+        // Two loops rather than a test in one (a branch per step).
+        if prefetch {
+            while i < end {
+                let q = p.wrapping_add(i * STEP);
+                _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH) as *const i8);
+                body(&mut acc, q);
+                i += 1;
+            }
+        } else {
+            while i < end {
+                body(&mut acc, p.wrapping_add(i * STEP));
+                i += 1;
+            }
         }
         acc.flush_counts(s);
     }
@@ -365,24 +385,37 @@ impl IntAcc {
 }
 
 /// Raw partial of integers of at most 32 bits (not `UInt32`) and `Bool`, 64 bytes a step;
-/// the tail goes through the portable kernel.
+/// the tail goes through the portable kernel. `dtype` is a const parameter (a
+/// [`crate::DType`] as `u8`, see [`other_raw`]) so that each dtype gets loops of its own with
+/// no dispatch inside: in a trial build with two loops (prefetching or not, as in [`drive`])
+/// and the dtype matched at run time inside them, int32 ran 14 GB/s in cache instead of 29.
 #[target_feature(enable = "avx2,fma,f16c")]
-fn int_raw(dtype: crate::DType, data: &[u8]) -> Summary {
+fn int_raw<const D: u8>(data: &[u8]) -> Summary {
+    let dtype = int_dtype(D);
     let steps = data.len() / INT_STEP;
     let p = data.as_ptr();
     let mut s = Summary::EMPTY;
     let mut acc = IntAcc::new();
     let one = _mm256_set1_epi32(1);
+    let prefetch = data.len() >= PREFETCH_MIN;
     let mut i = 0;
     while i < steps {
         let end = steps.min(i + FLUSH_STEPS);
-        while i < end {
-            let q = p.wrapping_add(i * INT_STEP);
-            _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH) as *const i8);
-            // SAFETY: step `i < steps` has INT_STEP readable bytes of `data` at `q`, and every load
-            // below reads at offsets `o` with `o + width <= STEP`.
-            unsafe { int_step(&mut acc, dtype, q, one) };
-            i += 1;
+        if prefetch {
+            while i < end {
+                let q = p.wrapping_add(i * INT_STEP);
+                _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(PREFETCH) as *const i8);
+                // SAFETY: step `i < steps` has INT_STEP readable bytes of `data` at `q`, and
+                // every load below reads at offsets `o` with `o + width <= STEP`.
+                unsafe { int_step(&mut acc, dtype, q, one) };
+                i += 1;
+            }
+        } else {
+            while i < end {
+                // SAFETY: as above.
+                unsafe { int_step(&mut acc, dtype, p.wrapping_add(i * INT_STEP), one) };
+                i += 1;
+            }
         }
         acc.flush_counts(&mut s);
     }
@@ -443,9 +476,33 @@ unsafe fn int_step(acc: &mut IntAcc, dtype: crate::DType, q: *const u8, one: __m
 pub(super) fn other_raw(dtype: crate::DType, data: &[u8]) -> Summary {
     use crate::DType;
     match dtype {
-        DType::Bool | DType::Int8 | DType::UInt8 | DType::Int16 | DType::UInt16 | DType::Int32 => {
-            int_raw(dtype, data)
-        }
+        DType::Bool => int_raw::<BOOL>(data),
+        DType::Int8 => int_raw::<INT8>(data),
+        DType::UInt8 => int_raw::<UINT8>(data),
+        DType::Int16 => int_raw::<INT16>(data),
+        DType::UInt16 => int_raw::<UINT16>(data),
+        DType::Int32 => int_raw::<INT32>(data),
         _ => portable::raw(dtype, data),
+    }
+}
+
+/// The dtypes of [`int_raw`]'s const parameter.
+const BOOL: u8 = 0;
+const INT8: u8 = 1;
+const UINT8: u8 = 2;
+const INT16: u8 = 3;
+const UINT16: u8 = 4;
+const INT32: u8 = 5;
+
+/// The dtype of [`int_raw`]'s const parameter `d`.
+const fn int_dtype(d: u8) -> crate::DType {
+    use crate::DType;
+    match d {
+        BOOL => DType::Bool,
+        INT8 => DType::Int8,
+        UINT8 => DType::UInt8,
+        INT16 => DType::Int16,
+        UINT16 => DType::UInt16,
+        _ => DType::Int32,
     }
 }

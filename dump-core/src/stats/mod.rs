@@ -19,15 +19,16 @@
 //! Speed design (AVX2 backend, `avx2.rs`): independent lane accumulators kept in registers,
 //! branch-free counting (compare masks subtracted from `u32` lanes; `zero` and the infinity
 //! counts are derived, see `accumulate.rs`), `bf16`/`f16` widened in registers, software
-//! prefetch 2 KiB ahead for tensors beyond the caches.
+//! prefetch 8 KiB ahead, from 32 KiB of data on (none past the end of small tensors).
 //!
 //! AVX-512 backend (`avx512.rs`, f32/f16/bf16 and the integers up to 32 bits): the same
 //! accumulation (`f64` lane sums, so the same accuracy) in fewer instructions: compares into
 //! mask registers and merge-masked counter adds, masked tail loads instead of a scalar tail,
 //! `f16`/`bf16` signs counted on their 16-bit bits, 32 at a time; the first pass does not
-//! count NaN at all (a NaN leaves `sum` NaN, and only such a chunk is redone exactly); prefetch
-//! 8 KiB ahead. On a Zen 5 EPYC it runs about 2x the AVX2 kernels in cache (BENCHMARKS.md,
-//! "Issue 28 item 3: AVX-512 against AVX2").
+//! count NaN at all (a NaN leaves `sum` NaN, and only such a chunk is redone exactly);
+//! `f16`/`bf16` extrema taken on the 16-bit bits by integer max/min; two steps per loop
+//! iteration; prefetch 8 KiB ahead. On a Zen 5 EPYC it runs about 2x the AVX2 kernels in
+//! cache (BENCHMARKS.md, "Issue 28 item 3: AVX-512 against AVX2").
 //!
 //! With `std` the fastest [`Backend`] for the running CPU is chosen at run time on x86-64:
 //! AVX-512F/BW/VL (with AVX2 + FMA + F16C), else AVX2 + FMA + F16C, else portable; without

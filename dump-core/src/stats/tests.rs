@@ -995,3 +995,45 @@ fn counters_survive_a_huge_chunk() {
         }
     }
 }
+
+/// `f16`/`bf16` extrema that the AVX-512 fast pass takes on the 16-bit bits (signed maximum,
+/// unsigned maximum and minimum): data all negative (the maximum is the smallest magnitude),
+/// all positive and mixed, with a value of each kind (±largest, ±smallest subnormal, ±0, near
+/// ±1) at every position of two loop iterations, an odd step and a tail.
+#[test]
+fn half_extrema_on_bits_every_sign_mix() {
+    let mut rng = Rng(41);
+    for dtype in [DType::Float16, DType::BFloat16] {
+        let e = dtype.size().unwrap();
+        let s = step_elems(dtype);
+        let n = 5 * s + s / 2 + 3;
+        let sp = specials(dtype);
+        // indices into `specials`: 4 +inf, 5 -inf, 6 +0, 7 -0, 8 big, 9 -big, 10 tiny, 11 -tiny
+        let mut extremes: Vec<Vec<u8>> = (4..12).map(|i| sp[i].clone()).collect();
+        for v in [0.5f64, -0.5, 1000.0, -1000.0] {
+            let mut b = Vec::new();
+            float_bytes(dtype, v, &mut b);
+            extremes.push(b);
+        }
+        for sign in [-1.0f64, 1.0, 0.0] {
+            let mut base = Vec::new();
+            for _ in 0..n {
+                let m = 1.0 + 99.0 * rng.unit().abs();
+                let v = if sign == 0.0 {
+                    m * rng.unit().signum()
+                } else {
+                    sign * m
+                };
+                float_bytes(dtype, v, &mut base);
+            }
+            check_all_backends(dtype, &base, n);
+            for x in &extremes {
+                for pos in 0..n {
+                    let mut d = base.clone();
+                    d[pos * e..pos * e + e].copy_from_slice(x);
+                    check_all_backends(dtype, &d, n);
+                }
+            }
+        }
+    }
+}
