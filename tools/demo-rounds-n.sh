@@ -4,21 +4,27 @@
 # (default /tmp). A wrapper script sets a switch, e.g.
 #   printf '#!/bin/sh\nOPDUMP_NAMED_TEMPORARIES=1 exec target/release/opdump "$@"\n' > /tmp/opdump-named
 # usage: tools/demo-rounds-n.sh ROUNDS STEPS BATCH BIN...
+# FRESH=1 writes every run into a directory of its own and deletes them all after the last
+# round, as a first run into a new directory is: on ext4 without a journal, files created
+# within a minute of deleting others walk the deleted inodes (BENCHMARKS.md), which the
+# default (delete after every run) makes every run but the first pay.
 set -eu
 R=$1; S=$2; B=$3; shift 3
 log=$(mktemp)
 for i in $(seq 1 "$R"); do
   for bin in "$@"; do
     out=${OUTBASE:-/tmp}/opdump-rounds-n-$$
+    if [ "${FRESH:-0}" = 1 ]; then out=$out-$i-$(basename "$bin"); fi
     rm -rf "$out"
     res=$("$bin" demo --steps "$S" --batch "$B" --out "$out" 2>&1)
     line=$(echo "$res" | grep "median step time")
     wall=$(echo "$res" | grep -o "in [0-9.]* s" | cut -d' ' -f2)
     d=$(echo "$line" | sed -E 's/.*time: ([0-9.]+) ms with dump vs ([0-9.]+) ms without \(([0-9.]+)x\).*/\1 \2 \3/')
     echo "$i $(basename $bin) $d $(cut -d' ' -f1 /proc/loadavg) $wall" >> "$log"
-    rm -rf "$out"
+    if [ "${FRESH:-0}" != 1 ]; then rm -rf "$out"; fi
   done
 done
+if [ "${FRESH:-0}" = 1 ]; then rm -rf "${OUTBASE:-/tmp}"/opdump-rounds-n-$$-*; fi
 python3 - "$log" <<'PY'
 import sys, statistics, collections
 d = collections.OrderedDict()

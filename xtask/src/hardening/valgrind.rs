@@ -51,6 +51,9 @@ pub fn run(quick: bool) -> Result<(), String> {
         .args(["--test-threads=1"])
         .env("PROPTEST_CASES", cases)
         .env("OPDUMP_FUZZ_CASES", cases)
+        // valgrind hides AVX-512 (see above): a CI-style expectation of it would fail here.
+        .env_remove("OPDUMP_EXPECT_STATS_BACKENDS")
+        .env_remove("OPDUMP_EXPECT_MD5_BACKENDS")
         .current_dir(super::workspace_root().join(package));
         if !filter.is_empty() {
             cmd.arg(filter);
