@@ -7,8 +7,8 @@
 //! format with its host decoder (`wire`) and the agent that streams it (`agent`).
 //!
 //! Nothing here allocates. With the `std` feature (default) the statistics kernels pick the
-//! fastest implementation for the running CPU at run time (AVX2/FMA/F16C on x86-64); without
-//! it they use what the target enables at compile time.
+//! fastest implementation for the running CPU at run time (AVX-512F/BW/VL, else AVX2/FMA/F16C
+//! on x86-64); without it they use what the target enables at compile time.
 //!
 //! ```
 //! use dump_core::{DType, stats::summarize, fmt::g};
