@@ -34,14 +34,7 @@
 //! step on the measuring thread (a counting global allocator; the runtimes' own C++
 //! allocations are not counted).
 
-use std::{
-    alloc::{GlobalAlloc, Layout, System},
-    cell::Cell,
-    collections::HashMap,
-    hint::black_box,
-    path::PathBuf,
-    time::Instant,
-};
+use std::{collections::HashMap, hint::black_box, path::PathBuf, time::Instant};
 
 use dump_candle::{CandleRunner, candle_core::Tensor, candle_onnx, host_tensor};
 use dump_core::DType;
@@ -51,51 +44,9 @@ use dump_ort::{OrtRunner, ort};
 
 type Res<T> = Result<T, String>;
 
-/// The system allocator, counting the allocations of each thread.
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count_one() {
-    // `try_with`: a thread's last frees run after its locals are gone.
-    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-}
-
-// SAFETY: every call is forwarded to `System` with the caller's arguments unchanged; the
-// count is a thread-local `Cell` that never allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: the caller's contract for `alloc`, passed on.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract for `dealloc`, passed on.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        // SAFETY: the caller's contract for `realloc`, passed on.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::allocations;
 
 /// Every ONNX Runtime session of the bench: idle intra-op threads sleep instead of spinning.
 const SPIN: (&str, &str) = ("session.intra_op.allow_spinning", "0");
