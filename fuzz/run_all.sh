@@ -10,7 +10,7 @@
 cd "$(dirname "$0")" || exit 1
 RUNS=${1:-10000000}
 MAX_TIME=${2:-1200}
-for t in ${TARGETS:-config_json msprobe_config mapping_file npy file_name csv_row wire cann_dump onnx_inline pt}; do
+for t in ${TARGETS:-config_json msprobe_config mapping_file npy file_name csv_row wire stream_dialect cann_dump onnx_inline onnx_cut pt}; do
     mkdir -p "work/$t" logs
     case "$t" in
         config_json | msprobe_config | mapping_file) san="none" dir="target-nosan" ;;
