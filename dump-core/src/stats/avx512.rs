@@ -335,6 +335,20 @@ fn first(n: usize) -> __mmask16 {
     (((1u32 << n) - 1) & 0xffff) as __mmask16
 }
 
+/// The rest of a pass, the `len / size` whole elements of `size` bytes at `q` (fewer than
+/// [`STEP`] bytes), 16 at a time: `each` gets the mask of the lanes that hold elements (the
+/// first `min(16, left)`) and the pointer to the first of them. Loading through that mask
+/// reads only those elements, so nothing past the data is accessed.
+#[inline]
+fn masked_rest(q: *const u8, len: usize, size: usize, mut each: impl FnMut(__mmask16, *const u8)) {
+    let n = len / size;
+    let mut o = 0;
+    while o < n {
+        each(first((n - o).min(16)), q.wrapping_add(o * size));
+        o += 16;
+    }
+}
+
 /// Prefetches the two lines [`PREFETCH`] bytes ahead of the step at `q` (never faults).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
@@ -427,16 +441,12 @@ pub(super) fn f32_raw<const MASK: bool>(data: &[u8]) -> Summary {
             acc.lane::<MASK>(1, x1);
         },
         |acc, q, len| {
-            let n = len / 4;
-            let mut o = 0;
-            while o < n {
-                let k = first((n - o).min(16));
-                // SAFETY: the mask covers only elements `o .. min(o + 16, n)` of the `n` whole
-                // elements readable at `q`; masked-off lanes are not accessed (no fault).
-                let x = unsafe { _mm512_maskz_loadu_ps(k, q.add(o * 4) as *const f32) };
+            masked_rest(q, len, 4, |k, r| {
+                // SAFETY: `k` covers only whole elements readable at `r` (`masked_rest`);
+                // masked-off lanes are not accessed (no fault).
+                let x = unsafe { _mm512_maskz_loadu_ps(k, r as *const f32) };
                 acc.lane_part::<MASK>(k, x);
-                o += 16;
-            }
+            })
         },
     )
 }
@@ -485,19 +495,15 @@ pub(super) fn bf16_raw<const MASK: bool>(data: &[u8]) -> Summary {
             }
         },
         |acc, q, len| {
-            let n = len / 2;
-            let mut o = 0;
-            while o < n {
-                let k = first((n - o).min(16));
-                // SAFETY: the mask covers only elements `o .. min(o + 16, n)` of the `n` whole
-                // elements readable at `q`; masked-off lanes are not accessed (no fault).
-                let h = unsafe { _mm256_maskz_loadu_epi16(k, q.add(o * 2) as *const i16) };
+            masked_rest(q, len, 2, |k, r| {
+                // SAFETY: `k` covers only whole elements readable at `r` (`masked_rest`);
+                // masked-off lanes are not accessed (no fault).
+                let h = unsafe { _mm256_maskz_loadu_epi16(k, r as *const i16) };
                 // Element order (zero-extend, then shift into the high half): the lanes of
                 // `k` are the loaded ones, and the others are +0.0.
                 let x = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)));
                 acc.lane_part::<MASK>(k, x);
-                o += 16;
-            }
+            })
         },
     )
 }
@@ -553,17 +559,13 @@ pub(super) fn f16_raw<const MASK: bool>(data: &[u8]) -> Summary {
             }
         },
         |acc, q, len| {
-            let n = len / 2;
-            let mut o = 0;
-            while o < n {
-                let k = first((n - o).min(16));
-                // SAFETY: the mask covers only elements `o .. min(o + 16, n)` of the `n` whole
-                // elements readable at `q`; masked-off lanes are not accessed (no fault).
-                let h = unsafe { _mm256_maskz_loadu_epi16(k, q.add(o * 2) as *const i16) };
+            masked_rest(q, len, 2, |k, r| {
+                // SAFETY: `k` covers only whole elements readable at `r` (`masked_rest`);
+                // masked-off lanes are not accessed (no fault).
+                let h = unsafe { _mm256_maskz_loadu_epi16(k, r as *const i16) };
                 // Masked-off halves are 0 and convert to +0.0.
                 acc.lane_part::<MASK>(k, _mm512_cvtph_ps(h));
-                o += 16;
-            }
+            })
         },
     )
 }
@@ -711,17 +713,12 @@ fn int_raw<const K: u8>(data: &[u8]) -> Summary {
         done += STEP;
     }
     // The rest: fewer than STEP bytes, 16 elements at a time through masked loads.
-    let n = (data.len() - done) / size;
-    let q = p.wrapping_add(done);
-    let mut o = 0;
-    while o < n {
-        let k = first((n - o).min(16));
-        // SAFETY: the mask covers only elements `o .. min(o + 16, n)` of the `n` whole elements
-        // readable at `q`; masked-off lanes are not accessed (no fault).
-        let x = unsafe { int_load::<K>(k, q.add(o * size)) };
+    masked_rest(p.wrapping_add(done), data.len() - done, size, |k, r| {
+        // SAFETY: `k` covers only whole elements readable at `r` (`masked_rest`); masked-off
+        // lanes are not accessed (no fault).
+        let x = unsafe { int_load::<K>(k, r) };
         acc.lane(0, k, x);
-        o += 16;
-    }
+    });
     acc.finish(&mut s);
     s
 }
