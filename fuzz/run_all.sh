@@ -16,8 +16,13 @@ for t in ${TARGETS:-config_json msprobe_config mapping_file npy file_name csv_ro
         config_json | msprobe_config | mapping_file) san="none" dir="target-nosan" ;;
         *) san="address" dir="target" ;;
     esac
-    CARGO_TARGET_DIR="$dir" cargo +nightly fuzz run -O -s "$san" "$t" "work/$t" "seeds/$t" \
-        "corpus/$t" -- -runs="$RUNS" -max_total_time="$MAX_TIME" -print_final_stats=1 \
+    # libFuzzer exits when a corpus directory it is given does not exist (stream_dialect
+    # has no seeds/ directory): only the ones present are passed.
+    dirs="work/$t"
+    for d in "seeds/$t" "corpus/$t"; do [ -d "$d" ] && dirs="$dirs $d"; done
+    # shellcheck disable=SC2086 # $dirs is a list of paths without spaces
+    CARGO_TARGET_DIR="$dir" cargo +nightly fuzz run -O -s "$san" "$t" $dirs \
+        -- -runs="$RUNS" -max_total_time="$MAX_TIME" -print_final_stats=1 \
         > "logs/$t.log" 2>&1
     echo "$t exit $?" >> logs/summary.txt
 done
