@@ -202,6 +202,11 @@ impl HostBlocks {
                     limit: max_block,
                 });
             }
+            // Empty blocks (a zero among the inner dimensions) hold no element, whatever the
+            // outer ones declare: no blocks, so no reader loops over 2^40 empty images.
+            let count = if src == 0 { 0 } else { count };
+            // Every block's offset and end fit in usize (`src_span`, `src_extent`).
+            count.checked_mul(src).ok_or(Error::Overflow)?;
             Ok(HostBlocks {
                 format,
                 elem: dtype.size().unwrap_or(1),
@@ -382,6 +387,20 @@ impl HostBlocks {
                 }
             }
             _ => one(i * self.src, self.src),
+        }
+    }
+
+    /// The device bytes the blocks reach, from the tensor's first byte to the furthest byte
+    /// any block reads: the device tensor's size (0 when there are no blocks). Found from the
+    /// last block alone (every block ends before the next one does), so a reader checks a
+    /// payload against its file without walking the blocks.
+    pub fn src_extent(&self) -> usize {
+        match self.count.checked_sub(1) {
+            None => 0,
+            Some(last) => {
+                let s = self.src_span(last);
+                s.offset + (s.pieces - 1) * s.stride + s.piece
+            }
         }
     }
 
@@ -585,6 +604,11 @@ mod tests {
                 at += len;
             }
             assert_eq!(at, n, "{format}: blocks cover the device bytes");
+            assert_eq!(
+                p.src_extent(),
+                n,
+                "{format}: the extent is the device bytes"
+            );
             assert_eq!(got, want, "{format}");
             if format == Format::C1hwncoc0 {
                 // N = 1 goes one c1 at a time; N > 1 needs the whole tensor.
@@ -645,7 +669,14 @@ mod tests {
                     } else {
                         (band / per_n1).clamp(1, n1)
                     };
-                    assert_eq!(p.count(), n1.div_ceil(g).max(1), "{host:?} band {band}");
+                    // An empty weight has no blocks.
+                    let want = if dev.is_empty() {
+                        0
+                    } else {
+                        n1.div_ceil(g).max(1)
+                    };
+                    assert_eq!(p.count(), want, "{host:?} band {band}");
+                    assert_eq!(p.src_extent(), dev.len(), "{host:?} band {band}");
                     let mut buf = vec![0u8; p.max_dst_bytes()];
                     let mut got = Vec::new();
                     let mut covered = vec![false; dev.len()];
@@ -672,6 +703,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A tensor with a zero among its inner dimensions has no blocks, however many images,
+    /// matrices or channel blocks its outer dimensions declare (a hostile file's 2^40 empty
+    /// images are not walked one by one), and converting it in one go returns at once too.
+    /// Outer dimensions whose blocks would not fit in memory are an overflow.
+    #[test]
+    fn empty_blocks_are_no_blocks_whatever_the_outer_dimensions() {
+        const B: usize = 1 << 40;
+        let cases: [(Format, &[usize], &[usize]); 7] = [
+            (Format::Nhwc, &[B, 0, 1, 1], &[B, 1, 0, 1]),
+            (Format::Nc1hwc0, &[B, 1, 0, 1, 16], &[B, 3, 0, 1]),
+            (Format::FractalNz, &[B, 0, 1, 16, 16], &[B, 3, 0]),
+            (Format::Ndc1hwc0, &[B, 1, 1, 0, 1, 16], &[B, 3, 1, 0, 1]),
+            (Format::C1hwncoc0, &[B, 0, 1, 1, 16, 16], &[1, B * 16, 0, 1]),
+            (Format::FractalZ, &[0, B, 16, 16], &[B * 16, 16, 0, 1]),
+            (Format::Nd, &[B, 0], &[B, 0]),
+        ];
+        for (format, dev, host) in cases {
+            let p = HostBlocks::new(format, DType::Float16, dev, host, 1 << 20).unwrap();
+            assert_eq!((p.count(), p.src_extent()), (0, 0), "{format}");
+            assert_eq!(p.host_shape(), host, "{format}");
+            let t = DeviceTensor {
+                format,
+                dtype: DType::Float16,
+                device_shape: dev,
+                host_shape: host,
+                data: &[],
+            };
+            let v = to_host(&t, &mut []).unwrap();
+            assert_eq!((v.data.len(), v.shape), (0, host), "{format}");
+        }
+        // 2^62 images of 16 bytes: their offsets would not fit in usize.
+        let huge = HostBlocks::new(
+            Format::Nhwc,
+            DType::Float16,
+            &[1 << 62, 2, 2, 2],
+            &[1 << 62, 2, 2, 2],
+            1 << 20,
+        );
+        assert!(matches!(huge, Err(Error::Overflow)), "{huge:?}");
     }
 
     /// The default band: a weight over [`FRACTAL_Z_BAND`] is cut, each block under it.

@@ -268,19 +268,9 @@ impl CannStream {
         let data_len = t.dtype.storage_bytes(elems).unwrap_or(0) as u64;
         let f = File::open(&t.path).map_err(|e| Error::io(&t.path, e))?;
         let file_len = f.metadata().map_err(|e| Error::io(&t.path, e))?.len();
-        // The last byte any block reads (a banded FRACTAL_Z's blocks interleave, so the
-        // furthest end, not the sum).
-        let dev_len = (0..plan.count())
-            .map(|i| {
-                let s = plan.src_span(i);
-                if s.is_empty() {
-                    0
-                } else {
-                    (s.offset + (s.pieces - 1) * s.stride + s.piece) as u64
-                }
-            })
-            .max()
-            .unwrap_or(0);
+        // The last byte any block reads, found without walking the blocks (a hostile
+        // header may declare billions of them).
+        let dev_len = plan.src_extent() as u64;
         if t.offset.saturating_add(dev_len) > file_len {
             return Err(Error::format(
                 &t.path,

@@ -507,3 +507,87 @@ fn large_tensors_in_bands_and_in_parallel_match_the_whole_tensor_conversion() {
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&src);
 }
+
+/// `opdump ARGS` that must finish within `secs` (killed and failed after): for inputs that
+/// once made it spin.
+fn opdump_within(args: &[&str], secs: u64) -> Output {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opdump"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run opdump");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("opdump {args:?} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Tensors with no element whose outer dimensions declare 2^40 images, channel blocks or
+/// matrices (a 173-byte file: every payload is empty). Converting them block by block once
+/// walked 2^40 empty blocks, and `convert --format NCHW`, `inspect` and `compare` never
+/// returned (found by the `cann_dump` fuzz target). Now each is an empty array of the host
+/// shape, at once.
+#[test]
+fn empty_tensors_with_huge_outer_dimensions_convert_at_once() {
+    const B: u64 = 1 << 40;
+    let src = tmpdir("zero-src");
+    let name = "Conv2D.Default_zero-op1.1.2.1700000000000001";
+    // NHWC, NC1HWC0, FRACTAL_NZ, NDC1HWC0: device shape, original shape.
+    let shapes: [(i32, Vec<u64>, Vec<u64>); 4] = [
+        (1, vec![B, 0, 1, 1], vec![B, 1, 0, 1]),
+        (3, vec![B, 1, 0, 1, 16], vec![B, 3, 0, 1]),
+        (29, vec![B, 0, 1, 16, 16], vec![B, 3, 0]),
+        (32, vec![B, 1, 1, 0, 1, 16], vec![B, 3, 1, 0, 1]),
+    ];
+    let header = DumpHeader {
+        container: Container::Binary { message_len: 0 },
+        version: "2.0".into(),
+        dump_time: 1_700_000_000_000_001,
+        op_name: "Default/zero-op1".into(),
+        attrs: Vec::new(),
+        dfx_message: String::new(),
+        tensors: shapes
+            .iter()
+            .enumerate()
+            .map(|(i, (f, dev, host))| big_meta(i, *f, dev, host))
+            .collect(),
+        file_len: 0,
+        payload_end: 0,
+    };
+    let file = src.join(name);
+    std::fs::write(&file, encode(&header, &[&[], &[], &[], &[]]).unwrap()).unwrap();
+    let out = tmpdir("zero-out");
+    let (s, o) = (src.to_str().unwrap(), out.to_str().unwrap());
+    let r = opdump_within(&["convert", s, "--out", o, "--format", "NCHW"], 60);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    for (i, (_, _, host)) in shapes.iter().enumerate() {
+        let dims: Vec<String> = host.iter().map(u64::to_string).collect();
+        let p = out.join(format!("{name}.input.{i}.{}.npy", dims.join("x")));
+        let (d, shape, bytes) = npy(&p);
+        let want: Vec<usize> = host.iter().map(|&x| x as usize).collect();
+        assert_eq!(
+            (d.as_str(), shape, bytes.len()),
+            ("<f2", want, 0),
+            "input.{i}"
+        );
+    }
+    let r = opdump_within(&["inspect", s], 60);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert!(
+        String::from_utf8_lossy(&r.stdout).contains("4 tensors, 1 kernels"),
+        "{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
+    let r = opdump_within(&["compare", s, s], 60);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&out);
+}

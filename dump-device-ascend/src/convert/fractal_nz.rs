@@ -76,6 +76,11 @@ fn run(
     let host_len = bytes_of(nd, elem)?;
     let dev_len = bytes_of(&dev, elem)?;
     let written = prepare(src, dst, host_len, dev_len, to_nd)?;
+    // An empty tensor has nothing to move (the device side's padding is zeroed by `prepare`),
+    // however large its other dimensions: no loop over them.
+    if host_len == 0 {
+        return Ok(written);
+    }
     let (batch, m, n) = split(nd)?;
     let batches = bytes_of(batch, 1)?;
     let r = dev.len();

@@ -61,6 +61,11 @@ fn run(
     let host_len = bytes_of(&nchw, elem)?;
     let dev_len = bytes_of(&dev, elem)?;
     let written = prepare(src, dst, host_len, dev_len, to_nchw)?;
+    // An empty tensor has nothing to move (the device side's padding is zeroed by `prepare`),
+    // however large its other dimensions: no loop over them.
+    if host_len == 0 {
+        return Ok(written);
+    }
     let [n, c, h, w] = nchw;
     let hw = h.checked_mul(w).ok_or(Error::Overflow)?;
     let n1n0 = dev[1] * b.cube;

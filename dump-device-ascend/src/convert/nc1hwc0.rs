@@ -58,6 +58,11 @@ fn run(
     let c1 = dev[1];
     let hw = h.checked_mul(w).ok_or(Error::Overflow)?;
     let written = prepare(src, dst, host_len, dev_len, to_nchw)?;
+    // An empty tensor has nothing to move (the device side's padding is zeroed by `prepare`),
+    // however large its other dimensions: no loop over them.
+    if host_len == 0 {
+        return Ok(written);
+    }
     by_elem_size!(elem, blocks_n(src, dst, [n, c, c1, c0], hw, to_nchw));
     Ok(written)
 }
