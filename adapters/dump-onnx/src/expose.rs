@@ -61,37 +61,38 @@ pub fn only_outputs(model: &[u8], names: &[&str]) -> Result<Vec<u8>, Error> {
 
 /// The `GraphProto` bytes `graph` with outputs `names` and only the nodes they need.
 fn cut_graph(graph: &[u8], names: &[&str]) -> Result<Vec<u8>, Error> {
-    // The nodes, parsed for their inputs and outputs, and kept as raw fields.
-    let mut nodes: Vec<(Vec<String>, Vec<String>, &[u8])> = Vec::new();
+    // One pass over the fields: the nodes parsed for their inputs and outputs, and every
+    // field kept raw with the index of its node (`None`: not a node), so the second loop
+    // below sees exactly the nodes this one parsed.
+    let mut nodes: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    let mut fields: Vec<(u32, &[u8], Option<usize>)> = Vec::new();
     let mut gf = Fields::new(graph, "GraphProto");
     while let Some((gn, gv, graw)) = gf.next_field()? {
-        if let (1, Value::Bytes(b)) = (gn, gv) {
-            let node = crate::model::parse_node(b)?;
-            nodes.push((node.inputs, node.outputs, graw));
-        }
+        let node = match (gn, gv) {
+            (1, Value::Bytes(b)) => {
+                let node = crate::model::parse_node(b)?;
+                nodes.push((node.inputs, node.outputs));
+                Some(nodes.len() - 1)
+            }
+            _ => None,
+        };
+        fields.push((gn, graw, node));
     }
     // Backwards from the wanted values (ONNX nodes are in topological order).
     let mut needed: std::collections::HashSet<String> =
         names.iter().map(|n| (*n).to_owned()).collect();
     let mut keep = vec![false; nodes.len()];
-    for (i, (ins, outs, _)) in nodes.iter().enumerate().rev() {
+    for (i, (ins, outs)) in nodes.iter().enumerate().rev() {
         if outs.iter().any(|o| needed.contains(o)) {
             keep[i] = true;
             needed.extend(ins.iter().filter(|x| !x.is_empty()).cloned());
         }
     }
     let mut g = Vec::with_capacity(graph.len() + names.len() * 32);
-    let mut node_index = 0;
-    let mut gf = Fields::new(graph, "GraphProto");
-    while let Some((gn, _, graw)) = gf.next_field()? {
-        match gn {
-            1 => {
-                if keep[node_index] {
-                    g.extend_from_slice(graw);
-                }
-                node_index += 1;
-            }
-            12 => {}
+    for (gn, graw, node) in fields {
+        match (gn, node) {
+            (_, Some(i)) if !keep[i] => {}
+            (12, None) => {} // the old outputs
             _ => g.extend_from_slice(graw),
         }
     }
@@ -106,6 +107,11 @@ mod tests {
 
     /// A model `x -> A -> a -> B -> y`, built with the crate's own wire writer.
     fn two_nodes() -> Vec<u8> {
+        two_nodes_after(&[])
+    }
+
+    /// [`two_nodes`] with the raw fields `first` at the start of its graph.
+    fn two_nodes_after(first: &[u8]) -> Vec<u8> {
         let node = |op: &str, name: &str, i: &str, o: &str| {
             let mut n = Vec::new();
             put_bytes(&mut n, 1, i.as_bytes());
@@ -119,7 +125,7 @@ mod tests {
             put_bytes(&mut v, 1, name.as_bytes());
             v
         };
-        let mut g = Vec::new();
+        let mut g = first.to_vec();
         put_bytes(&mut g, 1, &node("Relu", "A", "x", "a"));
         put_bytes(&mut g, 1, &node("Neg", "B", "a", "y"));
         put_bytes(&mut g, 11, &vi("x"));
@@ -142,5 +148,28 @@ mod tests {
         let w = Model::parse(with_outputs(&two_nodes(), &["a"]).unwrap()).unwrap();
         assert_eq!(w.graph.outputs.len(), 2, "with_outputs appends");
         assert!(only_outputs(b"", &["a"]).is_err(), "no graph");
+    }
+
+    /// A graph field 1 (`node`) that is not a message (a varint here) is not a node: the cut
+    /// copies it through and keeps counting the real nodes (it once counted it as one and
+    /// indexed past the nodes it had parsed: a panic the `onnx_cut` fuzz target found).
+    #[test]
+    fn a_node_field_of_another_wire_type_is_not_counted_as_a_node() {
+        let model = two_nodes_after(&[0x08, 0x05]); // field 1, varint 5
+        let cut = only_outputs(&model, &["a"]).unwrap();
+        let mut f = Fields::new(&cut, "ModelProto");
+        let (n, v, _) = f.next_field().unwrap().unwrap();
+        let Value::Bytes(graph) = v else {
+            panic!("field {n} is not the graph")
+        };
+        assert!(graph.starts_with(&[0x08, 0x05]), "the odd field is kept");
+        let mut nodes = 0;
+        let mut gf = Fields::new(graph, "GraphProto");
+        while let Some((gn, gv, _)) = gf.next_field().unwrap() {
+            nodes += usize::from(matches!((gn, gv), (1, Value::Bytes(_))));
+        }
+        assert_eq!(nodes, 1, "only A is needed for a");
+        let all = only_outputs(&model, &["y"]).unwrap();
+        assert!(all.len() > cut.len(), "y keeps both nodes");
     }
 }

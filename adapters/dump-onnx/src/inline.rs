@@ -27,7 +27,9 @@ pub const MAX_INLINE_MODEL: u64 = (1 << 31) - 1;
 
 /// `model` (an `.onnx` file's bytes; external files looked up in `base`) with every
 /// initializer of the main graph stored in `raw_data`. The result stays under `budget` bytes
-/// (at most [`MAX_INLINE_MODEL`]); a bigger model is an error that says so.
+/// (at most [`MAX_INLINE_MODEL`]); a bigger model is an error that says so. Every other field
+/// is copied as it is, unchecked: a model that [`Model::parse`](crate::Model::parse) rejects
+/// may come out, rejected the same way.
 pub fn inline_data(model: &[u8], base: &Path, budget: u64) -> Result<Vec<u8>, Error> {
     let budget = budget.min(MAX_INLINE_MODEL);
     let mut out = Vec::with_capacity(model.len());
