@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use dump_onnx::{Model, dtype, inline_data, node_args, node_rows, only_outputs};
+use dump_onnx::{Model, inline_data, node_args, node_rows, only_outputs};
 
 /// One fuzzed entry point: takes arbitrary bytes, panics when an invariant breaks.
 pub type Check = fn(&[u8]);
@@ -31,10 +31,12 @@ fn base() -> PathBuf {
 /// A model's bytes: the rewrite never panics; under a small budget it never returns more; an
 /// accepted model that parsed before parses after (the rewrite copies every field but the
 /// main graph's initializers as it is, so a malformed node stays malformed: the fuzzer's first
-/// finding was this invariant stated without "that parsed before"), every initializer of a
-/// type with element bytes now holds its data, the values of initializers that held data
-/// before are unchanged, and the rewrite is a fixed point (rewriting its output gives the same
-/// bytes).
+/// finding was this invariant stated without "that parsed before"), the initializers keep
+/// their names, types and dimensions, those that held data before hold the same data (an
+/// initializer without any data, not even an external file, stays without: the second finding
+/// was "every initializer now holds data", which such a tensor breaks; inlining external files
+/// is tested in `inline.rs` and by the `mlp_ext.onnx` seed reaching this code), and the
+/// rewrite is a fixed point (rewriting its output gives the same bytes).
 pub fn onnx_inline(data: &[u8]) {
     let base = base();
     if let Ok(small) = inline_data(data, &base, 4096) {
@@ -53,15 +55,6 @@ pub fn onnx_inline(data: &[u8]) {
         return;
     };
     let after = Model::parse(out.clone()).expect("an inlined model parses");
-    for i in &after.graph.initializers {
-        if dtype(i.data_type).is_some() {
-            assert!(
-                i.data.is_some(),
-                "initializer {:?} still has no data",
-                i.name
-            );
-        }
-    }
     assert_eq!(
         before.graph.initializers.len(),
         after.graph.initializers.len()
@@ -86,7 +79,8 @@ pub fn onnx_inline(data: &[u8]) {
 /// `node_rows`, `node_args` and `only_outputs` never panic; when the model parses, cutting it
 /// before one of its node outputs gives a model that parses, whose outputs are exactly that
 /// value, whose nodes are some of the model's in the same order (the one producing the value
-/// among them), and cutting the result again changes nothing.
+/// among them; compared by op type, inputs and outputs, since an unnamed node is named by its
+/// position, which the cut changes), and cutting the result again changes nothing.
 pub fn onnx_cut(data: &[u8]) {
     let _ = node_rows(data);
     let _ = node_args(data);
@@ -121,7 +115,8 @@ pub fn onnx_cut(data: &[u8]) {
     let mut rest = model.graph.nodes.iter();
     for kept in &after.graph.nodes {
         assert!(
-            rest.any(|n| n.name == kept.name && n.outputs == kept.outputs),
+            rest.any(|n| (&n.op_type, &n.inputs, &n.outputs)
+                == (&kept.op_type, &kept.inputs, &kept.outputs)),
             "node {:?} is not one of the model's, in order",
             kept.name
         );
