@@ -17,7 +17,8 @@ pub fn with_outputs(model: &[u8], names: &[&str]) -> Result<Vec<u8>, Error> {
     })
 }
 
-/// `model` with its (first) `GraphProto` replaced by `edit` of it; every other byte copied.
+/// `model` with its `GraphProto` replaced by `edit` of it; every other byte copied. A second
+/// graph, or one that is not a message, is an error, as for [`Model::parse`](crate::Model::parse).
 fn rewrite_graph(
     model: &[u8],
     edit: impl FnOnce(&[u8]) -> Result<Vec<u8>, Error>,
@@ -28,6 +29,13 @@ fn rewrite_graph(
     while let Some((n, v, raw)) = f.next_field()? {
         match (n, v, edit.take()) {
             (7, Value::Bytes(graph), Some(e)) => put_bytes(&mut out, 7, &e(graph)?),
+            (7, _, e) => {
+                return Err(Error::Model(if e.is_none() {
+                    crate::model::TWO_GRAPHS.into()
+                } else {
+                    "ModelProto.graph is not a message".into()
+                }));
+            }
             (_, _, e) => {
                 edit = e;
                 out.extend_from_slice(raw);

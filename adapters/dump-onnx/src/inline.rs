@@ -55,6 +55,8 @@ pub fn inline_data(model: &[u8], base: &Path, budget: u64) -> Result<Vec<u8>, Er
                 }
                 put_bytes(&mut out, 7, &g);
             }
+            (7, Value::Bytes(_)) => return Err(Error::Model(crate::model::TWO_GRAPHS.into())),
+            (7, _) => return Err(Error::Model("ModelProto.graph is not a message".into())),
             _ => out.extend_from_slice(raw),
         }
     }

@@ -190,6 +190,10 @@ pub fn onnx_code(d: DType) -> Option<i32> {
     (1..=22).find(|&c| dtype(c) == Some(d))
 }
 
+/// The error of a model whose `ModelProto.graph` appears more than once.
+pub(crate) const TWO_GRAPHS: &str =
+    "ModelProto.graph appears twice (a model has one graph; protobuf would merge them)";
+
 impl Model {
     /// Parses `bytes` (an `.onnx` file).
     pub fn parse(bytes: Vec<u8>) -> Result<Model, Error> {
@@ -200,6 +204,11 @@ impl Model {
                 let Value::Bytes(b) = v else {
                     return Err(Error::Model("ModelProto.graph is not a message".into()));
                 };
+                if graph.is_some() {
+                    // Protobuf would merge the two; the rewriters (inline_data, only_outputs)
+                    // edit one graph. No exporter writes two, so it is refused.
+                    return Err(Error::Model(TWO_GRAPHS.into()));
+                }
                 graph = Some(parse_graph(b)?);
             }
         }
@@ -375,7 +384,7 @@ pub(crate) fn parse_tensor(b: &[u8]) -> Result<Initializer, Error> {
     } else if !wide.is_empty() {
         Some(wide)
     } else {
-        narrow_ints(data_type, &ints)
+        narrow_ints(&name, data_type, &ints)?
     };
     let init = Initializer {
         name,
@@ -387,14 +396,28 @@ pub(crate) fn parse_tensor(b: &[u8]) -> Result<Initializer, Error> {
     Ok(init)
 }
 
-/// `int32_data` / `int64_data` / `uint64_data` values as element bytes of `data_type`.
-fn narrow_ints(data_type: i32, ints: &[i64]) -> Option<Vec<u8>> {
-    let size = dtype(data_type)?.size()?;
+/// `int32_data` / `int64_data` / `uint64_data` values as element bytes of `data_type`
+/// (initializer `name`). Those fields hold types of up to 8 bytes; integer values for a wider
+/// type (complex128, kept in `double_data`) are an error, not a guess.
+fn narrow_ints(name: &str, data_type: i32, ints: &[i64]) -> Result<Option<Vec<u8>>, Error> {
+    let Some((dt, size)) = dtype(data_type).and_then(|d| Some((d, d.size()?))) else {
+        return Ok(None);
+    };
+    if size > 8 {
+        if ints.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        return Err(Error::Model(format!(
+            "initializer {name:?}: {} integer values for {dt}, whose {size}-byte elements an \
+             integer field cannot hold",
+            ints.len()
+        )));
+    }
     let mut out = Vec::with_capacity(ints.len() * size);
     for &v in ints {
         out.extend_from_slice(&v.to_le_bytes()[..size]);
     }
-    Some(out)
+    Ok(Some(out))
 }
 
 fn check_length(i: &Initializer) -> Result<(), Error> {
@@ -417,6 +440,61 @@ fn check_length(i: &Initializer) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::{put_bytes, put_varint};
+
+    /// A `TensorProto`: `dims`, `data_type`, name `t`, and `ints` in `int64_data` (field 7).
+    fn tensor(dims: &[u64], data_type: u64, ints: &[u64]) -> Vec<u8> {
+        let mut t = Vec::new();
+        for d in dims {
+            put_varint(&mut t, 1 << 3);
+            put_varint(&mut t, *d);
+        }
+        put_varint(&mut t, 2 << 3);
+        put_varint(&mut t, data_type);
+        for v in ints {
+            put_varint(&mut t, 7 << 3);
+            put_varint(&mut t, *v);
+        }
+        put_bytes(&mut t, 8, b"t");
+        t
+    }
+
+    /// Integer values for a type wider than 8 bytes (complex128) are an error naming the
+    /// initializer; they once sliced past an `i64`'s bytes (a panic the `onnx_inline` fuzz
+    /// target found). Up to 8 bytes they are narrowed.
+    #[test]
+    fn integer_data_for_a_sixteen_byte_type_is_an_error_not_a_panic() {
+        let e = parse_tensor(&tensor(&[1], 15, &[7]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"t\"") && e.contains("complex128"), "{e}");
+        let empty = parse_tensor(&tensor(&[0], 15, &[])).unwrap();
+        assert_eq!(empty.data.as_deref(), Some(&[][..]));
+        let i16s = parse_tensor(&tensor(&[2], 5, &[1, 0xFFFF])).unwrap();
+        assert_eq!(i16s.data.as_deref(), Some(&[1, 0, 0xFF, 0xFF][..]));
+    }
+
+    /// A model with two `graph` fields is refused by the parser and by both rewriters,
+    /// which once edited the first while the parser read the last (the `onnx_cut` fuzz
+    /// target found the cut model's outputs disagreeing).
+    #[test]
+    fn two_graphs_are_refused_everywhere() {
+        let mut g = Vec::new();
+        put_bytes(&mut g, 5, &tensor(&[1], 7, &[3]));
+        let mut m = Vec::new();
+        put_bytes(&mut m, 7, &g);
+        assert!(Model::parse(m.clone()).is_ok());
+        put_bytes(&mut m, 7, &g);
+        let base = std::path::Path::new(".");
+        for e in [
+            Model::parse(m.clone()).err(),
+            crate::only_outputs(&m, &["x"]).err(),
+            crate::inline_data(&m, base, 1 << 20).err(),
+        ] {
+            let e = e.expect("refused").to_string();
+            assert!(e.contains("appears twice"), "{e}");
+        }
+    }
 
     #[test]
     fn type_names_and_codes() {
