@@ -153,11 +153,11 @@ pub(super) unsafe fn f32_pair(a: &[u8], b: &[u8], tol: Tolerance) -> PairMetrics
 /// and each `f32` product within `2^-24` of its own, so `ad·(1 + 2^-20) < |y|·t·(1 - 2^-20)`
 /// in `f32` proves `|x - y| < |y|·t` exactly, hence below the `f64` thresholds `0.001·|y|`,
 /// `0.005·|y|` and `atol + rtol·|y|` (for `t` the least of 0.001 and `rtol`, `atol >= 0`).
-const FAR_MARGIN: f64 = 1.0 / (1u64 << 20) as f64;
+pub(super) const FAR_MARGIN: f64 = 1.0 / (1u64 << 20) as f64;
 /// The least `t` the test is used with, and the least `|y|` it trusts: their product stays a
 /// normal `f32` (no subnormal rounding), so the margin holds.
-const FAR_MIN_T: f64 = 1.0 / (1u64 << 20) as f64;
-const FAR_MIN_Y: f32 = 1.0 / (1u64 << 62) as f32 / (1u64 << 38) as f32;
+pub(super) const FAR_MIN_T: f64 = 1.0 / (1u64 << 20) as f64;
+pub(super) const FAR_MIN_Y: f32 = 1.0 / (1u64 << 62) as f32 / (1u64 << 38) as f32;
 
 /// The bit pattern of `x` mapped onto the number line: `2^31 + |x|` for positive, `2^31 - |x|`
 /// for negative values (so `±0` meet and adjacent floats differ by 1).

@@ -5,6 +5,16 @@ fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// Every backend this CPU runs (the portable one first).
+fn backends() -> impl Iterator<Item = Backend> {
+    Backend::ALL.into_iter().filter(|b| b.available())
+}
+
+/// Every vector backend this CPU runs (AVX2, AVX-512), each checked against the portable one.
+fn vector_backends() -> impl Iterator<Item = Backend> {
+    backends().filter(|b| *b != Backend::Portable)
+}
+
 fn run(backend: Backend, dtype: DType, a: &[u8], b: &[u8], n: usize) -> PairMetrics {
     let mut acc =
         PairAccumulator::with_backend(dtype, n, Tolerance::default_for(dtype), backend).unwrap();
@@ -76,7 +86,7 @@ fn nonfinite_positions_and_ulps() {
         2.0,
         f32::from_bits(0x8000_0001),
     ];
-    for backend in [Backend::Portable, Backend::detect()] {
+    for backend in backends() {
         let m = run(
             backend,
             DType::Float32,
@@ -149,7 +159,7 @@ fn half_types_count_ulps_in_their_own_format() {
 /// in the format's own bits; the one NaN (`0x80`, not a negative zero) only matches a NaN.
 #[test]
 fn fnuz_float8_tolerance_ulps_and_nan() {
-    for backend in [Backend::Portable, Backend::detect()] {
+    for backend in backends() {
         for dtype in [DType::Float8E4M3FNUZ, DType::Float8E5M2FNUZ] {
             // 1.0 is 0x40 in both; 0x41 one step above, 0x42 two (e4m3fnuz: 1.125, 1.25;
             // e5m2fnuz: 1.25, 1.5). -1.0 (0xc0) against -1 step (0xc1).
@@ -184,6 +194,19 @@ fn chunked_feeding_equals_one_call_and_length_errors() {
     let w: Vec<f32> = v.iter().map(|x| x + 1e-4).collect();
     let (a, b) = (f32_bytes(&v), f32_bytes(&w));
     let whole = run(Backend::detect(), DType::Float32, &a, &b, 777);
+    for backend in backends() {
+        let m = run(backend, DType::Float32, &a, &b, 777);
+        assert_eq!(
+            (m.count, m.not_close, m.rel_over_1e3, m.max_ulp),
+            (
+                whole.count,
+                whole.not_close,
+                whole.rel_over_1e3,
+                whole.max_ulp
+            ),
+            "{backend:?}"
+        );
+    }
     let mut acc =
         PairAccumulator::new(DType::Float32, 777, Tolerance::default_for(DType::Float32)).unwrap();
     for (x, y) in a.chunks(400).zip(b.chunks(400)) {
@@ -224,26 +247,28 @@ fn special() -> impl Strategy<Value = f32> {
 
 proptest! {
     #[test]
-    fn avx2_equals_portable(pairs in proptest::collection::vec((special(), special(), 0u8..4), 0..300)) {
+    fn vector_kernels_equal_portable(pairs in proptest::collection::vec((special(), special(), 0u8..4), 0..300)) {
         // Half of the pairs are near-equal, so thresholds and ULPs are exercised.
         let a: Vec<f32> = pairs.iter().map(|p| p.0).collect();
         let b: Vec<f32> = pairs.iter().map(|p| match p.2 { 0 => p.1, 1 => p.0, _ => p.0 * (1.0 + 1e-4 * p.2 as f32) }).collect();
         let (x, y) = (f32_bytes(&a), f32_bytes(&b));
         let p = run(Backend::Portable, DType::Float32, &x, &y, a.len());
-        let f = run(Backend::detect(), DType::Float32, &x, &y, a.len());
-        prop_assert_eq!((p.count, p.finite, p.nonfinite_mismatch), (f.count, f.finite, f.nonfinite_mismatch));
-        prop_assert_eq!((p.rel_over_1e3, p.rel_over_5e3, p.not_close, p.max_ulp), (f.rel_over_1e3, f.rel_over_5e3, f.not_close, f.max_ulp));
-        prop_assert_eq!(p.max_abs, f.max_abs);
-        let close = |u: f64, v: f64| u == v || (u - v).abs() <= 1e-6 * u.abs().max(v.abs());
-        prop_assert!(close(p.max_rel, f.max_rel), "{} {}", p.max_rel, f.max_rel);
-        prop_assert!(close(p.dot, f.dot) || (p.dot - f.dot).abs() < 1e-6 * p.sq_a.max(p.sq_b));
+        for backend in vector_backends() {
+            let f = run(backend, DType::Float32, &x, &y, a.len());
+            prop_assert_eq!((p.count, p.finite, p.nonfinite_mismatch), (f.count, f.finite, f.nonfinite_mismatch), "{:?}", backend);
+            prop_assert_eq!((p.rel_over_1e3, p.rel_over_5e3, p.not_close, p.max_ulp), (f.rel_over_1e3, f.rel_over_5e3, f.not_close, f.max_ulp), "{:?}", backend);
+            prop_assert_eq!(p.max_abs, f.max_abs);
+            let close = |u: f64, v: f64| u == v || (u - v).abs() <= 1e-6 * u.abs().max(v.abs());
+            prop_assert!(close(p.max_rel, f.max_rel), "{:?}: {} {}", backend, p.max_rel, f.max_rel);
+            prop_assert!(close(p.dot, f.dot) || (p.dot - f.dot).abs() < 1e-6 * p.sq_a.max(p.sq_b));
+        }
     }
 }
 
-/// Whole 8-lane steps of pairs just above or just below the least threshold (the closest
-/// `f32` on each side of `|y|·t`), others a few ulps around 0.001, 0.005 and `rtol`: the AVX2
-/// kernel's counts (with its fast test for steps far below every threshold) equal the
-/// portable kernel's exactly.
+/// Whole 16-lane steps (so whole 8-lane steps too) of pairs just above or just below the
+/// least threshold (the closest `f32` on each side of `|y|·t`), others a few ulps around
+/// 0.001, 0.005 and `rtol`: the AVX2 and AVX-512 kernels' counts (with their fast test for
+/// steps far below every threshold) equal the portable kernel's exactly.
 #[test]
 fn counts_at_every_threshold_boundary_equal_the_portable_kernel() {
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
@@ -273,7 +298,7 @@ fn counts_at_every_threshold_boundary_equal_the_portable_kernel() {
         for i in 0..8000usize {
             let bits = ((next() % 200) as u32 + 20) << 23 | (next() as u32 & 0x7f_ffff);
             let y = f32::from_bits(bits | if next() % 2 == 0 { 0 } else { 1 << 31 });
-            let x = match (i / 8) % 3 {
+            let x = match (i / 16) % 3 {
                 // Just above (0) or just below (1) |y|·t_min, the whole step alike.
                 side @ (0 | 1) => {
                     let want = y.abs() as f64 * t_min;
@@ -305,13 +330,16 @@ fn counts_at_every_threshold_boundary_equal_the_portable_kernel() {
             acc.update(&x, &y).unwrap();
             acc.finish().unwrap()
         };
-        let (p, f) = (go(Backend::Portable), go(Backend::detect()));
-        assert_eq!(
-            (p.rel_over_1e3, p.rel_over_5e3, p.not_close),
-            (f.rel_over_1e3, f.rel_over_5e3, f.not_close),
-            "{tol:?}"
-        );
+        let p = go(Backend::Portable);
         assert!(p.rel_over_1e3 > 0 && p.not_close > 0, "{tol:?}: {p:?}");
-        assert_eq!(p.max_abs, f.max_abs);
+        for backend in vector_backends() {
+            let f = go(backend);
+            assert_eq!(
+                (p.rel_over_1e3, p.rel_over_5e3, p.not_close),
+                (f.rel_over_1e3, f.rel_over_5e3, f.not_close),
+                "{backend:?} {tol:?}"
+            );
+            assert_eq!(p.max_abs, f.max_abs, "{backend:?}");
+        }
     }
 }
