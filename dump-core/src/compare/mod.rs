@@ -297,6 +297,7 @@ impl PairAccumulator {
                 // confirmed POPCNT.
                 unsafe { avx512::f32_pair(a, b, self.tol) }
             }
+            #[cfg(target_arch = "x86_64")]
             (Backend::Avx2, DType::Float32) if popcnt() => {
                 // SAFETY: an `Avx2` accumulator exists only when `Backend::available` confirmed
                 // AVX2, FMA and F16C on this CPU, and `popcnt()` confirmed POPCNT.
