@@ -39,11 +39,8 @@ pub(super) unsafe fn f32_pair(a: &[u8], b: &[u8], tol: Tolerance) -> PairMetrics
     let mut mrel = _mm256_setzero_ps();
     let mut ulp = _mm256_setzero_si256();
     let (mut c1, mut c5, mut cnc, mut fin_n, mut agree_n) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    // The fast test (see `FAR_*`): usable when the tolerance is ordinary.
-    let t_min = tol.rtol.min(0.001);
-    let fast = tol.atol >= 0.0 && t_min >= FAR_MIN_T && t_min.is_finite();
-    let far_t = _mm256_set1_ps((t_min * (1.0 - FAR_MARGIN)) as f32);
-    let far_c = _mm256_set1_ps((1.0 + FAR_MARGIN) as f32);
+    let (fast, far_t, far_c) = far_test(tol);
+    let (far_t, far_c) = (_mm256_set1_ps(far_t), _mm256_set1_ps(far_c));
     let far_ay = _mm256_set1_ps(FAR_MIN_Y);
     let zs = _mm256_setzero_ps();
     for s in 0..steps {
@@ -149,14 +146,27 @@ pub(super) unsafe fn f32_pair(a: &[u8], b: &[u8], tol: Tolerance) -> PairMetrics
     m
 }
 
+/// The fast test's parameters for `tol` (see `FAR_*`): whether it may be used (the tolerance
+/// is ordinary), and the `f32` factors it compares with, `t·(1 − margin)` for `t` the least of
+/// 0.001 and `rtol`, and `1 + margin`. Shared by the AVX2 and AVX-512 kernels.
+pub(super) fn far_test(tol: Tolerance) -> (bool, f32, f32) {
+    let t_min = tol.rtol.min(0.001);
+    let fast = tol.atol >= 0.0 && t_min >= FAR_MIN_T && t_min.is_finite();
+    (
+        fast,
+        (t_min * (1.0 - FAR_MARGIN)) as f32,
+        (1.0 + FAR_MARGIN) as f32,
+    )
+}
+
 /// The fast test's margin: `|x - y|` rounded to `f32` is within `2^-24` of the exact value
 /// and each `f32` product within `2^-24` of its own, so `ad·(1 + 2^-20) < |y|·t·(1 - 2^-20)`
 /// in `f32` proves `|x - y| < |y|·t` exactly, hence below the `f64` thresholds `0.001·|y|`,
 /// `0.005·|y|` and `atol + rtol·|y|` (for `t` the least of 0.001 and `rtol`, `atol >= 0`).
-pub(super) const FAR_MARGIN: f64 = 1.0 / (1u64 << 20) as f64;
+const FAR_MARGIN: f64 = 1.0 / (1u64 << 20) as f64;
 /// The least `t` the test is used with, and the least `|y|` it trusts: their product stays a
 /// normal `f32` (no subnormal rounding), so the margin holds.
-pub(super) const FAR_MIN_T: f64 = 1.0 / (1u64 << 20) as f64;
+const FAR_MIN_T: f64 = 1.0 / (1u64 << 20) as f64;
 pub(super) const FAR_MIN_Y: f32 = 1.0 / (1u64 << 62) as f32 / (1u64 << 38) as f32;
 
 /// The bit pattern of `x` mapped onto the number line: `2^31 + |x|` for positive, `2^31 - |x|`

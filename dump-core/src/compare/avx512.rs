@@ -5,7 +5,7 @@
 
 use core::arch::x86_64::*;
 
-use super::avx2::{FAR_MARGIN, FAR_MIN_T, FAR_MIN_Y};
+use super::avx2::{FAR_MIN_Y, far_test};
 use super::{PairMetrics, Tolerance};
 
 /// Pair metrics of `a` and `b` (equal lengths, whole `f32` elements).
@@ -26,11 +26,8 @@ pub(super) unsafe fn f32_pair(a: &[u8], b: &[u8], tol: Tolerance) -> PairMetrics
     let mut mrel = _mm512_setzero_ps();
     let mut ulp = _mm512_setzero_si512();
     let (mut c1, mut c5, mut cnc, mut fin_n, mut agree_n) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    // The fast test (see the AVX2 kernel's `FAR_*`): usable when the tolerance is ordinary.
-    let t_min = tol.rtol.min(0.001);
-    let fast = tol.atol >= 0.0 && t_min >= FAR_MIN_T && t_min.is_finite();
-    let far_t = _mm512_set1_ps((t_min * (1.0 - FAR_MARGIN)) as f32);
-    let far_c = _mm512_set1_ps((1.0 + FAR_MARGIN) as f32);
+    let (fast, far_t, far_c) = far_test(tol);
+    let (far_t, far_c) = (_mm512_set1_ps(far_t), _mm512_set1_ps(far_c));
     let far_ay = _mm512_set1_ps(FAR_MIN_Y);
     let zs = _mm512_setzero_ps();
     let halves = |v: __m512| {
