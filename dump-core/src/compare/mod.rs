@@ -16,8 +16,8 @@
 //! - ULP distance is counted in the tensor's own dtype (`f16`, `bf16`, `f32`, `f64`: the
 //!   number of representable values between `a` and `b`, `±0` equal); for integers and bool
 //!   it is `|a - b|`.
-//! - Errors are computed in `f64` from the exact element values; the AVX2 kernel for `f32`
-//!   rounds only the maximum relative error to `f32` (the counts are exact).
+//! - Errors are computed in `f64` from the exact element values; the AVX2 and AVX-512
+//!   kernels for `f32` round only the maximum relative error to `f32` (the counts are exact).
 //!
 //! The same runtime CPU dispatch as the statistics kernels ([`Backend`]) picks the AVX-512
 //! kernel (16 pairs per step) or the AVX2 kernel (8) for `f32` data; every other dtype, and
