@@ -10,7 +10,8 @@
 //! - `hash:sha1` (MindSpore 2.10): SHA-1 of the raw bytes for tensors of at most
 //!   [`SHA1_SLICE_ELEMS`] (20480) elements; for larger tensors SHA-1 of the concatenated
 //!   lowercase hex SHA-1 digests of consecutive 20480-element slices, the last slice holding the
-//!   remainder ([`MsSha1`], [`ms_sha1`]).
+//!   remainder ([`MsSha1`], [`ms_sha1`]); many tensors, or the slices of a large one, side by
+//!   side in SIMD lanes: [`sha1_many`], [`Sha1Multi`] and [`MsSha1Multi`].
 //!
 //! Both streams accept the bytes in pieces with arbitrary boundaries, so they can be fed from
 //! the same pass over memory as the statistics kernels. [`hex`] renders a digest as lowercase
@@ -58,22 +59,29 @@
 //!
 //! sha1 0.11 already uses the x86 SHA extensions when the CPU has them: its `compress`
 //! (`src/compress.rs`) checks `sha`, `sse2`, `ssse3` and `sse4.1` at run time through
-//! `cpufeatures` (`shani_cpuid`, a cached CPUID check that also works without `std`) and
-//! calls its `x86_sha` backend, else the portable `soft` one; nothing has to be enabled at
-//! build time. Measured on the same AMD EPYC (SHA-NI present), plain release build, one 64 MiB
-//! buffer, median of 7: 1.81–1.91 GB/s, against 0.81 GB/s with the portable backend forced
-//! (`--cfg sha1_backend="soft"`); MindSpore's `hash:sha1` over the MD5 benchmark set runs at
-//! 1.8–1.9 GB/s, about 3x one MD5 stream. So `hash:sha1` needs no work of its own here;
-//! a multi-buffer SHA-1 would only pay off on CPUs without SHA-NI.
+//! `cpufeatures` and calls its `x86_sha` backend, else the portable `soft` one. Measured on
+//! an AMD EPYC (SHA-NI present), plain release build, one 64 MiB buffer, median of 7:
+//! 1.81–1.91 GB/s, against 0.81 GB/s with the portable backend forced; about 2.1 GB/s on the
+//! Zen 5. That is the speed of one stream. Multi-buffer SHA-1 ([`sha1_many`]) beats it where
+//! there are many messages: on the Zen 5's AVX-512, 16 lanes in one `zmm` register hash the
+//! benchmark set at 7.3 GB/s per core, 3.5x SHA-NI (AVX2: 3.6 GB/s). MindSpore's sliced
+//! `hash:sha1` makes every large tensor many messages (one per 20480 elements), so
+//! [`MsSha1Multi`] hashes the slices of up to 16 tensors side by side. When only a few lanes
+//! have input, the engine hashes them one after another on SHA-NI instead.
 
 use crate::DType;
 use md5::Digest as _;
 
 pub mod crc32;
+mod ms_sha1_multi;
 mod multi;
 pub mod xor64;
 
-pub use multi::{MD5_MAX_LANES, Md5Backend, Md5Multi, md5_many, md5_many_with};
+pub use ms_sha1_multi::MsSha1Multi;
+pub use multi::{
+    LaneHash, MD5_MAX_LANES, Md5, Md5Backend, Md5Multi, Multi, MultiBackend, Sha1, Sha1Multi,
+    md5_many, md5_many_with, sha1_many, sha1_many_with,
+};
 
 /// Elements per slice of MindSpore 2.10's SHA-1 hash-of-hashes.
 pub const SHA1_SLICE_ELEMS: usize = 20480;

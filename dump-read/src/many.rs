@@ -1,17 +1,19 @@
-//! [`summarize_npy_many`]: many `.npy` files summarised together, their MD5s hashed side by
-//! side in the lanes of one multi-buffer engine per thread (`opdump stats --all` over a
-//! directory).
+//! [`summarize_npy_many`]: many `.npy` files summarised together, their MD5s and MindSpore
+//! SHA-1s hashed side by side in the lanes of multi-buffer engines, one pair per thread
+//! (`opdump stats --all` over a directory).
 //!
-//! One MD5 stream is serial (about 0.64 GB/s on the project machine), so a reader that hashes
-//! one file at a time is bound by it whatever else it does. Here each worker thread keeps up
-//! to [`MD5_MAX_LANES`] files open, one per lane of a [`Md5Multi`]: in each round it reads
-//! the next [`LANE_CHUNK`] bytes of every open file into that lane's buffer, computes the
-//! statistics (and MindSpore's SHA-1, which has SHA-NI) on the chunk while it is in cache,
-//! then hashes all lanes' chunks together. A lane whose file ends takes the next file from
-//! the shared list, so a large file never holds up the small ones. Memory stays bounded: one
-//! chunk buffer per lane (and one for bf16 narrowing), 4 MiB per thread with 16 lanes.
+//! One MD5 stream is serial (about 0.7 GB/s on the project machine) and so is one SHA-1
+//! stream (about 2 GB/s with SHA-NI), so a reader that hashes one file at a time is bound by
+//! them whatever else it does. Here each worker thread keeps up to [`MD5_MAX_LANES`] files
+//! open, one per lane of a [`Md5Multi`] and of a [`MsSha1Multi`] (MindSpore's `hash:sha1`, the
+//! SHA-1s of every file's 20480-element slices in the lanes of a SHA-1 engine): in each round
+//! it reads the next [`LANE_CHUNK`] bytes of every open file into that lane's buffer, computes
+//! the statistics on the chunk while it is in cache, then hashes all lanes' chunks together
+//! with each engine. A lane whose file ends takes the next file from the shared list, so a
+//! large file never holds up the small ones. Memory stays bounded: one chunk buffer per lane
+//! (and one for bf16 narrowing), 4 MiB per thread with 16 lanes.
 //!
-//! Digests and statistics are bit-identical to [`summarize_npy`] of each file (MD5 is the
+//! Digests and statistics are bit-identical to [`summarize_npy`] of each file (a hash is the
 //! same function whichever lane computes it; the statistics see the same bytes in the same
 //! order). A file named bf16 that turns out to hold values that are not bf16 is summarised
 //! again on its own by [`summarize_npy`], which reports the stored f32 values with a warning.
@@ -23,7 +25,7 @@ use std::{
 
 use dump_core::{
     DType,
-    hash::{MD5_MAX_LANES, Md5Multi},
+    hash::{MD5_MAX_LANES, Md5Multi, MsSha1Multi},
     stats::FUSE_CHUNK,
 };
 
@@ -45,10 +47,11 @@ const MIN_FILES_PER_WORKER: usize = 4;
 /// [`summarize_npy`] of every `(path, dtype the name gives)` of `files`, results in input
 /// order, on up to `threads` threads (the caller's one included).
 ///
-/// When `hashes` asks for MD5 and there are at least 4 files per thread, each thread hashes
-/// up to 16 files at once in the lanes of a multi-buffer MD5 engine
-/// ([`dump_core::hash::Md5Multi`], 256 KiB of each lane's file per round, statistics and
-/// SHA-1 of the chunk while it is in cache); otherwise each file is summarised on its own
+/// When `hashes` asks for a digest and there are at least 4 files per thread, each thread
+/// hashes up to 16 files at once in the lanes of multi-buffer engines
+/// ([`dump_core::hash::Md5Multi`], [`dump_core::hash::MsSha1Multi`]; 256 KiB of each lane's
+/// file per round, statistics of the chunk while it is in cache); otherwise each file is
+/// summarised on its own
 /// ([`summarize_npy`], large files with their digests on threads of their own). Either way
 /// the results are the same.
 ///
@@ -86,7 +89,7 @@ pub fn summarize_npy_many(
         path: PathBuf::new(),
         message: "internal error: a worker thread stopped".into(),
     };
-    if !hashes.md5 || files.len() < MIN_FILES_PER_WORKER * threads {
+    if hashes == Hashes::NONE || files.len() < MIN_FILES_PER_WORKER * threads {
         let all: Vec<usize> = (0..files.len()).collect();
         return one_by_one(&all)
             .into_iter()
@@ -140,7 +143,6 @@ struct Open {
 /// One worker: its engine, its lanes' files and their chunk buffers.
 struct Lanes<'f> {
     files: &'f [(PathBuf, Option<DType>)],
-    hashes: Hashes,
     open: Vec<Option<Open>>,
     bufs: Vec<Vec<u8>>,
     narrowed: Vec<Vec<u8>>,
@@ -154,11 +156,11 @@ impl<'f> Lanes<'f> {
         hashes: Hashes,
         next: &AtomicUsize,
     ) -> Vec<(usize, Outcome)> {
-        let mut mb: Md5Multi<'static> = Md5Multi::new();
-        let lanes = mb.lanes().min(MD5_MAX_LANES);
+        let mut md5: Md5Multi<'static> = Md5Multi::new();
+        let mut sha1: MsSha1Multi<'static> = MsSha1Multi::new();
+        let lanes = md5.lanes().min(sha1.lanes()).min(MD5_MAX_LANES);
         let mut w = Lanes {
             files,
-            hashes,
             open: (0..lanes).map(|_| None).collect(),
             bufs: (0..lanes).map(|_| Vec::new()).collect(),
             narrowed: (0..lanes).map(|_| Vec::new()).collect(),
@@ -168,18 +170,23 @@ impl<'f> Lanes<'f> {
             for lane in 0..lanes {
                 if w.open[lane].is_none() {
                     w.open[lane] = w.take(next);
+                    if let Some(o) = &w.open[lane]
+                        && hashes.sha1
+                    {
+                        sha1.start(lane, o.plan.stream, o.npy.elems());
+                    }
                 }
             }
             if w.open.iter().all(Option::is_none) {
                 return w.results;
             }
-            // Read and summarise the next chunk of every lane's file (stats and SHA-1 while
-            // the chunk is in cache); the MD5 of all chunks follows in one engine run.
+            // Read and summarise the next chunk of every lane's file (statistics while the
+            // chunk is in cache); the digests of all chunks follow, one engine run each.
             let fed: Vec<Option<(bool, usize)>> = (0..lanes).map(|lane| w.read(lane)).collect();
-            let mut round = match mb.rebind() {
-                Ok(r) => r,
-                Err(_) => unreachable!("the previous round ran until no lane held input"),
+            let (Ok(mut md5_round), Ok(mut sha1_round)) = (md5.rebind(), sha1.rebind()) else {
+                unreachable!("the previous round ran until no lane held input")
             };
+            let mut ended = vec![false; lanes];
             for (lane, f) in fed.iter().enumerate() {
                 let Some(o) = &w.open[lane] else { continue };
                 if let Some((narrowed, n)) = *f {
@@ -188,29 +195,42 @@ impl<'f> Lanes<'f> {
                     } else {
                         &w.bufs[lane]
                     };
-                    round.update(lane, &src[..n]);
+                    if hashes.md5 {
+                        md5_round.update(lane, &src[..n]);
+                    }
+                    if hashes.sha1 {
+                        sha1_round.update(lane, &src[..n]);
+                    }
                 }
                 if o.left == 0 || o.end.is_some() {
-                    round.finish(lane);
+                    ended[lane] = true;
+                    if hashes.md5 {
+                        md5_round.finish(lane);
+                    }
+                    if hashes.sha1 {
+                        sha1_round.finish(lane);
+                    }
                 }
             }
-            while round.run() != 0 {}
-            for lane in 0..lanes {
-                if let Some(d) = round.digest(lane)
-                    && let Some(mut o) = w.open[lane].take()
-                {
+            while md5_round.run() != 0 {}
+            sha1_round.run();
+            for lane in (0..lanes).filter(|&l| ended[l]) {
+                // Both engines ran until no lane held input, so an ended lane holds its digests.
+                let md5 = md5_round.digest(lane);
+                let sha1 = sha1_round.digest(lane);
+                if let Some(mut o) = w.open[lane].take() {
                     let index = o.index;
                     let outcome = match o.end.take() {
                         Some(end) => end,
-                        None => finish(o, d, hashes),
+                        None => finish(o, md5, sha1),
                     };
                     w.results.push((index, outcome));
                 }
             }
-            mb = match round.rebind() {
-                Ok(m) => m,
-                Err(_) => unreachable!("run() returned 0: no lane holds input"),
+            let (Ok(m), Ok(s)) = (md5_round.rebind(), sha1_round.rebind()) else {
+                unreachable!("both engines ran until no lane held input")
             };
+            (md5, sha1) = (m, s);
         }
     }
 
@@ -221,16 +241,14 @@ impl<'f> Lanes<'f> {
             let (path, named) = self.files.get(index)?;
             let opened = TensorFile::open(path).and_then(|npy| {
                 let plan = Plan::of(&npy, *named);
-                let inline = Hashes {
-                    md5: false,
-                    ..self.hashes
-                };
-                let acc = StreamStats::new(plan.stream, npy.elems(), inline).map_err(|e| {
-                    Error::format(
-                        path,
-                        format!("cannot compute statistics of {} data: {e}", plan.stream),
-                    )
-                })?;
+                // Both digests come from the lanes' engines.
+                let acc =
+                    StreamStats::new(plan.stream, npy.elems(), Hashes::NONE).map_err(|e| {
+                        Error::format(
+                            path,
+                            format!("cannot compute statistics of {} data: {e}", plan.stream),
+                        )
+                    })?;
                 Ok(Open {
                     index,
                     left: npy.data_len,
@@ -283,12 +301,13 @@ impl<'f> Lanes<'f> {
     }
 }
 
-/// A file whose every byte was read: its summary with the lane's MD5.
-fn finish(o: Open, md5: [u8; 16], hashes: Hashes) -> Outcome {
+/// A file whose every byte was read: its summary with the lane's digests.
+fn finish(o: Open, md5: Option<[u8; 16]>, sha1: Option<[u8; 20]>) -> Outcome {
     let path = o.npy.path().to_path_buf();
     match o.acc.finish() {
         Ok(mut stats) => {
-            stats.md5 = hashes.md5.then_some(md5);
+            stats.md5 = md5;
+            stats.sha1 = sha1;
             Outcome::Done(done(o.npy, o.plan.report, stats, o.plan.warning))
         }
         Err(e) => Outcome::Failed(Error::format(
@@ -398,11 +417,15 @@ mod tests {
             md5: true,
             sha1: false,
         };
+        let sha1_only = Hashes {
+            md5: false,
+            sha1: true,
+        };
         let both = Hashes {
             md5: true,
             sha1: true,
         };
-        for hashes in [both, md5_only, Hashes::NONE] {
+        for hashes in [both, md5_only, sha1_only, Hashes::NONE] {
             let want: Vec<String> = files
                 .iter()
                 .map(|(p, n)| match summarize_npy(p, *n, hashes) {

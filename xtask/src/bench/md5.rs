@@ -12,6 +12,9 @@
 //!   that backend (backends this CPU lacks are skipped);
 //! - `ms_sha1-1stream`: MindSpore's `hash:sha1` of each tensor as bytes (sha1 0.11; for
 //!   tensors above 20480 bytes it is the hash of the slices' hashes, 0.2% more work);
+//! - `sha1-1stream`: plain SHA-1 of each tensor (sha1 0.11, SHA-NI where the CPU has it), the
+//!   baseline of
+//! - `sha1mb-portable`, `sha1mb-avx2`, `sha1mb-avx512`: [`sha1_many_with`] on the whole set;
 //! - `crc32-1stream`: zlib's CRC-32 of each tensor (msprobe's `summary_mode: md5`);
 //! - `xor64-1stream`: msprobe's `summary_mode: xor` checksum of each tensor
 //!   ([`dump_core::hash::xor64`]), also reported against `read`;
@@ -29,7 +32,7 @@ use super::{
 };
 use dump_core::{
     DType,
-    hash::{Md5Backend, crc32::crc32, md5, md5_many_with, ms_sha1, xor64::xor64},
+    hash::{MultiBackend, crc32::crc32, md5, md5_many_with, ms_sha1, sha1_many_with, xor64::xor64},
 };
 use std::hint::black_box;
 
@@ -93,10 +96,14 @@ fn run_set(opts: &Opts, rows: &mut Vec<Row>, sizes: &[usize], what: &str) {
         msgs.push(&buf[at..at + s]);
         at += s;
     }
-    let backends: Vec<Md5Backend> = [Md5Backend::Portable, Md5Backend::Avx2, Md5Backend::Avx512]
-        .into_iter()
-        .filter(|b| b.available())
-        .collect();
+    let backends: Vec<MultiBackend> = [
+        MultiBackend::Portable,
+        MultiBackend::Avx2,
+        MultiBackend::Avx512,
+    ]
+    .into_iter()
+    .filter(|b| b.available())
+    .collect();
     println!(
         "bench-stats md5: {n} tensors, {total} bytes ({what}), {rounds} interleaved rounds, backends {:?}",
         backends.iter().map(|b| b.name()).collect::<Vec<_>>()
@@ -122,6 +129,35 @@ fn run_set(opts: &Opts, rows: &mut Vec<Row>, sizes: &[usize], what: &str) {
             format!("md5mb-{}", b.name()),
             Box::new(move || {
                 md5_many_with(b, black_box(msgs), &mut out).expect("output sized");
+                black_box(&out);
+            }),
+        ));
+    }
+    let sha1_want: Vec<[u8; 20]> = msgs
+        .iter()
+        .map(|m| {
+            use sha1::Digest as _;
+            sha1::Sha1::digest(m).into()
+        })
+        .collect();
+    kernels.push((
+        "sha1-1stream".into(),
+        Box::new(move || {
+            use sha1::Digest as _;
+            for m in msgs {
+                black_box(sha1::Sha1::digest(black_box(m)));
+            }
+        }),
+    ));
+    for &b in &backends {
+        let want = &sha1_want;
+        let mut out = vec![[0u8; 20]; n];
+        sha1_many_with(b, msgs, &mut out).expect("output sized");
+        assert!(out == *want, "sha1_many {} differs", b.name());
+        kernels.push((
+            format!("sha1mb-{}", b.name()),
+            Box::new(move || {
+                sha1_many_with(b, black_box(msgs), &mut out).expect("output sized");
                 black_box(&out);
             }),
         ));

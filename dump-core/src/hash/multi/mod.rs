@@ -1,21 +1,24 @@
-//! Multi-buffer MD5: independent messages hashed side by side in the lanes of SIMD registers.
+//! Multi-buffer MD5 and SHA-1: independent messages hashed side by side in the lanes of SIMD
+//! registers.
 //!
-//! One MD5 stream is a chain of dependent 32-bit operations (about 5 cycles per byte); the
-//! kernels here run the same chain for 16 messages in the `u32` lanes of two interleaved
-//! 8-lane registers (AVX2, or AVX-512VL with one-instruction round functions and rotations),
-//! so a dump step's tensors hash together in a fraction of the time (about 8x and 10x one
-//! stream per core on the benchmark set, see BENCHMARKS.md).
-//! Every digest is bit-identical to [`md5`](super::md5()) of the same bytes.
+//! One MD5 or SHA-1 stream is a chain of dependent 32-bit operations (MD5 about 5 cycles per
+//! byte; SHA-1 about 1.5 with SHA-NI); the kernels here run the same chain for 16 messages in
+//! the `u32` lanes of vector registers (AVX2, or AVX-512 with one-instruction round functions
+//! and rotations), so a dump step's tensors, or a directory's files, hash together in a
+//! fraction of the time (BENCHMARKS.md). Every digest is bit-identical to
+//! [`md5`](super::md5()) or one-stream SHA-1 of the same bytes.
 //!
-//! - [`md5_many`]: one call for a set of messages of any lengths (the common case).
-//! - [`Md5Multi`]: the streaming engine underneath: each lane carries its own message, fed
-//!   chunk by chunk and finished independently; [`Md5Multi::run`] hashes until some lane
-//!   needs input or holds a digest, so a scheduler refills lanes that finish early.
-//! - [`Md5Backend`]: which kernel runs; chosen at run time with the `std` feature (AVX-512F +
-//!   VL, else AVX2, else portable), from the build's target features without it.
+//! - [`md5_many`] and [`sha1_many`]: one call for a set of messages of any lengths.
+//! - [`Multi`] ([`Md5Multi`], [`Sha1Multi`]): the streaming engine underneath: each lane
+//!   carries its own message, fed chunk by chunk and finished independently; [`Multi::run`]
+//!   hashes until some lane needs input or holds a digest, so a scheduler refills lanes that
+//!   finish early.
+//! - [`MultiBackend`] (also named [`Md5Backend`]): which kernel runs; chosen at run time with
+//!   the `std` feature (AVX-512F + VL, else AVX2, else portable), from the build's target
+//!   features without it.
 //!
 //! ```
-//! use dump_core::hash::{md5, md5_many};
+//! use dump_core::hash::{md5, md5_many, sha1_many};
 //!
 //! let msgs: [&[u8]; 3] = [b"", b"abc", &[7u8; 1000]];
 //! let mut out = [[0u8; 16]; 3];
@@ -23,29 +26,47 @@
 //! for (m, d) in msgs.iter().zip(&out) {
 //!     assert_eq!(*d, md5(m));
 //! }
+//! let mut sha = [[0u8; 20]; 3];
+//! sha1_many(&msgs, &mut sha).unwrap();
+//! assert_eq!(
+//!     dump_core::hash::hex(&sha[1]).as_str(),
+//!     "a9993e364706816aba3e25717850c26c9cd0d89d"
+//! );
 //! ```
 //!
-//! Design: lane states are kept as structure-of-arrays (`a`, `b`, `c`, `d` rows of
-//! [`MD5_MAX_LANES`] words); a kernel call compresses the same number of 64-byte blocks in
+//! Design: lane states are kept as structure-of-arrays (rows of [`MD5_MAX_LANES`] words, four
+//! for MD5, five for SHA-1); a kernel call compresses the same number of 64-byte blocks in
 //! every lane that has input (the smallest run of whole blocks any such lane holds), loading
 //! each lane's block and transposing words into lanes in registers. A lane's partial block,
 //! and its final padding, wait in a 128-byte buffer of the lane, so padding is hashed by the
-//! vector kernel too. When a single lane has input (a large tensor left alone), it is hashed
-//! as one scalar stream instead, which is faster than one busy lane of a vector kernel, so
-//! multi-buffer never runs slower than one stream per message. [`md5_many`] starts the
-//! longest messages first (sorted in batches of 1024), so the last messages to finish are
-//! short ones and few lanes idle at the end.
+//! vector kernel too. When few lanes have input (a large tensor left alone), they are hashed
+//! as scalar streams instead (SHA-1 then uses SHA-NI where the CPU has it), which is faster
+//! than a few busy lanes of a vector kernel, so multi-buffer never runs much slower than one
+//! stream per message. [`md5_many`] and [`sha1_many`] start the longest messages first
+//! (sorted in batches of 1024), so the last messages to finish are short ones and few lanes
+//! idle at the end.
 
-mod portable;
-mod steps;
+mod algo;
+mod md5_portable;
+mod md5_steps;
+#[cfg(target_arch = "x86_64")]
+mod md5_x86;
+mod sha1_portable;
+mod sha1_rounds;
+#[cfg(target_arch = "x86_64")]
+mod sha1_x86;
 #[cfg(test)]
 mod tests;
 #[cfg(target_arch = "x86_64")]
-mod x86;
+mod transpose;
+
+use core::marker::PhantomData;
 
 use crate::Error;
 
-/// Most lanes any backend uses (AVX2 and AVX-512: 16).
+pub use algo::{LaneHash, Md5, Sha1};
+
+/// Most lanes any backend uses (AVX2 and AVX-512: 16), for MD5 and SHA-1 alike.
 pub const MD5_MAX_LANES: usize = 16;
 
 /// Messages [`md5_many`] sorts by length at a time (longest first); a stack array of `u16`
@@ -54,40 +75,41 @@ pub const MD5_MAX_LANES: usize = 16;
 /// set: 85% lane use with 16 lanes and batches of 128, 100% in one batch).
 const BATCH: usize = 1024;
 
-/// MD5's initial state (RFC 1321, section 3.3).
-const IV: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+/// Lane states, structure-of-arrays: `st[0][lane]` is the lane's first state word, and so on
+/// (MD5 uses rows 0..4, SHA-1 rows 0..5).
+type State = [[u32; MD5_MAX_LANES]; 5];
 
-/// Lane states, structure-of-arrays: `st[0][lane]` is the lane's `a` word, and so on.
-type State = [[u32; MD5_MAX_LANES]; 4];
-
-/// Which kernel hashes the lanes of an [`Md5Multi`].
+/// Which kernel hashes the lanes of a [`Multi`] engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Md5Backend {
+pub enum MultiBackend {
     /// Plain Rust, 4 lanes as arrays of `u32` (the compiler vectorises what the target allows).
     Portable,
     /// x86-64 AVX2: 16 lanes in two interleaved `ymm` registers.
     Avx2,
-    /// x86-64 AVX-512F + AVX-512VL: 16 lanes in two interleaved `ymm` registers, round
-    /// functions in one `vpternlogd` and rotations in one `vprold` (on this project's AMD EPYC
-    /// that beats 16 lanes in one `zmm` register, see the x86 kernel module).
+    /// x86-64 AVX-512F + AVX-512VL: 16 lanes, round functions in one `vpternlogd` and
+    /// rotations in one `vprold` (MD5 in two interleaved `ymm` registers, SHA-1 in one `zmm`
+    /// register; the x86 kernel modules say why).
     Avx512,
 }
 
-impl Md5Backend {
+/// The backend enum under its first name (multi-buffer MD5 came first).
+pub type Md5Backend = MultiBackend;
+
+impl MultiBackend {
     /// The fastest backend this CPU supports: detected at run time with the `std` feature,
     /// from the compile-time target features without it.
-    pub fn detect() -> Md5Backend {
+    pub fn detect() -> MultiBackend {
         #[cfg(all(feature = "std", target_arch = "x86_64"))]
         {
             if std::is_x86_feature_detected!("avx2")
                 && std::is_x86_feature_detected!("avx512f")
                 && std::is_x86_feature_detected!("avx512vl")
             {
-                return Md5Backend::Avx512;
+                return MultiBackend::Avx512;
             }
             if std::is_x86_feature_detected!("avx2") {
-                return Md5Backend::Avx2;
+                return MultiBackend::Avx2;
             }
         }
         #[cfg(all(
@@ -98,7 +120,7 @@ impl Md5Backend {
             target_feature = "avx512vl"
         ))]
         {
-            return Md5Backend::Avx512;
+            return MultiBackend::Avx512;
         }
         #[cfg(all(
             not(feature = "std"),
@@ -107,62 +129,43 @@ impl Md5Backend {
             not(all(target_feature = "avx512f", target_feature = "avx512vl"))
         ))]
         {
-            return Md5Backend::Avx2;
+            return MultiBackend::Avx2;
         }
         #[allow(unreachable_code)]
-        Md5Backend::Portable
+        MultiBackend::Portable
     }
 
     /// `true` if this backend can run on this CPU.
     pub fn available(self) -> bool {
         match self {
-            Md5Backend::Portable => true,
-            Md5Backend::Avx2 => Md5Backend::detect() != Md5Backend::Portable,
-            Md5Backend::Avx512 => Md5Backend::detect() == Md5Backend::Avx512,
+            MultiBackend::Portable => true,
+            MultiBackend::Avx2 => MultiBackend::detect() != MultiBackend::Portable,
+            MultiBackend::Avx512 => MultiBackend::detect() == MultiBackend::Avx512,
         }
     }
 
     /// Messages hashed side by side.
     pub const fn lanes(self) -> usize {
         match self {
-            Md5Backend::Portable => portable::LANES,
-            Md5Backend::Avx2 | Md5Backend::Avx512 => 16,
+            MultiBackend::Portable => PORTABLE_LANES,
+            MultiBackend::Avx2 | MultiBackend::Avx512 => 16,
         }
     }
 
     /// Short name for reports (`portable`, `avx2`, `avx512`).
     pub const fn name(self) -> &'static str {
         match self {
-            Md5Backend::Portable => "portable",
-            Md5Backend::Avx2 => "avx2",
-            Md5Backend::Avx512 => "avx512",
-        }
-    }
-
-    /// Compresses `n` blocks of `src[lane]` into `st[..][lane]` for every lane of this
-    /// backend. Every `src[lane]` holds at least `64 * n` bytes.
-    fn compress(self, st: &mut State, src: &[&[u8]; MD5_MAX_LANES], n: usize) {
-        match self {
-            Md5Backend::Portable => portable::compress(st, src, n),
-            #[cfg(target_arch = "x86_64")]
-            Md5Backend::Avx2 => {
-                debug_assert!(self.available());
-                // SAFETY: an `Md5Multi` holds this backend only after `available()` confirmed
-                // AVX2 on this CPU (`with_backend` checks; `detect` picks only what it found).
-                unsafe { x86::compress_avx2(st, src, n) }
-            }
-            #[cfg(target_arch = "x86_64")]
-            Md5Backend::Avx512 => {
-                debug_assert!(self.available());
-                // SAFETY: as above, AVX2, AVX-512F and AVX-512VL were confirmed before the
-                // backend was chosen.
-                unsafe { x86::compress_avx512(st, src, n) }
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            Md5Backend::Avx2 | Md5Backend::Avx512 => portable::compress(st, src, n),
+            MultiBackend::Portable => "portable",
+            MultiBackend::Avx2 => "avx2",
+            MultiBackend::Avx512 => "avx512",
         }
     }
 }
+
+/// Lanes of both portable kernels.
+const PORTABLE_LANES: usize = 4;
+const _: () =
+    assert!(md5_portable::LANES == PORTABLE_LANES && sha1_portable::LANES == PORTABLE_LANES);
 
 /// Where a lane's message stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,7 +178,7 @@ enum Phase {
     Closing,
     /// The padding is queued in the lane buffer.
     Padded,
-    /// The digest is in the lane state, waiting for [`Md5Multi::digest`].
+    /// The digest is in the lane state, waiting for [`Multi::digest`].
     Done,
 }
 
@@ -236,8 +239,9 @@ impl Lane<'_> {
     }
 
     /// Moves a short rest of `ext` into the partial block and, once nothing is pending,
-    /// queues the padding of a closing message or marks a padded one done.
-    fn settle(&mut self) {
+    /// queues the padding of a closing message (length field big-endian for SHA-1) or marks a
+    /// padded one done.
+    fn settle(&mut self, big_endian: bool) {
         if self.pending > 0 || self.ext.len() >= 64 {
             return;
         }
@@ -255,7 +259,12 @@ impl Lane<'_> {
                 let end = 64 * blocks;
                 self.buf[carry] = 0x80;
                 self.buf[carry + 1..end - 8].fill(0);
-                self.buf[end - 8..end].copy_from_slice(&self.len.wrapping_mul(8).to_le_bytes());
+                let bits = self.len.wrapping_mul(8);
+                self.buf[end - 8..end].copy_from_slice(&if big_endian {
+                    bits.to_be_bytes()
+                } else {
+                    bits.to_le_bytes()
+                });
                 self.carry = 0;
                 self.first = 0;
                 self.pending = blocks as u8;
@@ -267,12 +276,13 @@ impl Lane<'_> {
     }
 }
 
-/// Streaming multi-buffer MD5: one independent message per lane, each fed chunk by chunk.
+/// Streaming multi-buffer hashing: one independent message per lane, each fed chunk by chunk
+/// ([`Md5Multi`] for MD5, [`Sha1Multi`] for SHA-1).
 ///
-/// A lane's life: [`update`](Md5Multi::update) any number of times (each time the lane must
-/// not be [`busy`](Md5Multi::busy)), then [`finish`](Md5Multi::finish); [`run`](Md5Multi::run)
+/// A lane's life: [`update`](Multi::update) any number of times (each time the lane must
+/// not be [`busy`](Multi::busy)), then [`finish`](Multi::finish); [`run`](Multi::run)
 /// hashes all busy lanes together until at least one of them is no longer busy and says
-/// which; [`digest`](Md5Multi::digest) then takes a finished lane's digest and frees the lane
+/// which; [`digest`](Multi::digest) then takes a finished lane's digest and frees the lane
 /// for the next message. Chunks are borrowed, not copied (only a partial block of at most 63
 /// bytes per lane is), so they must outlive the engine's use of them (`'a`).
 ///
@@ -304,48 +314,71 @@ impl Lane<'_> {
 /// assert_eq!(got, [Some(md5(&x)), Some(md5(&y))]);
 /// ```
 #[derive(Clone)]
-pub struct Md5Multi<'a> {
-    backend: Md5Backend,
+pub struct Multi<'a, H: LaneHash> {
+    backend: MultiBackend,
     st: State,
     lanes: [Lane<'a>; MD5_MAX_LANES],
+    hash: PhantomData<H>,
 }
 
-impl Default for Md5Multi<'_> {
+/// The multi-buffer MD5 engine.
+pub type Md5Multi<'a> = Multi<'a, Md5>;
+
+/// The multi-buffer SHA-1 engine.
+///
+/// ```
+/// use dump_core::hash::{hex, Sha1Multi};
+///
+/// let mut mb = Sha1Multi::new();
+/// mb.update(2, b"abc");
+/// mb.finish(2);
+/// while mb.run() != 0 {}
+/// let d = mb.digest(2).unwrap();
+/// assert_eq!(hex(&d).as_str(), "a9993e364706816aba3e25717850c26c9cd0d89d");
+/// ```
+pub type Sha1Multi<'a> = Multi<'a, Sha1>;
+
+impl<H: LaneHash> Default for Multi<'_, H> {
     fn default() -> Self {
-        Md5Multi::new()
+        Multi::new()
     }
 }
 
-impl core::fmt::Debug for Md5Multi<'_> {
+impl<H: LaneHash> core::fmt::Debug for Multi<'_, H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Md5Multi")
-            .field("backend", &self.backend)
-            .field("busy", &self.busy_mask())
-            .finish_non_exhaustive()
+        f.debug_struct(if H::BIG_ENDIAN {
+            "Sha1Multi"
+        } else {
+            "Md5Multi"
+        })
+        .field("backend", &self.backend)
+        .field("busy", &self.busy_mask())
+        .finish_non_exhaustive()
     }
 }
 
-impl<'a> Md5Multi<'a> {
-    /// An engine with every lane free, using the fastest backend ([`Md5Backend::detect`]).
-    pub fn new() -> Md5Multi<'a> {
-        Md5Multi::build(Md5Backend::detect())
+impl<'a, H: LaneHash> Multi<'a, H> {
+    /// An engine with every lane free, using the fastest backend ([`MultiBackend::detect`]).
+    pub fn new() -> Multi<'a, H> {
+        Multi::build(MultiBackend::detect())
     }
 
     /// An engine on an explicit backend (tests and benchmarks); `None` if this CPU lacks it.
-    pub fn with_backend(backend: Md5Backend) -> Option<Md5Multi<'a>> {
-        backend.available().then(|| Md5Multi::build(backend))
+    pub fn with_backend(backend: MultiBackend) -> Option<Multi<'a, H>> {
+        backend.available().then(|| Multi::build(backend))
     }
 
-    fn build(backend: Md5Backend) -> Md5Multi<'a> {
-        Md5Multi {
+    fn build(backend: MultiBackend) -> Multi<'a, H> {
+        Multi {
             backend,
-            st: [[0; MD5_MAX_LANES]; 4],
+            st: [[0; MD5_MAX_LANES]; 5],
             lanes: [Lane::FREE; MD5_MAX_LANES],
+            hash: PhantomData,
         }
     }
 
     /// The backend in use.
-    pub fn backend(&self) -> Md5Backend {
+    pub fn backend(&self) -> MultiBackend {
         self.backend
     }
 
@@ -354,7 +387,7 @@ impl<'a> Md5Multi<'a> {
         self.backend.lanes()
     }
 
-    /// `true` while `lane` holds input that [`run`](Md5Multi::run) has not hashed yet (fed
+    /// `true` while `lane` holds input that [`run`](Multi::run) has not hashed yet (fed
     /// bytes beyond a partial block, or a finished message's padding).
     ///
     /// # Panics
@@ -380,17 +413,17 @@ impl<'a> Md5Multi<'a> {
                 phase: Phase::Open,
                 ..Lane::FREE
             };
-            for (row, iv) in self.st.iter_mut().zip(IV) {
+            for (row, iv) in self.st.iter_mut().zip(H::IV) {
                 row[lane] = iv;
             }
         }
     }
 
     /// Feeds the next `chunk` of `lane`'s message (any length; a free lane starts a new
-    /// message). Nothing is hashed until [`run`](Md5Multi::run).
+    /// message). Nothing is hashed until [`run`](Multi::run).
     ///
     /// # Panics
-    /// If `lane` is out of range, [`busy`](Md5Multi::busy), finished, or holds a digest.
+    /// If `lane` is out of range, [`busy`](Multi::busy), finished, or holds a digest.
     pub fn update(&mut self, lane: usize, chunk: &'a [u8]) {
         self.open(lane);
         let l = self.lane_mut(lane);
@@ -415,11 +448,11 @@ impl<'a> Md5Multi<'a> {
             }
         }
         l.ext = rest;
-        l.settle();
+        l.settle(H::BIG_ENDIAN);
     }
 
     /// Ends `lane`'s message (a free lane gets the empty message). Pending input stays
-    /// queued; the digest is ready after [`run`](Md5Multi::run) reports the lane.
+    /// queued; the digest is ready after [`run`](Multi::run) reports the lane.
     ///
     /// # Panics
     /// If `lane` is out of range or its message is already finished.
@@ -428,7 +461,7 @@ impl<'a> Md5Multi<'a> {
         let l = self.lane_mut(lane);
         assert!(l.phase == Phase::Open, "lane {lane} is already finished");
         l.phase = Phase::Closing;
-        l.settle();
+        l.settle(H::BIG_ENDIAN);
     }
 
     /// Takes the digest of `lane`'s finished message and frees the lane; `None` (lane
@@ -436,21 +469,25 @@ impl<'a> Md5Multi<'a> {
     ///
     /// # Panics
     /// If `lane` is out of range.
-    pub fn digest(&mut self, lane: usize) -> Option<[u8; 16]> {
+    pub fn digest(&mut self, lane: usize) -> Option<H::Digest> {
         if self.lane(lane).phase != Phase::Done {
             return None;
         }
         self.lanes[lane].phase = Phase::Free;
-        let mut out = [0u8; 16];
-        for (dst, row) in out.chunks_exact_mut(4).zip(&self.st) {
-            dst.copy_from_slice(&row[lane].to_le_bytes());
+        let mut out = H::Digest::default();
+        for (dst, row) in out.as_mut().chunks_exact_mut(4).zip(&self.st) {
+            dst.copy_from_slice(&if H::BIG_ENDIAN {
+                row[lane].to_be_bytes()
+            } else {
+                row[lane].to_le_bytes()
+            });
         }
         Some(out)
     }
 
     /// The same engine, holding no borrowed chunk any more, so it can take chunks of another
     /// lifetime `'b`: lets a caller that reads into its own buffers refill them between rounds
-    /// (feed every lane, [`run`](Md5Multi::run) until [`busy_mask`](Md5Multi::busy_mask) is
+    /// (feed every lane, [`run`](Multi::run) until [`busy_mask`](Multi::busy_mask) is
     /// 0, `rebind`, refill). Lane states, partial blocks and digests carry over unchanged.
     /// Gives the engine back unchanged (`Err`) while a lane still holds fed bytes that are
     /// neither hashed nor copied into its partial block.
@@ -476,7 +513,7 @@ impl<'a> Md5Multi<'a> {
     /// ```
     // No allocation in dump-core: the refused engine goes back by value, not in a Box.
     #[allow(clippy::result_large_err)]
-    pub fn rebind<'b>(self) -> Result<Md5Multi<'b>, Md5Multi<'a>> {
+    pub fn rebind<'b>(self) -> Result<Multi<'b, H>, Multi<'a, H>> {
         if self.lanes.iter().any(|l| !l.ext.is_empty()) {
             return Err(self);
         }
@@ -492,10 +529,11 @@ impl<'a> Md5Multi<'a> {
                 len: from.len,
             };
         }
-        Ok(Md5Multi {
+        Ok(Multi {
             backend: self.backend,
             st: self.st,
             lanes,
+            hash: PhantomData,
         })
     }
 
@@ -508,7 +546,7 @@ impl<'a> Md5Multi<'a> {
 
     /// Hashes the pending input of all busy lanes together until at least one of them is no
     /// longer busy, and returns those lanes (bit `i` for lane `i`): each either holds a
-    /// digest ([`digest`](Md5Multi::digest)) or waits for its next chunk. Returns 0 at once if
+    /// digest ([`digest`](Multi::digest)) or waits for its next chunk. Returns 0 at once if
     /// no lane is busy.
     pub fn run(&mut self) -> u32 {
         let lanes = self.lanes();
@@ -517,20 +555,28 @@ impl<'a> Md5Multi<'a> {
             let Some(lead) = (0..lanes).find(|&i| busy & (1 << i) != 0) else {
                 return 0;
             };
-            let n = if busy.count_ones() == 1 {
-                // One message left in flight (a large tensor among small ones): a single
-                // scalar stream beats one busy lane of a vector kernel (0.63 against 0.41 GB/s
-                // with AVX-512 on the benchmark machine), and idle lanes need no restoring.
-                let (blocks, _) = self.lanes[lead].source().as_chunks::<64>();
-                let mut s = [0u32; 4];
-                for (w, row) in s.iter_mut().zip(&self.st) {
-                    *w = row[lead];
+            let n = if busy.count_ones() <= H::scalar_lanes(self.backend) {
+                // Few messages left in flight (a large tensor among small ones): scalar
+                // streams one after another beat a few busy lanes of a vector kernel, and idle
+                // lanes need no restoring. Every busy lane hashes the run of blocks the
+                // shortest one holds, as the vector kernel would.
+                let n = (0..lanes)
+                    .filter(|&i| busy & (1 << i) != 0)
+                    .map(|i| self.lanes[i].source().len() / 64)
+                    .min()
+                    .unwrap_or(0);
+                for i in (0..lanes).filter(|&i| busy & (1 << i) != 0) {
+                    let (blocks, _) = self.lanes[i].source().as_chunks::<64>();
+                    let mut s = [0u32; 5];
+                    for (w, row) in s.iter_mut().zip(&self.st) {
+                        *w = row[i];
+                    }
+                    H::compress_one(&mut s, &blocks[..n]);
+                    for (row, w) in self.st.iter_mut().zip(s) {
+                        row[i] = w;
+                    }
                 }
-                md5::block_api::compress(&mut s, blocks);
-                for (row, w) in self.st.iter_mut().zip(s) {
-                    row[lead] = w;
-                }
-                blocks.len()
+                n
             } else {
                 let mut n = usize::MAX;
                 let mut src: [&[u8]; MD5_MAX_LANES] = [&[]; MD5_MAX_LANES];
@@ -541,7 +587,7 @@ impl<'a> Md5Multi<'a> {
                     n = n.min(s.len() / 64);
                 }
                 let saved = self.st;
-                self.backend.compress(&mut self.st, &src, n);
+                H::compress(self.backend, &mut self.st, &src, n);
                 for i in (0..lanes).filter(|&i| busy & (1 << i) == 0) {
                     for (row, old) in self.st.iter_mut().zip(&saved) {
                         row[i] = old[i];
@@ -553,7 +599,7 @@ impl<'a> Md5Multi<'a> {
             for i in (0..lanes).filter(|&i| busy & (1 << i) != 0) {
                 let l = &mut self.lanes[i];
                 l.consume(n);
-                l.settle();
+                l.settle(H::BIG_ENDIAN);
                 if !l.busy() {
                     ready |= 1 << i;
                 }
@@ -566,12 +612,12 @@ impl<'a> Md5Multi<'a> {
 }
 
 /// MD5 of every message of `messages` into the same index of `out`, hashed side by side with
-/// the fastest backend ([`Md5Backend::detect`]). Identical to calling
+/// the fastest backend ([`MultiBackend::detect`]). Identical to calling
 /// [`md5`](super::md5()) on each; entries of `out` beyond `messages.len()` are untouched.
 ///
 /// Gives [`Error::BufferTooSmall`] (counted in digests) if `out` is shorter than `messages`.
 pub fn md5_many(messages: &[&[u8]], out: &mut [[u8; 16]]) -> Result<(), Error> {
-    md5_many_with(Md5Backend::detect(), messages, out)
+    many_with::<Md5>(MultiBackend::detect(), messages, out)
 }
 
 /// [`md5_many`] on an explicit backend (tests and benchmarks).
@@ -579,9 +625,40 @@ pub fn md5_many(messages: &[&[u8]], out: &mut [[u8; 16]]) -> Result<(), Error> {
 /// # Panics
 /// If `!backend.available()`.
 pub fn md5_many_with(
-    backend: Md5Backend,
+    backend: MultiBackend,
     messages: &[&[u8]],
     out: &mut [[u8; 16]],
+) -> Result<(), Error> {
+    many_with::<Md5>(backend, messages, out)
+}
+
+/// SHA-1 of every message of `messages` into the same index of `out`, hashed side by side
+/// with the fastest backend ([`MultiBackend::detect`]); identical to one-stream SHA-1 of
+/// each (MindSpore's `hash:sha1` of a small tensor). Entries of `out` beyond
+/// `messages.len()` are untouched.
+///
+/// Gives [`Error::BufferTooSmall`] (counted in digests) if `out` is shorter than `messages`.
+pub fn sha1_many(messages: &[&[u8]], out: &mut [[u8; 20]]) -> Result<(), Error> {
+    many_with::<Sha1>(MultiBackend::detect(), messages, out)
+}
+
+/// [`sha1_many`] on an explicit backend (tests and benchmarks).
+///
+/// # Panics
+/// If `!backend.available()`.
+pub fn sha1_many_with(
+    backend: MultiBackend,
+    messages: &[&[u8]],
+    out: &mut [[u8; 20]],
+) -> Result<(), Error> {
+    many_with::<Sha1>(backend, messages, out)
+}
+
+/// The digest of every message into the same index of `out`, on `backend`.
+fn many_with<H: LaneHash>(
+    backend: MultiBackend,
+    messages: &[&[u8]],
+    out: &mut [H::Digest],
 ) -> Result<(), Error> {
     if out.len() < messages.len() {
         return Err(Error::BufferTooSmall {
@@ -589,9 +666,10 @@ pub fn md5_many_with(
             available: out.len(),
         });
     }
-    let Some(mut mb) = Md5Multi::with_backend(backend) else {
+    let Some(mut mb) = Multi::<H>::with_backend(backend) else {
         panic!(
-            "MD5 backend {} is not available on this CPU",
+            "{} backend {} is not available on this CPU",
+            H::NAME,
             backend.name()
         );
     };

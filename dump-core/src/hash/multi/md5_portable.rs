@@ -5,7 +5,7 @@
 //! Lane count measured on the benchmark set (x86-64 baseline build, AMD EPYC): 2 lanes
 //! 0.88 GB/s, 4 lanes 1.55–1.59, 8 lanes 0.94, 16 lanes 0.69, one stream 0.63.
 
-use super::{MD5_MAX_LANES, State, steps::md5_steps};
+use super::{MD5_MAX_LANES, State, md5_steps::md5_steps};
 
 /// Lanes of the portable kernel.
 pub(super) const LANES: usize = 4;

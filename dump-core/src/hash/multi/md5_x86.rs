@@ -15,7 +15,7 @@
 
 use core::arch::x86_64::*;
 
-use super::{MD5_MAX_LANES, State, steps::md5_steps};
+use super::{MD5_MAX_LANES, State, md5_steps::md5_steps, transpose::load_transposed};
 
 /// Registers of 8 lanes interleaved by both kernels.
 const GROUPS: usize = 2;
@@ -23,48 +23,6 @@ const GROUPS: usize = 2;
 /// Lanes of both kernels (`Md5Backend::lanes` of `Avx2` and `Avx512`).
 const LANES: usize = 8 * GROUPS;
 const _: () = assert!(LANES == 16 && LANES <= MD5_MAX_LANES);
-
-/// Loads 32 bytes at `offset` of each lane's block as rows and returns the columns:
-/// element `l` of result `j` is word `j` of lane `l`'s 32 bytes.
-#[inline]
-#[target_feature(enable = "avx2")]
-fn load_transposed(blocks: &[&[u8]; 8], offset: usize) -> [__m256i; 8] {
-    let r: [__m256i; 8] = core::array::from_fn(|l| {
-        let row: &[u8; 32] = blocks[l][offset..offset + 32]
-            .try_into()
-            .expect("32-byte row");
-        // SAFETY: `row` is 32 readable bytes; `loadu` has no alignment requirement.
-        unsafe { _mm256_loadu_si256(row.as_ptr().cast()) }
-    });
-    // Within each 128-bit half k: t[2p] = r[2p][4k], r[2p+1][4k], r[2p][4k+1], r[2p+1][4k+1].
-    let t0 = _mm256_unpacklo_epi32(r[0], r[1]);
-    let t1 = _mm256_unpackhi_epi32(r[0], r[1]);
-    let t2 = _mm256_unpacklo_epi32(r[2], r[3]);
-    let t3 = _mm256_unpackhi_epi32(r[2], r[3]);
-    let t4 = _mm256_unpacklo_epi32(r[4], r[5]);
-    let t5 = _mm256_unpackhi_epi32(r[4], r[5]);
-    let t6 = _mm256_unpacklo_epi32(r[6], r[7]);
-    let t7 = _mm256_unpackhi_epi32(r[6], r[7]);
-    // u[j] (rows 0-3) and u[4 + j] (rows 4-7): half k holds word 4k + j of four rows.
-    let u = [
-        _mm256_unpacklo_epi64(t0, t2),
-        _mm256_unpackhi_epi64(t0, t2),
-        _mm256_unpacklo_epi64(t1, t3),
-        _mm256_unpackhi_epi64(t1, t3),
-        _mm256_unpacklo_epi64(t4, t6),
-        _mm256_unpackhi_epi64(t4, t6),
-        _mm256_unpacklo_epi64(t5, t7),
-        _mm256_unpackhi_epi64(t5, t7),
-    ];
-    core::array::from_fn(|w| {
-        let j = w % 4;
-        if w < 4 {
-            _mm256_permute2x128_si256::<0x20>(u[j], u[4 + j])
-        } else {
-            _mm256_permute2x128_si256::<0x31>(u[j], u[4 + j])
-        }
-    })
-}
 
 /// The kernel body, shared by the AVX2 and AVX-512 builds: `$ops` is the module with the
 /// round functions `ff`, `gg`, `hh`, `ii` and `rotl::<S, 32 - S>` for that instruction set.

@@ -1,0 +1,46 @@
+//! The x86-64 kernels' block load: eight lanes' 32-byte rows transposed into eight vectors of
+//! one message word each (two 8x8 transposes of `u32` per 64-byte block).
+
+use core::arch::x86_64::*;
+
+/// Loads 32 bytes at `offset` of each lane's block as rows and returns the columns:
+/// element `l` of result `j` is word `j` of lane `l`'s 32 bytes.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn load_transposed(blocks: &[&[u8]; 8], offset: usize) -> [__m256i; 8] {
+    let r: [__m256i; 8] = core::array::from_fn(|l| {
+        let row: &[u8; 32] = blocks[l][offset..offset + 32]
+            .try_into()
+            .expect("32-byte row");
+        // SAFETY: `row` is 32 readable bytes; `loadu` has no alignment requirement.
+        unsafe { _mm256_loadu_si256(row.as_ptr().cast()) }
+    });
+    // Within each 128-bit half k: t[2p] = r[2p][4k], r[2p+1][4k], r[2p][4k+1], r[2p+1][4k+1].
+    let t0 = _mm256_unpacklo_epi32(r[0], r[1]);
+    let t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+    let t2 = _mm256_unpacklo_epi32(r[2], r[3]);
+    let t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+    let t4 = _mm256_unpacklo_epi32(r[4], r[5]);
+    let t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+    let t6 = _mm256_unpacklo_epi32(r[6], r[7]);
+    let t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+    // u[j] (rows 0-3) and u[4 + j] (rows 4-7): half k holds word 4k + j of four rows.
+    let u = [
+        _mm256_unpacklo_epi64(t0, t2),
+        _mm256_unpackhi_epi64(t0, t2),
+        _mm256_unpacklo_epi64(t1, t3),
+        _mm256_unpackhi_epi64(t1, t3),
+        _mm256_unpacklo_epi64(t4, t6),
+        _mm256_unpackhi_epi64(t4, t6),
+        _mm256_unpacklo_epi64(t5, t7),
+        _mm256_unpackhi_epi64(t5, t7),
+    ];
+    core::array::from_fn(|w| {
+        let j = w % 4;
+        if w < 4 {
+            _mm256_permute2x128_si256::<0x20>(u[j], u[4 + j])
+        } else {
+            _mm256_permute2x128_si256::<0x31>(u[j], u[4 + j])
+        }
+    })
+}
