@@ -77,7 +77,7 @@ mod ms_sha1_multi;
 mod multi;
 pub mod xor64;
 
-pub use ms_sha1_multi::MsSha1Multi;
+pub use ms_sha1_multi::{MsSha1Multi, ms_sha1_many};
 pub use multi::{
     LaneHash, MD5_MAX_LANES, Md5, Md5Backend, Md5Multi, Multi, MultiBackend, Sha1, Sha1Multi,
     md5_many, md5_many_with, sha1_many, sha1_many_with,

@@ -172,6 +172,30 @@ impl<'a> MsSha1Multi<'a> {
         }
     }
 
+    /// Hashes until at least one lane holds a digest (or no lane holds input) and returns the
+    /// lanes holding digests (bit `i` for lane `i`), so a scheduler can refill them while the
+    /// other lanes' tensors are still in flight.
+    pub fn run_any(&mut self) -> u32 {
+        loop {
+            for lane in 0..self.lanes() {
+                self.pump(lane);
+            }
+            let done = self.done_mask();
+            if done != 0 || self.mb.run() == 0 {
+                return done;
+            }
+        }
+    }
+
+    /// Lanes holding a digest.
+    fn done_mask(&self) -> u32 {
+        self.lanes
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.as_ref().is_some_and(|t| t.done.is_some()))
+            .fold(0, |m, (i, _)| m | 1 << i)
+    }
+
     /// Moves `lane` along while its engine lane is not busy: takes a finished slice's digest,
     /// feeds the next piece (up to the slice's end), finishes slices and the tensor.
     fn pump(&mut self, lane: usize) {
@@ -289,6 +313,85 @@ impl<'a> MsSha1Multi<'a> {
             })
         });
         Ok(MsSha1Multi { mb, lanes })
+    }
+}
+
+/// MindSpore's `hash:sha1` of every `(dtype, bytes, elems)` of `tensors` into the same index
+/// of `out`, identical to [`ms_sha1`](super::ms_sha1) of each: the tensors' slices are hashed
+/// side by side in the lanes of one [`Sha1Multi`] engine (the fastest backend), up to 16
+/// tensors at a time, largest first (in batches of 1024), a lane refilled as soon as its
+/// tensor is done. Entries of `out` beyond `tensors.len()` are untouched.
+///
+/// Gives [`Error::BufferTooSmall`](crate::Error::BufferTooSmall) (counted in digests) if `out`
+/// is shorter than `tensors`.
+///
+/// ```
+/// use dump_core::{DType, hash::{ms_sha1, ms_sha1_many}};
+///
+/// let big = vec![3u8; 4 * 30_000];
+/// let tensors = [(DType::Float32, &big[..], 30_000), (DType::Int8, &b"abc"[..], 3)];
+/// let mut out = [[0u8; 20]; 2];
+/// ms_sha1_many(&tensors, &mut out).unwrap();
+/// assert_eq!(out[0], ms_sha1(DType::Float32, &big, 30_000));
+/// assert_eq!(out[1], ms_sha1(DType::Int8, b"abc", 3));
+/// ```
+pub fn ms_sha1_many(
+    tensors: &[(DType, &[u8], usize)],
+    out: &mut [[u8; 20]],
+) -> Result<(), crate::Error> {
+    if out.len() < tensors.len() {
+        return Err(crate::Error::BufferTooSmall {
+            needed: tensors.len(),
+            available: out.len(),
+        });
+    }
+    const BATCH: usize = 1024;
+    const NONE: usize = usize::MAX;
+    let mut mb = MsSha1Multi::new();
+    let lanes = mb.lanes();
+    let mut owner = [NONE; MD5_MAX_LANES];
+    let mut order = [0u16; BATCH];
+    let (mut pos, mut end, mut next, mut start) = (0, 0, 0, 0);
+    loop {
+        for (lane, own) in owner.iter_mut().enumerate().take(lanes) {
+            if *own != NONE {
+                continue;
+            }
+            if pos == end {
+                if next == tensors.len() {
+                    break;
+                }
+                start = next;
+                end = BATCH.min(tensors.len() - next);
+                let batch = &tensors[start..start + end];
+                for (k, o) in order[..end].iter_mut().enumerate() {
+                    *o = k as u16;
+                }
+                order[..end]
+                    .sort_unstable_by_key(|&k| core::cmp::Reverse(batch[usize::from(k)].1.len()));
+                next += end;
+                pos = 0;
+            }
+            let i = start + usize::from(order[pos]);
+            pos += 1;
+            *own = i;
+            let (dtype, bytes, elems) = tensors[i];
+            mb.start(lane, dtype, elems);
+            mb.update(lane, bytes);
+            mb.finish(lane);
+        }
+        let done = mb.run_any();
+        if done == 0 {
+            return Ok(());
+        }
+        for (lane, own) in owner.iter_mut().enumerate() {
+            if done & (1 << lane) != 0 {
+                if let Some(d) = mb.digest(lane) {
+                    out[*own] = d;
+                }
+                *own = NONE;
+            }
+        }
     }
 }
 
@@ -417,6 +520,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn many_equals_one_at_a_time() {
+        // More tensors than lanes, sizes mixed so lanes finish in different rounds.
+        let tensors: Vec<(DType, usize, Vec<u8>)> = (0..40)
+            .map(|i| {
+                let (dtype, elems) = match i % 5 {
+                    0 => (DType::Float32, 20_000 + 7919 * i),
+                    1 => (DType::UInt8, 17 * i),
+                    2 => (DType::Float16, 20_481 + i),
+                    3 => (DType::Int8, 0),
+                    _ => (DType::Float64, 100_000 - 1000 * i),
+                };
+                let n = dtype.storage_bytes(elems).unwrap();
+                (dtype, elems, data(n, i as u64))
+            })
+            .collect();
+        let args: Vec<(DType, &[u8], usize)> =
+            tensors.iter().map(|(d, e, b)| (*d, &b[..], *e)).collect();
+        let want: Vec<[u8; 20]> = args.iter().map(|&(d, b, e)| ms_sha1(d, b, e)).collect();
+        let mut out = vec![[0u8; 20]; args.len() + 1];
+        ms_sha1_many(&args, &mut out).unwrap();
+        assert_eq!(out[..args.len()], want[..]);
+        assert_eq!(out[args.len()], [0u8; 20], "untouched");
+        assert!(ms_sha1_many(&args, &mut out[..3]).is_err());
+        assert!(ms_sha1_many(&[], &mut []).is_ok());
     }
 
     #[test]

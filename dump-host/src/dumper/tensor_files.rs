@@ -10,7 +10,9 @@
 //! such files wait in a [`HashBatch`] until [`HASH_BATCH_TENSORS`] are gathered (or half the
 //! writer's budget, or the step ends), then one job hashes them together with dump-core's
 //! multi-buffer MD5 ([`dump_core::hash::md5_many`], AVX-512/AVX2/portable chosen at run time)
-//! and SHA-1 (SHA-NI where present), hands each row its digests, and writes the files.
+//! and MindSpore's SHA-1 ([`dump_core::hash::ms_sha1_many`]: every tensor's 20480-element
+//! slices in the lanes of a multi-buffer SHA-1, SHA-NI for the last few), hands each row its
+//! digests, and writes the files.
 
 use std::{
     borrow::Cow,
@@ -378,7 +380,8 @@ pub(super) fn hand_over(mut owned: Vec<u8>) -> (Vec<u8>, usize) {
     (owned, cost)
 }
 
-/// A hashing job: the digests of every item (MD5 of all items together, multi-buffer), each
+/// A hashing job: the digests of every item (MD5 and SHA-1 of all items together,
+/// multi-buffer), each
 /// handed to its row, then the items' files. Every item's promise is fulfilled before any
 /// file is written, so a failing write never holds a row back; a panic fails the rows whose
 /// digests were not handed over (their promises drop). Each failed file is recorded in
@@ -397,16 +400,22 @@ fn hash_and_write(
     let mut digests = vec![[0u8; 16]; md5.len()];
     let md5_ok = dump_core::hash::md5_many(&md5, &mut digests);
     let mut md5 = digests.into_iter();
+    let sha1: Vec<(DType, &[u8], usize)> = items
+        .iter()
+        .filter(|i| i.hashes.sha1)
+        .map(|i| (i.dtype, &i.bytes[..], i.elems))
+        .collect();
+    let mut digests = vec![[0u8; 20]; sha1.len()];
+    let sha1_ok = dump_core::hash::ms_sha1_many(&sha1, &mut digests);
+    let mut sha1 = digests.into_iter();
     let mut files = Vec::with_capacity(items.len());
     for item in items {
-        let d = match (&md5_ok, item.hashes.md5) {
-            (Err(e), true) => Err(format!("multi-buffer MD5: {e}")),
-            (_, wants_md5) => Ok(Digests {
+        let d = match (&md5_ok, item.hashes.md5, &sha1_ok, item.hashes.sha1) {
+            (Err(e), true, _, _) => Err(format!("multi-buffer MD5: {e}")),
+            (_, _, Err(e), true) => Err(format!("multi-buffer SHA-1: {e}")),
+            (_, wants_md5, _, wants_sha1) => Ok(Digests {
                 md5: if wants_md5 { md5.next() } else { None },
-                sha1: item
-                    .hashes
-                    .sha1
-                    .then(|| dump_core::hash::ms_sha1(item.dtype, &item.bytes, item.elems)),
+                sha1: if wants_sha1 { sha1.next() } else { None },
             }),
         };
         item.promise.fulfil(d);
