@@ -15,7 +15,11 @@
 
 use core::arch::x86_64::*;
 
-use super::{MD5_MAX_LANES, State, md5_steps::md5_steps, transpose::load_transposed};
+use super::{
+    MD5_MAX_LANES, State,
+    md5_steps::md5_steps,
+    transpose::{load_transposed, prefetch_ahead},
+};
 
 /// Registers of 8 lanes interleaved by both kernels.
 const GROUPS: usize = 2;
@@ -49,6 +53,7 @@ macro_rules! ymm_kernel {
                 for g in 0..GROUPS {
                     let at: [&[u8]; 8] =
                         core::array::from_fn(|l| &blocks[8 * g + l][64 * blk..]);
+                    prefetch_ahead(&at);
                     let lo = load_transposed(&at, 0);
                     let hi = load_transposed(&at, 32);
                     for j in 0..8 {

@@ -18,7 +18,11 @@
 
 use core::arch::x86_64::*;
 
-use super::{MD5_MAX_LANES, State, sha1_rounds::sha1_rounds, transpose::load_transposed};
+use super::{
+    MD5_MAX_LANES, State,
+    sha1_rounds::sha1_rounds,
+    transpose::{load_transposed, prefetch_ahead},
+};
 
 /// Lanes of both kernels (`MultiBackend::lanes` of `Avx2` and `Avx512`).
 const LANES: usize = 16;
@@ -38,6 +42,7 @@ macro_rules! load_words {
         let mut w = [[_mm256_setzero_si256(); 2]; 16];
         for g in 0..2 {
             let at: [&[u8]; 8] = core::array::from_fn(|l| &$blocks[8 * g + l][64 * $blk..]);
+            prefetch_ahead(&at);
             let lo = load_transposed(&at, 0);
             let hi = load_transposed(&at, 32);
             for j in 0..8 {

@@ -1,5 +1,6 @@
 //! The x86-64 kernels' block load: eight lanes' 32-byte rows transposed into eight vectors of
-//! one message word each (two 8x8 transposes of `u32` per 64-byte block).
+//! one message word each (two 8x8 transposes of `u32` per 64-byte block), and the prefetch of
+//! each lane's block a few blocks ahead.
 
 use core::arch::x86_64::*;
 
@@ -43,4 +44,23 @@ pub(super) fn load_transposed(blocks: &[&[u8]; 8], offset: usize) -> [__m256i; 8
             _mm256_permute2x128_si256::<0x31>(u[j], u[4 + j])
         }
     })
+}
+
+/// Bytes ahead of the current block from which each lane's line is prefetched. Sixteen lanes
+/// are sixteen streams, more than the hardware prefetcher follows well: on 200 tensors of
+/// 4 KiB–4 MiB (beyond the cache) the AVX-512 SHA-1 kernel went from 5.0 to 8.0 GB/s and MD5
+/// from 4.6 to 6.4 GB/s (AMD EPYC Zen 5; 256 beat 512, 1024 and 2048 bytes).
+const PREFETCH_AHEAD: usize = 256;
+
+/// Prefetches, for each of 8 lanes, the line [`PREFETCH_AHEAD`] bytes after the start of its
+/// current block (`blocks[l]` starts at that block); lanes that end sooner are skipped.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn prefetch_ahead(blocks: &[&[u8]; 8]) {
+    for lane in blocks {
+        if let Some(ahead) = lane.get(PREFETCH_AHEAD) {
+            // A hint that never faults; the address is inside `lane`.
+            _mm_prefetch::<_MM_HINT_T0>(core::ptr::from_ref(ahead).cast());
+        }
+    }
 }
