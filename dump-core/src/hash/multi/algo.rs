@@ -121,12 +121,14 @@ impl Sealed for Sha1 {
         if !sha_ni() {
             return 1;
         }
-        // With SHA-NI one stream runs at about 2 GB/s (Zen 5); the AVX-512 kernel hashes 16
-        // lanes at about 8 GB/s, AVX2 at about 4.5 (measured, BENCHMARKS.md), so up to 3 and
-        // 2 busy lanes go faster one after another on SHA-NI.
+        // With SHA-NI one stream runs at 2.1 GB/s (Zen 5); the AVX-512 kernel hashes 16 lanes
+        // at 7.8 GB/s, AVX2 at 3.7 (`bench-stats --only md5`, BENCHMARKS.md). `k` busy lanes
+        // take k / 2.1 on SHA-NI against 16 / 7.8 and 16 / 3.7 in the kernels, so up to 4
+        // (AVX-512) and 8 (AVX2) busy lanes go faster one after another on SHA-NI; the
+        // portable kernel (4 lanes at 2.0 GB/s) never wins.
         match backend {
-            MultiBackend::Avx512 => 3,
-            MultiBackend::Avx2 => 2,
+            MultiBackend::Avx512 => 4,
+            MultiBackend::Avx2 => 8,
             MultiBackend::Portable => 4,
         }
     }

@@ -243,9 +243,9 @@ fn one_large_message_among_small_ones_of<H: Reference>() {
     }
 }
 
-/// Two to five large messages of different lengths left in flight: with SHA-NI, SHA-1 hashes
-/// up to three of them as scalar streams (the run of blocks the shortest holds), then the
-/// vector kernel takes over when a lane is refilled.
+/// Two to ten large messages of different lengths left in flight: with SHA-NI, SHA-1 hashes
+/// up to 4 (AVX-512) or 8 (AVX2) of them as scalar streams (the run of blocks the shortest
+/// holds), the vector kernel above that and once lanes are refilled.
 fn few_busy_lanes_take_the_scalar_path_of<H: Reference>() {
     for k in 2..=5 {
         let bufs: Vec<Vec<u8>> = (0..k)
