@@ -43,23 +43,24 @@ pub(super) fn compress(st: &mut State, src: &[&[u8]; MD5_MAX_LANES], n: usize) {
         }
         let [mut a, mut b, mut c, mut d, mut e] = s;
         macro_rules! round {
-            ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $k:literal, $w:ident, $i:literal, load) => {
+            ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $k:expr, $w:ident, $t:expr) => {
+                let i = $t % 16;
+                if $t >= 16 {
+                    let (x, y, z) = (($t + 13) % 16, ($t + 8) % 16, ($t + 2) % 16);
+                    for lane in 0..L {
+                        $w[i][lane] =
+                            ($w[x][lane] ^ $w[y][lane] ^ $w[z][lane] ^ $w[i][lane]).rotate_left(1);
+                    }
+                }
                 let f = $f($b, $c, $d);
                 for lane in 0..L {
                     $e[lane] = $e[lane]
                         .wrapping_add($a[lane].rotate_left(5))
                         .wrapping_add(f[lane])
                         .wrapping_add($k)
-                        .wrapping_add($w[$i][lane]);
+                        .wrapping_add($w[i][lane]);
                     $b[lane] = $b[lane].rotate_left(30);
                 }
-            };
-            ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $k:literal, $w:ident, $i:literal, [$x:literal, $y:literal, $z:literal]) => {
-                for lane in 0..L {
-                    $w[$i][lane] =
-                        ($w[$x][lane] ^ $w[$y][lane] ^ $w[$z][lane] ^ $w[$i][lane]).rotate_left(1);
-                }
-                round!($f, $a, $b, $c, $d, $e, $k, $w, $i, load);
             };
         }
         sha1_rounds!(round, a, b, c, d, e, w);

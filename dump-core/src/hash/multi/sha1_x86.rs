@@ -73,19 +73,20 @@ macro_rules! kernel {
                 let mut w = block_words(&blocks, blk);
                 let [mut a, mut b, mut c, mut d, mut e] = s;
                 macro_rules! round {
-                    ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $k:literal, $w:ident, $i:literal, load) => {
+                    ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $k:expr, $w:ident, $t:expr) => {
+                        let i = $t % 16;
+                        if $t >= 16 {
+                            let (x, y, z) = (($t + 13) % 16, ($t + 8) % 16, ($t + 2) % 16);
+                            for g in 0..GROUPS {
+                                $w[i][g] = rotl::<1, 31>(xor4($w[x][g], $w[y][g], $w[z][g], $w[i][g]));
+                            }
+                        }
                         for g in 0..GROUPS {
-                            let t = add($e[g], add(splat($k), $w[$i][g]));
+                            let t = add($e[g], add(splat($k), $w[i][g]));
                             let t = add(t, $f($b[g], $c[g], $d[g]));
                             $e[g] = add(t, rotl::<5, 27>($a[g]));
                             $b[g] = rotl::<30, 2>($b[g]);
                         }
-                    };
-                    ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $k:literal, $w:ident, $i:literal, [$x:literal, $y:literal, $z:literal]) => {
-                        for g in 0..GROUPS {
-                            $w[$i][g] = rotl::<1, 31>(xor4($w[$x][g], $w[$y][g], $w[$z][g], $w[$i][g]));
-                        }
-                        round!($f, $a, $b, $c, $d, $e, $k, $w, $i, load);
                     };
                 }
                 sha1_rounds!(round, a, b, c, d, e, w);
