@@ -18,7 +18,7 @@ use core::arch::x86_64::*;
 use super::{
     MD5_MAX_LANES, State,
     md5_steps::md5_steps,
-    transpose::{load_transposed, prefetch_ahead},
+    transpose::{load_row8, load_transposed, prefetch_ahead, store_row8},
 };
 
 /// Registers of 8 lanes interleaved by both kernels.
@@ -41,13 +41,8 @@ macro_rules! ymm_kernel {
         pub(super) unsafe fn $name(st: &mut State, src: &[&[u8]; MD5_MAX_LANES], n: usize) {
             use $ops::*;
             let blocks: [&[u8]; LANES] = core::array::from_fn(|l| &src[l][..64 * n]);
-            let load = |row: &[u32; MD5_MAX_LANES], g: usize| {
-                let words: &[u32; 8] = row[8 * g..8 * g + 8].try_into().expect("8 lanes");
-                // SAFETY: `words` is 8 `u32` (32 bytes), all read; no alignment needed.
-                unsafe { _mm256_loadu_si256(words.as_ptr().cast()) }
-            };
             let mut s: [[__m256i; GROUPS]; 4] =
-                core::array::from_fn(|r| core::array::from_fn(|g| load(&st[r], g)));
+                core::array::from_fn(|r| core::array::from_fn(|g| load_row8(&st[r], g)));
             for blk in 0..n {
                 let mut w = [[_mm256_setzero_si256(); GROUPS]; 16];
                 for g in 0..GROUPS {
@@ -81,10 +76,7 @@ macro_rules! ymm_kernel {
             }
             for (row, v) in st.iter_mut().zip(s) {
                 for (g, v) in v.into_iter().enumerate() {
-                    let words: &mut [u32; 8] =
-                        (&mut row[8 * g..8 * g + 8]).try_into().expect("8 lanes");
-                    // SAFETY: `words` is 8 `u32` (32 bytes), all written; no alignment needed.
-                    unsafe { _mm256_storeu_si256(words.as_mut_ptr().cast(), v) };
+                    store_row8(row, g, v);
                 }
             }
         }

@@ -21,7 +21,7 @@ use core::arch::x86_64::*;
 use super::{
     MD5_MAX_LANES, State,
     sha1_rounds::sha1_rounds,
-    transpose::{load_transposed, prefetch_ahead},
+    transpose::{load_row8, load_transposed, prefetch_ahead, store_row8},
 };
 
 /// Lanes of both kernels (`MultiBackend::lanes` of `Avx2` and `Avx512`).
@@ -112,21 +112,7 @@ mod avx2 {
     pub(super) type V = __m256i;
     pub(super) const GROUPS: usize = 2;
 
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub(super) fn load_row(row: &[u32; MD5_MAX_LANES], g: usize) -> V {
-        let words: &[u32; 8] = row[8 * g..8 * g + 8].try_into().expect("8 lanes");
-        // SAFETY: `words` is 8 `u32` (32 bytes), all read; no alignment needed.
-        unsafe { _mm256_loadu_si256(words.as_ptr().cast()) }
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub(super) fn store_row(row: &mut [u32; MD5_MAX_LANES], g: usize, v: V) {
-        let words: &mut [u32; 8] = (&mut row[8 * g..8 * g + 8]).try_into().expect("8 lanes");
-        // SAFETY: `words` is 8 `u32` (32 bytes), all written; no alignment needed.
-        unsafe { _mm256_storeu_si256(words.as_mut_ptr().cast(), v) }
-    }
+    pub(super) use super::{load_row8 as load_row, store_row8 as store_row};
 
     #[inline]
     #[target_feature(enable = "avx2")]

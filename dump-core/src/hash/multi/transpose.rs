@@ -1,8 +1,10 @@
 //! The x86-64 kernels' block load: eight lanes' 32-byte rows transposed into eight vectors of
 //! one message word each (two 8x8 transposes of `u32` per 64-byte block), and the prefetch of
-//! each lane's block a few blocks ahead.
+//! each lane's block a few blocks ahead; the state rows' loads and stores, 8 lanes at a time.
 
 use core::arch::x86_64::*;
+
+use super::MD5_MAX_LANES;
 
 /// Loads 32 bytes at `offset` of each lane's block as rows and returns the columns:
 /// element `l` of result `j` is word `j` of lane `l`'s 32 bytes.
@@ -63,4 +65,22 @@ pub(super) fn prefetch_ahead(blocks: &[&[u8]; 8]) {
             _mm_prefetch::<_MM_HINT_T0>(core::ptr::from_ref(ahead).cast());
         }
     }
+}
+
+/// Lanes `8 g..8 g + 8` of a state row as one vector.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn load_row8(row: &[u32; MD5_MAX_LANES], g: usize) -> __m256i {
+    let words: &[u32; 8] = row[8 * g..8 * g + 8].try_into().expect("8 lanes");
+    // SAFETY: `words` is 8 `u32` (32 bytes), all read; no alignment needed.
+    unsafe { _mm256_loadu_si256(words.as_ptr().cast()) }
+}
+
+/// Stores `v` into lanes `8 g..8 g + 8` of a state row.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn store_row8(row: &mut [u32; MD5_MAX_LANES], g: usize, v: __m256i) {
+    let words: &mut [u32; 8] = (&mut row[8 * g..8 * g + 8]).try_into().expect("8 lanes");
+    // SAFETY: `words` is 8 `u32` (32 bytes), all written; no alignment needed.
+    unsafe { _mm256_storeu_si256(words.as_mut_ptr().cast(), v) }
 }
