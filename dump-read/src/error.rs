@@ -43,6 +43,20 @@ impl Error {
         }
     }
 
+    /// The process (or the system) is out of file descriptors (`EMFILE`, `ENFILE`): the file
+    /// may open once others are closed.
+    pub(crate) fn out_of_descriptors(&self) -> bool {
+        let source = match self {
+            Error::Io { source, .. } => source,
+            Error::Npy(dump_npy::FileError {
+                kind: dump_npy::FileErrorKind::Io(source),
+                ..
+            }) => source,
+            _ => return false,
+        };
+        matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+    }
+
     /// An [`Error::Format`] for `path`.
     pub(crate) fn format(path: &std::path::Path, message: impl fmt::Display) -> Error {
         Error::Format {

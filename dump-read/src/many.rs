@@ -11,7 +11,11 @@
 //! the statistics on the chunk while it is in cache, then hashes all lanes' chunks together
 //! with each engine. A lane whose file ends takes the next file from the shared list, so a
 //! large file never holds up the small ones. Memory stays bounded: one chunk buffer per lane
-//! (and one for bf16 narrowing), 4 MiB per thread with 16 lanes.
+//! (and one for bf16 narrowing), 4 MiB per thread with 16 lanes. So do file descriptors: a
+//! file that cannot be opened because the process is out of them (a low `ulimit -n`) waits
+//! until a file is closed, and the worker keeps no more files open from then on than it had
+//! when that happened (a worker holding none leaves the rest to the others); only a file that
+//! cannot be opened while no worker holds a file fails.
 //!
 //! Digests and statistics are bit-identical to [`summarize_npy`] of each file (a hash is the
 //! same function whichever lane computes it; the statistics see the same bytes in the same
@@ -20,7 +24,10 @@
 
 use std::{
     path::PathBuf,
-    sync::atomic::{AtomicUsize, Ordering},
+    sync::{
+        Mutex, PoisonError,
+        atomic::{AtomicUsize, Ordering},
+    },
 };
 
 use dump_core::{
@@ -96,11 +103,15 @@ pub fn summarize_npy_many(
             .map(|r| r.unwrap_or_else(|| Err(stopped())))
             .collect();
     }
-    let next = AtomicUsize::new(0);
+    let shared = Shared {
+        next: AtomicUsize::new(0),
+        retry: Mutex::new(Vec::new()),
+        holding: AtomicUsize::new(0),
+    };
     let parts = par_map(
         threads,
         threads,
-        |_| Lanes::work(files, hashes, &next),
+        |_| Lanes::work(files, hashes, &shared),
         &|_, _| {},
     );
     let mut out: Vec<Option<Result<FileSummary, Error>>> = (0..files.len()).map(|_| None).collect();
@@ -112,12 +123,27 @@ pub fn summarize_npy_many(
             Outcome::Redo => redo.push(i),
         }
     }
+    // Files left waiting for a descriptor when the last worker holding files ended.
+    redo.extend(
+        shared
+            .retry
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner),
+    );
     for (i, r) in redo.iter().zip(one_by_one(&redo)) {
         out[*i] = r;
     }
     out.into_iter()
         .map(|r| r.unwrap_or_else(|| Err(stopped())))
         .collect()
+}
+
+/// What the workers share: the next file of the list, the files waiting for a descriptor, and
+/// how many files all workers hold open.
+struct Shared {
+    next: AtomicUsize,
+    retry: Mutex<Vec<usize>>,
+    holding: AtomicUsize,
 }
 
 /// How a file's pass through a lane ended.
@@ -143,6 +169,10 @@ struct Open {
 /// One worker: its engine, its lanes' files and their chunk buffers.
 struct Lanes<'f> {
     files: &'f [(PathBuf, Option<DType>)],
+    /// Files this worker keeps open at most (lowered when the process runs out of file
+    /// descriptors).
+    cap: usize,
+    shared: &'f Shared,
     open: Vec<Option<Open>>,
     bufs: Vec<Vec<u8>>,
     narrowed: Vec<Vec<u8>>,
@@ -150,17 +180,20 @@ struct Lanes<'f> {
 }
 
 impl<'f> Lanes<'f> {
-    /// Takes files from `next` until none is left; returns each one's outcome by index.
+    /// Takes files from the shared list until none is left; returns each one's outcome by
+    /// index.
     fn work(
         files: &'f [(PathBuf, Option<DType>)],
         hashes: Hashes,
-        next: &AtomicUsize,
+        shared: &'f Shared,
     ) -> Vec<(usize, Outcome)> {
         let mut md5: Md5Multi<'static> = Md5Multi::new();
         let mut sha1: MsSha1Multi<'static> = MsSha1Multi::new();
         let lanes = md5.lanes().min(sha1.lanes()).min(MD5_MAX_LANES);
         let mut w = Lanes {
             files,
+            cap: lanes,
+            shared,
             open: (0..lanes).map(|_| None).collect(),
             bufs: (0..lanes).map(|_| Vec::new()).collect(),
             narrowed: (0..lanes).map(|_| Vec::new()).collect(),
@@ -168,8 +201,8 @@ impl<'f> Lanes<'f> {
         };
         loop {
             for lane in 0..lanes {
-                if w.open[lane].is_none() {
-                    w.open[lane] = w.take(next);
+                if w.open[lane].is_none() && w.open_count() < w.cap {
+                    w.open[lane] = w.take();
                     if let Some(o) = &w.open[lane]
                         && hashes.sha1
                     {
@@ -221,9 +254,14 @@ impl<'f> Lanes<'f> {
                 if let Some(mut o) = w.open[lane].take() {
                     let index = o.index;
                     let outcome = match o.end.take() {
-                        Some(end) => end,
+                        Some(end) => {
+                            drop(o);
+                            end
+                        }
                         None => finish(o, md5, sha1),
                     };
+                    // The file is closed now: another worker may open one in its place.
+                    shared.holding.fetch_sub(1, Ordering::SeqCst);
                     w.results.push((index, outcome));
                 }
             }
@@ -234,33 +272,81 @@ impl<'f> Lanes<'f> {
         }
     }
 
-    /// The next file that opens (a file that does not gets its error as its outcome).
-    fn take(&mut self, next: &AtomicUsize) -> Option<Open> {
+    /// Files open in this worker's lanes.
+    fn open_count(&self) -> usize {
+        self.open.iter().flatten().count()
+    }
+
+    /// The next file that opens (a file that does not gets its error as its outcome). `None`
+    /// when no file is left, or when the process is out of file descriptors while some worker
+    /// holds files open: the file waits in the shared list for a later `take`, and this
+    /// worker's cap is lowered to what it holds.
+    fn take(&mut self) -> Option<Open> {
         loop {
-            let index = next.fetch_add(1, Ordering::Relaxed);
+            let waiting = self
+                .shared
+                .retry
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
+            let index = match waiting {
+                Some(i) => i,
+                None => self.shared.next.fetch_add(1, Ordering::Relaxed),
+            };
             let (path, named) = self.files.get(index)?;
-            let opened = TensorFile::open(path).and_then(|npy| {
-                let plan = Plan::of(&npy, *named);
-                // Both digests come from the lanes' engines.
-                let acc =
-                    StreamStats::new(plan.stream, npy.elems(), Hashes::NONE).map_err(|e| {
-                        Error::format(
-                            path,
-                            format!("cannot compute statistics of {} data: {e}", plan.stream),
-                        )
-                    })?;
-                Ok(Open {
-                    index,
-                    left: npy.data_len,
-                    npy,
-                    plan,
-                    acc,
-                    end: None,
+            let open = || {
+                TensorFile::open(path).and_then(|npy| {
+                    let plan = Plan::of(&npy, *named);
+                    // Both digests come from the lanes' engines.
+                    let acc =
+                        StreamStats::new(plan.stream, npy.elems(), Hashes::NONE).map_err(|e| {
+                            Error::format(
+                                path,
+                                format!("cannot compute statistics of {} data: {e}", plan.stream),
+                            )
+                        })?;
+                    Ok(Open {
+                        index,
+                        left: npy.data_len,
+                        npy,
+                        plan,
+                        acc,
+                        end: None,
+                    })
                 })
-            });
+            };
+            // Counted as held from before the open, so that another worker that runs out of
+            // descriptors meanwhile knows a file is about to be closed.
+            let holding = &self.shared.holding;
+            holding.fetch_add(1, Ordering::SeqCst);
+            let mut opened = open();
+            // Out of descriptors with no other file held counted: the files held when the open
+            // failed may have been closed since (a few tries, between other workers' turns).
+            for _ in 0..3 {
+                match &opened {
+                    Err(e) if e.out_of_descriptors() && holding.load(Ordering::SeqCst) == 1 => {
+                        std::thread::yield_now();
+                        opened = open();
+                    }
+                    _ => break,
+                }
+            }
             match opened {
                 Ok(o) => return Some(o),
-                Err(e) => self.results.push((index, Outcome::Failed(e))),
+                Err(e) if e.out_of_descriptors() && holding.load(Ordering::SeqCst) > 1 => {
+                    holding.fetch_sub(1, Ordering::SeqCst);
+                    self.shared
+                        .retry
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(index);
+                    self.cap = self.open_count();
+                    return None;
+                }
+                Err(e) => {
+                    holding.fetch_sub(1, Ordering::SeqCst);
+                    self.results.push((index, Outcome::Failed(e)));
+                }
             }
         }
     }

@@ -1,7 +1,8 @@
 //! `opdump stats --all` over many files, run as a user runs it (the binary as a subprocess):
-//! the files are hashed together in the lanes of a multi-buffer MD5 engine, and every row
-//! must stay byte-identical to the row of the file summarised alone (one MD5 stream), with
-//! the md5 column equal to the one-stream MD5 of the file's data.
+//! the files are hashed together in the lanes of multi-buffer MD5 and SHA-1 engines, and every
+//! row must stay byte-identical to the row of the file summarised alone (one MD5 and one SHA-1
+//! stream), with the md5 column equal to the one-stream MD5 of the file's data; the same rows
+//! come out under a `ulimit -n` that leaves room for only one or two open files.
 
 use std::{
     path::{Path, PathBuf},
@@ -153,5 +154,49 @@ fn mixed_sizes_and_a_bad_file() {
     assert_eq!(code, 2);
     assert!(err.contains("bad.npy"), "{err}");
     assert_eq!(out, csv, "the bad file is skipped, the rest unchanged");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// 40 files under `ulimit -n 4` and `5` (one or two descriptors beyond stdin, stdout and
+/// stderr, where each thread would keep 16 files open): every file is summarised, the rows are
+/// those of a run without the limit, exit 0. Before, files that met `EMFILE` failed.
+#[test]
+fn few_file_descriptors_summarise_every_file() {
+    let dir = std::env::temp_dir().join(format!("opdump-stats-nofile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for i in 0..40usize {
+        let elems = 30_000 + 1_000 * i;
+        let data: Vec<u8> = (0..elems)
+            .flat_map(|k| ((k * (i + 1)) as f32 * 0.25 - 7.0).to_le_bytes())
+            .collect();
+        let p = dir.join(format!("Add.op{i}.0.0.{}.output.0.DefaultFormat.npy", 100 + i));
+        dump_npy::write_file(&p, DType::Float32, &[elems], &data, Default::default()).unwrap();
+        files.push(p.display().to_string());
+    }
+    let mut args = vec!["stats".to_owned(), "--all".to_owned()];
+    args.extend(files.iter().cloned());
+    let (code, want, err) = opdump(&args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(want.lines().count(), 41);
+    for limit in [4, 5] {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n {limit} && exec {} stats --all {}",
+                env!("CARGO_BIN_EXE_opdump"),
+                files.join(" ")
+            ))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "ulimit -n {limit}: {err}");
+        assert_eq!(
+            String::from_utf8(o.stdout).unwrap(),
+            want,
+            "ulimit -n {limit}: the rows of the unlimited run"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
