@@ -10,6 +10,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// slots are `None`); a panic on the caller's own thread propagates. Where no thread can be
 /// started, the caller's thread does everything.
 ///
+/// Every item of the read side opens files (a pair opens two), so the threads are also held
+/// to the file descriptors the process has left: at most one thread per three descriptors
+/// below the soft `RLIMIT_NOFILE`, at least one. Under a low `ulimit -n` the work then runs on
+/// fewer threads instead of failing files with "Too many open files".
+///
 /// ```
 /// let squares = dump_read::par_map(5, 3, |i| i * i, &|_, _| {});
 /// assert_eq!(squares, [Some(0), Some(1), Some(4), Some(9), Some(16)]);
@@ -34,6 +39,7 @@ pub fn par_map<T: Send>(
         }
         out
     };
+    let threads = threads.min(fd_headroom().map_or(usize::MAX, |h| (h / FDS_PER_THREAD).max(1)));
     let parts: Vec<Vec<(usize, T)>> = std::thread::scope(|s| {
         let spawned: Vec<_> = (1..threads.clamp(1, n.max(1)))
             .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
@@ -49,9 +55,67 @@ pub fn par_map<T: Send>(
     slots
 }
 
+/// File descriptors one worker may hold at once: a pair's two files, or a file and the
+/// output it is converted into, and one spare.
+const FDS_PER_THREAD: usize = 3;
+
+/// File descriptors this process can still open: the soft `RLIMIT_NOFILE` less the
+/// descriptors open now (counted in `/proc/self/fd`). `None` where either is unknown (no
+/// `/proc`, an unlimited soft limit).
+fn fd_headroom() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `getrlimit` writes one `rlimit` through a pointer to a live, writable one.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0
+            || lim.rlim_cur == libc::RLIM_INFINITY
+        {
+            return None;
+        }
+        // The directory's own descriptor is listed too while it is read.
+        let open = std::fs::read_dir("/proc/self/fd")
+            .ok()?
+            .count()
+            .saturating_sub(1);
+        Some(
+            usize::try_from(lim.rlim_cur)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(open),
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn headroom_is_the_limit_less_the_open_descriptors() {
+        // Other test threads open and close files meanwhile: one of a few tries must see the
+        // 5 descriptors opened in between.
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            let before = fd_headroom().expect("a finite soft limit and /proc");
+            let files: Vec<std::fs::File> = (0..5)
+                .map(|_| std::fs::File::open("/proc/self/status").unwrap())
+                .collect();
+            let after = fd_headroom().unwrap();
+            drop(files);
+            if after + 5 == before {
+                return;
+            }
+            seen.push((before, after));
+        }
+        panic!("headroom before and after opening 5 files: {seen:?}");
+    }
 
     #[test]
     fn every_item_once_in_order_whatever_the_thread_count() {

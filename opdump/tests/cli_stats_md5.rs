@@ -171,7 +171,10 @@ fn few_file_descriptors_summarise_every_file() {
         let data: Vec<u8> = (0..elems)
             .flat_map(|k| ((k * (i + 1)) as f32 * 0.25 - 7.0).to_le_bytes())
             .collect();
-        let p = dir.join(format!("Add.op{i}.0.0.{}.output.0.DefaultFormat.npy", 100 + i));
+        let p = dir.join(format!(
+            "Add.op{i}.0.0.{}.output.0.DefaultFormat.npy",
+            100 + i
+        ));
         dump_npy::write_file(&p, DType::Float32, &[elems], &data, Default::default()).unwrap();
         files.push(p.display().to_string());
     }
