@@ -223,3 +223,68 @@ fn a_successful_demo_with_stderr_on_dev_full_exits_zero() {
     assert!(out.join("rank_0").is_dir());
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A report whose standard output is full (`> /dev/full`: ENOSPC) is an error, exit 2, said on
+/// stderr: before, `stats`, `inspect` and `compare` exited 0 with the report lost. A reader
+/// that stops early (`| head -1`, EPIPE) is not an error: the exit code is the command's.
+#[test]
+fn a_report_that_cannot_be_written_is_an_error_and_a_closed_pipe_is_not() {
+    let dir = std::env::temp_dir().join(format!("opdump-faults-stdout-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, _) = demo(&dir, Stderr::Piped, &["--steps", "1"]);
+    assert_eq!(code, 0);
+    let files: Vec<String> = walk(&dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "npy"))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(files.len() > 20, "{} files", files.len());
+    let d = dir.display().to_string();
+    let stats: Vec<&str> = ["stats", "--all"]
+        .into_iter()
+        .chain(files.iter().map(String::as_str))
+        .collect();
+    for args in [stats, vec!["inspect", &d], vec!["compare", &d, &d]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_opdump"))
+            .args(&args)
+            .stdout(std::fs::File::create("/dev/full").expect("/dev/full"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{} > /dev/full: {err}", args[0]);
+        assert!(
+            err.contains("cannot write the report to standard output")
+                && err.contains("No space left on device"),
+            "{}: {err}",
+            args[0]
+        );
+        // The same command into a pipe its reader closes after one line.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_opdump"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 1];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{} | head: {err}", args[0]);
+        assert!(!err.contains("cannot write the report"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -5,7 +5,8 @@
 //!
 //! Exit codes: 0 success, 1 a finding (`inspect`: a non-finite operator; `compare`: a
 //! divergence) or a model that failed to load or evaluate (`run`), 2 invalid input (bad
-//! config, unreadable file, bad arguments).
+//! config, unreadable file, bad arguments) or a report that could not be written to standard
+//! output (a full disk; a reader that closed the pipe early is no error).
 
 pub mod check;
 pub mod compare;
@@ -145,6 +146,10 @@ where
             return code;
         }
     };
+    // Reports are written best effort (a closed pipe changes nothing); a report that did not
+    // reach its file (a full disk) is an error once the command is done.
+    let mut watched = outcome::OutputWatch::new(out);
+    let out = &mut watched;
     let outcome = match cli.command {
         Command::Check(a) => check::run(&a, env, out, err),
         Command::Demo(a) => demo::run(&a, env, out, err),
@@ -155,5 +160,6 @@ where
         Command::Convert(a) => convert::run(&a, out, err),
         Command::Ingest(a) => ingest::run(&a, env, out, err),
     };
-    outcome::finish(outcome, err)
+    let code = outcome::finish(outcome, err);
+    watched.finish(code, err)
 }

@@ -13,7 +13,8 @@ pub const EXIT_OK: i32 = 0;
 /// `ingest`: stream problems) or work that failed (a model that did not evaluate, a dump that
 /// could not be written).
 pub const EXIT_FOUND: i32 = 1;
-/// Exit code for invalid input: a rejected config, an unreadable file, bad arguments.
+/// Exit code for invalid input: a rejected config, an unreadable file, bad arguments; and for
+/// a report that could not be written to standard output (a full disk, an I/O error).
 pub const EXIT_INVALID: i32 = 2;
 
 /// What a subcommand that did its job found.
@@ -84,9 +85,121 @@ pub fn finish(outcome: Outcome, err: &mut dyn Write) -> i32 {
     }
 }
 
+/// Standard output as the subcommands write it: the first write error is kept, so that
+/// [`OutputWatch::finish`] can report a report that did not reach its file. A closed pipe
+/// (`opdump stats --all DIR | head`) is no error: the reader wanted no more.
+pub struct OutputWatch<'a> {
+    inner: &'a mut dyn Write,
+    failed: Option<std::io::Error>,
+}
+
+impl<'a> OutputWatch<'a> {
+    /// Watches `inner`.
+    pub fn new(inner: &'a mut dyn Write) -> OutputWatch<'a> {
+        OutputWatch {
+            inner,
+            failed: None,
+        }
+    }
+
+    fn keep<T>(&mut self, r: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &r
+            && self.failed.is_none()
+        {
+            self.failed = Some(std::io::Error::new(e.kind(), e.to_string()));
+        }
+        r
+    }
+
+    /// Flushes the output and turns `code` into the exit code: a write error other than a
+    /// closed pipe is printed on `err` and gives at least [`EXIT_INVALID`].
+    pub fn finish(mut self, code: i32, err: &mut dyn Write) -> i32 {
+        let flushed = self.inner.flush();
+        let _ = self.keep(flushed);
+        match self.failed {
+            Some(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                let _ = writeln!(
+                    err,
+                    "error: cannot write the report to standard output: {e}"
+                );
+                code.max(EXIT_INVALID)
+            }
+            _ => code,
+        }
+    }
+}
+
+impl Write for OutputWatch<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let r = self.inner.write(buf);
+        self.keep(r)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        let r = self.inner.write_all(buf);
+        self.keep(r)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let r = self.inner.flush();
+        self.keep(r)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A device that takes `room` bytes, then fails with `kind`.
+    struct Device {
+        room: usize,
+        kind: std::io::ErrorKind,
+    }
+
+    impl Write for Device {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.room == 0 {
+                return Err(self.kind.into());
+            }
+            let n = buf.len().min(self.room);
+            self.room -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_output_is_an_error_and_a_closed_pipe_is_not() {
+        for (kind, code, said) in [
+            (std::io::ErrorKind::StorageFull, 2, true),
+            (std::io::ErrorKind::BrokenPipe, 0, false),
+        ] {
+            let mut dev = Device { room: 10, kind };
+            let mut out = OutputWatch::new(&mut dev);
+            let _ = out.write_all(b"a report longer than ten bytes\n");
+            let _ = out.write_all(b"more\n");
+            let mut err = Vec::new();
+            assert_eq!(out.finish(0, &mut err), code, "{kind:?}");
+            let err = String::from_utf8(err).unwrap();
+            assert_eq!(err.contains("cannot write the report"), said, "{err}");
+        }
+        // A finding keeps its code unless the failure is worse; nothing failed: nothing said.
+        let mut dev = Device {
+            room: 10,
+            kind: std::io::ErrorKind::Other,
+        };
+        let mut out = OutputWatch::new(&mut dev);
+        let _ = out.write_all(b"twelve bytes");
+        assert_eq!(out.finish(1, &mut Vec::new()), 2);
+        let mut sink = Vec::new();
+        let mut out = OutputWatch::new(&mut sink);
+        out.write_all(b"fine").unwrap();
+        let mut err = Vec::new();
+        assert_eq!(out.finish(1, &mut err), 1);
+        assert!(err.is_empty());
+    }
 
     #[test]
     fn exit_codes_and_the_printed_message() {
