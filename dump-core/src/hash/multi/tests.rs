@@ -48,6 +48,7 @@ both! {
     few_busy_lanes_take_the_scalar_path => few_busy_lanes_take_the_scalar_path_of;
     streaming_lane_protocol => streaming_lane_protocol_of;
     rebind_between_rounds_with_reused_buffers => rebind_between_rounds_with_reused_buffers_of;
+    kernels_equal_one_stream => kernels_equal_one_stream_of;
 }
 
 /// Every backend this CPU runs. On x86-64 machines with AVX2 / AVX-512F the vector backends
@@ -502,4 +503,48 @@ fn streamed<H: Reference>(bufs: &[Vec<u8>], cuts: &[usize]) -> Result<(), TestCa
         prop_assert_eq!(&got, &want, "{} {:?}", H::NAME, b);
     }
     Ok(())
+}
+
+/// Every kernel straight, whatever the engine's dispatch would pick (with SHA-NI the engine
+/// never hands SHA-1 to the portable kernel): random states and blocks in every lane,
+/// compressed together, against one-stream `compress` of each lane.
+fn kernels_equal_one_stream_of<H: Reference>() {
+    for b in backends() {
+        for n in [1usize, 2, 5] {
+            let bytes: Vec<Vec<u8>> = (0..MD5_MAX_LANES)
+                .map(|l| data(64 * n, (l * 31 + n) as u64))
+                .collect();
+            let src: [&[u8]; MD5_MAX_LANES] = core::array::from_fn(|l| &bytes[l][..]);
+            let mut st: State = [[0; MD5_MAX_LANES]; 5];
+            for (r, row) in st.iter_mut().enumerate().take(H::ROWS) {
+                for (l, w) in row.iter_mut().enumerate() {
+                    *w = (r as u32 + 1).wrapping_mul(0x9e37_79b9)
+                        ^ (l as u32).wrapping_mul(0x85eb_ca6b);
+                }
+            }
+            let mut want = st;
+            for l in 0..b.lanes() {
+                let mut s = [0u32; 5];
+                for (w, row) in s.iter_mut().zip(&want) {
+                    *w = row[l];
+                }
+                let (blocks, _) = src[l].as_chunks::<64>();
+                H::compress_one(&mut s, blocks);
+                for (row, w) in want.iter_mut().zip(s) {
+                    row[l] = w;
+                }
+            }
+            H::compress(b, &mut st, &src, n);
+            for l in 0..b.lanes() {
+                for r in 0..H::ROWS {
+                    assert_eq!(
+                        st[r][l],
+                        want[r][l],
+                        "{} {b:?} {n} blocks, lane {l} row {r}",
+                        H::NAME
+                    );
+                }
+            }
+        }
+    }
 }
