@@ -292,7 +292,7 @@ pub fn hex<const N: usize>(digest: &[u8; N]) -> HexBuf {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -377,7 +377,8 @@ mod tests {
         sha(cat.as_bytes())
     }
 
-    fn data(n: usize, seed: u64) -> Vec<u8> {
+    /// `n` bytes of a xorshift stream from `seed` (the hash tests' messages).
+    pub(crate) fn data(n: usize, seed: u64) -> Vec<u8> {
         let mut x = seed | 1;
         (0..n)
             .map(|_| {

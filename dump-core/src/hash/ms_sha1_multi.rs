@@ -398,20 +398,8 @@ pub fn ms_sha1_many(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hash::{MultiBackend, ms_sha1};
+    use crate::hash::{MultiBackend, ms_sha1, tests::data};
     use proptest::prelude::*;
-
-    fn data(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
 
     fn engines() -> Vec<MsSha1Multi<'static>> {
         [

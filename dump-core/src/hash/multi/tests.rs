@@ -1,5 +1,5 @@
 use super::*;
-use crate::hash::md5;
+use crate::hash::{md5, tests::data};
 use proptest::prelude::*;
 use sha1::Digest as _;
 
@@ -69,18 +69,6 @@ fn backends() -> Vec<MultiBackend> {
         }
     }
     all.into_iter().filter(|b| b.available()).collect()
-}
-
-fn data(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 fn many<H: Reference>(backend: MultiBackend, msgs: &[&[u8]]) -> Vec<H::Digest> {
