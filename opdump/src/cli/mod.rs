@@ -128,6 +128,10 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    // Reports are written best effort (a closed pipe changes nothing); a report that did not
+    // reach its file (a full disk) is an error once the command is done.
+    let mut watched = outcome::OutputWatch::new(out);
+    let out = &mut watched;
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -143,13 +147,9 @@ where
             } else {
                 out.write_all(text.as_bytes())
             };
-            return code;
+            return watched.finish(code, err);
         }
     };
-    // Reports are written best effort (a closed pipe changes nothing); a report that did not
-    // reach its file (a full disk) is an error once the command is done.
-    let mut watched = outcome::OutputWatch::new(out);
-    let out = &mut watched;
     let outcome = match cli.command {
         Command::Check(a) => check::run(&a, env, out, err),
         Command::Demo(a) => demo::run(&a, env, out, err),
