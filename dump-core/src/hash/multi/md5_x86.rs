@@ -11,7 +11,11 @@
 //! Measured alternatives on the benchmark set (AMD EPYC, `cargo xtask bench-stats --only
 //! md5`): AVX2 with one group 4.4 GB/s (two: 5.3); AVX-512 on `zmm` registers (16 lanes per
 //! register) 5.6 GB/s with one group and 3.3 with two, AVX-512VL on `ymm` with three groups
-//! 4.2, against 6.4 for the two `ymm` groups used here.
+//! 4.2, against 6.4 for the two `ymm` groups used here. On the Zen 5 (full-width 512-bit
+//! units, 2026-11-28, with the prefetch) one `zmm` group of 16 lanes was still slower: 5.55
+//! against 6.39 GB/s on the large set, 4.93 against 5.46 on the small one. MD5's step chain
+//! (four dependent operations per step) needs two interleaved groups to fill the units, where
+//! SHA-1 (two per round) runs best on one `zmm` register.
 
 use core::arch::x86_64::*;
 
