@@ -42,6 +42,11 @@ impl BufferPool {
         self.budget.keep_idle(buf);
     }
 
+    /// Returns `n` bytes of charge to the budget (a copy's charge, once nothing holds it).
+    pub(crate) fn release(&self, n: usize) {
+        self.budget.release(n);
+    }
+
     /// Bytes held by idle buffers.
     pub fn idle_bytes(&self) -> usize {
         self.budget.idle_bytes()
