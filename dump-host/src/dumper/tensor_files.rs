@@ -43,8 +43,8 @@ use crate::{
     diag::{Event, EventSink},
     layout::{NAME_MAX, short_name},
     writer::{
-        BufferPool, CopyBuf, DigestPromise, DigestSlot, Digests, FILE_MODE, WriteFailure, Writer,
-        write_atomic,
+        Budget, BufferPool, CopyBuf, DigestPromise, DigestSlot, Digests, FILE_MODE, WriteFailure,
+        Writer, write_atomic,
     },
 };
 
@@ -103,9 +103,37 @@ struct HashBatch {
     /// gathered tensor still holds them (never kept alive by this map: a copy whose files are
     /// written is gone, and the same memory is copied again).
     recent: HashMap<(usize, usize), Weak<Held>>,
+    /// New copies made (for telling a shared copy from a new one).
+    copies: u64,
 }
 
 impl HashBatch {
+    /// A copy of `b` for one tensor's job, whose overhead ([`JOB_OVERHEAD`]) is admitted here
+    /// too: the live copy of exactly `b`'s memory and contents from earlier in the step, or a
+    /// new one from `pool` (waiting while the budget is full). A new copy's charge goes back
+    /// with its last holder, the overhead with the tensor's job.
+    fn copy_of(&mut self, b: &[u8], pool: &Arc<BufferPool>, budget: &Budget) -> Arc<Held> {
+        if let Some(h) = self.same_as(b) {
+            // No second copy (and no fresh pages for it on the runtime's thread).
+            budget.acquire(JOB_OVERHEAD);
+            return h;
+        }
+        let (mut buf, cost) = pool.take(b.len(), JOB_OVERHEAD);
+        buf.extend_from_slice(b);
+        self.copies += 1;
+        let h = Arc::new(Held {
+            buf,
+            charge: cost - JOB_OVERHEAD,
+            pooled: true,
+            pool: Arc::clone(pool),
+        });
+        if !b.is_empty() {
+            self.recent
+                .insert((b.as_ptr() as usize, b.len()), Arc::downgrade(&h));
+        }
+        h
+    }
+
     /// A live copy of exactly `b`'s memory and contents from earlier in the step.
     fn same_as(&mut self, b: &[u8]) -> Option<Arc<Held>> {
         if b.is_empty() {
@@ -298,19 +326,20 @@ impl TensorFiles {
                 });
             }
             bytes => {
-                // The runtime may reuse its buffer as soon as we return: the job owns a copy,
+                // The runtime may reuse its buffer as soon as we return: the job holds a copy,
                 // which the writer's byte budget bounds (the producer waits when it is full).
                 // The budget is charged for the whole buffer the copy holds, and the copy is
-                // made only once that is admitted.
-                let (mut owned, cost) = self.pool.take(bytes.len(), JOB_OVERHEAD);
-                owned.extend_from_slice(&bytes);
-                let pool = Arc::clone(&self.pool);
+                // made only once that is admitted; the same memory handed again unchanged in
+                // this step shares it.
+                let held = self
+                    .hashing
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .copy_of(&bytes, &self.pool, self.writer.budget());
                 self.writer.submit_admitted(
-                    cost,
+                    JOB_OVERHEAD,
                     Box::new(move || {
-                        let r = write_one(&path, dtype, &shape, &owned, opts);
-                        pool.give(owned);
-                        r?;
+                        write_one(&path, dtype, &shape, &held.buf, opts)?;
                         tally.add(file_len);
                         Ok(())
                     }),
@@ -369,26 +398,17 @@ impl TensorFiles {
                 self.writer.budget().acquire(cost);
                 (held(CopyBuf::from(owned), 0, false), cost, cost)
             }
-            Cow::Borrowed(b) => match batch.same_as(b) {
-                // No second copy (and no fresh pages for it on the runtime's thread).
-                Some(h) => {
-                    self.writer.budget().acquire(JOB_OVERHEAD);
-                    (h, JOB_OVERHEAD, JOB_OVERHEAD)
-                }
-                None => {
-                    let (mut buf, cost) = self.pool.take(b.len(), JOB_OVERHEAD);
-                    buf.extend_from_slice(b);
-                    // The copy's charge goes back with its last holder, the overhead with
-                    // this tensor's job.
-                    let h = held(buf, cost - JOB_OVERHEAD, true);
-                    if !b.is_empty() {
-                        batch
-                            .recent
-                            .insert((b.as_ptr() as usize, b.len()), Arc::downgrade(&h));
-                    }
-                    (h, JOB_OVERHEAD, cost)
-                }
-            },
+            Cow::Borrowed(b) => {
+                let before = batch.copies;
+                let h = batch.copy_of(b, &self.pool, self.writer.budget());
+                // A new copy weighs on the gathered batch; a shared one only its overhead.
+                let weight = if batch.copies > before {
+                    h.charge + JOB_OVERHEAD
+                } else {
+                    JOB_OVERHEAD
+                };
+                (h, JOB_OVERHEAD, weight)
+            }
         };
         let (slot, promise) = DigestSlot::new();
         batch.items.push(HashItem {
@@ -725,6 +745,42 @@ mod tests {
             0,
             "every copy's budget returned"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Plain writes share a step's copies too, with hashed ones, both ways; every file holds
+    /// its bytes and every charge comes back.
+    #[test]
+    fn plain_and_hashed_writes_share_a_copy() {
+        let f = files(2);
+        let dir = std::env::temp_dir().join(format!("opdump-sameplain-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut act: Vec<u8> = (0..70_000u32).map(|i| (i * 13) as u8).collect();
+        let mut want = Vec::new();
+        for round in 0..3u8 {
+            for k in 0..4 {
+                let name = format!("r{round}k{k}.npy");
+                if k % 2 == 0 {
+                    f.write(out(dir.join(&name), act.len()), Cow::Borrowed(&act));
+                } else {
+                    f.write_hashed(
+                        Some(out(dir.join(&name), act.len())),
+                        Cow::Borrowed(&act),
+                        (DType::UInt8, act.len()),
+                        BOTH,
+                    );
+                }
+                want.push((name, act.clone()));
+            }
+            act[round as usize] ^= 0x5a; // new values in the same memory
+        }
+        f.flush().unwrap();
+        for (name, bytes) in &want {
+            let file = std::fs::read(dir.join(name)).unwrap();
+            assert!(file.ends_with(bytes), "{name}");
+        }
+        assert_eq!(f.writer().budget().in_use(), 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
