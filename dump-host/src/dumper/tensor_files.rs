@@ -105,7 +105,12 @@ struct HashBatch {
     recent: HashMap<(usize, usize), Weak<Held>>,
     /// New copies made (for telling a shared copy from a new one).
     copies: u64,
+    /// `recent`'s size at which entries of copies no longer held are dropped.
+    prune_at: usize,
 }
+
+/// `recent` entries kept before the first pruning.
+const PRUNE_MIN: usize = 4096;
 
 impl HashBatch {
     /// A copy of `b` for one tensor's job, whose overhead ([`JOB_OVERHEAD`]) is admitted here
@@ -128,6 +133,11 @@ impl HashBatch {
             pool: Arc::clone(pool),
         });
         if !b.is_empty() {
+            if self.recent.len() >= self.prune_at {
+                // Copies already written are gone: forget them (a step of many tensors).
+                self.recent.retain(|_, w| w.strong_count() > 0);
+                self.prune_at = (2 * self.recent.len()).max(PRUNE_MIN);
+            }
             self.recent
                 .insert((b.as_ptr() as usize, b.len()), Arc::downgrade(&h));
         }
@@ -179,6 +189,9 @@ pub(crate) struct TensorFiles {
     /// Whether `hashing` holds a copy (written under its lock): a step that gathered none
     /// ends without taking the lock.
     gathered: AtomicBool,
+    /// Whether `hashing` remembers a copy for sharing (written under its lock): cleared at
+    /// the step's end.
+    remembered: AtomicBool,
 }
 
 impl Drop for TensorFiles {
@@ -207,6 +220,7 @@ impl TensorFiles {
             events,
             hashing: Mutex::default(),
             gathered: AtomicBool::new(false),
+            remembered: AtomicBool::new(false),
         }
     }
 
@@ -331,11 +345,11 @@ impl TensorFiles {
                 // The budget is charged for the whole buffer the copy holds, and the copy is
                 // made only once that is admitted; the same memory handed again unchanged in
                 // this step shares it.
-                let held = self
-                    .hashing
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .copy_of(&bytes, &self.pool, self.writer.budget());
+                let held = {
+                    let mut batch = self.hashing.lock().unwrap_or_else(PoisonError::into_inner);
+                    self.remembered.store(true, Ordering::Release);
+                    batch.copy_of(&bytes, &self.pool, self.writer.budget())
+                };
                 self.writer.submit_admitted(
                     JOB_OVERHEAD,
                     Box::new(move || {
@@ -400,6 +414,7 @@ impl TensorFiles {
             }
             Cow::Borrowed(b) => {
                 let before = batch.copies;
+                self.remembered.store(true, Ordering::Release);
                 let h = batch.copy_of(b, &self.pool, self.writer.budget());
                 // A new copy weighs on the gathered batch; a shared one only its overhead.
                 let weight = if batch.copies > before {
@@ -430,13 +445,14 @@ impl TensorFiles {
 
     /// Queues the tensors gathered for hashing now (at the end of a step, and before a flush).
     pub(crate) fn send_hashes(&self) {
-        if !self.gathered.load(Ordering::Acquire) {
-            return; // nothing gathered
+        if !self.gathered.load(Ordering::Acquire) && !self.remembered.load(Ordering::Acquire) {
+            return; // nothing gathered, no copy remembered
         }
         let mut batch = self.hashing.lock().unwrap_or_else(PoisonError::into_inner);
         self.send_batch(&mut batch);
         // Sharing copies ends with the step: the next step's values are new.
         batch.recent.clear();
+        self.remembered.store(false, Ordering::Release);
     }
 
     /// Queues one job for the tensors of `batch`: their digests, then their files.
@@ -780,6 +796,40 @@ mod tests {
             let file = std::fs::read(dir.join(name)).unwrap();
             assert!(file.ends_with(bytes), "{name}");
         }
+        assert_eq!(f.writer().budget().in_use(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Plain writes only (nothing gathered for hashing): the copies remembered for sharing are
+    /// still forgotten at the step's end, and a step of many tensors keeps only live entries.
+    #[test]
+    fn remembered_copies_end_with_the_step_and_are_pruned() {
+        let f = files(2);
+        let dir = std::env::temp_dir().join(format!("opdump-remember-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let bufs: Vec<Vec<u8>> = (0..PRUNE_MIN + 100).map(|i| vec![i as u8; 8]).collect();
+        for (i, b) in bufs.iter().enumerate() {
+            f.write(
+                out(dir.join(format!("t{i}.npy")), b.len()),
+                Cow::Borrowed(b),
+            );
+            if i % 512 == 0 {
+                f.writer().flush().unwrap(); // the copies so far are written and gone
+            }
+        }
+        {
+            let batch = f.hashing.lock().unwrap();
+            assert!(
+                batch.recent.len() < bufs.len(),
+                "pruned: {} entries for {} tensors",
+                batch.recent.len(),
+                bufs.len()
+            );
+        }
+        f.send_hashes(); // the step's end
+        assert!(f.hashing.lock().unwrap().recent.is_empty());
+        f.flush().unwrap();
         assert_eq!(f.writer().budget().in_use(), 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
