@@ -53,8 +53,8 @@ use crate::{
 /// both writer threads busy while filling the 16 lanes of the multi-buffer MD5 well.
 pub(crate) const HASH_BATCH_TENSORS: usize = 32;
 
-/// A copy of a tensor's bytes, shared by every gathered tensor the runtime handed as the same
-/// memory with the same contents during a step (an operator's input that is an output dumped
+/// A copy of a tensor's bytes, shared by every tensor the runtime handed as the same memory
+/// with the same contents during a step while a file still needs it (an operator's input that is an output dumped
 /// before it, a value several operators read): one copy, and one set of fresh pages on the
 /// runtime's thread, instead of one per file. When the last holder drops it, a pooled buffer
 /// goes back to the pool and its charge to the budget.
@@ -128,7 +128,7 @@ impl HashBatch {
         self.copies += 1;
         let h = Arc::new(Held {
             buf,
-            charge: cost - JOB_OVERHEAD,
+            charge: cost.saturating_sub(JOB_OVERHEAD),
             pooled: true,
             pool: Arc::clone(pool),
         });
