@@ -345,35 +345,19 @@ pub fn ms_sha1_many(
             available: out.len(),
         });
     }
-    const BATCH: usize = 1024;
     const NONE: usize = usize::MAX;
     let mut mb = MsSha1Multi::new();
     let lanes = mb.lanes();
     let mut owner = [NONE; MD5_MAX_LANES];
-    let mut order = [0u16; BATCH];
-    let (mut pos, mut end, mut next, mut start) = (0, 0, 0, 0);
+    let mut order = super::multi::LongestFirst::new(tensors.len());
     loop {
         for (lane, own) in owner.iter_mut().enumerate().take(lanes) {
             if *own != NONE {
                 continue;
             }
-            if pos == end {
-                if next == tensors.len() {
-                    break;
-                }
-                start = next;
-                end = BATCH.min(tensors.len() - next);
-                let batch = &tensors[start..start + end];
-                for (k, o) in order[..end].iter_mut().enumerate() {
-                    *o = k as u16;
-                }
-                order[..end]
-                    .sort_unstable_by_key(|&k| core::cmp::Reverse(batch[usize::from(k)].1.len()));
-                next += end;
-                pos = 0;
-            }
-            let i = start + usize::from(order[pos]);
-            pos += 1;
+            let Some(i) = order.next(|i| tensors[i].1.len()) else {
+                break;
+            };
             *own = i;
             let (dtype, bytes, elems) = tensors[i];
             mb.start(lane, dtype, elems);

@@ -654,6 +654,56 @@ pub fn sha1_many_with(
     many_with::<Sha1>(backend, messages, out)
 }
 
+/// The indices `0..n` in batches of up to [`BATCH`], each batch longest first: the order in
+/// which the `*_many` functions start their messages, so that the last to finish are short
+/// ones and few lanes idle at the end. Holds the batch's order (2 KiB), nothing allocated.
+pub(super) struct LongestFirst {
+    order: [u16; BATCH],
+    n: usize,
+    /// Next unsorted index.
+    next: usize,
+    /// First index of the current batch, its size, and the position in it.
+    start: usize,
+    end: usize,
+    pos: usize,
+}
+
+impl LongestFirst {
+    /// The order of `n` items.
+    pub(super) fn new(n: usize) -> LongestFirst {
+        LongestFirst {
+            order: [0; BATCH],
+            n,
+            next: 0,
+            start: 0,
+            end: 0,
+            pos: 0,
+        }
+    }
+
+    /// The next index, given each item's length by `len`; `None` when all were given.
+    pub(super) fn next(&mut self, len: impl Fn(usize) -> usize) -> Option<usize> {
+        if self.pos == self.end {
+            if self.next == self.n {
+                return None;
+            }
+            self.start = self.next;
+            self.end = BATCH.min(self.n - self.next);
+            let start = self.start;
+            for (k, o) in self.order[..self.end].iter_mut().enumerate() {
+                *o = k as u16;
+            }
+            self.order[..self.end]
+                .sort_unstable_by_key(|&k| core::cmp::Reverse(len(start + usize::from(k))));
+            self.next += self.end;
+            self.pos = 0;
+        }
+        let i = self.start + usize::from(self.order[self.pos]);
+        self.pos += 1;
+        Some(i)
+    }
+}
+
 /// The digest of every message into the same index of `out`, on `backend`.
 fn many_with<H: LaneHash>(
     backend: MultiBackend,
@@ -675,31 +725,15 @@ fn many_with<H: LaneHash>(
     };
     const NONE: usize = usize::MAX;
     let mut owner = [NONE; MD5_MAX_LANES];
-    // Longest first within each batch of up to BATCH messages.
-    let mut order = [0u16; BATCH];
-    let (mut pos, mut end, mut next, mut start) = (0, 0, 0, 0);
+    let mut order = LongestFirst::new(messages.len());
     loop {
         for (lane, own) in owner.iter_mut().enumerate().take(mb.lanes()) {
             if *own != NONE {
                 continue;
             }
-            if pos == end {
-                if next == messages.len() {
-                    break;
-                }
-                start = next;
-                end = BATCH.min(messages.len() - next);
-                let batch = &messages[start..start + end];
-                for (k, o) in order[..end].iter_mut().enumerate() {
-                    *o = k as u16;
-                }
-                order[..end]
-                    .sort_unstable_by_key(|&k| core::cmp::Reverse(batch[usize::from(k)].len()));
-                next += end;
-                pos = 0;
-            }
-            let i = start + usize::from(order[pos]);
-            pos += 1;
+            let Some(i) = order.next(|i| messages[i].len()) else {
+                break;
+            };
             *own = i;
             mb.update(lane, messages[i]);
             mb.finish(lane);
