@@ -103,8 +103,6 @@ struct HashBatch {
     /// gathered tensor still holds them (never kept alive by this map: a copy whose files are
     /// written is gone, and the same memory is copied again).
     recent: HashMap<(usize, usize), Weak<Held>>,
-    /// New copies made (for telling a shared copy from a new one).
-    copies: u64,
     /// `recent`'s size at which entries of copies no longer held are dropped.
     prune_at: usize,
 }
@@ -116,16 +114,15 @@ impl HashBatch {
     /// A copy of `b` for one tensor's job, whose overhead ([`JOB_OVERHEAD`]) is admitted here
     /// too: the live copy of exactly `b`'s memory and contents from earlier in the step, or a
     /// new one from `pool` (waiting while the budget is full). A new copy's charge goes back
-    /// with its last holder, the overhead with the tensor's job.
-    fn copy_of(&mut self, b: &[u8], pool: &Arc<BufferPool>, budget: &Budget) -> Arc<Held> {
+    /// with its last holder, the overhead with the tensor's job. `true` with a new copy.
+    fn copy_of(&mut self, b: &[u8], pool: &Arc<BufferPool>, budget: &Budget) -> (Arc<Held>, bool) {
         if let Some(h) = self.same_as(b) {
             // No second copy (and no fresh pages for it on the runtime's thread).
             budget.acquire(JOB_OVERHEAD);
-            return h;
+            return (h, false);
         }
         let (mut buf, cost) = pool.take(b.len(), JOB_OVERHEAD);
         buf.extend_from_slice(b);
-        self.copies += 1;
         let h = Arc::new(Held {
             buf,
             charge: cost.saturating_sub(JOB_OVERHEAD),
@@ -141,7 +138,7 @@ impl HashBatch {
             self.recent
                 .insert((b.as_ptr() as usize, b.len()), Arc::downgrade(&h));
         }
-        h
+        (h, true)
     }
 
     /// A live copy of exactly `b`'s memory and contents from earlier in the step.
@@ -345,7 +342,7 @@ impl TensorFiles {
                 // The budget is charged for the whole buffer the copy holds, and the copy is
                 // made only once that is admitted; the same memory handed again unchanged in
                 // this step shares it.
-                let held = {
+                let (held, _) = {
                     let mut batch = self.hashing.lock().unwrap_or_else(PoisonError::into_inner);
                     self.remembered.store(true, Ordering::Release);
                     batch.copy_of(&bytes, &self.pool, self.writer.budget())
@@ -413,11 +410,10 @@ impl TensorFiles {
                 (held(CopyBuf::from(owned), 0, false), cost, cost)
             }
             Cow::Borrowed(b) => {
-                let before = batch.copies;
                 self.remembered.store(true, Ordering::Release);
-                let h = batch.copy_of(b, &self.pool, self.writer.budget());
+                let (h, new) = batch.copy_of(b, &self.pool, self.writer.budget());
                 // A new copy weighs on the gathered batch; a shared one only its overhead.
-                let weight = if batch.copies > before {
+                let weight = if new {
                     h.charge + JOB_OVERHEAD
                 } else {
                     JOB_OVERHEAD

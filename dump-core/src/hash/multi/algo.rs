@@ -11,8 +11,6 @@ mod sealed {
     /// only a name.
     #[allow(unreachable_pub)]
     pub trait Sealed {
-        /// Digest bytes (16 or 20).
-        const DIGEST_BYTES: usize;
         /// State words per lane (4 or 5); rows `ROWS..5` of the state are unused.
         const ROWS: usize;
         /// The initial state (unused words 0).
@@ -63,7 +61,6 @@ impl LaneHash for Sha1 {
 }
 
 impl Sealed for Md5 {
-    const DIGEST_BYTES: usize = 16;
     const ROWS: usize = 4;
     // RFC 1321, section 3.3.
     const IV: [u32; 5] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476, 0];
@@ -105,7 +102,6 @@ impl Sealed for Md5 {
 }
 
 impl Sealed for Sha1 {
-    const DIGEST_BYTES: usize = 20;
     const ROWS: usize = 5;
     // FIPS 180-4, section 5.3.1.
     const IV: [u32; 5] = [
