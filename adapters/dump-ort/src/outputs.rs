@@ -49,8 +49,12 @@ impl<'r> OrtOutputs<'r> {
         self.returned
     }
 
+    /// Whether `name` is a declared output. When ONNX Runtime returned no more values than the
+    /// model declares, nothing exposed is among them: every name it has is declared (and an
+    /// empty name, an omitted output, is never returned).
     fn declares(&self, name: &str) -> bool {
-        !name.is_empty() && self.declared.iter().any(|o| o.name == name)
+        self.returned <= self.declared.len()
+            || !name.is_empty() && self.declared.iter().any(|o| o.name == name)
     }
 
     /// Declared output `name` (`None`: not a declared output, already

@@ -244,6 +244,9 @@ impl OrtRunner {
         dumper: &mut Dumper,
         inputs: &[(String, DynValue)],
     ) -> Result<OrtOutputs<'_>, Error> {
+        if !dumper.is_enabled() && self.model.exposed().is_empty() {
+            return self.run_undumped(dumper, inputs);
+        }
         self.model
             .check_inputs(|n| inputs.iter().any(|(k, _)| k == n))?;
         self.narrow_to(dumper);
@@ -296,6 +299,33 @@ impl OrtRunner {
         dumped?;
         let model: &ExposedModel = model;
         Ok(OrtOutputs::new(outputs, &model.model().graph.outputs))
+    }
+
+    /// [`run`](OrtRunner::run) with a disabled Dumper once the session exposes nothing (from
+    /// the Dumper's second step on): the session's run, the step counted, nothing else. No
+    /// graph is announced or compared and no exposure is worked out: a disabled Dumper can
+    /// never dump (it cannot be enabled later), so what the model shows it does not matter.
+    /// The inputs are checked only when the run fails (ONNX Runtime refuses a run without
+    /// every graph input that is not an initializer, the same inputs the check asks for), so
+    /// the error names what is missing as on the dumping path.
+    fn run_undumped(
+        &mut self,
+        dumper: &mut Dumper,
+        inputs: &[(String, DynValue)],
+    ) -> Result<OrtOutputs<'_>, Error> {
+        let fed: Vec<(&str, ort::session::SessionInputValue<'_>)> =
+            inputs.iter().map(|(k, v)| (k.as_str(), v.into())).collect();
+        let outputs = match self.session.run(fed) {
+            Ok(o) => o,
+            Err(e) => {
+                self.model
+                    .check_inputs(|n| inputs.iter().any(|(k, _)| k == n))?;
+                return Err(e.into());
+            }
+        };
+        // Counts the step (a disabled Dumper's report); it begins nothing.
+        dumper.begin_dumping_step()?;
+        Ok(OrtOutputs::new(outputs, &self.model.model().graph.outputs))
     }
 }
 

@@ -284,6 +284,44 @@ fn steps_that_dump_nothing_skip_the_values_and_the_others_dump_in_full() {
     });
 }
 
+/// A disabled Dumper's steps, from its second on, run the session alone (nothing exposed,
+/// nothing announced): the plain run's output, nothing else returned, a missing input the same
+/// clear error as on the dumping path; an enabled Dumper on the same runner then exposes the
+/// node outputs again, which `get` never hands out.
+#[test]
+fn a_disabled_dumper_runs_the_session_alone_with_the_same_errors() {
+    if !available() {
+        return;
+    }
+    let tmp = Tmp::new("disabled-alone");
+    let mut r = OrtRunner::new(model_bytes("cnn"), 0).unwrap();
+    let ins = ort_inputs("cnn");
+    let node_output = r.exposed_outputs()[0].clone();
+    let mut off = dump_host::Dumper::disabled();
+    let plain = host_outputs(&r.run(&mut off, &ins).unwrap());
+    assert!(r.exposed_outputs().is_empty(), "{:?}", r.exposed_outputs());
+    for _ in 0..3 {
+        let out = r.run(&mut off, &ins).unwrap();
+        assert_eq!(out.returned(), 1, "the declared output only");
+        assert!(host_outputs(&out) == plain, "the plain run's output");
+        assert!(
+            out.get(&node_output).is_none(),
+            "{node_output} is no output"
+        );
+    }
+    let e = r.run(&mut off, &[]).unwrap_err().to_string();
+    assert!(e.contains("missing input x"), "{e}");
+    let mut d = dumper(&tmp.0, r#", "saved_data": "statistic""#);
+    for _ in 0..2 {
+        let out = r.run(&mut d, &ins).unwrap();
+        assert!(out.returned() > 1, "node outputs exposed again");
+        assert!(out.get(&node_output).is_none(), "exposed, never handed out");
+        assert!(host_outputs(&out) == plain);
+    }
+    d.close().unwrap();
+    assert_eq!(dumped_steps(&tmp.0), [0, 1], "the enabled Dumper's steps");
+}
+
 /// A step the `iteration` filter rejects, on a runner whose every node output stays exposed
 /// (the filter rejects no kernel), asks ONNX Runtime for the model's declared output only,
 /// once the runner knows beforehand (from the Dumper's second step on); the steps it selects
