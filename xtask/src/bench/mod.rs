@@ -23,6 +23,7 @@ mod md5;
 mod memory;
 mod msprobe;
 mod npy;
+mod onnx;
 mod stats;
 #[cfg(feature = "train")]
 mod train;
@@ -38,7 +39,7 @@ pub struct Opts {
     pub device: Option<String>,
     /// Runs per cell (the median is reported).
     pub runs: usize,
-    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `msprobe`, `compare`, `convert`, `ingest`, `memory`, `adapters`, `train`, `burn`, `cuda`, `anchor`, `html`; `anchor` and `html` run only when named).
+    /// `--only a,b`: run only these benchmark groups (`stats`, `engine`, `md5`, `npy`, `dump`, `flight`, `msprobe`, `compare`, `convert`, `ingest`, `memory`, `adapters`, `train`, `burn`, `cuda`, `anchor`, `html`, `onnx`; `anchor`, `html` and `onnx` run only when named).
     pub only: Option<Vec<String>>,
 }
 
@@ -129,13 +130,13 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--only" => {
                 let v = it.next().ok_or(
-                    "--only needs a list: stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,memory,adapters,train,cuda,anchor,html",
+                    "--only needs a list: stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,memory,adapters,train,burn,cuda,anchor,html,onnx",
                 )?;
                 o.only = Some(v.split(',').map(str::to_owned).collect());
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,memory,adapters,train,cuda,anchor,html]"
+                    "usage: cargo xtask bench-stats [--quick] [--device cuda] [--only stats,engine,md5,npy,dump,flight,msprobe,compare,convert,ingest,memory,adapters,train,burn,cuda,anchor,html,onnx]"
                         .into(),
                 );
             }
@@ -240,6 +241,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .is_some_and(|o| o.iter().any(|g| g == "html"))
     {
         html_pages(&opts)?;
+    }
+    // candle-onnx and ONNX Runtime steps through dump-candle's bench_onnx example (builds
+    // candle-onnx in release, needs ORT_DYLIB_PATH): only when named.
+    if opts
+        .only
+        .as_ref()
+        .is_some_and(|o| o.iter().any(|g| g == "onnx"))
+    {
+        onnx::run(&opts)?;
     }
     if opts.device.as_deref() == Some("cuda") && opts.wants("cuda") {
         cuda::run(&opts, &mut rows)?;
