@@ -38,6 +38,10 @@ pub struct TensorRecord {
     /// The tensor's own name within its kernel, where the dialect gives one: the parameter an
     /// msprobe `parameters_grad` entry holds the gradient of (`weight`), else `None`.
     pub arg_name: Option<String>,
+    /// Why the tensor's data could not be opened, when it could not: its file and the reason
+    /// (also among the dump's [`problems`](Dump::problems)). Without a statistic row nothing
+    /// but its name is then known, so `compare` reports the pair as unreadable.
+    pub unreadable: Option<String>,
 }
 
 impl TensorRecord {

@@ -42,6 +42,7 @@ fn record(
         stored: None,
         row_stats: None,
         arg_name: None,
+        unreadable: None,
     }
 }
 

@@ -970,3 +970,94 @@ fn a_compare_that_pairs_nothing_is_an_error() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// A pair with a file that cannot be read (truncated after the dump was written) is trouble,
+/// not a divergence: it is listed as unreadable, never named the first divergent operator, and
+/// the exit code is 2 (as `diff` reports trouble over differences), also when another pair
+/// really diverges; the error names the file and what is wrong with it.
+#[test]
+fn a_pair_whose_file_cannot_be_read_is_an_error_not_a_divergence() {
+    let Some(r) = reference() else { return };
+    let tmp = tmpdir("unreadable");
+    let (a, b) = (tmp.join("a"), tmp.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let a = copy_dump(&r, "a_tensor_all_io0", &a);
+    let b = copy_dump(&r, "a_tensor_all_io0", &b);
+    let cut = find(
+        &b,
+        0,
+        "Add.Default_network-WithLossCell__backbone-TinyNet_Add-op0.",
+    );
+    let len = std::fs::metadata(&cut).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&cut)
+        .unwrap()
+        .set_len(len - 4)
+        .unwrap();
+    let cut_name = cut.file_name().unwrap().to_string_lossy().into_owned();
+    let run = || {
+        opdump(&[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--json",
+        ])
+    };
+    let o = run();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("error: 1 pair could not be compared: a file of it could not be read"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("error: B: {}", cut.display())) && err.contains("truncated .npy"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 could not be read, the others within tolerance"),
+        "{err}"
+    );
+    let j = json_of(&o);
+    assert_eq!(
+        j["first_divergent"],
+        Value::Null,
+        "an unreadable pair is no divergence"
+    );
+    assert_eq!(j["diverged"], 0);
+    let bad: Vec<&Value> = j["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["unreadable"] == true)
+        .collect();
+    assert_eq!(bad.len(), 1, "one unreadable pair");
+    assert_eq!(bad[0]["diverged"], false);
+    assert!(
+        bad[0]["reasons"][0].as_str().unwrap().contains(&cut_name),
+        "{}",
+        bad[0]
+    );
+    // A real divergence elsewhere: still exit 2, and the divergent pair (not the unreadable
+    // one) is the first divergent operator.
+    let f = find(
+        &a,
+        0,
+        "MaxPool.Default_network-WithLossCell__backbone-TinyNet_pool-MaxPool2d_MaxPool-op0.",
+    );
+    edit_f32(&f, |_, v| v * 1.5 + 1.0);
+    let o = run();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("1 diverge, 1 could not be read"), "{err}");
+    let j = json_of(&o);
+    assert_eq!(
+        j["first_divergent"]["op_type"], "MaxPool",
+        "{}",
+        j["first_divergent"]
+    );
+    assert_eq!(j["diverged"], 1);
+    let _ = std::fs::remove_dir_all(&tmp);
+}

@@ -216,6 +216,19 @@ pub(super) fn measure(
         reasons: Vec::new(),
         notes: Vec::new(),
     };
+    // A side whose file could not be opened and that has no statistic row to fall back on:
+    // nothing but its name is known (its shape is not), so the pair cannot be compared.
+    let unreadable: Vec<String> = [("A", ta), ("B", tb)]
+        .into_iter()
+        .filter(|(_, t)| t.row_stats.is_none())
+        .filter_map(|(side, t)| Some(format!("{side}: {}", t.unreadable.as_deref()?)))
+        .collect();
+    if !unreadable.is_empty() {
+        let m = Divergence::Unreadable(unreadable.join("; "));
+        r.reasons.push(m.clone());
+        r.outcome = PairOutcome::Mismatch(m);
+        return r;
+    }
     if ta.dtype != tb.dtype {
         let m = Divergence::DTypes {
             a: ta.dtype,

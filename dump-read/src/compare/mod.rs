@@ -220,9 +220,18 @@ pub fn same_but_unit_dims(a: &[usize], b: &[usize]) -> bool {
 }
 
 impl PairResult {
-    /// `true` when the pair is outside tolerance.
+    /// `true` when the pair is outside tolerance. A pair that could not be read is not: it
+    /// is [unreadable](PairResult::unreadable), trouble rather than a finding.
     pub fn diverged(&self) -> bool {
-        !self.reasons.is_empty()
+        !self.reasons.is_empty() && !self.unreadable()
+    }
+
+    /// `true` when a file of the pair could not be read ([`Divergence::Unreadable`]): nothing
+    /// was compared.
+    pub fn unreadable(&self) -> bool {
+        self.reasons
+            .iter()
+            .any(|d| matches!(d, Divergence::Unreadable(_)))
     }
 }
 

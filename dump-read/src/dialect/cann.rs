@@ -275,6 +275,7 @@ fn read_file(dump: &mut Dump, path: &Path, n: &CannName, at: &(u32, String, u32,
             stored: Some(dtype),
             row_stats: None,
             arg_name: None,
+            unreadable: None,
         });
     }
 }

@@ -181,14 +181,16 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
             });
             continue;
         };
-        let (file, stored, shape) = match NpyReader::open(path) {
-            Ok(s) => (Some(path.clone()), Some(s.dtype), s.shape.clone()),
+        let (file, stored, shape, unreadable) = match NpyReader::open(path) {
+            Ok(s) => (Some(path.clone()), Some(s.dtype), s.shape.clone(), None),
             Err(e) => {
+                let message = Error::from(e).reason();
+                let why = format!("{}: {message}", path.display());
                 dump.problems.push(Problem {
                     path: path.clone(),
-                    message: Error::from(e).reason(),
+                    message,
                 });
-                (None, None, Vec::new())
+                (None, None, Vec::new(), Some(why))
             }
         };
         let mut id = n.id.to_owned();
@@ -206,6 +208,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
             stored,
             row_stats: None,
             arg_name: None,
+            unreadable,
         });
     }
     let had_files = dump.tensors.len() > start;
@@ -260,6 +263,7 @@ fn read_iteration(at: &Place<'_>, dir: &Path, dump: &mut Dump) {
                     stored: None,
                     row_stats: Some(r.stats),
                     arg_name: None,
+                    unreadable: None,
                 });
             }
         }

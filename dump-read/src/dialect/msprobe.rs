@@ -450,7 +450,7 @@ impl Walk<'_> {
             }
             _ => {}
         }
-        let (mut file, mut stored) = (None, None);
+        let (mut file, mut stored, mut unreadable) = (None, None, None);
         if let Some(name) = m.get("data_name").and_then(Value::as_str) {
             let path = self.dir.join("dump_tensor_data").join(name);
             if name.contains('/') || name.contains('\\') || name == ".." {
@@ -459,6 +459,7 @@ impl Walk<'_> {
                     format!("{call}: data_name {name:?} is not a file name; its file is not read"),
                 );
             } else if std::fs::symlink_metadata(&path).is_err() {
+                unreadable = Some(format!("{}: missing", path.display()));
                 self.problem(
                     &path,
                     format!(
@@ -480,6 +481,7 @@ impl Walk<'_> {
                         ),
                     ),
                     Err(e) => {
+                        unreadable = Some(format!("{}: {}", path.display(), e.reason()));
                         let message = format!("{}; its statistics are compared", e.reason());
                         self.problem(&path, message);
                     }
@@ -508,6 +510,7 @@ impl Walk<'_> {
             stored,
             row_stats: Some(stats),
             arg_name: self.param.clone(),
+            unreadable,
         });
     }
 }

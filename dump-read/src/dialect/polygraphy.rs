@@ -207,6 +207,7 @@ impl Dialect for Polygraphy {
                         stored: Some(dtype),
                         row_stats: None,
                         arg_name: None,
+                        unreadable: None,
                     });
                     let key = (ri as u32, 0);
                     match dump.graphs.iter_mut().find(|(g, _)| *g == key) {

@@ -62,6 +62,7 @@ fn push(dump: &mut Dump, name: &str, path: PathBuf) {
                 stored: Some(f.dtype),
                 row_stats: None,
                 arg_name: None,
+                unreadable: None,
             });
             if dump.graphs.is_empty() {
                 dump.graphs.push(((0, 0), Vec::new()));

@@ -189,6 +189,7 @@ fn record(r: &StatRecord, rank: u32, ts: u64) -> TensorRecord {
         stored: None,
         row_stats: Some(Stats::from_tensor_stats(&stats)),
         arg_name: None,
+        unreadable: None,
     }
 }
 

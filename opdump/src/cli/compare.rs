@@ -41,16 +41,17 @@
 //! b_min,b_avg,b_l2norm,reason`.
 //!
 //! Exit code: 0 when every pair is within tolerance, 1 when a divergence was found, 2 on an
-//! error (a dump that cannot be read, bad arguments, an output file that cannot be written, or
-//! nothing compared: no pair at all, as when one side holds no readable tensor; the report is
-//! still printed and written).
+//! error (a dump that cannot be read, a tensor file of a pair that cannot be read, bad
+//! arguments, an output file that cannot be written, or nothing compared: no pair at all, as
+//! when one side holds no readable tensor; the report is still printed and written). An error
+//! outranks a divergence, as `diff`'s trouble does.
 
 use std::{io::Write, path::PathBuf};
 
 use dump_core::{DType, compare::Tolerance};
 use dump_read::{
     Dump,
-    compare::{Mapping, Tolerances, compare_with},
+    compare::{Divergence, Mapping, Tolerances, compare_with},
 };
 
 use super::{
@@ -60,6 +61,43 @@ use super::{
 
 /// Why a compare with no pair is an error, not "every pair within tolerance": which side has
 /// no readable tensor, or that the two sides have tensors but none pairs.
+/// The pairs with a file that could not be read (truncated, changed or removed since the
+/// dump was listed), as an error: trouble outranks a divergence, as `diff` exits 2 over 1, so a
+/// script never takes a dump it could not read for one that merely differs. `None` when every
+/// pair was read. The report, already printed and written, lists every such pair.
+fn unreadable_pairs(r: &CompareReport) -> Option<String> {
+    const SHOWN: usize = 5;
+    let errors: Vec<&str> = r
+        .cmp
+        .pairs
+        .iter()
+        .filter(|p| p.unreadable())
+        .flat_map(|p| &p.reasons)
+        .filter_map(|d| match d {
+            Divergence::Unreadable(e) => Some(e.as_str()),
+            _ => None,
+        })
+        .collect();
+    if errors.is_empty() {
+        return None;
+    }
+    let n = errors.len();
+    let mut m = format!(
+        "{n} pair{} could not be compared: a file of {} could not be read (the report lists {})",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "it" } else { "each" },
+        if n == 1 { "it" } else { "them all" },
+    );
+    for e in errors.iter().take(SHOWN) {
+        m.push('\n');
+        m.push_str(e);
+    }
+    if n > SHOWN {
+        m.push_str(&format!("\nand {} more", n - SHOWN));
+    }
+    Some(m)
+}
+
 fn nothing_compared(a: &Dump, b: &Dump) -> String {
     let side = |name: &str, d: &Dump| {
         let why = if d.problems.is_empty() {
@@ -232,6 +270,9 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     let _ = text::compare_summary(&r, err);
     if r.cmp.pairs.is_empty() {
         return Err(Failure::Invalid(nothing_compared(&a, &b)));
+    }
+    if let Some(m) = unreadable_pairs(&r) {
+        return Err(Failure::Invalid(m));
     }
     Ok(if r.first.is_some() {
         Verdict::Found

@@ -37,6 +37,8 @@ pub struct CompareReport<'a> {
     pub cmp: Comparison,
     /// How many pairs diverge.
     pub diverged: usize,
+    /// How many pairs could not be read (a file of each could not be opened or read).
+    pub unreadable: usize,
     /// The first divergent pair.
     pub first: Option<FirstDivergent>,
     /// The ONNX nodes with tensors inside them, in A's order.
@@ -61,6 +63,7 @@ impl<'a> CompareReport<'a> {
     /// the terminal table.
     pub fn new(a: &'a Dump, b: &'a Dump, cmp: Comparison, all: bool) -> CompareReport<'a> {
         let diverged = cmp.pairs.iter().filter(|p| p.diverged()).count();
+        let unreadable = cmp.pairs.iter().filter(|p| p.unreadable()).count();
         let first = cmp.first_divergent.map(|i| {
             let p = &cmp.pairs[i];
             FirstDivergent {
@@ -70,7 +73,7 @@ impl<'a> CompareReport<'a> {
         });
         let mut listed = Vec::new();
         for (n, p) in cmp.pairs.iter().enumerate() {
-            if all || p.diverged() || listed.len() < TABLE_FIRST {
+            if all || p.diverged() || p.unreadable() || listed.len() < TABLE_FIRST {
                 listed.push(n);
             }
         }
@@ -90,6 +93,7 @@ impl<'a> CompareReport<'a> {
             a,
             b,
             diverged,
+            unreadable,
             first,
             pair_rel,
             kernels,

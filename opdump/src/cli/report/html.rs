@@ -782,7 +782,7 @@ pub fn compare(r: &CompareReport<'_>) -> String {
                 c3,
                 c4,
                 c5,
-                if p.diverged() {
+                if p.diverged() || p.unreadable() {
                     reasons(p)
                 } else {
                     String::new()

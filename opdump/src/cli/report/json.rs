@@ -119,6 +119,7 @@ pub fn pair(a: &Dump, b: &Dump, p: &PairResult) -> Value {
         "pairing": pairing_kind(p.rule),
         "rule": p.rule.as_str(),
         "diverged": p.diverged(),
+        "unreadable": p.unreadable(),
         "reasons": p.reasons.iter().map(reason).collect::<Vec<_>>(),
         "notes": p.notes.iter().map(note).collect::<Vec<_>>(),
         "tolerance": {"rtol": num(p.tolerance.rtol), "atol": num(p.tolerance.atol)},

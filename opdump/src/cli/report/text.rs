@@ -242,13 +242,19 @@ pub fn compare_summary(r: &CompareReport<'_>, err: &mut dyn Write) -> io::Result
         cmp.only_in_a.len(),
         cmp.only_in_b.len(),
         within_count(r.within_tensors, r.cmp.fused_a.len() + r.cmp.fused_b.len()),
-        match &r.first {
-            Some(f) => format!(
+        match (&r.first, r.unreadable) {
+            (Some(f), 0) => format!(
                 "{} diverge; first divergent: {}",
                 r.diverged,
                 who(r.a, cmp.pairs[f.pair].a)
             ),
-            None => "all within tolerance".into(),
+            (Some(f), n) => format!(
+                "{} diverge, {n} could not be read; first divergent: {}",
+                r.diverged,
+                who(r.a, cmp.pairs[f.pair].a)
+            ),
+            (None, 0) => "all within tolerance".into(),
+            (None, n) => format!("{n} could not be read, the others within tolerance"),
         }
     )
 }
@@ -273,6 +279,12 @@ fn compare_text(r: &CompareReport<'_>) -> String {
     );
     s += "first divergent operator: ";
     match &r.first {
+        None if r.unreadable > 0 => {
+            s += &format!(
+                "none (every pair read is within tolerance; {} could not be read)\n",
+                r.unreadable
+            )
+        }
         None => s += "none (every pair is within tolerance)\n",
         Some(f) => {
             let p = &cmp.pairs[f.pair];
@@ -328,7 +340,13 @@ fn compare_text(r: &CompareReport<'_>) -> String {
             c[4],
             c[5],
             t.id.op_name,
-            if p.diverged() { "  DIVERGED" } else { "" }
+            if p.diverged() {
+                "  DIVERGED"
+            } else if p.unreadable() {
+                "  UNREADABLE"
+            } else {
+                ""
+            }
         );
     }
     let hidden = r.hidden();
