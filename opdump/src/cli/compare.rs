@@ -59,8 +59,6 @@ use super::{
     report::{self, compare_report::CompareReport, csv, html, json, progress::Progress, text},
 };
 
-/// Why a compare with no pair is an error, not "every pair within tolerance": which side has
-/// no readable tensor, or that the two sides have tensors but none pairs.
 /// The pairs with a file that could not be read (truncated, changed or removed since the
 /// dump was listed), as an error: trouble outranks a divergence, as `diff` exits 2 over 1, so a
 /// script never takes a dump it could not read for one that merely differs. `None` when every
@@ -71,7 +69,6 @@ fn unreadable_pairs(r: &CompareReport) -> Option<String> {
         .cmp
         .pairs
         .iter()
-        .filter(|p| p.unreadable())
         .flat_map(|p| &p.reasons)
         .filter_map(|d| match d {
             Divergence::Unreadable(e) => Some(e.as_str()),
@@ -98,6 +95,8 @@ fn unreadable_pairs(r: &CompareReport) -> Option<String> {
     Some(m)
 }
 
+/// Why a compare with no pair is an error, not "every pair within tolerance": which side has
+/// no readable tensor, or that the two sides have tensors but none pairs.
 fn nothing_compared(a: &Dump, b: &Dump) -> String {
     let side = |name: &str, d: &Dump| {
         let why = if d.problems.is_empty() {

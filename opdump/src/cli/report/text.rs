@@ -243,14 +243,14 @@ pub fn compare_summary(r: &CompareReport<'_>, err: &mut dyn Write) -> io::Result
         cmp.only_in_b.len(),
         within_count(r.within_tensors, r.cmp.fused_a.len() + r.cmp.fused_b.len()),
         match (&r.first, r.unreadable) {
-            (Some(f), 0) => format!(
-                "{} diverge; first divergent: {}",
-                r.diverged,
-                who(r.a, cmp.pairs[f.pair].a)
-            ),
             (Some(f), n) => format!(
-                "{} diverge, {n} could not be read; first divergent: {}",
+                "{} diverge{}; first divergent: {}",
                 r.diverged,
+                if n > 0 {
+                    format!(", {n} could not be read")
+                } else {
+                    String::new()
+                },
                 who(r.a, cmp.pairs[f.pair].a)
             ),
             (None, 0) => "all within tolerance".into(),
