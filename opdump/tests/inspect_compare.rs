@@ -403,7 +403,17 @@ fn hostile_trees_give_clear_messages_and_never_a_panic() {
     );
     let o = opdump(&["inspect", d.to_str().unwrap(), "--json"]);
     let err = stderr(&o);
-    assert!(o.status.code() == Some(1), "the Mul row says NaN: {err}");
+    // The Mul row says NaN, but the truncated Neg file could not be read: trouble outranks
+    // the finding (exit 2, as in compare); the report still names the NaN.
+    assert!(o.status.code() == Some(2), "{err}");
+    assert!(
+        err.contains("first non-finite: ") && err.contains("; 1 could not be read"),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: 1 tensor could not be inspected: its data could not be read"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
     assert!(
         err.contains("Neg.Default_Neg-op3") && err.contains("truncated .npy"),
@@ -427,7 +437,16 @@ fn hostile_trees_give_clear_messages_and_never_a_panic() {
     // Missing statistic.csv: statistics come from the files.
     std::fs::remove_file(d.join("rank_0/Net/0/0/statistic.csv")).unwrap();
     let o = opdump(&["inspect", d.to_str().unwrap(), "--json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "the truncated file is unread: {err}"
+    );
+    assert!(
+        err.contains("all finite among those read, 1 could not be read"),
+        "{err}"
+    );
     let j = json_of(&o);
     assert_eq!(j["tensors"], 3);
     let errors = j["errors"].as_array().unwrap();
@@ -437,6 +456,14 @@ fn hostile_trees_give_clear_messages_and_never_a_panic() {
         "the truncated file has no statistics: {errors:?}"
     );
     assert_eq!(errors[0]["op_name"], "Default_Neg-op3");
+    // Without the truncated file: every tensor read, all finite, exit 0.
+    std::fs::remove_file(
+        d.join("rank_0/Net/0/0/Neg.Default_Neg-op3.0.0.40.output.0.DefaultFormat.float32.npy"),
+    )
+    .unwrap();
+    let o = opdump(&["inspect", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains(": all finite\n"), "{}", stderr(&o));
     // Not a dump, not a directory, a missing directory: exit 2 naming the path.
     for bad in [
         tmp.join("nothing-here"),

@@ -19,7 +19,9 @@
 //! (`parameters`, `parameter_thresholds`) and on the `--html` page (two log plots and a table).
 //!
 //! Exit code: 0 when every tensor is finite, 1 when any tensor holds a NaN or Inf, 2 when the
-//! dump cannot be read.
+//! dump cannot be read or a tensor's data cannot be read (a truncated `.npy` without a
+//! statistic row: it may hold the NaN looked for; the report is still printed and written, and
+//! 2 outranks 1).
 
 use std::{io::Write, path::PathBuf};
 
@@ -84,6 +86,18 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
         return Err(Failure::Invalid(format!("cannot write the HTML page: {e}")));
     }
     let _ = text::inspect_summary(&r, err);
+    // Trouble outranks a finding, as in `compare`: a tensor that could not be read may hold
+    // the NaN the run is looking for.
+    let n = r.ins.errors.len();
+    if n > 0 {
+        return Err(Failure::Invalid(format!(
+            "{n} tensor{} could not be inspected: {} data could not be read (the warnings above \
+             name {})",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "its" } else { "their" },
+            if n == 1 { "it" } else { "each" },
+        )));
+    }
     Ok(if r.found() {
         Verdict::Found
     } else {

@@ -52,11 +52,32 @@ pub fn inspect_summary(r: &InspectReport<'_>, err: &mut dyn Write) -> io::Result
         r.ins.kernels.len(),
         r.dir.display(),
         match (&r.ins.first_nonfinite, &r.ins.first_nonfinite_tensor) {
-            (Some(f), _) => format!("first non-finite: {}", who(r.dump, f.tensor)),
-            (None, Some(t)) => format!("first non-finite tensor: {}", who(r.dump, t.tensor)),
-            (None, None) => "all finite".into(),
+            (Some(f), _) => format!(
+                "first non-finite: {}{}",
+                who(r.dump, f.tensor),
+                unread(r.ins.errors.len())
+            ),
+            (None, Some(t)) => format!(
+                "first non-finite tensor: {}{}",
+                who(r.dump, t.tensor),
+                unread(r.ins.errors.len())
+            ),
+            (None, None) if r.ins.errors.is_empty() => "all finite".into(),
+            (None, None) => format!(
+                "all finite among those read, {} could not be read",
+                r.ins.errors.len()
+            ),
         }
     )
+}
+
+/// `; N could not be read` after a finding, when tensors could not be read.
+fn unread(n: usize) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!("; {n} could not be read")
+    }
 }
 
 /// `inspect`'s terminal report.
@@ -115,6 +136,12 @@ fn inspect_text(r: &InspectReport<'_>) -> String {
     match &ins.first_nonfinite {
         None if ins.first_nonfinite_tensor.is_some() => {
             s += "none (every kernel output is finite, but not every tensor)\n"
+        }
+        None if !ins.errors.is_empty() => {
+            s += &format!(
+                "none (every tensor read is finite; {} could not be read)\n",
+                ins.errors.len()
+            )
         }
         None => s += "none (every tensor is finite)\n",
         Some(f) => {
