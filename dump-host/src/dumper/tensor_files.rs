@@ -579,6 +579,14 @@ mod tests {
     use super::*;
     use crate::writer::WriterConfig;
 
+    /// An empty directory of this process under the temp dir, named for the test.
+    fn fresh_dir(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("opdump-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     fn files(threads: usize) -> TensorFiles {
         let cfg = WriterConfig {
             threads,
@@ -612,9 +620,7 @@ mod tests {
     #[test]
     fn a_failed_write_still_hands_over_the_digests_and_is_reported() {
         let f = files(2);
-        let dir = std::env::temp_dir().join(format!("opdump-hashfail-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("hashfail");
         let data: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 1000 + 77 * i as usize]).collect();
         let mut slots = Vec::new();
         for (i, d) in data.iter().enumerate() {
@@ -704,9 +710,7 @@ mod tests {
     #[test]
     fn the_same_memory_handed_again_is_copied_once() {
         let f = files(2);
-        let dir = std::env::temp_dir().join(format!("opdump-samemem-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("samemem");
         let mut act: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
         let twin = act.clone();
         let mut slots = Vec::new();
@@ -765,9 +769,7 @@ mod tests {
     #[test]
     fn plain_and_hashed_writes_share_a_copy() {
         let f = files(2);
-        let dir = std::env::temp_dir().join(format!("opdump-sameplain-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("sameplain");
         let mut act: Vec<u8> = (0..70_000u32).map(|i| (i * 13) as u8).collect();
         let mut want = Vec::new();
         for round in 0..3u8 {
@@ -801,9 +803,7 @@ mod tests {
     #[test]
     fn remembered_copies_end_with_the_step_and_are_pruned() {
         let f = files(2);
-        let dir = std::env::temp_dir().join(format!("opdump-remember-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("remember");
         let bufs: Vec<Vec<u8>> = (0..PRUNE_MIN + 100).map(|i| vec![i as u8; 8]).collect();
         for (i, b) in bufs.iter().enumerate() {
             f.write(

@@ -19,7 +19,7 @@ use dump_tract::{
     tract_onnx::{self, prelude::*},
 };
 
-use super::{Opts, Row, target_dir};
+use super::{Opts, Row};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -296,10 +296,7 @@ pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
     let ns = rejected_kernel_ns()?;
     println!("rejected kernel (Step::kernel, filter says no): {ns:.1} ns");
     let _ = writeln!(csv, "cnn.onnx,rejected kernel ns,{ns:.2},");
-    let dir = target_dir().join("bench-stats");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let path = dir.join("adapters.csv");
-    std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
+    let path = super::write_group_csv("adapters.csv", &csv)?;
     println!("wrote {}", path.display());
     Ok(())
 }

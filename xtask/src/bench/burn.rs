@@ -36,7 +36,7 @@ use dump_burn::{
 };
 use dump_host::{DumpOptions, Dumper};
 
-use super::{Opts, Row, target_dir};
+use super::{Opts, Row};
 
 /// 32 images 1x28x28 → conv 3x3 (8) → relu → pool → conv 3x3 (16) → relu → pool → linear 10.
 #[derive(Module, Debug)]
@@ -303,10 +303,7 @@ pub fn run(opts: &Opts, _rows: &mut Vec<Row>) -> Result<(), String> {
         "one kernel the filter rejects (tap)"
     );
     let _ = writeln!(csv, "rejected kernel (ns),{ns:.1},");
-    let dir = target_dir().join("bench-stats");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let path = dir.join("burn.csv");
-    std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
+    let path = super::write_group_csv("burn.csv", &csv)?;
     println!("wrote {}", path.display());
     Ok(())
 }

@@ -12,7 +12,7 @@ use dump_core::DType;
 use dump_host::{DumpOptions, Dumper, TensorRef, writer::WriterConfig};
 use opdump::demo::{LeNet, NoTrace, Tracer, View};
 
-use super::{Opts, Row, target_dir};
+use super::{Opts, Row};
 
 struct Metric {
     name: &'static str,
@@ -539,7 +539,5 @@ pub(super) fn print_metrics<'a>(
             ratio.map_or(String::new(), |r| format!("{r:.4}"))
         );
     }
-    let dir = target_dir().join("bench-stats");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join(file), csv).map_err(|e| e.to_string())
+    super::write_group_csv(file, &csv).map(drop)
 }

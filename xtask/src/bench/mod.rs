@@ -307,6 +307,15 @@ fn print_table(rows: &[Row]) {
     }
 }
 
+/// Writes a benchmark group's table `text` to `target/bench-stats/{file}`; its path.
+pub fn write_group_csv(file: &str, text: &str) -> Result<PathBuf, String> {
+    let dir = target_dir().join("bench-stats");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join(file);
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
 fn write_csv(rows: &mut [Row]) -> Result<(), String> {
     let dir = target_dir().join("bench-stats");
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;

@@ -217,10 +217,7 @@ pub fn run(opts: &Opts) -> Result<(), String> {
             v.len()
         );
     }
-    let dir = target_dir().join("bench-stats");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let path = dir.join("onnx.csv");
-    std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
+    let path = super::write_group_csv("onnx.csv", &csv)?;
     println!("wrote {}", path.display());
     Ok(())
 }
