@@ -344,6 +344,7 @@ impl TensorFiles {
                 // this step shares it.
                 let (held, _) = {
                     let mut batch = self.hashing.lock().unwrap_or_else(PoisonError::into_inner);
+                    self.make_room(&mut batch, bytes.len());
                     self.remembered.store(true, Ordering::Release);
                     batch.copy_of(&bytes, &self.pool, self.writer.budget())
                 };
@@ -384,17 +385,8 @@ impl TensorFiles {
         hashes: Hashes,
     ) -> Arc<DigestSlot> {
         let mut batch = self.hashing.lock().unwrap_or_else(PoisonError::into_inner);
-        // Copies gathered but not queued hold budget that no job will release: at most half
-        // of it, so that this tensor's admission can always be met by queued jobs finishing.
+        self.make_room(&mut batch, bytes.len());
         let half = self.writer.budget().limit() / 2;
-        if !batch.items.is_empty()
-            && batch
-                .weight
-                .saturating_add(bytes.len().saturating_add(JOB_OVERHEAD))
-                > half
-        {
-            self.send_batch(&mut batch);
-        }
         let held = |buf: CopyBuf, charge: usize, pooled: bool| {
             Arc::new(Held {
                 buf,
@@ -437,6 +429,22 @@ impl TensorFiles {
             self.send_batch(&mut batch);
         }
         slot
+    }
+
+    /// Before a copy of `len` bytes is admitted: copies gathered but not queued hold budget
+    /// that no job will release (only this thread queues them), so they are queued first when
+    /// they and the new copy would pass half the budget. The copy's admission can then always
+    /// be met by queued jobs finishing, whether it is gathered for hashing or written plain.
+    fn make_room(&self, batch: &mut HashBatch, len: usize) {
+        let half = self.writer.budget().limit() / 2;
+        if !batch.items.is_empty()
+            && batch
+                .weight
+                .saturating_add(len.saturating_add(JOB_OVERHEAD))
+                > half
+        {
+            self.send_batch(batch);
+        }
     }
 
     /// Queues the tensors gathered for hashing now (at the end of a step, and before a flush).
@@ -795,6 +803,56 @@ mod tests {
             assert!(file.ends_with(bytes), "{name}");
         }
         assert_eq!(f.writer().budget().in_use(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A plain write whose copy cannot fit beside the copies gathered for hashing (a budget
+    /// smaller than twice the direct-write size) queues the gathered ones first instead of
+    /// waiting forever for budget that only this thread could release.
+    #[test]
+    fn a_plain_copy_beside_gathered_ones_queues_them_first() {
+        let cfg = WriterConfig {
+            threads: 2,
+            budget_bytes: 1 << 20,
+            direct_write_bytes: 1 << 20,
+            ..WriterConfig::default()
+        };
+        let f = TensorFiles::new(
+            Writer::new(&cfg),
+            None,
+            WriteOptions::default(),
+            EventSink::default(),
+        );
+        let dir = fresh_dir("plainroom");
+        let gathered = vec![7u8; 450 << 10];
+        let large = vec![9u8; 700 << 10];
+        let (tx, rx) = std::sync::mpsc::channel();
+        let d = dir.clone();
+        std::thread::spawn(move || {
+            f.write_hashed(
+                Some(out(d.join("g.npy"), gathered.len())),
+                Cow::Borrowed(&gathered),
+                (DType::UInt8, gathered.len()),
+                BOTH,
+            );
+            f.write(out(d.join("p.npy"), large.len()), Cow::Borrowed(&large));
+            f.flush().unwrap();
+            tx.send(f.writer().budget().in_use()).unwrap();
+        });
+        let in_use = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the plain write waited for budget the gathered copy held");
+        assert_eq!(in_use, 0);
+        assert!(
+            std::fs::read(dir.join("p.npy"))
+                .unwrap()
+                .ends_with(&[9u8; 1000])
+        );
+        assert!(
+            std::fs::read(dir.join("g.npy"))
+                .unwrap()
+                .ends_with(&[7u8; 1000])
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
