@@ -3,7 +3,10 @@
 //! release binary as a subprocess, files in the page cache), against
 //! `cann_convert_numpy.py` (msaccucmp's approach in one process: whole files in memory, numpy
 //! reshape/transpose/slice, `np.save`) and against reading the bytes (`cat` to `/dev/null`).
-//! GB/s counts the input bytes. Peak RSS of the opdump run is printed.
+//! Two copy floors are timed in the same rounds: `cat` of each file into a file (one process),
+//! and the same copy in as many processes as opdump has threads, the ceiling of reading and
+//! writing the bytes on this machine with no conversion at all. GB/s counts the input bytes.
+//! Peak RSS of the opdump run is printed.
 //!
 //! Sizes: the issue's 4 GiB: 41 NC1HWC0 files of 64 MiB and 41 FRACTAL_Z files of 36 MiB
 //! (4100 MiB), fewer when the disk cannot hold the inputs and two outputs with 4 GiB to spare
@@ -226,7 +229,28 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     );
     let mut copy: Vec<&str> = vec!["bash", "-c", &copy_script, "bash"];
     copy.extend(files.iter().map(String::as_str));
+    // The copy's ceiling on this machine: the same copy in as many processes as opdump has
+    // threads, files dealt round-robin (the most any converter can reach here, with a bare
+    // copy standing in for the conversion).
+    let out_cpn = outs_dir.join("out-copy-all-cores");
+    let copy_all_script = {
+        let mut s = format!("rm -rf '{0}' && mkdir -p '{0}' && {{ ", out_cpn.display());
+        for t in 0..threads.max(1) {
+            s.push_str("for f in");
+            for f in files.iter().skip(t).step_by(threads.max(1)) {
+                s.push_str(&format!(" '{f}'"));
+            }
+            s.push_str(&format!(
+                "; do cat \"$f\" > '{}'/\"${{f##*/}}\"; done & ",
+                out_cpn.display()
+            ));
+        }
+        s.push_str("wait; }");
+        s
+    };
+    let copy_all: Vec<&str> = vec!["bash", "-c", &copy_all_script];
     let mut t_cp = Vec::new();
+    let mut t_cpn = Vec::new();
     let (mut t_cat, mut t_rs, mut t_py, mut rss) = (Vec::new(), Vec::new(), Vec::new(), 0u64);
     let mut py_args = vec![out_py.display().to_string()];
     py_args.extend(files.iter().cloned());
@@ -243,6 +267,10 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
             t_cp.push(s);
         }
         let _ = std::fs::remove_dir_all(&out_cp);
+        if let Some((s, _)) = timed(1, &copy_all) {
+            t_cpn.push(s);
+        }
+        let _ = std::fs::remove_dir_all(&out_cpn);
         if let Some(c) = resident(&files) {
             cached.push(c);
         }
@@ -267,6 +295,7 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         (!v.is_empty()).then(|| total as f64 / v[v.len() / 2] / 1e9)
     };
     let (read, ours, np, cp) = (median(t_cat), median(t_rs), median(t_py), median(t_cp));
+    let cpn = median(t_cpn);
     // Same arrays from both converters (one file of each format).
     for f in files.iter().take(2) {
         let name = Path::new(f)
@@ -304,59 +333,45 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         total >> 20,
         rss / 1024
     );
-    if let Some(g) = read {
-        rows.push(Row {
-            kernel: "convert:cat".into(),
-            dtype: "bytes".into(),
-            bytes: total,
-            threads: 1,
-            gbps: g,
-            vs_read: None,
-            vs_numpy: None,
-        });
+    if let (Some(o), Some(g)) = (ours, cp) {
+        println!("opdump convert: {:.2}x the copy (cat into files)", o / g);
     }
-    if let Some(g) = cp {
-        rows.push(Row {
-            kernel: "convert:copy".into(),
-            dtype: "bytes".into(),
-            bytes: total,
-            threads: 1,
-            gbps: g,
-            vs_read: read.map(|r| g / r),
-            vs_numpy: None,
-        });
-        if let Some(o) = ours {
-            println!("opdump convert: {:.2}x the copy (cat into files)", o / g);
+    if let (Some(o), Some(g)) = (ours, cpn) {
+        println!(
+            "opdump convert: {:.2}x the copy in {threads} processes (this machine's ceiling \
+             for reading and writing the bytes: {:.2}x numpy, {:.2}x cat)",
+            o / g,
+            np.map_or(f64::NAN, |n| g / n),
+            read.map_or(f64::NAN, |r| g / r)
+        );
+    }
+    // (what, dtype, threads, GB/s, whether the numpy ratio is given)
+    let table = [
+        ("convert:cat", "bytes", 1, read, false),
+        ("convert:copy", "bytes", 1, cp, false),
+        ("convert:copy-all-cores", "bytes", threads, cpn, true),
+        ("convert:numpy", "float16", 1, np, false),
+        ("convert", "float16", threads, ours, true),
+    ];
+    for (kernel, dtype, threads, gbps, vs_np) in table {
+        if let Some(g) = gbps {
+            rows.push(Row {
+                kernel: kernel.into(),
+                dtype: dtype.into(),
+                bytes: total,
+                threads,
+                gbps: g,
+                vs_read: read.filter(|_| kernel != "convert:cat").map(|r| g / r),
+                vs_numpy: np.filter(|_| vs_np).map(|n| g / n),
+            });
         }
-    }
-    if let Some(g) = np {
-        rows.push(Row {
-            kernel: "convert:numpy".into(),
-            dtype: "float16".into(),
-            bytes: total,
-            threads: 1,
-            gbps: g,
-            vs_read: read.map(|r| g / r),
-            vs_numpy: None,
-        });
-    }
-    if let Some(g) = ours {
-        rows.push(Row {
-            kernel: "convert".into(),
-            dtype: "float16".into(),
-            bytes: total,
-            threads,
-            gbps: g,
-            vs_read: read.map(|r| g / r),
-            vs_numpy: np.map(|n| g / n),
-        });
     }
     // OPDUMP_BENCH_KEEP=1 keeps the generated files (to profile `opdump convert` on them).
     if std::env::var_os("OPDUMP_BENCH_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
     if apart {
-        for d in [&out_rs, &out_py, &out_cp] {
+        for d in [&out_rs, &out_py, &out_cp, &out_cpn] {
             let _ = std::fs::remove_dir_all(d);
         }
     }
