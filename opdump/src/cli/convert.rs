@@ -127,7 +127,7 @@ pub enum Target {
 pub enum Layout {
     /// msaccucmp's names, all files in DIR.
     Msaccucmp,
-    /// MindSpore's rank_{n}/{net}/{graph}/{iteration}/ tree with statistic.csv.
+    /// MindSpore's rank_N/{net}/{graph}/{iteration}/ tree with statistic.csv.
     Mindspore,
 }
 

@@ -42,8 +42,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Validate a MindSpore data_dump.json or an msprobe config.json and print the effective
-    /// config.
+    /// Validate a dump config (MindSpore's data_dump.json, msprobe's config.json, CANN's
+    /// acl.json, torchair's dump_config) and print the effective config.
     ///
     /// The dialect is detected from the keys and named on the last line. A valid config is
     /// printed to stdout as JSON with every default filled in (MindSpore's coercions applied,
