@@ -283,92 +283,148 @@ fn rename_into_place(tmp: &Path, final_path: &Path) -> io::Result<()> {
     })
 }
 
-/// Writes `final_path` through `fill`: the bytes go to an unnamed file in the same directory
-/// (or, where the file system refuses those, to a temporary file under a fresh name), which is
-/// given `mode` and linked (or renamed) into place; an existing `final_path` is replaced
-/// atomically (a symlink there is replaced, never followed). On any error nothing appears under
-/// `final_path`, no temporary file stays, and the error names the path that failed.
+/// A file that appears under its final name whole or not at all, for writers that stream into
+/// it (also with positioned writes from several threads, through [`file`](Self::file)).
+///
+/// [`create`](Self::create) opens an unnamed file in the target's directory (or, where the file
+/// system refuses those, a file under a fresh temporary name, [`TMP_PREFIX`]);
+/// [`commit`](Self::commit) gives it its mode and links (or renames) it into place, replacing an
+/// existing file atomically (a symlink there is replaced, never followed). Dropped without a
+/// commit (an error on the way), it leaves nothing; a crash leaves nothing either, except a
+/// temporary file on the fallback path.
+///
+/// ```
+/// use std::io::Write;
+/// let dir = std::env::temp_dir().join(format!("opdump-whole-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("a.bin");
+/// let w = dump_host::writer::WholeFile::create(&path, 0o644)?;
+/// (&mut w.file()).write_all(b"half")?;
+/// drop(w); // not committed: nothing under the name
+/// assert!(!path.exists());
+/// let w = dump_host::writer::WholeFile::create(&path, 0o644)?;
+/// (&mut w.file()).write_all(b"whole")?;
+/// w.commit()?;
+/// assert_eq!(std::fs::read(&path)?, b"whole");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct WholeFile {
+    file: File,
+    final_path: PathBuf,
+    /// The temporary name on the fallback path; `None` for an unnamed file (or once renamed).
+    tmp: Option<PathBuf>,
+    mode: u32,
+}
+
+impl WholeFile {
+    /// Opens the file that will become `final_path` (its directory must exist), with `mode`
+    /// once committed. The error names `final_path` (or the temporary name) and the OS error.
+    pub fn create(final_path: &Path, mode: u32) -> io::Result<WholeFile> {
+        let dir = final_path.parent().unwrap_or_else(|| Path::new("."));
+        let (file, tmp) = match create_unnamed(dir, final_path, false)? {
+            Some(file) => (file, None),
+            None => {
+                let (file, tmp) = create_tmp(dir, false)?;
+                (file, Some(tmp))
+            }
+        };
+        Ok(WholeFile {
+            file,
+            final_path: final_path.to_path_buf(),
+            tmp,
+            mode,
+        })
+    }
+
+    /// The open file, for writes (`&File` is `Write`) and positioned writes.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The name the file will have.
+    pub fn path(&self) -> &Path {
+        &self.final_path
+    }
+
+    /// The name errors give while the file is written: the temporary name on the fallback
+    /// path, else the final one.
+    fn label(&self) -> &Path {
+        self.tmp.as_deref().unwrap_or(&self.final_path)
+    }
+
+    /// The file behind the fault seam (for [`write_atomic`]).
+    fn faulty(&mut self) -> FaultyFile<'_> {
+        FaultyFile {
+            path: self.tmp.as_deref().unwrap_or(&self.final_path),
+            file: &mut self.file,
+        }
+    }
+
+    /// Gives the file its mode and puts it under its final name. On an error nothing appears
+    /// there and no temporary file stays; the error names the path that failed.
+    pub fn commit(mut self) -> io::Result<()> {
+        let label = self.label().to_path_buf();
+        faults::check(&label)
+            .and_then(|()| {
+                self.file
+                    .set_permissions(fs::Permissions::from_mode(self.mode))
+            })
+            .map_err(|e| at(&label, "setting the mode of", e))?;
+        if let Some(tmp) = self.tmp.take() {
+            return rename_into_place(&tmp, &self.final_path);
+        }
+        let final_path = &self.final_path;
+        match faults::check(final_path).and_then(|()| link_unnamed(&self.file, final_path)) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // The name is taken (a file of an earlier run, a symlink): link under a fresh
+                // temporary name and rename that over it, as the named path does.
+                let dir = final_path.parent().unwrap_or_else(|| Path::new("."));
+                let mut attempt = 0;
+                let tmp = loop {
+                    let tmp = tmp_name(dir, attempt);
+                    match faults::check(&tmp).and_then(|()| link_unnamed(&self.file, &tmp)) {
+                        Ok(()) => break tmp,
+                        Err(e)
+                            if e.kind() == io::ErrorKind::AlreadyExists
+                                && attempt + 1 < TMP_TRIES =>
+                        {
+                            attempt += 1;
+                        }
+                        Err(e) => return Err(at(&tmp, "linking", e)),
+                    }
+                };
+                rename_into_place(&tmp, final_path)
+            }
+            Err(e) => Err(at(final_path, "linking into place", e)),
+        }
+    }
+}
+
+impl Drop for WholeFile {
+    fn drop(&mut self) {
+        // Not committed: the temporary file goes (an unnamed one goes with its descriptor).
+        if let Some(tmp) = self.tmp.take() {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Writes `final_path` through `fill` into a [`WholeFile`]: on any error nothing appears under
+/// `final_path`, no temporary file stays, and the error names the path that failed. Every write
+/// of `fill` goes through the fault seam.
 pub(crate) fn write_atomic(
     final_path: &Path,
     mode: u32,
     fill: impl FnOnce(&mut FaultyFile<'_>) -> io::Result<()>,
 ) -> io::Result<()> {
-    let dir = final_path.parent().unwrap_or_else(|| Path::new("."));
-    match create_unnamed(dir, final_path, false)? {
-        Some(file) => write_unnamed(file, dir, final_path, mode, fill),
-        None => write_named(dir, final_path, mode, fill),
-    }
-}
-
-/// [`write_atomic`] through an unnamed file.
-fn write_unnamed(
-    mut file: File,
-    dir: &Path,
-    final_path: &Path,
-    mode: u32,
-    fill: impl FnOnce(&mut FaultyFile<'_>) -> io::Result<()>,
-) -> io::Result<()> {
+    let mut w = WholeFile::create(final_path, mode)?;
     // Callers write in large pieces (dump_npy::write_to: one vectored write, or 1 MiB widened
     // chunks), so no BufWriter copy in between.
-    fill(&mut FaultyFile {
-        file: &mut file,
-        path: final_path,
-    })
-    .map_err(|e| at(final_path, "writing", e))?;
-    faults::check(final_path)
-        .and_then(|()| file.set_permissions(fs::Permissions::from_mode(mode)))
-        .map_err(|e| at(final_path, "setting the mode of", e))?;
-    match faults::check(final_path).and_then(|()| link_unnamed(&file, final_path)) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            // The name is taken (a file of an earlier run, a symlink): link under a fresh
-            // temporary name and rename that over it, as the named path does.
-            let mut attempt = 0;
-            let tmp = loop {
-                let tmp = tmp_name(dir, attempt);
-                match faults::check(&tmp).and_then(|()| link_unnamed(&file, &tmp)) {
-                    Ok(()) => break tmp,
-                    Err(e)
-                        if e.kind() == io::ErrorKind::AlreadyExists && attempt + 1 < TMP_TRIES =>
-                    {
-                        attempt += 1;
-                    }
-                    Err(e) => return Err(at(&tmp, "linking", e)),
-                }
-            };
-            drop(file);
-            rename_into_place(&tmp, final_path)
-        }
-        Err(e) => Err(at(final_path, "linking into place", e)),
-    }
-}
-
-/// [`write_atomic`] through a named temporary file, renamed into place.
-fn write_named(
-    dir: &Path,
-    final_path: &Path,
-    mode: u32,
-    fill: impl FnOnce(&mut FaultyFile<'_>) -> io::Result<()>,
-) -> io::Result<()> {
-    let (mut file, tmp) = create_tmp(dir, false)?;
-    let result = (|| {
-        fill(&mut FaultyFile {
-            file: &mut file,
-            path: &tmp,
-        })
-        .map_err(|e| at(&tmp, "writing", e))?;
-        faults::check(&tmp)
-            .and_then(|()| file.set_permissions(fs::Permissions::from_mode(mode)))
-            .map_err(|e| at(&tmp, "setting the mode of", e))
-    })();
-    drop(file);
-    match result {
-        Ok(()) => rename_into_place(&tmp, final_path),
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    fill(&mut w.faulty()).map_err(|e| at(w.label(), "writing", e))?;
+    w.commit()
 }
 
 /// Writes `bytes` to `final_path` atomically (see [`write_atomic`]).
@@ -552,6 +608,37 @@ mod tests {
             assert_eq!(fs::read(&link).unwrap(), b"mine");
             assert_eq!(fs::read(&target).unwrap(), b"keep");
             assert_eq!(names(&d), ["a.npy", "b.npy", "precious"]);
+            fs::remove_dir_all(&d).unwrap();
+        });
+    }
+
+    #[test]
+    fn a_whole_file_written_at_offsets_appears_only_when_committed() {
+        use std::os::unix::fs::FileExt;
+        both_paths(|named| {
+            let d = tmpdir(&format!("whole-{named}"));
+            let p = d.join("c.npy");
+            // Dropped before its commit: nothing under the name, no temporary file.
+            let w = WholeFile::create(&p, 0o644).unwrap();
+            w.file().write_all_at(b"half", 0).unwrap();
+            assert_eq!(names(&d).len(), usize::from(named), "{:?}", names(&d));
+            drop(w);
+            assert_eq!(names(&d), Vec::<String>::new());
+            // Pieces at their offsets (as threads write them), then the commit replaces an
+            // existing file whole and gives the mode.
+            fs::write(&p, b"old").unwrap();
+            let w = WholeFile::create(&p, 0o640).unwrap();
+            assert_eq!(w.path(), p);
+            w.file().write_all_at(b"world", 6).unwrap();
+            w.file().write_all_at(b"hello ", 0).unwrap();
+            assert_eq!(fs::read(&p).unwrap(), b"old");
+            w.commit().unwrap();
+            assert_eq!(fs::read(&p).unwrap(), b"hello world");
+            assert_eq!(
+                fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+                0o640
+            );
+            assert_eq!(names(&d), ["c.npy"]);
             fs::remove_dir_all(&d).unwrap();
         });
     }

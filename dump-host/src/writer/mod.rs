@@ -19,7 +19,7 @@ mod row_batch;
 mod tally;
 
 pub(crate) use atomic_file::{FILE_MODE, create_scratch, write_atomic, write_bytes_atomic};
-pub use atomic_file::{NAMED_TEMPORARIES_ENV, TMP_PREFIX};
+pub use atomic_file::{NAMED_TEMPORARIES_ENV, TMP_PREFIX, WholeFile};
 pub(crate) use budget::Budget;
 pub(crate) use copy_buf::CopyBuf;
 pub(crate) use csv_append::CsvAppender;

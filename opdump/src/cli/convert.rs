@@ -33,6 +33,12 @@
 //! - `--stats`: the `statistic.csv` rows only (no tensor files): `DIR/statistic.csv` for the
 //!   msaccucmp layout, one per directory for the mindspore layout.
 //!
+//! Every output file (`.npy`, `.bin`, `.json`, `statistic.csv`, `mapping.csv`) is written
+//! through dump-host's [`WholeFile`]: unnamed until whole, then linked into place, so a full
+//! disk, a read-only directory or a SIGKILL leaves no partial or temporary file, an earlier
+//! file of the same name stays until its replacement is whole, and a write error names the
+//! output file. Files get `0o644` less the umask.
+//!
 //! A file that cannot be read (corrupt, truncated, a hostile length) is an error for that file
 //! only, naming it and the byte offset; the others are converted. Exit code 2 if any file
 //! failed, 0 otherwise. FLOAT8_E5M2 and FLOAT8_E4M3FN tensors are written widened to float32
@@ -55,6 +61,7 @@ use dump_device_ascend::{
     convert::nhwc::nchw_to_nhwc,
     dumpfile::{DumpReader, OverflowReport, TensorKind, TensorMeta, is_opdebug_file},
 };
+use dump_host::writer::WholeFile;
 use dump_npy::{CHUNK, IoSink, NpyLayout, NpyStream, WriteOptions, write_header};
 use dump_read::{
     CannStream, CannTensor,
@@ -518,31 +525,27 @@ fn write_tensor(
                 }
             }
         };
-        let final_path = place.dir.join(&name);
-        let tmp = place
-            .dir
-            .join(format!(".{name}.tmp-{}", std::process::id()));
-        let f = File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-        Some((BufWriter::with_capacity(CHUNK, f), tmp, final_path))
+        Some(WholeFile::create(&place.dir.join(&name), out_mode()).map_err(|e| e.to_string())?)
     };
+    // Each output error names the file being written; the input's errors name the input.
+    let writing =
+        |w: &WholeFile, e: &dyn std::fmt::Display| format!("writing {}: {e}", w.path().display());
     // Stored bytes written as they are, no statistics: the header, then the kernel copies
     // the payload file to file (copy_file_range), never through this process.
     if !*nhwc
         && acc.is_none()
         && stream.is_copy()
-        && let Some((w, tmp, final_path)) = sink.as_mut()
+        && let Some(w) = sink.as_ref()
     {
         let layout = NpyLayout::new(dtype, &shape, data_len as usize, WriteOptions::default())
             .map_err(|e| e.to_string())?;
         if !layout.widens() {
-            let io = |e: std::io::Error| format!("{}: {e}", tmp.display());
-            write_header(&mut IoSink(&mut *w), layout.descr(), &shape)
-                .map_err(|e| e.to_string())?;
-            w.flush().map_err(io)?;
+            write_npy_header(w, &layout, &shape).map_err(|e| writing(w, &e))?;
             let mut from = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
             from.seek(SeekFrom::Start(stream.offset()))
                 .map_err(|e| format!("{}: {e}", path.display()))?;
-            let copied = std::io::copy(&mut from.take(data_len), w.get_mut()).map_err(io)?;
+            let copied = std::io::copy(&mut from.take(data_len), &mut w.file())
+                .map_err(|e| writing(w, &e))?;
             if copied != data_len {
                 return Err(format!(
                     "{}: the payload at byte {} ended after {copied} of {data_len} bytes",
@@ -550,8 +553,9 @@ fn write_tensor(
                     stream.offset()
                 ));
             }
-            fs::rename(&*tmp, &*final_path)
-                .map_err(|e| format!("{}: {e}", final_path.display()))?;
+            if let Some(w) = sink.take() {
+                w.commit().map_err(|e| e.to_string())?;
+            }
             return Ok(layout.file_len() as u64);
         }
     }
@@ -563,26 +567,26 @@ fn write_tensor(
         && acc.is_none()
         && data_len >= PARALLEL_TENSOR
         && stream.blocks() > 1
-        && let Some((w, tmp, final_path)) = sink.as_mut()
+        && let Some(w) = sink.as_ref()
     {
         let layout = NpyLayout::new(dtype, &shape, data_len as usize, WriteOptions::default())
             .map_err(|e| e.to_string())?;
         if !layout.widens() {
-            let io = |e: std::io::Error| format!("{}: {e}", tmp.display());
-            write_header(&mut IoSink(&mut *w), layout.descr(), &shape)
-                .map_err(|e| e.to_string())?;
-            w.flush().map_err(io)?;
+            write_npy_header(w, &layout, &shape).map_err(|e| writing(w, &e))?;
             let head = layout.header_len() as u64;
-            convert_parallel(c, &stream, place.threads, w.get_ref(), head)
-                .map_err(|e| format!("{}: {e}", tmp.display()))?;
-            fs::rename(&*tmp, &*final_path)
-                .map_err(|e| format!("{}: {e}", final_path.display()))?;
+            convert_parallel(c, &stream, place.threads, w, head)?;
+            if let Some(w) = sink.take() {
+                w.commit().map_err(|e| e.to_string())?;
+            }
             return Ok(layout.file_len() as u64);
         }
     }
     let mut scratch = vec![0u8; if sink.is_some() { CHUNK } else { 0 }];
-    let mut npy = match sink.as_mut() {
-        Some((w, _, _)) => Some(
+    let mut buffered = sink
+        .as_ref()
+        .map(|w| BufWriter::with_capacity(CHUNK, w.file()));
+    let mut npy = match buffered.as_mut() {
+        Some(w) => Some(
             NpyStream::new(
                 IoSink(w),
                 dtype,
@@ -599,8 +603,8 @@ fn write_tensor(
         if let Some(a) = acc.as_mut() {
             a.update(data).map_err(|e| e.to_string())?;
         }
-        if let Some(w) = npy.as_mut() {
-            w.write(data).map_err(|e| e.to_string())?;
+        if let (Some(w), Some(f)) = (npy.as_mut(), sink.as_ref()) {
+            w.write(data).map_err(|e| writing(f, &e))?;
         }
         Ok(())
     };
@@ -633,13 +637,14 @@ fn write_tensor(
         }
     }
     let mut written = 0u64;
-    if let Some(w) = npy {
-        written = w.finish().map_err(|e| e.to_string())? as u64;
+    if let (Some(w), Some(f)) = (npy, sink.as_ref()) {
+        written = w.finish().map_err(|e| writing(f, &e))? as u64;
     }
-    if let Some((mut w, tmp, final_path)) = sink {
-        w.flush().map_err(|e| format!("{}: {e}", tmp.display()))?;
-        drop(w);
-        fs::rename(&tmp, &final_path).map_err(|e| format!("{}: {e}", final_path.display()))?;
+    if let (Some(mut b), Some(f)) = (buffered, sink.as_ref()) {
+        b.flush().map_err(|e| writing(f, &e))?;
+    }
+    if let Some(w) = sink {
+        w.commit().map_err(|e| e.to_string())?;
     }
     if let Some(a) = acc {
         let stats = a.finish().map_err(|e| e.to_string())?;
@@ -669,7 +674,7 @@ fn convert_parallel(
     c: &CannTensor,
     stream: &CannStream,
     threads: usize,
-    out: &File,
+    out: &WholeFile,
     head: u64,
 ) -> Result<(), String> {
     let blocks = stream.blocks();
@@ -682,7 +687,8 @@ fn convert_parallel(
         let mut s = CannStream::open_range(c, r).map_err(|e| e.reason())?;
         let mut at = at;
         while let Some(p) = s.next_piece().map_err(|e| e.reason())? {
-            write_at(out, p, at).map_err(|e| e.to_string())?;
+            write_at(out.file(), p, at)
+                .map_err(|e| format!("writing {}: {e}", out.path().display()))?;
             at += p.len() as u64;
         }
         Ok(())
@@ -743,15 +749,16 @@ fn copy_raw(path: &Path, t: &TensorMeta, to: &Path) -> Result<u64, String> {
         ));
     }
     from.seek(SeekFrom::Start(t.offset)).map_err(in_err)?;
-    let out_err = |e: std::io::Error| format!("{}: {e}", to.display());
-    let mut w = File::create(to).map_err(out_err)?;
-    let copied = std::io::copy(&mut from.take(t.size), &mut w).map_err(out_err)?;
+    let w = WholeFile::create(to, out_mode()).map_err(|e| e.to_string())?;
+    let copied = std::io::copy(&mut from.take(t.size), &mut w.file())
+        .map_err(|e| format!("writing {}: {e}", to.display()))?;
     if copied != t.size {
         return Err(format!(
             "payload at byte {} ended after {copied} of {} bytes",
             t.offset, t.size
         ));
     }
+    w.commit().map_err(|e| e.to_string())?;
     Ok(t.size)
 }
 
@@ -794,7 +801,7 @@ fn opdebug(
             mapping,
         );
         let json = report.to_json(Some(4));
-        fs::write(place.dir.join(&name), &json).map_err(|e| format!("{name}: {e}"))?;
+        write_whole(&place.dir.join(&name), json.as_bytes())?;
         done.bytes += json.len() as u64;
     }
     Ok(done)
@@ -820,20 +827,60 @@ fn write_tables(args: &Args, rows: &[(PathBuf, String)], long: &[String]) -> Res
                 text.push('\n');
             }
         }
-        fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+        write_whole(p, text.as_bytes())?;
     }
     if !long.is_empty() {
+        // Appended to an earlier run's lines, and replaced whole: a failure keeps the old file.
         let p = args.out.join("mapping.csv");
-        let mut f = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&p)
-            .map_err(|e| format!("{}: {e}", p.display()))?;
-        for l in long {
-            writeln!(f, "{l}").map_err(|e| format!("{}: {e}", p.display()))?;
+        let mut text = match fs::read(&p) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(format!("{}: {e}", p.display())),
+        };
+        if text.last().is_some_and(|&b| b != b'\n') {
+            text.push(b'\n');
         }
+        for l in long {
+            text.extend_from_slice(l.as_bytes());
+            text.push(b'\n');
+        }
+        write_whole(&p, &text)?;
     }
     Ok(())
+}
+
+/// Mode of the files `convert` writes: `0o644` less the process's umask, as `File::create`
+/// gives them (the umask read from `/proc/self/status`; 022 where it cannot be read).
+fn out_mode() -> u32 {
+    static MODE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| {
+        let umask = fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Umask:"))
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            })
+            .unwrap_or(0o022);
+        0o644 & !umask
+    })
+}
+
+/// `bytes` written to `path` whole or not at all (an earlier file there stays until then).
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let w = WholeFile::create(path, out_mode()).map_err(|e| e.to_string())?;
+    (&mut w.file())
+        .write_all(bytes)
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    w.commit().map_err(|e| e.to_string())
+}
+
+/// The `.npy` header of `layout` written at the start of `w` (one write).
+fn write_npy_header(w: &WholeFile, layout: &NpyLayout, shape: &[usize]) -> std::io::Result<()> {
+    let mut b = BufWriter::new(w.file());
+    write_header(&mut IoSink(&mut b), layout.descr(), shape)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    b.flush()
 }
 
 #[cfg(test)]
