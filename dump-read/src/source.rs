@@ -229,7 +229,8 @@ impl Drop for CannStream {
 
 /// A CANN payload streamed in the host layout: device blocks read with positioned reads (up to
 /// [`READ_BATCH`] bytes of consecutive blocks at once, a banded FRACTAL_Z block gathered row
-/// by row), converted, handed out ([`next_piece`](CannStream::next_piece) without a copy).
+/// by row), the bytes ahead of them asked of the kernel in advance (8 MiB, Linux), converted,
+/// handed out ([`next_piece`](CannStream::next_piece) without a copy).
 pub struct CannStream {
     path: PathBuf,
     file: File,
@@ -250,7 +251,19 @@ pub struct CannStream {
     /// dtype; `narrow` holds its bytes.
     widen: Option<DType>,
     narrow: Vec<u8>,
+    /// Device bytes up to which the kernel was asked to read ahead ([`CannStream::read_ahead`]).
+    advised: usize,
 }
+
+/// Device bytes asked for ahead of the blocks being read ([`CannStream::read_ahead`]).
+const READ_AHEAD: usize = 8 << 20;
+
+/// Bytes asked for per `posix_fadvise` call ([`CannStream::read_ahead`]).
+const READ_AHEAD_PIECE: usize = 512 << 10;
+
+/// The most device bytes one read's span may ask ahead for (a banded FRACTAL_Z block spans
+/// its whole weight: a 10 GiB weight is asked for in these steps, not at once).
+const READ_AHEAD_SPAN: usize = 64 << 20;
 
 impl CannStream {
     /// Opens the payload `t` (its range checked against the file's length, naming the byte
@@ -296,7 +309,50 @@ impl CannStream {
             filled: 0,
             widen: None,
             narrow: Vec::new(),
+            advised: 0,
         })
+    }
+
+    /// Asks the kernel to start reading the device bytes `lo..hi` (capped at
+    /// [`READ_AHEAD_SPAN`] past `lo`) and [`READ_AHEAD`] more, those not asked for yet
+    /// (`posix_fadvise(WILLNEED)`, Linux): a payload on disk is read while the previous
+    /// blocks convert, and a banded FRACTAL_Z block's scattered row reads find their pages
+    /// in memory. Cached pages cost a lookup; errors are ignored (advice only).
+    fn read_ahead(&mut self, lo: usize, hi: usize) {
+        let end = self.plan.src_extent();
+        let to = hi
+            .min(lo.saturating_add(READ_AHEAD_SPAN))
+            .saturating_add(READ_AHEAD)
+            .min(end);
+        let from = self.advised.max(lo);
+        if to <= from {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            // The kernel reads at most the device's read-ahead or request size per call
+            // (often 128 KiB to 8 MiB): ask in pieces under that.
+            for a in (from..to).step_by(READ_AHEAD_PIECE) {
+                let n = (to - a).min(READ_AHEAD_PIECE);
+                if let (Ok(at), Ok(len)) = (
+                    libc::off_t::try_from(self.offset + a as u64),
+                    libc::off_t::try_from(n),
+                ) {
+                    // SAFETY: posix_fadvise only reads its integer arguments; the descriptor
+                    // is this stream's open file.
+                    let _ = unsafe {
+                        libc::posix_fadvise(
+                            self.file.as_raw_fd(),
+                            at,
+                            len,
+                            libc::POSIX_FADV_WILLNEED,
+                        )
+                    };
+                }
+            }
+        }
+        self.advised = to;
     }
 
     /// Opens the payload `t` to read only its blocks `blocks` (of [`CannTensor::to_host`], or
@@ -395,6 +451,8 @@ impl CannStream {
                 last += 1;
             }
         }
+        let span_end = first.offset + (first.pieces.max(1) - 1) * first.stride + first.piece;
+        self.read_ahead(first.offset, span_end.max(first.offset + len));
         let at = self.offset + first.offset as u64;
         let read_err = |e: std::io::Error, n: usize, at: u64| {
             Error::format(
@@ -662,6 +720,95 @@ mod tests {
         let mut s = CannStream::open(&small).unwrap();
         assert_eq!(s.next_piece().unwrap(), Some(&dev[3..13]));
         assert_eq!(s.next_piece().unwrap(), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Which of the 4 KiB pages of `file` in `range` are in the page cache (`mincore`).
+    #[cfg(target_os = "linux")]
+    fn resident(file: &File, range: std::ops::Range<usize>) -> Vec<bool> {
+        use std::os::fd::AsRawFd;
+        let len = file.metadata().unwrap().len() as usize;
+        // SAFETY: a read-only shared mapping of the whole file, unmapped below; mincore only
+        // writes one byte per page into `v`, which has room for every page.
+        unsafe {
+            let m = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            );
+            assert_ne!(m, libc::MAP_FAILED);
+            let mut v = vec![0u8; len.div_ceil(4096)];
+            assert_eq!(libc::mincore(m, len, v.as_mut_ptr()), 0);
+            libc::munmap(m, len);
+            v[range.start / 4096..range.end / 4096]
+                .iter()
+                .map(|b| b & 1 == 1)
+                .collect()
+        }
+    }
+
+    /// Reading a payload that is not in the page cache asks the kernel for the bytes ahead:
+    /// after the first piece (2 MiB) of a 16 MiB payload, the pages 2 to 10 MiB in come in
+    /// without being read, and those past the read-ahead stay out.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_payload_on_disk_is_read_ahead_of_the_blocks() {
+        use std::os::fd::AsRawFd;
+        // Beside the build (on the disk that holds the checkout), not in TMPDIR (which may be
+        // a tmpfs, whose pages cannot be dropped).
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target")
+            .join(format!("dump-read-ahead-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("Cast.c.1.2.3");
+        let size = 16usize << 20;
+        std::fs::write(&path, vec![7u8; size]).unwrap();
+        let f = File::open(&path).unwrap();
+        f.sync_all().unwrap();
+        // SAFETY: plain advice on this open file.
+        let dropped =
+            unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(dropped, 0);
+        if resident(&f, 0..size).iter().any(|&r| r) {
+            // A file system that keeps its pages (a tmpfs): nothing to test here.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{} keeps its pages in memory; the read-ahead test needs a disk",
+                dir.display()
+            );
+            return;
+        }
+        let t = CannTensor {
+            path: path.clone(),
+            offset: 0,
+            size: size as u64,
+            dtype: DType::UInt8,
+            format: CannFormat(2),
+            device_shape: vec![size],
+            to_host: None,
+        };
+        let mut s = CannStream::open(&t).unwrap();
+        let first = s.next_piece().unwrap().unwrap().len();
+        assert_eq!(first, READ_BATCH);
+        let ahead = READ_BATCH..READ_BATCH + READ_AHEAD;
+        let start = std::time::Instant::now();
+        while !resident(&f, ahead.clone()).iter().all(|&r| r) {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(20),
+                "pages {ahead:?} not read ahead: {:?}",
+                resident(&f, ahead.clone())
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let past = resident(&f, READ_BATCH + READ_AHEAD + (1 << 20)..size);
+        assert!(
+            past.iter().any(|&r| !r),
+            "everything past the read-ahead is cached too"
+        );
+        drop(s);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

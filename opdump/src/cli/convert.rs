@@ -7,7 +7,8 @@
 //!   dialect of dump-read accepts). Files are converted in parallel, with a progress bar on a
 //!   terminal.
 //! - Every file is streamed: the header is parsed, then each payload is read with positioned
-//!   reads of up to 2 MiB (device formats block by block: one `(n, c1)` of NC1HWC0, one matrix
+//!   reads of up to 2 MiB, the kernel asked for the next 8 MiB ahead of them (a dump on disk
+//!   is read while the previous blocks convert) (device formats block by block: one `(n, c1)` of NC1HWC0, one matrix
 //!   of FRACTAL_NZ, a band of output channels of FRACTAL_Z gathered from every block row, the
 //!   whole tensor only for FRACTAL_Z_3D and C1HWNCoC0 with N > 1, at most 64 MiB), converted
 //!   and written as it is read (one `write_all` per piece), so memory is bounded whatever the

@@ -15,6 +15,10 @@
 //! inputs and two outputs are on disk), and the share of the inputs in the page cache is
 //! measured before every opdump run (`fincore`) and printed.
 //!
+//! `OPDUMP_BENCH_CONVERT_COLD=1` drops the page cache (after a `sync`; root only) before every
+//! timed command, so that each reads its inputs from the disk, as when converting a dump that
+//! is no longer in memory.
+//!
 //! `OPDUMP_BENCH_CONVERT_OUT=DIR` puts the three outputs (the copy's, opdump's and numpy's)
 //! under `DIR` instead of beside the inputs, e.g. on tmpfs (`/dev/shm/...`) to time the
 //! converters without the disk's writeback.
@@ -256,21 +260,40 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
     py_args.extend(files.iter().cloned());
     let py_ref: Vec<&str> = py_args.iter().map(String::as_str).collect();
     let mut cached = Vec::new();
+    // OPDUMP_BENCH_CONVERT_COLD=1: every timed command starts with the inputs out of the page
+    // cache (synced, then dropped: root only), as when converting a dump on disk.
+    let cold = std::env::var_os("OPDUMP_BENCH_CONVERT_COLD").is_some_and(|v| v != "0");
+    let uncache = || -> Result<(), String> {
+        if cold {
+            let _ = Command::new("sync").status();
+            std::fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| {
+                format!("OPDUMP_BENCH_CONVERT_COLD needs root: /proc/sys/vm/drop_caches: {e}")
+            })?;
+        }
+        Ok(())
+    };
+    if cold {
+        println!("convert: cold inputs (the page cache dropped before every timed command)");
+    }
     for _ in 0..runs {
+        uncache()?;
         if let Some((s, _)) = timed(1, &cat) {
             t_cat.push(s);
         }
         // The previous round's outputs go first: at most the inputs and two outputs at once.
         let _ = std::fs::remove_dir_all(&out_rs);
         let _ = std::fs::remove_dir_all(&out_py);
+        uncache()?;
         if let Some((s, _)) = timed(1, &copy) {
             t_cp.push(s);
         }
         let _ = std::fs::remove_dir_all(&out_cp);
+        uncache()?;
         if let Some((s, _)) = timed(1, &copy_all) {
             t_cpn.push(s);
         }
         let _ = std::fs::remove_dir_all(&out_cpn);
+        uncache()?;
         if let Some(c) = resident(&files) {
             cached.push(c);
         }
@@ -278,6 +301,7 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
             t_rs.push(s);
             rss = rss.max(r);
         }
+        uncache()?;
         if let Some(s) = python(PY_CONVERT, &py_ref) {
             t_py.push(s);
         }
