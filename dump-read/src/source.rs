@@ -262,7 +262,8 @@ const READ_AHEAD: usize = 8 << 20;
 const READ_AHEAD_PIECE: usize = 512 << 10;
 
 /// The most device bytes one read's span may ask ahead for (a banded FRACTAL_Z block spans
-/// its whole weight: a 10 GiB weight is asked for in these steps, not at once).
+/// its whole weight: of a larger weight only this much is asked for ahead, the rest is read
+/// when its rows are).
 const READ_AHEAD_SPAN: usize = 64 << 20;
 
 impl CannStream {
