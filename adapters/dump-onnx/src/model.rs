@@ -424,8 +424,9 @@ fn check_length(i: &Initializer) -> Result<(), Error> {
     let (Some(data), Some(dt)) = (&i.data, i.dtype()) else {
         return Ok(());
     };
-    let elems: usize = i.dims.iter().product();
-    match dt.storage_bytes(elems) {
+    // Dims from the file: a product past usize is an error, not a wrap (or a debug panic).
+    let elems = i.dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+    match elems.and_then(|e| dt.storage_bytes(e)) {
         Some(n) if n == data.len() => Ok(()),
         n => Err(Error::Model(format!(
             "initializer {:?}: {} data bytes for {dt} {:?} (needs {})",
@@ -472,6 +473,25 @@ mod tests {
         assert_eq!(empty.data.as_deref(), Some(&[][..]));
         let i16s = parse_tensor(&tensor(&[2], 5, &[1, 0xFFFF])).unwrap();
         assert_eq!(i16s.data.as_deref(), Some(&[1, 0, 0xFF, 0xFF][..]));
+    }
+
+    /// Dims whose product passes `usize` are an error naming the initializer; their product
+    /// once overflowed (a panic in a debug build, a wrapped count in release, which the
+    /// `onnx_cut` fuzz target found with dims 2^32 · 2^32 and int64 data).
+    #[test]
+    fn dims_whose_product_overflows_are_an_error_not_a_panic() {
+        let e = parse_tensor(&tensor(&[1 << 32, 1 << 32, 2], 7, &[1]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"t\"") && e.contains("an overflowing count"),
+            "{e}"
+        );
+        // A product that fits is still checked against the data.
+        let e = parse_tensor(&tensor(&[3, 2], 7, &[1]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs 48"), "{e}");
     }
 
     /// A model with two `graph` fields is refused by the parser and by both rewriters,
