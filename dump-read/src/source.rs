@@ -253,6 +253,9 @@ pub struct CannStream {
     narrow: Vec<u8>,
     /// Device bytes up to which the kernel was asked to read ahead ([`CannStream::read_ahead`]).
     advised: usize,
+    /// Reads from the page cache alone ([`read_cached`]) work on this file (until one says
+    /// they are not supported).
+    nowait: bool,
 }
 
 /// Device bytes asked for ahead of the blocks being read ([`CannStream::read_ahead`]).
@@ -311,6 +314,7 @@ impl CannStream {
             widen: None,
             narrow: Vec::new(),
             advised: 0,
+            nowait: true,
         })
     }
 
@@ -453,13 +457,10 @@ impl CannStream {
             }
         }
         let span_end = first.offset + (first.pieces.max(1) - 1) * first.stride + first.piece;
-        self.read_ahead(first.offset, span_end.max(first.offset + len));
+        let span = first.offset..span_end.max(first.offset + len);
         let at = self.offset + first.offset as u64;
-        let read_err = |e: std::io::Error, n: usize, at: u64| {
-            Error::format(
-                &self.path,
-                format!("cannot read {n} bytes at byte {at}: {e}"),
-            )
+        let read_err = |path: &Path, e: std::io::Error, n: usize, at: u64| {
+            Error::format(path, format!("cannot read {n} bytes at byte {at}: {e}"))
         };
         if self.plan.is_copy() {
             // The bytes are the data: read them straight into `out` (grown when too short;
@@ -467,19 +468,22 @@ impl CannStream {
             if self.out.len() < len {
                 self.out.resize(len, 0);
             }
-            read_at(&self.file, &mut self.out[..len], at).map_err(|e| read_err(e, len, at))?;
+            self.read_run(true, 0..len, at, &span)
+                .map_err(|e| read_err(&self.path, e, len, at))?;
             self.filled = len;
         } else {
             if self.src.len() < len {
                 self.src.resize(len, 0);
             }
-            let src = &mut self.src[..len];
             if first.pieces == 1 {
-                read_at(&self.file, src, at).map_err(|e| read_err(e, len, at))?;
+                self.read_run(false, 0..len, at, &span)
+                    .map_err(|e| read_err(&self.path, e, len, at))?;
             } else if first.piece > 0 {
-                for (q, piece) in src.chunks_exact_mut(first.piece).enumerate() {
+                for q in 0..first.pieces {
                     let p = at + (q * first.stride) as u64;
-                    read_at(&self.file, piece, p).map_err(|e| read_err(e, first.piece, p))?;
+                    let into = q * first.piece..(q + 1) * first.piece;
+                    self.read_run(false, into, p, &span)
+                        .map_err(|e| read_err(&self.path, e, first.piece, p))?;
                 }
             }
             let need = (last - self.block) * self.plan.max_dst_bytes();
@@ -505,6 +509,44 @@ impl CannStream {
         Ok(true)
     }
 
+    /// Reads the file's bytes from `at` into `out[into]` (`src[into]` unless `to_out`): first
+    /// what the page cache holds, without waiting ([`read_cached`]); only when that falls
+    /// short is the kernel asked to read ahead over `span` (device bytes) and the rest read,
+    /// waiting. So a cached payload costs no advice calls at all.
+    fn read_run(
+        &mut self,
+        to_out: bool,
+        into: std::ops::Range<usize>,
+        at: u64,
+        span: &std::ops::Range<usize>,
+    ) -> std::io::Result<()> {
+        let want = into.len();
+        let got = if self.nowait {
+            let buf = if to_out {
+                &mut self.out[into.clone()]
+            } else {
+                &mut self.src[into.clone()]
+            };
+            match read_cached(&self.file, buf, at) {
+                Some(n) if n == want => return Ok(()),
+                Some(n) => n,
+                None => {
+                    self.nowait = false;
+                    0
+                }
+            }
+        } else {
+            0
+        };
+        self.read_ahead(span.start, span.end);
+        let buf = if to_out {
+            &mut self.out[into]
+        } else {
+            &mut self.src[into]
+        };
+        read_at(&self.file, &mut buf[got..], at + got as u64)
+    }
+
     /// Fills `buf` with the next data bytes.
     pub fn read_chunk(&mut self, buf: &mut [u8]) -> Result<(), Error> {
         let mut done = 0;
@@ -521,6 +563,37 @@ impl CannStream {
             done += k;
         }
         Ok(())
+    }
+}
+
+/// Reads into `buf` from byte `at` of `f` only what the page cache holds, never waiting for the
+/// disk (`preadv2` with `RWF_NOWAIT`, Linux with glibc): the bytes read (0 when the first page
+/// is not cached, or on an error, which the waiting read that follows reports); `None` where
+/// such reads are not supported (that file system, that kernel, or this target).
+fn read_cached(f: &File, buf: &mut [u8], at: u64) -> Option<usize> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::os::fd::AsRawFd;
+        let off = libc::off_t::try_from(at).ok()?;
+        let iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: `iov` describes `buf`, writable for its whole length and borrowed for the
+        // call; the descriptor is `f`'s, open for the call.
+        let n = unsafe { libc::preadv2(f.as_raw_fd(), &iov, 1, off, libc::RWF_NOWAIT) };
+        if let Ok(n) = usize::try_from(n) {
+            return Some(n);
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS) => None,
+            _ => Some(0),
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = (f, buf, at);
+        None
     }
 }
 
@@ -809,6 +882,19 @@ mod tests {
             past.iter().any(|&r| !r),
             "everything past the read-ahead is cached too"
         );
+        drop(s);
+        // Once the whole payload is cached, reading it asks nothing ahead: every read is
+        // served by the page cache alone (RWF_NOWAIT, supported on ext4 and xfs).
+        std::fs::read(&path).unwrap();
+        let mut s = CannStream::open(&t).unwrap();
+        let mut n = 0;
+        while let Some(p) = s.next_piece().unwrap() {
+            assert!(p.iter().all(|&b| b == 7));
+            n += p.len();
+        }
+        assert_eq!(n, size);
+        assert!(s.nowait, "reads from the page cache alone are refused here");
+        assert_eq!(s.advised, 0, "a cached payload was read ahead");
         drop(s);
         let _ = std::fs::remove_dir_all(&dir);
     }
