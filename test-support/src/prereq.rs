@@ -41,6 +41,10 @@ pub enum Prereq {
     /// [`Prereq::Torch`] and msprobe (`mindstudio-probe`: dumps torch models with
     /// `tools/msprobe_e2e.py`).
     Msprobe,
+    /// A file system beside the build whose cached pages can be dropped (`posix_fadvise`
+    /// `DONTNEED`: a disk, not a tmpfs), for tests of reading from disk. Probed by the test
+    /// itself ([`check`]).
+    DiskPages,
 }
 
 impl fmt::Display for Prereq {
@@ -62,11 +66,12 @@ impl fmt::Display for Prereq {
             Prereq::Msprobe => {
                 "python3 with torch, onnx, onnxscript and msprobe (mindstudio-probe)"
             }
+            Prereq::DiskPages => "a target directory on a disk (page cache that can be dropped)",
         })
     }
 }
 
-const ALL: [Prereq; 14] = [
+const ALL: [Prereq; 15] = [
     Prereq::Python3,
     Prereq::Numpy,
     Prereq::Gzip,
@@ -81,6 +86,7 @@ const ALL: [Prereq; 14] = [
     Prereq::OnnxRuntime,
     Prereq::Torch,
     Prereq::Msprobe,
+    Prereq::DiskPages,
 ];
 
 impl Prereq {
@@ -110,6 +116,9 @@ impl Prereq {
             Prereq::Msprobe => {
                 "bash tools/install-msprobe.sh (torch as for Prereq::Torch, then mindstudio-probe==26.2.0)"
             }
+            Prereq::DiskPages => {
+                "build in a target directory on a disk (CARGO_TARGET_DIR not on a tmpfs)"
+            }
         }
     }
 
@@ -132,7 +141,7 @@ impl Prereq {
             Prereq::Cxx => run_ok(Command::new("g++").arg("--version")),
             Prereq::Tmpfs => probe_tmpfs(),
             Prereq::Root => probe_root(),
-            Prereq::Nvrtc | Prereq::Gpu => Err(format!(
+            Prereq::Nvrtc | Prereq::Gpu | Prereq::DiskPages => Err(format!(
                 "{self} has no probe in opdump-test-support; the test must probe it and call check"
             )),
             Prereq::ReferenceData => crate::reference::probe(),
