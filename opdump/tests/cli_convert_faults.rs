@@ -11,7 +11,7 @@ use std::{
     fs,
     os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
-    process::{Child, Command, Output, Stdio},
+    process::{Command, Output, Stdio},
     time::{Duration, Instant},
 };
 
@@ -19,7 +19,7 @@ use dump_device_ascend::dumpfile::{
     CannDType, CannFormat, Container, DumpHeader, TensorKind, TensorMeta, encode,
 };
 use dump_npy::NpyReader;
-use opdump_test_support::Tmpfs;
+use opdump_test_support::{KillOnDrop, Tmpfs};
 
 /// NC1HWC0 device shape of every generated tensor: 512 KiB of FLOAT16, NCHW (1, 60, 64, 64).
 const DEV: [u64; 5] = [1, 4, 64, 64, 16];
@@ -221,16 +221,6 @@ fn a_read_only_output_directory_is_an_error_naming_each_file() {
     drop(fs_);
     let _ = fs::remove_dir(&mount);
     let _ = fs::remove_dir_all(&src);
-}
-
-/// Kills the child when dropped (a failed assertion never leaves it running).
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// SIGKILL while converting: every file under a final name is whole and no temporary file is

@@ -9,6 +9,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use opdump_test_support::KillOnDrop;
+
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     if let Ok(rd) = fs::read_dir(dir) {
         for e in rd.flatten() {
@@ -40,16 +42,6 @@ fn fields(line: &str) -> usize {
         }
     }
     n
-}
-
-/// Kills the child if the test fails before it does (no orphaned 100000-step demo).
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

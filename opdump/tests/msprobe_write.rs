@@ -11,6 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use opdump_test_support::KillOnDrop;
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {
@@ -323,16 +324,6 @@ fn an_msprobe_layout_dump_reads_back_identical_to_the_mindspore_layout_dump_of_t
     assert_eq!(r["only_in_b"], serde_json::json!([]));
     assert!(r["pairs"].as_array().unwrap().len() > 300);
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// Kills the child if the test fails first.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn dump_jsons(root: &Path) -> Vec<PathBuf> {

@@ -38,5 +38,6 @@ mod tmpfs;
 
 pub use files::files_below;
 pub use prereq::{Prereq, SKIP_LOG_VAR, check, require, required};
+pub use process::KillOnDrop;
 pub use reference::{reference_dir, reference_fixture_dir};
 pub use tmpfs::Tmpfs;

@@ -35,3 +35,16 @@ pub(crate) fn mount_tmpfs(dir: &Path, size: &str) -> Result<(), String> {
             .arg(dir),
     )
 }
+
+/// A child process that is killed (and reaped) when this is dropped, so a test that fails while
+/// its child runs leaves no orphan behind (a 100000-step demo, a convert of thousands of files).
+/// The child is the public field: `k.0.kill()` and `k.0.wait()` for a kill the test means.
+#[derive(Debug)]
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

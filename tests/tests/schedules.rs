@@ -14,11 +14,12 @@ use std::{
     collections::BTreeMap,
     io::{BufRead, BufReader},
     os::unix::process::ExitStatusExt,
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 use dump_host::{DumpOptions, Dumper};
+use opdump_test_support::KillOnDrop;
 use opdump_tests::{
     config::{config, no_env},
     fsutil::TempDir,
@@ -115,16 +116,6 @@ fn the_same_seed_gives_the_same_interleaving_and_another_seed_another() {
     assert_ne!(orders[0].0, orders[2].0, "seeds 7 and 8");
     // Every producer takes part.
     assert!((0..8).all(|t| orders[0].0.contains(&t)));
-}
-
-/// Kills the child if the test fails before it does.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
