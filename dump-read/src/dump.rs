@@ -55,9 +55,10 @@ impl TensorRecord {
         self.source.as_ref().map(TensorSource::path)
     }
 
-    /// Elements.
-    pub fn elems(&self) -> usize {
-        self.shape.iter().product()
+    /// Elements; `None` when the shape's product passes `usize` (a hostile `statistic.csv`
+    /// row or header declares any dims).
+    pub fn elems(&self) -> Option<usize> {
+        self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
     }
 
     /// The statistics: the row's, completed from the file (streamed) when the row lacks
@@ -261,9 +262,8 @@ impl Dump {
 
     /// Total bytes of the `.npy` data (elements times dtype size, as stored).
     pub fn data_bytes(&self, t: &TensorRecord) -> u64 {
-        t.stored
-            .unwrap_or(t.dtype)
-            .storage_bytes(t.elems())
+        t.elems()
+            .and_then(|e| t.stored.unwrap_or(t.dtype).storage_bytes(e))
             .unwrap_or(0) as u64
     }
 }

@@ -42,7 +42,7 @@ fn every_shared_msprobe_case_is_read() {
         }
         for t in &d.tensors {
             let s = t.row_stats.as_ref().unwrap();
-            assert_eq!(s.count, Some(t.elems() as u64));
+            assert_eq!(s.count, Some(t.elems().unwrap() as u64));
             assert!(
                 s.max.is_some() && s.min.is_some(),
                 "{case} {}",

@@ -370,6 +370,31 @@ fn npy_f32(v: &[f32]) -> Vec<u8> {
     b
 }
 
+/// A statistic.csv row whose shape has more elements than `usize` counts (dims 2^32 · 2^32 ·
+/// 4): inspect and compare go on without a panic, and the other rows still count. Its element
+/// count once overflowed in the byte total (a panic in a debug build, a wrapped total in
+/// release).
+#[test]
+fn a_statistic_row_whose_shape_overflows_is_no_panic() {
+    let tmp = tmpdir("shape-overflow");
+    let header = "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,Min Value,NaN Count\n";
+    let csv = format!(
+        "{header}Add,Default_Add-op0,0,0,10,output,0,12,float32,\"(3)\",3,1,0,\n\
+         Mul,Default_Mul-op1,0,0,20,output,0,12,float32,\"(4294967296,4294967296,4)\",2,1,0,\n"
+    );
+    let d = tree(&tmp.join("d"), &[("statistic.csv", csv.into_bytes())]);
+    let o = opdump(&["inspect", d.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("inspected 2 tensors of 2 kernels"), "{err}");
+    let o = opdump(&["compare", d.to_str().unwrap(), d.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
 #[test]
 fn hostile_trees_give_clear_messages_and_never_a_panic() {
     let tmp = tmpdir("hostile");
