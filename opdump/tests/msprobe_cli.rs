@@ -172,6 +172,69 @@ fn a_perturbed_copy_diverges_first_at_the_perturbed_api() {
     );
 }
 
+/// Statistics-only dumps whose shapes differ diverge, as tensor dumps do: the relu output
+/// recorded as [4, 2, 6, 6] against [2, 4, 6, 6] has the same statistics (a transposed output
+/// would too). Before, pairs compared by their statistics alone skipped the shape check and
+/// were within tolerance. A view op's shape whose element count passes `usize` is a shape
+/// divergence, not a panic (its element count once overflowed).
+#[test]
+fn statistics_only_pairs_whose_shapes_differ_diverge() {
+    let tmp = tmpdir("shapes");
+    let edit = |dir: &Path, f: &dyn Fn(&mut serde_json::Value)| {
+        copy_dir(&fixtures().join("torch_statistics"), dir);
+        let p = dir.join("step0/proc8348/dump.json");
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        f(&mut v["data"]);
+        std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    };
+    let a = tmp.join("a");
+    edit(&a, &|d| {
+        let shape = &mut d["Functional.relu.0.forward"]["output"][0]["shape"];
+        assert_eq!(*shape, serde_json::json!([2, 4, 6, 6]));
+        *shape = serde_json::json!([4, 2, 6, 6]);
+    });
+    let o = opdump(&[
+        Path::new("compare"),
+        &a,
+        &fixtures().join("torch_statistics"),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("first divergent operator: rank 0 iteration 0 graph 0: relu Functional.relu.0.forward output.0"),
+        "{out}"
+    );
+    assert!(
+        out.contains("shapes differ: [4, 2, 6, 6] vs [2, 4, 6, 6]"),
+        "{out}"
+    );
+
+    // A view op on both sides (relu's record under Tensor.view's name), A's output with a
+    // shape past usize.
+    let with_view = |huge: bool| {
+        move |d: &mut serde_json::Value| {
+            let mut view = d["Functional.relu.0.forward"].clone();
+            if huge {
+                view["output"][0]["shape"] = serde_json::json!([4294967296u64, 4294967296u64, 4]);
+            }
+            d["Tensor.view.0.forward"] = view;
+        }
+    };
+    let (va, vb) = (tmp.join("va"), tmp.join("vb"));
+    edit(&va, &with_view(true));
+    edit(&vb, &with_view(false));
+    let o = opdump(&[Path::new("compare"), &va, &vb]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        out.contains("view Tensor.view.0.forward output.0")
+            && out.contains("shapes differ: [4294967296, 4294967296, 4] vs [2, 4, 6, 6]"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
 #[test]
 fn a_missing_pt_file_is_a_warning_naming_it_and_its_statistics_compare() {
     let tmp = tmpdir("missing");
