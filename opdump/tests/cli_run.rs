@@ -454,3 +454,86 @@ fn an_absolute_external_data_location_is_inlined_for_tract() {
     let want = f32s(Path::new(&fixture("exported/mlp_ext/expected_y.npy")));
     assert_eq!(f32s(&y), want);
 }
+
+/// A one-node model (`y = Relu(x)`, float32) whose input and output declare `dims`, encoded
+/// here (ModelProto → GraphProto → NodeProto / ValueInfoProto).
+fn relu_model(dims: &[u64]) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    fn ld(out: &mut Vec<u8>, field: u64, body: &[u8]) {
+        varint(out, field << 3 | 2);
+        varint(out, body.len() as u64);
+        out.extend_from_slice(body);
+    }
+    let value = |name: &str| {
+        let mut shape = Vec::new();
+        for &d in dims {
+            let mut dim = vec![0x08];
+            varint(&mut dim, d);
+            ld(&mut shape, 1, &dim);
+        }
+        let mut tensor = vec![0x08, 1]; // elem_type FLOAT
+        ld(&mut tensor, 2, &shape);
+        let mut ty = Vec::new();
+        ld(&mut ty, 1, &tensor);
+        let mut vi = Vec::new();
+        ld(&mut vi, 1, name.as_bytes());
+        ld(&mut vi, 2, &ty);
+        vi
+    };
+    let mut node = Vec::new();
+    ld(&mut node, 1, b"x");
+    ld(&mut node, 2, b"y");
+    ld(&mut node, 3, b"relu");
+    ld(&mut node, 4, b"Relu");
+    let mut graph = Vec::new();
+    ld(&mut graph, 1, &node);
+    ld(&mut graph, 2, b"g");
+    ld(&mut graph, 11, &value("x"));
+    ld(&mut graph, 12, &value("y"));
+    let mut model = vec![0x08, 7]; // ir_version 7
+    ld(&mut model, 8, &[0x10, 13]); // opset 13
+    ld(&mut model, 7, &graph);
+    model
+}
+
+/// A model may declare any input shape. Random values for one whose element count passes
+/// `usize` panicked (a debug build's overflow), and for one larger than memory the process
+/// aborted ("memory allocation of ... bytes failed", SIGABRT); both are now clear errors
+/// naming the input, its shape and the way out, and the model still describes itself.
+#[test]
+fn random_inputs_past_usize_or_memory_are_clear_errors() {
+    let tmp = Tmp::new("huge-input");
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    for (dims, why) in [
+        (&[1u64 << 32, 1 << 32, 4][..], "passes the address space"),
+        (&[1 << 20, 1 << 20, 1 << 10][..], "bytes ("),
+    ] {
+        let model = tmp.0.join("huge.onnx");
+        std::fs::write(&model, relu_model(dims)).unwrap();
+        let o = opdump(&[
+            &model.to_string_lossy(),
+            "--out",
+            &tmp.0.join("d").to_string_lossy(),
+        ]);
+        let e = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{dims:?}: {e}");
+        let shape = dims
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert!(
+            e.contains(&format!("input \"x\" (float32 [{shape}]): "))
+                && e.contains(why)
+                && e.contains("pass --input x=FILE.npy")
+                && !e.contains("panicked"),
+            "{dims:?}: {e}"
+        );
+    }
+}

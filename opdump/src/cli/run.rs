@@ -299,8 +299,9 @@ fn random_feeds(declared: &[DeclaredInput], seed: u64) -> Result<Vec<HostTensor>
                     d.name
                 )));
             };
-            let n: usize = shape.iter().product();
-            let mut data = Vec::with_capacity(n * 8);
+            let mut data = random_buffer(d, dtype, &shape)?;
+            // Cannot overflow: `random_buffer` counted the elements with a checked product.
+            let n = shape.iter().product::<usize>();
             for _ in 0..n {
                 let u = rng.unit();
                 let int = ((u + 1.0) * 5.0) as i64;
@@ -336,6 +337,64 @@ fn random_feeds(declared: &[DeclaredInput], seed: u64) -> Result<Vec<HostTensor>
             })
         })
         .collect()
+}
+
+/// An empty buffer with room for `shape`'s random values of `dtype` (int4/uint4: one byte per
+/// element before packing), or an error naming the input when the count passes `usize` or
+/// the bytes cannot be had: more than the memory available (Linux `MemAvailable`), or an
+/// allocation the system refuses. A model may declare any shape; allocating it blindly
+/// panicked (the product overflowing) or aborted the process (a failed allocation).
+fn random_buffer(d: &DeclaredInput, dtype: DType, shape: &[usize]) -> Result<Vec<u8>, Failure> {
+    let what = || format!("input {:?} ({})", d.name, declared_type(d));
+    let too_big = |why: String| {
+        Failure::Invalid(format!(
+            "{}: {why}; pass --input {}=FILE.npy",
+            what(),
+            d.name
+        ))
+    };
+    let bytes = shape
+        .iter()
+        .try_fold(1usize, |a, &x| a.checked_mul(x))
+        .and_then(|n| match dtype {
+            DType::Int4 | DType::UInt4 => Some(n),
+            _ => dtype.storage_bytes(n),
+        })
+        .ok_or_else(|| too_big("its element count or byte size passes the address space".into()))?;
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    if let Some(avail) = mem_available()
+        && bytes as u64 > avail
+    {
+        return Err(too_big(format!(
+            "its random values need {bytes} bytes ({:.1} GiB), more than the memory available \
+             ({:.1} GiB)",
+            gib(bytes as u64),
+            gib(avail)
+        )));
+    }
+    let mut data = Vec::new();
+    data.try_reserve_exact(bytes).map_err(|e| {
+        too_big(format!(
+            "its random values need {bytes} bytes ({:.1} GiB): {e}",
+            gib(bytes as u64)
+        ))
+    })?;
+    Ok(data)
+}
+
+/// The memory the kernel says can be had without swapping (`MemAvailable` in
+/// `/proc/meminfo`), in bytes; `None` where there is no such file or line.
+fn mem_available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    kib.checked_mul(1024)
 }
 
 /// The config text (the user's, or the embedded one with the model's name as `net_name`) and
