@@ -331,3 +331,53 @@ fn unpaired_tensors_list_their_nearest_candidates() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `Tensor.flatten` call whose recorded output shape passes `usize` is paired or left
+/// unpaired like any other, never a panic: the view check counted its elements with an
+/// unchecked product (a debug build's overflow).
+#[test]
+fn a_view_whose_shape_passes_usize_is_no_panic() {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            let (f, t) = (e.path(), to.join(e.file_name()));
+            if f.is_dir() {
+                copy(&f, &t);
+            } else {
+                std::fs::copy(&f, &t).unwrap();
+            }
+        }
+    }
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("huge-view-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    copy(&cnn().join("L1_statistics"), &dir);
+    let p = dir.join("step0/proc20094/dump.json");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let flatten = r#""Tensor.flatten.0.forward": {"input_args": [{"type": "torch.Tensor", "dtype": "torch.float32", "shape": [1, 16, 1, 1], "Max": 0.3872750401496887, "Min": 0.00855585653334856, "Mean": 0.07970672845840454, "Norm": 0.5139641165733337, "requires_grad": false}], "input_kwargs": {}, "output": [{"type": "torch.Tensor", "dtype": "torch.float32", "shape": [4294967296, 4294967296, 4], "Max": 0.3872750401496887, "Min": 0.00855585653334856, "Mean": 0.07970672845840454, "Norm": 0.5139641165733337, "requires_grad": false}]},
+  "Functional.linear.0.forward""#;
+    assert!(text.contains("\"Functional.linear.0.forward\""));
+    std::fs::write(
+        &p,
+        text.replacen("\"Functional.linear.0.forward\"", flatten, 1),
+    )
+    .unwrap();
+    let (code, j, err) = compare(&dir, &run(), &[]);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(matches!(code, 0 | 1), "exit {code}: {err}");
+    // The flatten call is listed (paired or only in A) and the rest still pairs.
+    let listed = |key: &str| {
+        j[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t.get("a").unwrap_or(t)["op_name"] == "Tensor.flatten.0.forward")
+    };
+    assert!(listed("pairs") || listed("only_in_a"), "{j:#}");
+    assert_eq!(
+        rule_of(&j, "Functional.linear.1.forward"),
+        Some("order"),
+        "{j:#}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -426,6 +426,11 @@ struct Group<'a> {
     used: HashSet<usize>,
 }
 
+/// A shape's element count; `None` past `usize` (a record may declare any dims).
+fn count(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+}
+
 impl<'a> Group<'a> {
     fn shape_fits(&self, e: usize, n: usize) -> bool {
         let (Some(&(_, ti)), Some(&(_, gi))) = (
@@ -437,7 +442,7 @@ impl<'a> Group<'a> {
         let (a, b) = (&self.t.tensors[ti].shape, &self.g.tensors[gi].shape);
         same_but_unit_dims(a, b)
             || ((is_view(self.es[e].kind) || is_view(self.ns[n].kind))
-                && a.iter().product::<usize>() == b.iter().product::<usize>())
+                && count(a).is_some_and(|n| Some(n) == count(b)))
     }
 
     fn kind_fits(&self, e: usize, n: usize) -> bool {
