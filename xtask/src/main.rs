@@ -56,6 +56,8 @@ fn main() -> ExitCode {
         Some("wire-fuzz") => agent::fuzz(&args[1..]),
         Some("hardening") => hardening::run_all(&args[1..]),
         Some("node-suite") => node_suite::run(&args[1..]),
+        // Internal: timed by `bench-stats --only convert` (the outputs' writes alone).
+        Some("write-files") => bench::write_files(&args[1..]),
         Some("-h" | "--help") | None => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -5,7 +5,10 @@
 //! reshape/transpose/slice, `np.save`) and against reading the bytes (`cat` to `/dev/null`).
 //! Two copy floors are timed in the same rounds: `cat` of each file into a file (one process),
 //! and the same copy in as many processes as opdump has threads, the ceiling of reading and
-//! writing the bytes on this machine with no conversion at all. GB/s counts the input bytes.
+//! writing the bytes on this machine with no conversion at all. A third: writing the outputs'
+//! bytes alone into as many new files, in as many threads, from one buffer (`cargo xtask
+//! write-files`; nothing read, nothing converted), what every converter pays at the least for
+//! its outputs' new page-cache pages. GB/s counts the input bytes.
 //! Peak RSS of the opdump run is printed.
 //!
 //! Sizes: the issue's 4 GiB: 41 NC1HWC0 files of 64 MiB and 41 FRACTAL_Z files of 36 MiB
@@ -253,6 +256,20 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         s
     };
     let copy_all: Vec<&str> = vec!["bash", "-c", &copy_all_script];
+    // The outputs' bytes (npy data; the headers are noise) written alone, in `threads` threads.
+    let out_bytes = pairs * (n5hd * 60 * 64 * 64 + nfz * 500 * 9) * 2;
+    let out_wr = outs_dir.join("out-write-only");
+    let xtask = std::env::current_exe().map_err(|e| format!("xtask's own path: {e}"))?;
+    let write_args = [
+        xtask.display().to_string(),
+        "write-files".into(),
+        out_wr.display().to_string(),
+        out_bytes.to_string(),
+        files.len().to_string(),
+        threads.to_string(),
+    ];
+    let write_only: Vec<&str> = write_args.iter().map(String::as_str).collect();
+    let mut t_mem = Vec::new();
     let mut t_cp = Vec::new();
     let mut t_cpn = Vec::new();
     let (mut t_cat, mut t_rs, mut t_py, mut rss) = (Vec::new(), Vec::new(), Vec::new(), 0u64);
@@ -293,6 +310,10 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
             t_cpn.push(s);
         }
         let _ = std::fs::remove_dir_all(&out_cpn);
+        if let Some((s, _)) = timed(1, &write_only) {
+            t_mem.push(s);
+        }
+        let _ = std::fs::remove_dir_all(&out_wr);
         uncache()?;
         if let Some(c) = resident(&files) {
             cached.push(c);
@@ -319,7 +340,7 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         (!v.is_empty()).then(|| total as f64 / v[v.len() / 2] / 1e9)
     };
     let (read, ours, np, cp) = (median(t_cat), median(t_rs), median(t_py), median(t_cp));
-    let cpn = median(t_cpn);
+    let (cpn, mem) = (median(t_cpn), median(t_mem));
     // Same arrays from both converters (one file of each format).
     for f in files.iter().take(2) {
         let name = Path::new(f)
@@ -369,11 +390,22 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
             read.map_or(f64::NAN, |r| g / r)
         );
     }
+    if let (Some(o), Some(m)) = (ours, mem) {
+        println!(
+            "opdump convert: {:.2}x writing its outputs' {} MiB alone into new files in \
+             {threads} threads (nothing read or converted: {:.2}x numpy, {:.2}x cat)",
+            o / m,
+            out_bytes >> 20,
+            np.map_or(f64::NAN, |n| m / n),
+            read.map_or(f64::NAN, |r| m / r)
+        );
+    }
     // (what, dtype, threads, GB/s, whether the numpy ratio is given)
     let table = [
         ("convert:cat", "bytes", 1, read, false),
         ("convert:copy", "bytes", 1, cp, false),
         ("convert:copy-all-cores", "bytes", threads, cpn, true),
+        ("convert:write-all-cores", "bytes", threads, mem, true),
         ("convert:numpy", "float16", 1, np, false),
         ("convert", "float16", threads, ours, true),
     ];
@@ -395,9 +427,52 @@ pub fn run(opts: &Opts, rows: &mut Vec<Row>) -> Result<(), String> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     if apart {
-        for d in [&out_rs, &out_py, &out_cp, &out_cpn] {
+        for d in [&out_rs, &out_py, &out_cp, &out_cpn, &out_wr] {
             let _ = std::fs::remove_dir_all(d);
         }
     }
     Ok(())
+}
+
+/// `cargo xtask write-files DIR BYTES FILES THREADS`: writes BYTES into FILES new files under
+/// a new DIR (removed first), files dealt round-robin over THREADS threads, each written from
+/// one reused 2 MiB buffer: the writes a converter makes, with nothing read or converted.
+pub fn write_files(args: &[String]) -> Result<(), String> {
+    let usage = "write-files DIR BYTES FILES THREADS";
+    let dir = std::path::PathBuf::from(args.first().ok_or(format!("{usage}: no DIR"))?);
+    let num = |i: usize, what: &str| {
+        args.get(i)
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&v| v > 0)
+            .ok_or_else(|| format!("{usage}: {what} must be a positive integer"))
+    };
+    let (bytes, files, threads) = (num(1, "BYTES")?, num(2, "FILES")?, num(3, "THREADS")?);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let per = bytes.div_ceil(files);
+    let dir = &dir;
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || -> Result<(), String> {
+                    let buf = vec![1u8; 2 << 20];
+                    for k in (t..files).step_by(threads) {
+                        let path = dir.join(format!("out{k}"));
+                        let io = |e: std::io::Error| format!("{}: {e}", path.display());
+                        let mut f = std::fs::File::create(&path).map_err(io)?;
+                        let mut left = per;
+                        while left > 0 {
+                            let n = left.min(buf.len());
+                            f.write_all(&buf[..n]).map_err(io)?;
+                            left -= n;
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().map_err(|_| "a writer panicked".to_string())?)
+    })
 }

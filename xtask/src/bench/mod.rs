@@ -14,6 +14,7 @@ mod anchor;
 mod burn;
 mod compare;
 mod convert;
+pub use convert::write_files;
 mod cuda;
 mod dump;
 mod engine;
