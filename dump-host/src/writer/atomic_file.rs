@@ -348,6 +348,13 @@ impl WholeFile {
         &self.final_path
     }
 
+    /// The temporary name the file has until [`commit`](Self::commit), on the fallback path
+    /// for file systems without unnamed files; `None` for an unnamed file. A program that
+    /// exits on a signal can remove it (a drop does that otherwise).
+    pub fn temporary_path(&self) -> Option<&Path> {
+        self.tmp.as_deref()
+    }
+
     /// The name errors give while the file is written: the temporary name on the fallback
     /// path, else the final one.
     fn label(&self) -> &Path {

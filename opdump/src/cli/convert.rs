@@ -77,7 +77,10 @@ use dump_stats::{
 
 use super::{
     outcome::{Failure, Outcome, Verdict},
-    report::progress::Progress,
+    report::{
+        output::{out_mode, write_whole},
+        progress::Progress,
+    },
     stats::default_categories,
 };
 
@@ -848,32 +851,6 @@ fn write_tables(args: &Args, rows: &[(PathBuf, String)], long: &[String]) -> Res
         write_whole(&p, &text)?;
     }
     Ok(())
-}
-
-/// Mode of the files `convert` writes: `0o644` less the process's umask, as `File::create`
-/// gives them (the umask read from `/proc/self/status`; 022 where it cannot be read).
-fn out_mode() -> u32 {
-    static MODE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| {
-        let umask = fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("Umask:"))
-                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-            })
-            .unwrap_or(0o022);
-        0o644 & !umask
-    })
-}
-
-/// `bytes` written to `path` whole or not at all (an earlier file there stays until then).
-fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let w = WholeFile::create(path, out_mode()).map_err(|e| e.to_string())?;
-    (&mut w.file())
-        .write_all(bytes)
-        .map_err(|e| format!("writing {}: {e}", path.display()))?;
-    w.commit().map_err(|e| e.to_string())
 }
 
 /// The `.npy` header of `layout` written at the start of `w` (one write).
