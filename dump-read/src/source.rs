@@ -264,10 +264,30 @@ const READ_AHEAD: usize = 8 << 20;
 /// Bytes asked for per `posix_fadvise` call ([`CannStream::read_ahead`]).
 const READ_AHEAD_PIECE: usize = 512 << 10;
 
-/// The most device bytes one read's span may ask ahead for (a banded FRACTAL_Z block spans
-/// its whole weight: of a larger weight only this much is asked for ahead, the rest is read
-/// when its rows are).
-const READ_AHEAD_SPAN: usize = 64 << 20;
+/// The most device bytes one read asks ahead for within its span, from where it reads (a banded
+/// FRACTAL_Z block's rows span its whole weight: a weight up to this size is asked for at once,
+/// a larger one this much at a time, ahead of the rows as they are read).
+const READ_AHEAD_SPAN: usize = 256 << 20;
+
+/// The device bytes to ask the kernel for before a read at device byte `here` of a block whose
+/// reads span `span` (in a payload of `end` device bytes), when everything below `advised` was
+/// asked for already: from `here` (within the span) to [`READ_AHEAD_SPAN`] past it, at most to
+/// the span's end, then [`READ_AHEAD`] more; empty when none of it is new.
+fn ahead_window(
+    advised: usize,
+    here: usize,
+    span: &std::ops::Range<usize>,
+    end: usize,
+) -> std::ops::Range<usize> {
+    let lo = here.clamp(span.start, span.end.max(span.start));
+    let to = span
+        .end
+        .min(lo.saturating_add(READ_AHEAD_SPAN))
+        .saturating_add(READ_AHEAD)
+        .min(end);
+    let from = advised.max(lo);
+    from..to.max(from)
+}
 
 impl CannStream {
     /// Opens the payload `t` (its range checked against the file's length, naming the byte
@@ -318,18 +338,12 @@ impl CannStream {
         })
     }
 
-    /// Asks the kernel to start reading the device bytes `lo..hi` (capped at
-    /// [`READ_AHEAD_SPAN`] past `lo`) and [`READ_AHEAD`] more, those not asked for yet
-    /// (`posix_fadvise(WILLNEED)`, Linux): a payload on disk is read while the previous
-    /// blocks convert, and a banded FRACTAL_Z block's scattered row reads find their pages
-    /// in memory. Cached pages cost a lookup; errors are ignored (advice only).
-    fn read_ahead(&mut self, lo: usize, hi: usize) {
-        let end = self.plan.src_extent();
-        let to = hi
-            .min(lo.saturating_add(READ_AHEAD_SPAN))
-            .saturating_add(READ_AHEAD)
-            .min(end);
-        let from = self.advised.max(lo);
+    /// Asks the kernel to start reading the device bytes `window` ([`ahead_window`]) with
+    /// `posix_fadvise(WILLNEED)` (Linux): a payload on disk is read while the previous blocks
+    /// convert, and a banded FRACTAL_Z block's scattered row reads find their pages in memory.
+    /// Cached pages cost a lookup; errors are ignored (advice only).
+    fn read_ahead(&mut self, window: std::ops::Range<usize>) {
+        let (from, to) = (window.start, window.end);
         if to <= from {
             return;
         }
@@ -538,7 +552,11 @@ impl CannStream {
         } else {
             0
         };
-        self.read_ahead(span.start, span.end);
+        // From this read on: a banded block's later rows lie past its span's start, and the
+        // advice follows them through a span larger than READ_AHEAD_SPAN.
+        let here = usize::try_from(at.saturating_sub(self.offset)).unwrap_or(usize::MAX);
+        let window = ahead_window(self.advised, here, span, self.plan.src_extent());
+        self.read_ahead(window);
         let buf = if to_out {
             &mut self.out[into]
         } else {
@@ -639,6 +657,47 @@ pub(crate) fn summarize_cann(t: &CannTensor, hashes: Hashes) -> Result<TensorSta
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The read-ahead windows of a banded FRACTAL_Z block whose rows span a 600 MiB weight,
+    /// one 512-byte row piece every 128 KiB, each read asking for its window: the advice
+    /// follows the rows to the weight's end (it stopped at 264 MiB, READ_AHEAD_SPAN past the
+    /// span's start plus READ_AHEAD), never asks for a byte twice, and never asks for more
+    /// than READ_AHEAD_SPAN + READ_AHEAD at once. A single-run read asks for its bytes and
+    /// READ_AHEAD more; one inside what was asked for asks for nothing.
+    #[test]
+    fn read_ahead_follows_a_banded_block_through_a_large_weight() {
+        let end = 600usize << 20;
+        let span = 512..end;
+        let mut advised = 0;
+        let mut windows = Vec::new();
+        for here in (512..end).step_by(128 << 10) {
+            let w = ahead_window(advised, here, &span, end);
+            if !w.is_empty() {
+                assert!(w.start >= advised && w.start <= here.max(advised), "{w:?}");
+                assert!(w.len() <= READ_AHEAD_SPAN + READ_AHEAD, "{w:?}");
+                advised = w.end;
+                windows.push(w);
+            }
+        }
+        assert_eq!(advised, end, "{windows:?}");
+        assert_eq!(windows[0], 512..512 + READ_AHEAD_SPAN + READ_AHEAD);
+        // A run of 2 MiB at 10 MiB: its bytes and READ_AHEAD more; then a read inside that
+        // asks for nothing, and one past it only for what is new.
+        let run = (10 << 20)..(12 << 20);
+        assert_eq!(
+            ahead_window(0, run.start, &run, end),
+            (10 << 20)..(12 << 20) + READ_AHEAD
+        );
+        assert!(ahead_window((12 << 20) + READ_AHEAD, 11 << 20, &run, end).is_empty());
+        let next = (12 << 20)..(14 << 20);
+        assert_eq!(
+            ahead_window((12 << 20) + READ_AHEAD, next.start, &next, end),
+            (12 << 20) + READ_AHEAD..(14 << 20) + READ_AHEAD
+        );
+        // Near the payload's end the window stops there.
+        let last = (end - 1024)..end;
+        assert_eq!(ahead_window(0, last.start, &last, end), last);
+    }
 
     /// A FRACTAL_Z weight in bands of output channels, read from a file through positioned
     /// gathers: every element where the FRACTAL_Z index math puts it (N and C not multiples of
