@@ -612,6 +612,17 @@ fn the_demos_injected_nan_is_found_by_inspect_and_compare() {
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
+/// `opdump compare D D --html HTML` with `OPDUMP_NAMED_TEMPORARIES=named`.
+fn compare_html(d: &Path, html: &Path, named: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_opdump"));
+    c.arg("compare")
+        .args([d, d])
+        .arg("--html")
+        .arg(html)
+        .env("OPDUMP_NAMED_TEMPORARIES", named);
+    c
+}
+
 /// Ctrl-C, on both of `WholeFile`'s paths (unnamed files, and the named temporaries of file
 /// systems without them, which the handler removes), and `kill -9` (nothing to remove: the
 /// page is unnamed until whole) leave no partial or hidden file.
@@ -622,15 +633,7 @@ fn ctrl_c_leaves_no_partial_output_file() {
         let tmp = tmpdir(&format!("sigint{signal}{named}"));
         let d = r.join("a_tensor_all_io0/files/dump");
         let html = tmp.join("out.html");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_opdump"))
-            .args([
-                "compare",
-                d.to_str().unwrap(),
-                d.to_str().unwrap(),
-                "--html",
-            ])
-            .arg(&html)
-            .env("OPDUMP_NAMED_TEMPORARIES", named)
+        let mut child = compare_html(&d, &html, named)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -679,17 +682,7 @@ fn a_report_that_cannot_be_written_names_it_and_keeps_the_old_one() {
         std::fs::write(&html, "old page").unwrap();
         // All but two pages taken: the old page keeps one, the report needs more than one.
         std::fs::write(fs_.path().join("filler"), vec![1u8; (1 << 20) - 8192]).unwrap();
-        let o = Command::new(env!("CARGO_BIN_EXE_opdump"))
-            .args([
-                "compare",
-                d.to_str().unwrap(),
-                d.to_str().unwrap(),
-                "--html",
-            ])
-            .arg(&html)
-            .env("OPDUMP_NAMED_TEMPORARIES", named)
-            .output()
-            .unwrap();
+        let o = compare_html(&d, &html, named).output().unwrap();
         let e = stderr(&o);
         assert_ne!(o.status.code(), Some(0), "{named}: {e}");
         assert!(
