@@ -426,11 +426,6 @@ struct Group<'a> {
     used: HashSet<usize>,
 }
 
-/// A shape's element count; `None` past `usize` (a record may declare any dims).
-fn count(shape: &[usize]) -> Option<usize> {
-    shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
-}
-
 impl<'a> Group<'a> {
     fn shape_fits(&self, e: usize, n: usize) -> bool {
         let (Some(&(_, ti)), Some(&(_, gi))) = (
@@ -439,10 +434,10 @@ impl<'a> Group<'a> {
         ) else {
             return false;
         };
-        let (a, b) = (&self.t.tensors[ti].shape, &self.g.tensors[gi].shape);
-        same_but_unit_dims(a, b)
+        let (a, b) = (&self.t.tensors[ti], &self.g.tensors[gi]);
+        same_but_unit_dims(&a.shape, &b.shape)
             || ((is_view(self.es[e].kind) || is_view(self.ns[n].kind))
-                && count(a).is_some_and(|n| Some(n) == count(b)))
+                && a.elems().is_some_and(|n| Some(n) == b.elems()))
     }
 
     fn kind_fits(&self, e: usize, n: usize) -> bool {
